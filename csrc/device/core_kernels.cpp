@@ -1,0 +1,193 @@
+// The kernels every PrivateUse1 backend needs besides lowered ops: tensor
+// creation, metadata views over one storage, resize, set_, copies across
+// devices, and reading one value. Registered in op_table.cpp.
+#include "device/core_kernels.h"
+
+#include <ATen/ATen.h>
+#include <ATen/EmptyTensor.h>
+#include <ATen/ops/_reshape_alias_native.h>
+#include <ATen/ops/as_strided_native.h>
+#include <ATen/ops/unfold_native.h>
+#include <ATen/ops/view_native.h>
+
+#include "device/storage_buffer.h"
+#include "device/tensor_program.h"
+#include "runtime/metrics.h"
+
+namespace torch_tpu::device {
+
+namespace {
+
+bool is_tpu(const at::Tensor& t) { return t.device().type() == c10::DeviceType::PrivateUse1; }
+
+int device_of(std::optional<at::Device> device) {
+  if (!device) return current_device();
+  TORCH_CHECK(device->type() == c10::DeviceType::PrivateUse1, "internal: tpu kernel called for ", *device);
+  return checked_device_index(*device);
+}
+
+std::vector<int64_t> row_major_strides(at::IntArrayRef sizes) {
+  std::vector<int64_t> strides(sizes.size(), 1);
+  for (int64_t i = static_cast<int64_t>(sizes.size()) - 2; i >= 0; --i) strides[i] = strides[i + 1] * std::max<int64_t>(sizes[i + 1], 1);
+  return strides;
+}
+
+// Whether `t` is exactly its storage's buffer (no program needed to read it).
+bool is_whole_storage(const at::Tensor& t) {
+  const StorageBuffer& sb = storage_buffer(t);
+  return sb.buffer && t.is_contiguous() && t.storage_offset() == 0 && sb.dtype == element_type(t.scalar_type()) &&
+         t.numel() == sb.numel();
+}
+
+// A contiguous copy of a tpu tensor on the host, in its own dtype.
+at::Tensor download(const at::Tensor& src) {
+  at::Tensor host = at::empty(src.sizes(), src.options().device(at::kCPU));
+  if (src.numel() == 0) return host;
+  const StorageBuffer& sb = storage_buffer(src);
+  if (!sb.buffer) return host.zero_();  // never written
+  at::Tensor whole = src;
+  if (!is_whole_storage(src)) {
+    TensorProgram prog(sb.device);
+    whole = prog.produce(prog.read(src), src.sizes(), row_major_strides(src.sizes()), src.scalar_type());
+    prog.run();
+  }
+  runtime::DeviceRuntime::get().download(*storage_buffer(whole).buffer, host.data_ptr(), host.nbytes());
+  return host;
+}
+
+}  // namespace
+
+at::Tensor empty_memory_format(at::IntArrayRef size, std::optional<at::ScalarType> dtype,
+                               std::optional<at::Layout> layout, std::optional<at::Device> device,
+                               std::optional<bool> /*pin_memory*/, std::optional<at::MemoryFormat> memory_format) {
+  TORCH_CHECK(!layout || *layout == at::kStrided, "tpu supports only strided tensors, got layout ", *layout);
+  int index = device_of(device);
+  at::ScalarType st = dtype.value_or(at::get_default_dtype_as_scalartype());
+  element_type(st);  // raises TypeError for dtypes the device lacks
+  c10::impl::VirtualGuardImpl guard(c10::DeviceType::PrivateUse1);
+  c10::Device prev = guard.exchangeDevice(c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(index)));
+  at::Tensor t = at::detail::empty_generic(size, allocator(), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), st,
+                                           memory_format);
+  guard.setDevice(prev);
+  return t;
+}
+
+at::Tensor empty_strided(at::IntArrayRef size, at::IntArrayRef stride, std::optional<at::ScalarType> dtype,
+                         std::optional<at::Layout> layout, std::optional<at::Device> device,
+                         std::optional<bool> /*pin_memory*/) {
+  TORCH_CHECK(!layout || *layout == at::kStrided, "tpu supports only strided tensors, got layout ", *layout);
+  at::ScalarType st = dtype.value_or(at::get_default_dtype_as_scalartype());
+  element_type(st);
+  return empty_tpu(size, stride, st, device_of(device));
+}
+
+at::Tensor as_strided(const at::Tensor& self, at::IntArrayRef size, at::IntArrayRef stride,
+                      std::optional<int64_t> storage_offset) {
+  return at::native::as_strided_tensorimpl(self, size, stride, storage_offset);
+}
+
+at::Tensor view(const at::Tensor& self, at::IntArrayRef size) { return at::native::view(self, size); }
+
+at::Tensor reshape_alias(const at::Tensor& self, at::IntArrayRef size, at::IntArrayRef stride) {
+  return at::native::_reshape_alias(self, size, stride);
+}
+
+at::Tensor unfold(const at::Tensor& self, int64_t dimension, int64_t size, int64_t step) {
+  return at::native::unfold(self, dimension, size, step);
+}
+
+const at::Tensor& resize_(const at::Tensor& self, at::IntArrayRef size, std::optional<at::MemoryFormat> memory_format) {
+  for (int64_t s : size) TORCH_CHECK(s >= 0, "Trying to create tensor with negative dimension ", s, ": ", size);
+  auto* impl = self.unsafeGetTensorImpl();
+  if (self.sizes() != size) impl->set_sizes_contiguous(size);
+  if (memory_format) impl->empty_tensor_restride(*memory_format);
+  size_t needed = at::detail::computeStorageNbytes(self.sizes(), self.strides(), self.dtype().itemsize(),
+                                                   self.storage_offset());
+  if (needed > self.storage().nbytes()) resize_storage_bytes(self.storage(), needed);
+  return self;
+}
+
+at::Tensor& set_source_storage_offset(at::Tensor& self, c10::Storage source, int64_t storage_offset,
+                                      at::IntArrayRef size, at::IntArrayRef stride) {
+  TORCH_CHECK(source.device().type() == c10::DeviceType::PrivateUse1, "set_: expected a tpu storage, got ",
+              source.device());
+  auto* impl = self.unsafeGetTensorImpl();
+  if (!impl->storage().is_alias_of(source)) impl->set_storage_keep_dtype(std::move(source));
+  impl->set_sizes_and_strides(size, stride, storage_offset);
+  size_t needed = at::detail::computeStorageNbytes(size, stride, self.dtype().itemsize(), storage_offset);
+  TORCH_CHECK(needed <= self.storage().nbytes(), "setStorage: sizes ", size, ", strides ", stride,
+              ", storage offset ", storage_offset, " and itemsize ", self.dtype().itemsize(),
+              " require a storage of size ", needed, ", but got a storage of size ", self.storage().nbytes());
+  return self;
+}
+
+at::Tensor& set_source_storage(at::Tensor& self, c10::Storage source) {
+  int64_t n = static_cast<int64_t>(source.nbytes() / self.dtype().itemsize());
+  return set_source_storage_offset(self, std::move(source), 0, {n}, {1});
+}
+
+at::Tensor& set_source_tensor(at::Tensor& self, const at::Tensor& source) {
+  if (self.is_same(source)) return self;
+  return set_source_storage_offset(self, source.storage(), source.storage_offset(), source.sizes(), source.strides());
+}
+
+at::Tensor& set_empty(at::Tensor& self) {
+  c10::Storage fresh(c10::Storage::use_byte_size_t(), 0, allocator(), true);
+  return set_source_storage_offset(self, fresh, 0, {0}, {1});
+}
+
+at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_blocking*/) {
+  // `self` is the source (ATen's _copy_from(src, dst) convention).
+  if (self.numel() == 0) return dst;
+  if (is_tpu(dst) && is_tpu(self)) {
+    at::Tensor src = self;
+    if (self.device() != dst.device()) {  // another device: whole buffer across, then as below
+      at::Tensor packed = self.contiguous();
+      const StorageBuffer& psb = storage_buffer(packed);
+      int target = dst.device().index();
+      src = empty_tpu(packed.sizes(), packed.strides(), packed.scalar_type(), target);
+      if (psb.buffer) {
+        storage_buffer(src).set(psb.buffer->copy_to_device(runtime::DeviceRuntime::get().client().devices().at(target)),
+                                psb.dtype);
+      }
+      src = src.as_strided(packed.sizes(), packed.strides(), packed.storage_offset());
+    }
+    TensorProgram prog(dst.device().index());
+    hlo::Value v = prog.read(src);
+    prog.write(dst, prog.builder().broadcast_to(v, dst.sizes().vec()));
+    prog.run();
+    return dst;
+  }
+  if (is_tpu(dst)) {  // host to device; dtype conversion on the host, as PyTorch does it
+    at::Tensor host = self.to(dst.scalar_type()).expand(dst.sizes()).contiguous();
+    int device = dst.device().index();
+    hlo::ElementType et = element_type(dst.scalar_type());
+    auto& rt = runtime::DeviceRuntime::get();
+    runtime::metrics().bytes_to_device += static_cast<int64_t>(host.nbytes());
+    StorageBuffer& sb = storage_buffer(dst);
+    if (dst.is_contiguous() && dst.storage_offset() == 0 && static_cast<size_t>(host.nbytes()) == sb.nbytes) {
+      sb.set(rt.upload(host.data_ptr(), pjrt_type(et), {dst.numel()}, device), et);
+      return dst;
+    }
+    TensorProgram prog(device);
+    prog.write(dst, prog.host_input(host));
+    prog.run();
+    return dst;
+  }
+  TORCH_CHECK(is_tpu(self), "internal: _copy_from with no tpu tensor");
+  at::Tensor host = download(self);
+  dst.copy_(host);
+  return dst;
+}
+
+at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
+  if (dst.sizes() != self.sizes()) dst.resize_(self.sizes());
+  return copy_from(self, dst, false);
+}
+
+at::Scalar local_scalar_dense(const at::Tensor& self) {
+  at::Tensor host = download(self);
+  return host.item();
+}
+
+}  // namespace torch_tpu::device

@@ -1,0 +1,91 @@
+// PrivateUse1 hooks (generators, pointers, storage resize) and the allocator
+// registration.
+#include <ATen/ATen.h>
+#include <ATen/detail/PrivateUse1HooksInterface.h>
+#include <c10/core/Allocator.h>
+
+#include "device/generator.h"
+#include "device/storage_buffer.h"
+#include "device/tensor_program.h"
+#include "runtime/device_runtime.h"
+
+namespace torch_tpu::device {
+
+namespace {
+
+struct TpuHooks final : public at::PrivateUse1HooksInterface {
+  bool isBuilt() const override { return true; }
+  bool isAvailable() const override {
+    try {
+      return runtime::DeviceRuntime::get().device_count() > 0;
+    } catch (...) {
+      return false;
+    }
+  }
+  const at::Generator& getDefaultGenerator(c10::DeviceIndex device_index) const override {
+    return default_generator(device_index < 0 ? static_cast<c10::DeviceIndex>(current_device()) : device_index);
+  }
+  at::Generator getNewGenerator(c10::DeviceIndex device_index) const override {
+    return at::make_generator<TpuGeneratorImpl>(device_index < 0 ? static_cast<c10::DeviceIndex>(current_device())
+                                                                 : device_index);
+  }
+  at::Device getDeviceFromPtr(void* /*data*/) const override {
+    return at::Device(at::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(current_device()));
+  }
+  bool isPinnedPtr(const void* /*data*/) const override { return false; }
+  at::Allocator* getPinnedMemoryAllocator() const override { return at::getCPUAllocator(); }
+  bool hasPrimaryContext(c10::DeviceIndex /*device_index*/) const override { return true; }
+  c10::DeviceIndex deviceCount() const override {
+    try {
+      return static_cast<c10::DeviceIndex>(runtime::DeviceRuntime::get().device_count());
+    } catch (...) {
+      return 0;
+    }
+  }
+  void setCurrentDevice(c10::DeviceIndex device) const override {
+    c10::impl::getDeviceGuardImpl(c10::DeviceType::PrivateUse1)->setDevice(c10::Device(c10::DeviceType::PrivateUse1, device));
+  }
+  c10::DeviceIndex getCurrentDevice() const override { return static_cast<c10::DeviceIndex>(current_device()); }
+  c10::DeviceIndex exchangeDevice(c10::DeviceIndex device) const override {
+    return c10::impl::getDeviceGuardImpl(c10::DeviceType::PrivateUse1)
+        ->exchangeDevice(c10::Device(c10::DeviceType::PrivateUse1, device))
+        .index();
+  }
+  c10::DeviceIndex maybeExchangeDevice(c10::DeviceIndex device) const override { return exchangeDevice(device); }
+  void resizePrivateUse1Bytes(const c10::Storage& storage, size_t newsize) const override {
+    resize_storage_bytes(storage, newsize);
+  }
+};
+
+}  // namespace
+
+void register_hooks() {
+  static TpuHooks hooks;
+  at::RegisterPrivateUse1HooksInterface(&hooks);
+  c10::SetAllocator(c10::DeviceType::PrivateUse1, allocator());
+}
+
+void resize_storage_bytes(const c10::Storage& storage, size_t new_nbytes) {
+  StorageBuffer& old_sb = storage_buffer(storage);
+  if (new_nbytes == old_sb.nbytes) return;
+  c10::DataPtr fresh = allocator()->allocate(new_nbytes);
+  auto* sb = static_cast<StorageBuffer*>(fresh.get_context());
+  sb->device = old_sb.device;
+  if (old_sb.buffer && new_nbytes > 0) {
+    // New buffer = old elements, cut or zero-padded to the new length.
+    const int64_t itemsize = hlo::byte_size(old_sb.dtype);
+    const int64_t old_n = old_sb.numel(), new_n = static_cast<int64_t>(new_nbytes) / itemsize;
+    TORCH_CHECK(static_cast<int64_t>(new_nbytes) % itemsize == 0, "tpu: storage resize to ", new_nbytes,
+                " bytes is not a multiple of the element size");
+    hlo::Builder b;
+    hlo::Value p = b.parameter({old_sb.dtype, {old_n}});
+    hlo::Value out = new_n <= old_n ? b.slice(p, {0}, {new_n}, {1})
+                                    : b.pad(p, b.constant(0, old_sb.dtype), {0}, {new_n - old_n}, {0});
+    auto results = runtime::DeviceRuntime::get().run(b.finish({out}), old_sb.device, {old_sb.buffer}, {false});
+    sb->set(results[0], old_sb.dtype);
+  }
+  storage.unsafeGetStorageImpl()->set_data_ptr_noswap(std::move(fresh));
+  storage.unsafeGetStorageImpl()->set_nbytes(new_nbytes);
+}
+
+}  // namespace torch_tpu::device

@@ -1,0 +1,186 @@
+// The one registration table: every ATen overload `tpu` implements, and the
+// lowering behind it. Sorted by lowering name. Composite ops (linear,
+// cross_entropy, layer_norm, softmax ...) are not listed: PyTorch decomposes
+// them into these before they reach the device, and autograd differentiates
+// the decomposition.
+#include <ATen/ATen.h>
+#include <torch/library.h>
+
+#include <sstream>
+
+#include "device/core_kernels.h"
+#include "device/lowered_kernel.h"
+// TEMP(dev): weak until every family file exists; removed before landing.
+#define TORCH_TPU_LOWERING(name) __attribute__((weak)) std::vector<Value> name(LowerContext& ctx);
+#include "lower/ops.h"
+
+namespace torch_tpu::device {
+
+namespace {
+
+namespace L = torch_tpu::lower;
+
+struct OpEntry {
+  lower::LowerFn lowering;
+  const char* overloads;  // space-separated ATen overload names
+};
+
+const OpEntry kLoweredOps[] = {
+    {L::abs, "abs abs_ abs.out"},
+    {L::add, "add.Tensor add_.Tensor add.out add.Scalar add_.Scalar"},
+    {L::addcdiv, "addcdiv addcdiv_ addcdiv.out"},
+    {L::addcmul, "addcmul addcmul_ addcmul.out"},
+    {L::addmm, "addmm addmm_ addmm.out"},
+    {L::all, "all all.dim all.dims all.out all.all_out all.dims_out"},
+    {L::amax, "amax amax.out"},
+    {L::amin, "amin amin.out"},
+    {L::any, "any any.dim any.dims any.out any.all_out any.dims_out"},
+    {L::arange, "arange.start_out"},
+    {L::argmax, "argmax argmax.out"},
+    {L::argmin, "argmin argmin.out"},
+    {L::atan2, "atan2 atan2_ atan2.out"},
+    {L::baddbmm, "baddbmm baddbmm_ baddbmm.out"},
+    {L::bernoulli, "bernoulli bernoulli_.float bernoulli_.Tensor"},
+    {L::bitwise_and, "bitwise_and.Tensor bitwise_and_.Tensor bitwise_and.Tensor_out"},
+    {L::bitwise_not, "bitwise_not bitwise_not_ bitwise_not.out"},
+    {L::bitwise_or, "bitwise_or.Tensor bitwise_or_.Tensor bitwise_or.Tensor_out"},
+    {L::bitwise_xor, "bitwise_xor.Tensor bitwise_xor_.Tensor bitwise_xor.Tensor_out"},
+    {L::bmm, "bmm bmm.out"},
+    {L::cat, "cat cat.out"},
+    {L::ceil, "ceil ceil_ ceil.out"},
+    {L::clamp, "clamp clamp_ clamp.out clamp.Tensor clamp_.Tensor clamp.Tensor_out"},
+    {L::clamp_max, "clamp_max clamp_max_ clamp_max.out clamp_max.Tensor clamp_max_.Tensor clamp_max.Tensor_out"},
+    {L::clamp_min, "clamp_min clamp_min_ clamp_min.out clamp_min.Tensor clamp_min_.Tensor clamp_min.Tensor_out"},
+    {L::cos, "cos cos_ cos.out"},
+    {L::cumsum, "cumsum cumsum_ cumsum.out"},
+    {L::div, "div.Tensor div_.Tensor div.out div.Tensor_mode div_.Tensor_mode div.out_mode"},
+    {L::dot, "dot dot.out"},
+    {L::embedding_dense_backward, "embedding_dense_backward"},
+    {L::eq, "eq.Tensor eq_.Tensor eq.Tensor_out eq.Scalar eq_.Scalar eq.Scalar_out"},
+    {L::erf, "erf erf_ erf.out"},
+    {L::exp, "exp exp_ exp.out"},
+    {L::expm1, "expm1 expm1_ expm1.out"},
+    {L::eye, "eye.out eye.m_out"},
+    {L::fill, "fill_.Scalar fill_.Tensor"},
+    {L::floor, "floor floor_ floor.out"},
+    {L::fmod, "fmod.Tensor fmod_.Tensor fmod.Tensor_out"},
+    {L::gather, "gather gather.out"},
+    {L::ge, "ge.Tensor ge_.Tensor ge.Tensor_out ge.Scalar ge_.Scalar ge.Scalar_out"},
+    {L::gelu, "gelu gelu_ gelu.out"},
+    {L::gelu_backward, "gelu_backward gelu_backward.grad_input"},
+    {L::gt, "gt.Tensor gt_.Tensor gt.Tensor_out gt.Scalar gt_.Scalar gt.Scalar_out"},
+    {L::index, "index.Tensor index.Tensor_out"},
+    {L::index_add, "index_add index_add_ index_add.out"},
+    {L::index_put, "_index_put_impl_"},
+    {L::index_select, "index_select index_select.out"},
+    {L::isinf, "isinf"},
+    {L::isnan, "isnan"},
+    {L::le, "le.Tensor le_.Tensor le.Tensor_out le.Scalar le_.Scalar le.Scalar_out"},
+    {L::lerp, "lerp.Scalar lerp_.Scalar lerp.Scalar_out lerp.Tensor lerp_.Tensor lerp.Tensor_out"},
+    {L::linalg_vector_norm, "linalg_vector_norm linalg_vector_norm.out"},
+    {L::linspace, "linspace.out"},
+    {L::log, "log log_ log.out"},
+    {L::log1p, "log1p log1p_ log1p.out"},
+    {L::log2, "log2 log2_ log2.out"},
+    {L::log_softmax, "_log_softmax _log_softmax.out"},
+    {L::log_softmax_backward, "_log_softmax_backward_data _log_softmax_backward_data.out"},
+    {L::logical_and, "logical_and logical_and_ logical_and.out"},
+    {L::logical_not, "logical_not logical_not_ logical_not.out"},
+    {L::logical_or, "logical_or logical_or_ logical_or.out"},
+    {L::logical_xor, "logical_xor logical_xor_ logical_xor.out"},
+    {L::logsumexp, "logsumexp logsumexp.out"},
+    {L::lt, "lt.Tensor lt_.Tensor lt.Tensor_out lt.Scalar lt_.Scalar lt.Scalar_out"},
+    {L::masked_fill, "masked_fill.Scalar masked_fill_.Scalar masked_fill.Tensor masked_fill_.Tensor"},
+    {L::max_all, "max max.unary_out"},
+    {L::max_dim, "max.dim max.dim_max"},
+    {L::maximum, "maximum maximum.out"},
+    {L::mean, "mean mean.dim mean.out"},
+    {L::min_all, "min min.unary_out"},
+    {L::min_dim, "min.dim min.dim_min"},
+    {L::minimum, "minimum minimum.out"},
+    {L::mm, "mm mm.out"},
+    {L::mul, "mul.Tensor mul_.Tensor mul.out mul.Scalar mul_.Scalar"},
+    {L::native_dropout, "native_dropout"},
+    {L::native_dropout_backward, "native_dropout_backward"},
+    {L::native_layer_norm, "native_layer_norm"},
+    {L::native_layer_norm_backward, "native_layer_norm_backward"},
+    {L::ne, "ne.Tensor ne_.Tensor ne.Tensor_out ne.Scalar ne_.Scalar ne.Scalar_out"},
+    {L::neg, "neg neg_ neg.out"},
+    {L::nll_loss_backward, "nll_loss_backward nll_loss_backward.grad_input"},
+    {L::nll_loss_forward, "nll_loss_forward nll_loss_forward.output"},
+    {L::normal, "normal_"},
+    {L::pow, "pow.Tensor_Tensor pow_.Tensor pow.Tensor_Tensor_out pow.Tensor_Scalar pow_.Scalar pow.Tensor_Scalar_out pow.Scalar pow.Scalar_out"},
+    {L::prod, "prod prod.dim_int prod.int_out"},
+    {L::random, "random_ random_.from random_.to"},
+    {L::reciprocal, "reciprocal reciprocal_ reciprocal.out"},
+    {L::relu, "relu relu_"},
+    {L::remainder, "remainder.Tensor remainder_.Tensor remainder.Tensor_out"},
+    {L::round, "round round_ round.out"},
+    {L::rsqrt, "rsqrt rsqrt_ rsqrt.out"},
+    {L::rsub, "rsub.Tensor"},
+    {L::scatter, "scatter.src scatter_.src scatter.src_out scatter.value scatter_.value scatter.value_out"},
+    {L::scatter_add, "scatter_add scatter_add_ scatter_add.out"},
+    {L::sigmoid, "sigmoid sigmoid_ sigmoid.out"},
+    {L::sigmoid_backward, "sigmoid_backward sigmoid_backward.grad_input"},
+    {L::sign, "sign sign_ sign.out"},
+    {L::silu, "silu silu_ silu.out"},
+    {L::silu_backward, "silu_backward silu_backward.grad_input"},
+    {L::sin, "sin sin_ sin.out"},
+    {L::softmax, "_softmax _softmax.out"},
+    {L::softmax_backward, "_softmax_backward_data _softmax_backward_data.out"},
+    {L::sqrt, "sqrt sqrt_ sqrt.out"},
+    {L::std, "std.correction std.correction_out"},
+    {L::sub, "sub.Tensor sub_.Tensor sub.out"},
+    {L::sum, "sum sum.dim_IntList sum.IntList_out"},
+    {L::tan, "tan tan_ tan.out"},
+    {L::tanh, "tanh tanh_ tanh.out"},
+    {L::tanh_backward, "tanh_backward tanh_backward.grad_input"},
+    {L::threshold_backward, "threshold_backward threshold_backward.grad_input"},
+    {L::tril, "tril tril_ tril.out"},
+    {L::triu, "triu triu_ triu.out"},
+    {L::trunc, "trunc trunc_ trunc.out"},
+    {L::uniform, "uniform_"},
+    {L::var, "var.correction var.correction_out"},
+    {L::where, "where.self where.self_out"},
+    {L::zero, "zero_"},
+};
+
+}  // namespace
+
+std::vector<std::string> lowered_op_names() {
+  std::vector<std::string> names;
+  for (const auto& entry : kLoweredOps) {
+    if (entry.lowering == nullptr) continue;
+    std::istringstream in(entry.overloads);
+    for (std::string name; in >> name;) names.push_back("aten::" + name);
+  }
+  return names;
+}
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  // Creation, views, copies: metadata or transfers, no lowering.
+  m.impl("_copy_from", TORCH_FN(copy_from));
+  m.impl("_copy_from_and_resize", TORCH_FN(copy_from_and_resize));
+  m.impl("_local_scalar_dense", TORCH_FN(local_scalar_dense));
+  m.impl("_reshape_alias", TORCH_FN(reshape_alias));
+  m.impl("as_strided", TORCH_FN(as_strided));
+  m.impl("empty.memory_format", TORCH_FN(empty_memory_format));
+  m.impl("empty_strided", TORCH_FN(empty_strided));
+  m.impl("resize_", TORCH_FN(resize_));
+  m.impl("set_", TORCH_FN(set_empty));
+  m.impl("set_.source_Storage", TORCH_FN(set_source_storage));
+  m.impl("set_.source_Storage_storage_offset", TORCH_FN(set_source_storage_offset));
+  m.impl("set_.source_Tensor", TORCH_FN(set_source_tensor));
+  m.impl("unfold", TORCH_FN(unfold));
+  m.impl("view", TORCH_FN(view));
+
+  for (const auto& entry : kLoweredOps) {
+    if (entry.lowering == nullptr) continue;
+    std::istringstream in(entry.overloads);
+    for (std::string name; in >> name;) {
+      m.impl(name.c_str(), torch::CppFunction::makeFromBoxedFunctor(std::make_unique<LoweredKernel>(entry.lowering)));
+    }
+  }
+}
+
+}  // namespace torch_tpu::device

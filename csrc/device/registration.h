@@ -1,0 +1,23 @@
+// What the Python module needs from the device layer, without torch headers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace torch_tpu::device {
+
+void register_hooks();                        // hooks.cpp
+std::vector<std::string> lowered_op_names();  // op_table.cpp
+
+// guard.cpp: the calling thread's current device
+void set_current_device(int index);
+int get_current_device();
+
+// generator.cpp
+void manual_seed(int device, uint64_t seed);
+uint64_t initial_seed(int device);
+std::string get_rng_state(int device);
+void set_rng_state(int device, const std::string& state);
+
+}  // namespace torch_tpu::device

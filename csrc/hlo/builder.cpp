@@ -1,0 +1,361 @@
+#include "builder.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+
+namespace torch_tpu::hlo {
+
+const char* mlir_name(ElementType t) {
+  switch (t) {
+    case ElementType::Pred: return "i1";
+    case ElementType::S8: return "i8";
+    case ElementType::S16: return "i16";
+    case ElementType::S32: return "i32";
+    case ElementType::S64: return "i64";
+    case ElementType::U8: return "ui8";
+    case ElementType::U16: return "ui16";
+    case ElementType::U32: return "ui32";
+    case ElementType::U64: return "ui64";
+    case ElementType::F16: return "f16";
+    case ElementType::BF16: return "bf16";
+    case ElementType::F32: return "f32";
+    case ElementType::F64: return "f64";
+    case ElementType::C64: return "complex<f32>";
+  }
+  return "?";
+}
+
+bool is_float(ElementType t) {
+  return t == ElementType::F16 || t == ElementType::BF16 || t == ElementType::F32 || t == ElementType::F64;
+}
+bool is_unsigned(ElementType t) {
+  return t == ElementType::U8 || t == ElementType::U16 || t == ElementType::U32 || t == ElementType::U64;
+}
+bool is_integer(ElementType t) {
+  return is_unsigned(t) || t == ElementType::S8 || t == ElementType::S16 || t == ElementType::S32 ||
+         t == ElementType::S64;
+}
+bool is_complex(ElementType t) { return t == ElementType::C64; }
+
+int64_t byte_size(ElementType t) {
+  switch (t) {
+    case ElementType::Pred: case ElementType::S8: case ElementType::U8: return 1;
+    case ElementType::S16: case ElementType::U16: case ElementType::F16: case ElementType::BF16: return 2;
+    case ElementType::S32: case ElementType::U32: case ElementType::F32: return 4;
+    case ElementType::S64: case ElementType::U64: case ElementType::F64: case ElementType::C64: return 8;
+  }
+  return 0;
+}
+
+std::string TensorType::str() const {
+  std::string s = "tensor<";
+  for (int64_t d : shape) s += std::to_string(d) + "x";
+  return s + mlir_name(dtype) + ">";
+}
+
+int64_t TensorType::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string Builder::dims_attr(const std::vector<int64_t>& dims) {
+  std::string s = "array<i64";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : ": ") + std::to_string(dims[i]);
+  return s + ">";
+}
+
+std::string Builder::fresh() { return "%" + std::to_string(next_++); }
+
+void Builder::emit(const std::string& line) {
+  blocks_.back().append(indent_ * 2, ' ');
+  blocks_.back() += line;
+  blocks_.back() += '\n';
+}
+
+Value Builder::parameter(const TensorType& type) {
+  params_.push_back({type, false});
+  return {"%arg" + std::to_string(params_.size() - 1), type};
+}
+
+void Builder::mark_donated(const Value& param) {
+  size_t index = std::stoul(param.name.substr(4));
+  params_.at(index).donated = true;
+}
+
+static std::string type_list(const std::vector<Value>& vs) {
+  std::string s;
+  for (size_t i = 0; i < vs.size(); ++i) s += (i ? ", " : "") + vs[i].type.str();
+  return s;
+}
+
+static std::string type_list(const std::vector<TensorType>& ts) {
+  std::string s;
+  for (size_t i = 0; i < ts.size(); ++i) s += (i ? ", " : "") + ts[i].str();
+  return s;
+}
+
+static std::string name_list(const std::vector<Value>& vs) {
+  std::string s;
+  for (size_t i = 0; i < vs.size(); ++i) s += (i ? ", " : "") + vs[i].name;
+  return s;
+}
+
+static std::string results_sig(const std::vector<TensorType>& results) {
+  return results.size() == 1 ? results[0].str() : "(" + type_list(results) + ")";
+}
+
+std::vector<Value> Builder::op_multi(const std::string& name, const std::vector<Value>& operands,
+                                     const std::vector<TensorType>& results, const std::string& attrs) {
+  std::string id = fresh();
+  std::string lhs = results.size() == 1 ? id : id + ":" + std::to_string(results.size());
+  emit(lhs + " = \"stablehlo." + name + "\"(" + name_list(operands) + ")" + (attrs.empty() ? "" : " {" + attrs + "}") +
+       " : (" + type_list(operands) + ") -> " + results_sig(results));
+  std::vector<Value> out;
+  for (size_t i = 0; i < results.size(); ++i) {
+    out.push_back({results.size() == 1 ? id : id + "#" + std::to_string(i), results[i]});
+  }
+  return out;
+}
+
+Value Builder::op(const std::string& name, const std::vector<Value>& operands, const TensorType& result,
+                  const std::string& attrs) {
+  return op_multi(name, operands, {result}, attrs)[0];
+}
+
+std::vector<Value> Builder::op_with_region(const std::string& name, const std::vector<Value>& operands,
+                                           const std::vector<TensorType>& results, const std::string& attrs,
+                                           const std::vector<TensorType>& block_args, const RegionBody& body) {
+  std::string id = fresh();
+  std::vector<Value> args;
+  std::string header = "^bb0(";
+  for (size_t i = 0; i < block_args.size(); ++i) {
+    Value a{fresh(), block_args[i]};
+    header += (i ? ", " : "") + a.name + ": " + a.type.str();
+    args.push_back(a);
+  }
+  header += "):";
+  blocks_.emplace_back();
+  indent_ += 1;
+  std::vector<Value> ret = body(*this, args);
+  emit("\"stablehlo.return\"(" + name_list(ret) + ") : (" + type_list(ret) + ") -> ()");
+  indent_ -= 1;
+  std::string region = blocks_.back();
+  blocks_.pop_back();
+  std::string lhs = results.size() == 1 ? id : id + ":" + std::to_string(results.size());
+  std::string pad(indent_ * 2, ' ');
+  blocks_.back() += pad + lhs + " = \"stablehlo." + name + "\"(" + name_list(operands) + ") ({\n" + pad + header +
+                    "\n" + region + pad + "})" + (attrs.empty() ? "" : " {" + attrs + "}") + " : (" +
+                    type_list(operands) + ") -> " + results_sig(results) + "\n";
+  std::vector<Value> out;
+  for (size_t i = 0; i < results.size(); ++i) {
+    out.push_back({results.size() == 1 ? id : id + "#" + std::to_string(i), results[i]});
+  }
+  return out;
+}
+
+static std::string float_literal(double value) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.17g", value);
+  std::string s(buf);
+  if (s.find_first_of(".eE") == std::string::npos) s += ".0";
+  return s;
+}
+
+Value Builder::constant(double value, ElementType dtype) {
+  TensorType t{dtype, {}};
+  if (is_float(dtype) || is_complex(dtype)) {
+    if (!std::isfinite(value)) {
+      // MLIR takes non-finite floats only as bit patterns; build them in f32.
+      float f = static_cast<float>(value);
+      uint32_t bits;
+      std::memcpy(&bits, &f, 4);
+      char buf[16];
+      std::snprintf(buf, sizeof(buf), "0x%08X", bits);
+      Value v = op("constant", {}, {ElementType::F32, {}}, std::string("value = dense<") + buf + "> : tensor<f32>");
+      return convert(v, dtype);
+    }
+    std::string lit = is_complex(dtype) ? "(" + float_literal(value) + ", 0.0)" : float_literal(value);
+    return op("constant", {}, t, "value = dense<" + lit + "> : " + t.str());
+  }
+  if (dtype == ElementType::Pred) return op("constant", {}, t, std::string("value = dense<") + (value != 0 ? "true" : "false") + "> : tensor<i1>");
+  return constant_int(static_cast<int64_t>(value), dtype);
+}
+
+Value Builder::constant_int(int64_t value, ElementType dtype) {
+  if (!is_integer(dtype)) {
+    if (dtype == ElementType::Pred) return constant(value != 0 ? 1.0 : 0.0, dtype);
+    return constant(static_cast<double>(value), dtype);
+  }
+  TensorType t{dtype, {}};
+  std::string lit = is_unsigned(dtype) ? std::to_string(static_cast<uint64_t>(value)) : std::to_string(value);
+  return op("constant", {}, t, "value = dense<" + lit + "> : " + t.str());
+}
+
+Value Builder::constant_bits_like(const std::string& literal, ElementType dtype) {
+  TensorType t{dtype, {}};
+  return op("constant", {}, t, "value = dense<" + literal + "> : " + t.str());
+}
+
+Value Builder::splat(double value, const TensorType& type) {
+  return broadcast_in_dim(constant(value, type.dtype), type.shape, {});
+}
+
+Value Builder::convert(const Value& v, ElementType dtype) {
+  if (v.dtype() == dtype) return v;
+  if (dtype == ElementType::Pred) {
+    // PyTorch's bool conversion is "!= 0", not truncation.
+    return compare(v, splat(0, v.type), CompareDirection::NE);
+  }
+  return op("convert", {v}, {dtype, v.shape()});
+}
+
+Value Builder::bitcast_convert(const Value& v, const TensorType& type) {
+  return op("bitcast_convert", {v}, type);
+}
+
+Value Builder::reshape(const Value& v, const Shape& shape) {
+  if (v.shape() == shape) return v;
+  return op("reshape", {v}, {v.dtype(), shape});
+}
+
+Value Builder::broadcast_in_dim(const Value& v, const Shape& shape, const std::vector<int64_t>& dims) {
+  if (v.shape() == shape) {
+    bool identity = true;
+    for (size_t i = 0; i < dims.size(); ++i) identity &= dims[i] == static_cast<int64_t>(i);
+    if (identity) return v;
+  }
+  return op("broadcast_in_dim", {v}, {v.dtype(), shape}, "broadcast_dimensions = " + dims_attr(dims));
+}
+
+Value Builder::broadcast_to(const Value& v, const Shape& shape) {
+  if (v.shape() == shape) return v;
+  int64_t lead = static_cast<int64_t>(shape.size()) - v.rank();
+  if (lead < 0) throw std::invalid_argument("broadcast_to: target rank smaller than operand rank");
+  // Size-1 dims that must grow are dropped first (broadcast_in_dim needs
+  // operand dim == 1 or == target dim, which holds here, so keep them).
+  std::vector<int64_t> dims;
+  for (int64_t i = 0; i < v.rank(); ++i) dims.push_back(lead + i);
+  return broadcast_in_dim(v, shape, dims);
+}
+
+Value Builder::transpose(const Value& v, const std::vector<int64_t>& perm) {
+  bool identity = true;
+  for (size_t i = 0; i < perm.size(); ++i) identity &= perm[i] == static_cast<int64_t>(i);
+  if (identity) return v;
+  Shape shape;
+  for (int64_t p : perm) shape.push_back(v.shape()[p]);
+  return op("transpose", {v}, {v.dtype(), shape}, "permutation = " + dims_attr(perm));
+}
+
+Value Builder::slice(const Value& v, const Shape& start, const Shape& limit, const Shape& strides) {
+  Shape shape;
+  bool identity = true;
+  for (size_t i = 0; i < start.size(); ++i) {
+    shape.push_back(limit[i] <= start[i] ? 0 : (limit[i] - start[i] + strides[i] - 1) / strides[i]);
+    identity &= start[i] == 0 && limit[i] == v.shape()[i] && strides[i] == 1;
+  }
+  if (identity) return v;
+  return op("slice", {v}, {v.dtype(), shape},
+            "start_indices = " + dims_attr(start) + ", limit_indices = " + dims_attr(limit) +
+                ", strides = " + dims_attr(strides));
+}
+
+Value Builder::concatenate(const std::vector<Value>& vs, int64_t dim) {
+  if (vs.size() == 1) return vs[0];
+  Shape shape = vs.at(0).shape();
+  shape[dim] = 0;
+  for (const auto& v : vs) shape[dim] += v.shape()[dim];
+  return op("concatenate", vs, {vs[0].dtype(), shape}, "dimension = " + std::to_string(dim) + " : i64");
+}
+
+Value Builder::pad(const Value& v, const Value& pad_value, const Shape& low, const Shape& high, const Shape& interior) {
+  Shape shape;
+  for (int64_t i = 0; i < v.rank(); ++i) {
+    int64_t d = v.shape()[i];
+    shape.push_back(low[i] + high[i] + d + (d > 0 ? (d - 1) * interior[i] : 0));
+  }
+  return op("pad", {v, pad_value}, {v.dtype(), shape},
+            "edge_padding_low = " + dims_attr(low) + ", edge_padding_high = " + dims_attr(high) +
+                ", interior_padding = " + dims_attr(interior));
+}
+
+Value Builder::iota(const TensorType& type, int64_t dim) {
+  return op("iota", {}, type, "iota_dimension = " + std::to_string(dim) + " : i64");
+}
+
+Value Builder::dynamic_update_slice(const Value& base, const Value& update, const std::vector<Value>& starts) {
+  std::vector<Value> operands{base, update};
+  operands.insert(operands.end(), starts.begin(), starts.end());
+  return op("dynamic_update_slice", operands, base.type);
+}
+
+Value Builder::unary(const std::string& name, const Value& v) { return op(name, {v}, v.type); }
+
+Value Builder::binary(const std::string& name, const Value& a, const Value& b) { return op(name, {a, b}, a.type); }
+
+Value Builder::compare(const Value& a, const Value& b, CompareDirection dir) {
+  static const char* names[] = {"EQ", "NE", "LT", "LE", "GT", "GE"};
+  std::string attrs = std::string("comparison_direction = #stablehlo<comparison_direction ") +
+                      names[static_cast<int>(dir)] + ">";
+  if (is_float(a.dtype())) attrs += ", compare_type = #stablehlo<comparison_type FLOAT>";
+  else if (is_unsigned(a.dtype()) || a.dtype() == ElementType::Pred) attrs += ", compare_type = #stablehlo<comparison_type UNSIGNED>";
+  else if (is_integer(a.dtype())) attrs += ", compare_type = #stablehlo<comparison_type SIGNED>";
+  return op("compare", {a, b}, {ElementType::Pred, a.shape()}, attrs);
+}
+
+Value Builder::select(const Value& pred, const Value& on_true, const Value& on_false) {
+  return op("select", {pred, on_true, on_false}, on_true.type);
+}
+
+Value Builder::clamp(const Value& lo, const Value& v, const Value& hi) { return op("clamp", {lo, v, hi}, v.type); }
+
+Value Builder::reduce(const Value& v, const Value& init, const std::vector<int64_t>& dims, const std::string& combiner) {
+  Shape shape;
+  for (int64_t i = 0; i < v.rank(); ++i) {
+    bool reduced = false;
+    for (int64_t d : dims) reduced |= d == i;
+    if (!reduced) shape.push_back(v.shape()[i]);
+  }
+  TensorType scalar{v.dtype(), {}};
+  return op_with_region("reduce", {v, init}, {{v.dtype(), shape}}, "dimensions = " + dims_attr(dims),
+                        {scalar, scalar},
+                        [&](Builder& b, const std::vector<Value>& args) {
+                          return std::vector<Value>{b.binary(combiner, args[0], args[1])};
+                        })[0];
+}
+
+static std::string int_list(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+Value Builder::dot_general(const Value& a, const Value& b, const std::vector<int64_t>& batch_a,
+                           const std::vector<int64_t>& batch_b, const std::vector<int64_t>& contract_a,
+                           const std::vector<int64_t>& contract_b, const TensorType& result,
+                           const std::string& precision) {
+  std::string attrs = "dot_dimension_numbers = #stablehlo.dot<lhs_batching_dimensions = " + int_list(batch_a) +
+                      ", rhs_batching_dimensions = " + int_list(batch_b) +
+                      ", lhs_contracting_dimensions = " + int_list(contract_a) +
+                      ", rhs_contracting_dimensions = " + int_list(contract_b) +
+                      ">, precision_config = [#stablehlo<precision " + precision + ">, #stablehlo<precision " +
+                      precision + ">]";
+  return op("dot_general", {a, b}, result, attrs);
+}
+
+std::string Builder::finish(const std::vector<Value>& outputs) const {
+  std::string text = "module @torch_tpu {\n  func.func public @main(";
+  for (size_t i = 0; i < params_.size(); ++i) {
+    text += (i ? ", " : "") + std::string("%arg") + std::to_string(i) + ": " + params_[i].type.str();
+    if (params_[i].donated) text += " {jax.buffer_donor = true}";
+  }
+  text += ") -> (" + type_list(outputs) + ") {\n";
+  text += blocks_.front();
+  text += "    \"func.return\"(" + name_list(outputs) + ") : (" + type_list(outputs) + ") -> ()\n  }\n}\n";
+  return text;
+}
+
+}  // namespace torch_tpu::hlo

@@ -1,0 +1,109 @@
+// A small StableHLO builder: emits one `func.func @main` as MLIR text in the
+// generic op form, which every PJRT plugin's parser accepts. Knows StableHLO
+// only; no torch, no PJRT.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace torch_tpu::hlo {
+
+enum class ElementType { Pred, S8, S16, S32, S64, U8, U16, U32, U64, F16, BF16, F32, F64, C64 };
+
+const char* mlir_name(ElementType t);  // "f32", "i1", "ui8", "complex<f32>" ...
+bool is_float(ElementType t);           // f16, bf16, f32, f64
+bool is_integer(ElementType t);         // signed or unsigned, not pred
+bool is_unsigned(ElementType t);
+bool is_complex(ElementType t);
+int64_t byte_size(ElementType t);
+
+using Shape = std::vector<int64_t>;
+
+struct TensorType {
+  ElementType dtype = ElementType::F32;
+  Shape shape;
+  std::string str() const;  // tensor<2x3xf32>
+  int64_t numel() const;
+  int64_t rank() const { return static_cast<int64_t>(shape.size()); }
+  bool operator==(const TensorType& o) const { return dtype == o.dtype && shape == o.shape; }
+};
+
+struct Value {
+  std::string name;  // %3, %7#1, %arg0
+  TensorType type;
+  const Shape& shape() const { return type.shape; }
+  ElementType dtype() const { return type.dtype; }
+  int64_t rank() const { return type.rank(); }
+};
+
+enum class CompareDirection { EQ, NE, LT, LE, GT, GE };
+
+// Arguments marked donated may have their memory reused for an output.
+struct Parameter {
+  TensorType type;
+  bool donated = false;
+};
+
+class Builder {
+ public:
+  Value parameter(const TensorType& type);
+  const std::vector<Parameter>& parameters() const { return params_; }
+  void mark_donated(const Value& param);
+
+  // Generic op: "stablehlo.<name>"(operands) {attrs} : (types) -> result.
+  Value op(const std::string& name, const std::vector<Value>& operands, const TensorType& result,
+           const std::string& attrs = "");
+  std::vector<Value> op_multi(const std::string& name, const std::vector<Value>& operands,
+                              const std::vector<TensorType>& results, const std::string& attrs = "");
+  // An op with one region whose block takes `block_args` and whose body
+  // `body` builds (returning what the region returns).
+  using RegionBody = std::function<std::vector<Value>(Builder&, const std::vector<Value>&)>;
+  std::vector<Value> op_with_region(const std::string& name, const std::vector<Value>& operands,
+                                    const std::vector<TensorType>& results, const std::string& attrs,
+                                    const std::vector<TensorType>& block_args, const RegionBody& body);
+
+  // ---- common ops -------------------------------------------------------
+  Value constant(double value, ElementType dtype);             // 0-d
+  Value constant_int(int64_t value, ElementType dtype);        // 0-d, exact for integers
+  Value constant_bits_like(const std::string& literal, ElementType dtype);  // 0-d from a literal
+  Value splat(double value, const TensorType& type);           // broadcast constant
+  Value convert(const Value& v, ElementType dtype);            // no-op when equal
+  Value bitcast_convert(const Value& v, const TensorType& type);
+  Value reshape(const Value& v, const Shape& shape);
+  Value broadcast_in_dim(const Value& v, const Shape& shape, const std::vector<int64_t>& dims);
+  Value broadcast_to(const Value& v, const Shape& shape);      // numpy-style (right-aligned)
+  Value transpose(const Value& v, const std::vector<int64_t>& perm);
+  Value slice(const Value& v, const Shape& start, const Shape& limit, const Shape& strides);
+  Value concatenate(const std::vector<Value>& vs, int64_t dim);
+  Value pad(const Value& v, const Value& pad_value, const Shape& low, const Shape& high, const Shape& interior);
+  Value iota(const TensorType& type, int64_t dim);
+  Value dynamic_update_slice(const Value& base, const Value& update, const std::vector<Value>& starts);
+  Value unary(const std::string& name, const Value& v);        // name: "exponential", "tanh" ...
+  Value binary(const std::string& name, const Value& a, const Value& b);  // same types
+  Value compare(const Value& a, const Value& b, CompareDirection dir);
+  Value select(const Value& pred, const Value& on_true, const Value& on_false);
+  Value clamp(const Value& lo, const Value& v, const Value& hi);
+  // Reduction with a binary combiner ("add", "multiply", "maximum", "minimum", "and", "or").
+  Value reduce(const Value& v, const Value& init, const std::vector<int64_t>& dims, const std::string& combiner);
+  Value dot_general(const Value& a, const Value& b, const std::vector<int64_t>& batch_a,
+                    const std::vector<int64_t>& batch_b, const std::vector<int64_t>& contract_a,
+                    const std::vector<int64_t>& contract_b, const TensorType& result,
+                    const std::string& precision = "DEFAULT");
+
+  // The program text; `outputs` are the function results.
+  std::string finish(const std::vector<Value>& outputs) const;
+
+  static std::string dims_attr(const std::vector<int64_t>& dims);  // array<i64: 1, 2>
+
+ private:
+  std::string fresh();
+  void emit(const std::string& line);
+  std::vector<Parameter> params_;
+  std::vector<std::string> blocks_{std::string()};  // innermost region last
+  int next_ = 0;
+  int indent_ = 2;
+};
+
+}  // namespace torch_tpu::hlo

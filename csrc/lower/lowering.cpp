@@ -1,0 +1,109 @@
+#include "lower/lowering.h"
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+namespace torch_tpu::lower {
+
+const Value& LowerContext::tensor(size_t i) const {
+  if (i >= args.size() || !args[i].tensor) throw std::invalid_argument("lowering: argument " + std::to_string(i) + " is not a tensor");
+  return *args[i].tensor;
+}
+
+int64_t LowerContext::int_arg(size_t i, int64_t fallback) const {
+  if (!has(i)) return fallback;
+  const Arg& a = args[i];
+  if (a.kind == Arg::Kind::Scalar) return a.scalar.kind == ScalarArg::Kind::Float ? static_cast<int64_t>(a.scalar.f) : a.scalar.i;
+  if (a.kind == Arg::Kind::Bool) return a.b;
+  return a.i;
+}
+
+double LowerContext::double_arg(size_t i, double fallback) const {
+  if (!has(i)) return fallback;
+  const Arg& a = args[i];
+  if (a.kind == Arg::Kind::Scalar) return a.scalar.as_double();
+  if (a.kind == Arg::Kind::Int) return static_cast<double>(a.i);
+  return a.d;
+}
+
+bool LowerContext::bool_arg(size_t i, bool fallback) const {
+  if (!has(i)) return fallback;
+  return args[i].kind == Arg::Kind::Bool ? args[i].b : args[i].i != 0;
+}
+
+const std::vector<int64_t>& LowerContext::ints(size_t i) const {
+  static const std::vector<int64_t> empty;
+  if (!has(i)) return empty;
+  return args[i].ints;
+}
+
+Value LowerContext::scalar(const ScalarArg& s, ElementType dtype) {
+  if (s.kind != ScalarArg::Kind::Float) {
+    if (hlo::is_integer(dtype) || dtype == ElementType::Pred) return b.constant_int(s.i, dtype);
+    return b.constant(static_cast<double>(s.i), dtype);
+  }
+  const double v = s.f;
+  // Values that are part of an op's meaning stay constants (like TorchTPU:
+  // 0, 1, -1); everything else is an input so that changing it (a learning
+  // rate, a step count) reuses the compiled program.
+  if (v == 0.0 || v == 1.0 || v == -1.0 || !std::isfinite(v) || !hlo::is_float(dtype)) return b.constant(v, dtype);
+  Value p = b.parameter({dtype, {}});
+  HostScalar hs;
+  hs.dtype = dtype;
+  hs.f = v;
+  hs.is_float = true;
+  host_scalars_.push_back(hs);
+  host_scalar_params_.push_back(p);
+  return p;
+}
+
+Value LowerContext::rng_state() {
+  Value p = b.parameter({ElementType::U64, {2}});
+  rng_params_.push_back(p);
+  ++rng_requests_;
+  return p;
+}
+
+int64_t wrap_dim(int64_t dim, int64_t rank) {
+  int64_t r = rank == 0 ? 1 : rank;
+  return dim < 0 ? dim + r : dim;
+}
+
+Value coerce(Builder& b, const Value& v, const TensorType& type) {
+  Value c = b.convert(v, type.dtype);
+  return b.broadcast_to(c, type.shape);
+}
+
+Value zeros(Builder& b, const TensorType& type) { return b.splat(0, type); }
+
+Value full(Builder& b, double value, const TensorType& type) { return b.splat(value, type); }
+
+Value reduce_init(Builder& b, const std::string& combiner, ElementType dtype) {
+  const bool fl = hlo::is_float(dtype);
+  if (combiner == "add" || combiner == "or") return b.constant(0, dtype);
+  if (combiner == "multiply" || combiner == "and") return b.constant(1, dtype);
+  if (combiner == "maximum") {
+    if (fl) return b.constant(-std::numeric_limits<double>::infinity(), dtype);
+    if (dtype == ElementType::Pred) return b.constant(0, dtype);
+    if (hlo::is_unsigned(dtype)) return b.constant_int(0, dtype);
+    return b.constant_int(dtype == ElementType::S64 ? std::numeric_limits<int64_t>::min()
+                                                    : -(int64_t{1} << (hlo::byte_size(dtype) * 8 - 1)),
+                          dtype);
+  }
+  if (combiner == "minimum") {
+    if (fl) return b.constant(std::numeric_limits<double>::infinity(), dtype);
+    if (dtype == ElementType::Pred) return b.constant(1, dtype);
+    if (hlo::is_unsigned(dtype)) return b.constant_int(dtype == ElementType::U64 ? -1 : (int64_t{1} << (hlo::byte_size(dtype) * 8)) - 1, dtype);
+    return b.constant_int(dtype == ElementType::S64 ? std::numeric_limits<int64_t>::max()
+                                                    : (int64_t{1} << (hlo::byte_size(dtype) * 8 - 1)) - 1,
+                          dtype);
+  }
+  throw std::invalid_argument("reduce_init: unknown combiner " + combiner);
+}
+
+ElementType accumulation_type(ElementType dtype) {
+  return (dtype == ElementType::BF16 || dtype == ElementType::F16) ? ElementType::F32 : dtype;
+}
+
+}  // namespace torch_tpu::lower

@@ -1,0 +1,110 @@
+// One lowering per ATen op: a function that emits StableHLO for the op's
+// inputs. Every execution path (Strict, Debug, DeferAndFuse, torch.compile)
+// calls the same function. Lowerings know op semantics and the hlo builder,
+// not torch: the device layer turns ATen arguments into `Arg`s and hands
+// over the result types PyTorch's own meta kernel computed, so broadcasting,
+// type promotion and shape checks are PyTorch's, exactly.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hlo/builder.h"
+
+namespace torch_tpu::lower {
+
+using hlo::Builder;
+using hlo::ElementType;
+using hlo::Shape;
+using hlo::TensorType;
+using hlo::Value;
+
+// A Python number passed where the schema says `Scalar`.
+struct ScalarArg {
+  enum class Kind { Float, Int, Bool } kind = Kind::Int;
+  double f = 0;
+  int64_t i = 0;
+  double as_double() const { return kind == Kind::Float ? f : static_cast<double>(i); }
+};
+
+struct Arg {
+  enum class Kind { None, Tensor, TensorList, Int, Double, Bool, Scalar, IntList, DoubleList, String, Other };
+  Kind kind = Kind::None;
+  std::optional<Value> tensor;
+  std::vector<std::optional<Value>> tensors;  // Tensor[] and Tensor?[]
+  int64_t i = 0;
+  double d = 0;
+  bool b = false;
+  ScalarArg scalar;
+  std::vector<int64_t> ints;
+  std::vector<double> doubles;
+  std::string s;
+
+  bool is_none() const { return kind == Kind::None; }
+};
+
+// A number the program reads at run time instead of baking into its text, so
+// a changing learning rate does not make a new program.
+struct HostScalar {
+  ElementType dtype;
+  double f = 0;
+  int64_t i = 0;
+  bool is_float = false;
+};
+
+class LowerContext {
+ public:
+  LowerContext(Builder& b, std::vector<Arg> args, std::vector<TensorType> out_types)
+      : b(b), args(std::move(args)), out_types(std::move(out_types)) {}
+
+  Builder& b;
+  std::vector<Arg> args;
+  std::vector<TensorType> out_types;  // PyTorch's result types, one per op result
+  std::string matmul_precision = "DEFAULT";  // DEFAULT | HIGH | HIGHEST
+
+  const Value& tensor(size_t i) const;   // throws if the argument is not a tensor
+  bool has(size_t i) const { return i < args.size() && !args[i].is_none(); }
+  int64_t int_arg(size_t i, int64_t fallback = 0) const;
+  double double_arg(size_t i, double fallback = 0) const;
+  bool bool_arg(size_t i, bool fallback = false) const;
+  const std::vector<int64_t>& ints(size_t i) const;
+
+  // A Scalar argument as a 0-d value of `dtype`: 0, 1, -1 and integers are
+  // constants; other floats become a runtime input (see HostScalar).
+  Value scalar(const ScalarArg& s, ElementType dtype);
+  Value scalar_arg(size_t i, ElementType dtype) { return scalar(args.at(i).scalar, dtype); }
+  const std::vector<HostScalar>& host_scalars() const { return host_scalars_; }
+  std::vector<Value>& host_scalar_params() { return host_scalar_params_; }
+
+  // State for stablehlo.rng_bit_generator (tensor<2xui64>), drawn from the
+  // device generator when the program runs.
+  Value rng_state();
+  int rng_requests() const { return rng_requests_; }
+  std::vector<Value>& rng_params() { return rng_params_; }
+
+ private:
+  std::vector<HostScalar> host_scalars_;
+  std::vector<Value> host_scalar_params_;
+  std::vector<Value> rng_params_;
+  int rng_requests_ = 0;
+};
+
+using LowerFn = std::vector<Value> (*)(LowerContext&);
+
+// Normalize dims PyTorch-style (negative wraps).
+int64_t wrap_dim(int64_t dim, int64_t rank);
+
+// ---- shared pieces used by several op families --------------------------
+// Broadcast `v` to `type.shape` and convert to `type.dtype`.
+Value coerce(Builder& b, const Value& v, const TensorType& type);
+Value zeros(Builder& b, const TensorType& type);
+Value full(Builder& b, double value, const TensorType& type);
+// Reduction identity for a combiner in `dtype` (for max: lowest value).
+Value reduce_init(Builder& b, const std::string& combiner, ElementType dtype);
+ElementType accumulation_type(ElementType dtype);  // bf16/f16 -> f32
+// Matmul with PyTorch's precision: contracts a's last dim with b's dim `rhs_contract`.
+Value matmul_2d(LowerContext& ctx, const Value& a, const Value& bm, ElementType out);
+
+}  // namespace torch_tpu::lower

@@ -1,0 +1,153 @@
+// The PJRT C API, wrapped: plugin loading, client, devices, buffers, events,
+// executables. Knows the PJRT ABI only (no torch, no StableHLO semantics).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "pjrt_c_api.h"
+
+namespace torch_tpu::pjrt {
+
+// Every PJRT_Error becomes one of these, carrying the plugin's message.
+class PjrtError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A loaded plugin: the PJRT_Api table plus what it says about itself.
+class Plugin {
+ public:
+  // dlopen + GetPjrtApi + version check + PJRT_Plugin_Initialize.
+  // Throws PjrtError naming the path and both API versions on mismatch.
+  static std::shared_ptr<Plugin> load(const std::string& path);
+
+  const PJRT_Api* api() const { return api_; }
+  const std::string& path() const { return path_; }
+  int api_major() const { return api_major_; }
+  int api_minor() const { return api_minor_; }
+  // Plugin attributes (xla_version, stablehlo_current_version, ...), as text.
+  const std::map<std::string, std::string>& attributes() const { return attributes_; }
+  // Throws if `err` is non-null; always destroys it.
+  void check(PJRT_Error* err, const char* what) const;
+  // Whether the plugin's function table reaches `offset` (struct_size rule).
+  bool has_function(size_t offset_of_field) const;
+
+ private:
+  const PJRT_Api* api_ = nullptr;
+  std::string path_;
+  int api_major_ = 0, api_minor_ = 0;
+  std::map<std::string, std::string> attributes_;
+};
+
+class Event {
+ public:
+  Event(std::shared_ptr<Plugin> plugin, PJRT_Event* event) : plugin_(std::move(plugin)), event_(event) {}
+  ~Event();
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  void await();  // throws the event's error, if any
+  bool is_ready() const;
+ private:
+  std::shared_ptr<Plugin> plugin_;
+  PJRT_Event* event_;
+};
+
+class Client;
+
+// Owns one PJRT_Buffer. Destruction releases it; PJRT keeps the memory alive
+// until pending computations that read it have finished.
+class Buffer {
+ public:
+  Buffer(std::shared_ptr<Client> client, PJRT_Buffer* buffer) : client_(std::move(client)), buffer_(buffer) {}
+  ~Buffer();
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  PJRT_Buffer* raw() const { return buffer_; }
+  const std::shared_ptr<Client>& client() const { return client_; }
+  std::vector<int64_t> dims() const;
+  PJRT_Buffer_Type element_type() const;
+  size_t on_device_size() const;
+  // Device to host: blocks until the bytes are in `dst` (size must match).
+  void to_host(void* dst, size_t nbytes) const;
+  // Device to device (another device of the same client).
+  std::shared_ptr<Buffer> copy_to_device(PJRT_Device* device) const;
+  void await_ready() const;
+  bool is_ready() const;
+
+ private:
+  std::shared_ptr<Client> client_;
+  PJRT_Buffer* buffer_;
+};
+
+class LoadedExecutable {
+ public:
+  LoadedExecutable(std::shared_ptr<Client> client, PJRT_LoadedExecutable* exe);
+  ~LoadedExecutable();
+  LoadedExecutable(const LoadedExecutable&) = delete;
+  LoadedExecutable& operator=(const LoadedExecutable&) = delete;
+
+  size_t num_outputs() const { return num_outputs_; }
+  // Runs on `device` without waiting for completion. Arguments listed in
+  // `donated` may be consumed (their Buffer objects must not be used again).
+  std::vector<std::shared_ptr<Buffer>> execute(PJRT_Device* device,
+                                               const std::vector<PJRT_Buffer*>& args,
+                                               const std::vector<bool>& donatable) const;
+  std::string serialize() const;
+  PJRT_LoadedExecutable* raw() const { return exe_; }
+
+ private:
+  std::shared_ptr<Client> client_;
+  PJRT_LoadedExecutable* exe_;
+  size_t num_outputs_ = 0;
+};
+
+struct DeviceMemoryStats {
+  bool available = false;
+  int64_t bytes_in_use = 0, peak_bytes_in_use = 0, bytes_limit = 0;
+};
+
+class Client : public std::enable_shared_from_this<Client> {
+ public:
+  struct Options {
+    int cpu_device_count = 1;  // only the XLA:CPU plugin reads it
+    bool asynchronous = true;
+  };
+  static std::shared_ptr<Client> create(std::shared_ptr<Plugin> plugin, const Options& options);
+  ~Client();
+
+  const std::shared_ptr<Plugin>& plugin() const { return plugin_; }
+  const std::string& platform_name() const { return platform_name_; }
+  const std::string& platform_version() const { return platform_version_; }
+  const std::vector<PJRT_Device*>& devices() const { return devices_; }
+  std::string device_kind(size_t index) const;
+  DeviceMemoryStats memory_stats(size_t index) const;
+
+  // Host to device. The host bytes may be reused once this returns.
+  std::shared_ptr<Buffer> buffer_from_host(const void* data, PJRT_Buffer_Type type,
+                                           const std::vector<int64_t>& dims, size_t device_index);
+  // Compiles MLIR (StableHLO) text with the given serialized CompileOptionsProto.
+  std::shared_ptr<LoadedExecutable> compile(const std::string& mlir_text, const std::string& compile_options);
+  std::shared_ptr<LoadedExecutable> deserialize(const std::string& bytes);
+  PJRT_Client* raw() const { return client_; }
+
+ private:
+  Client() = default;
+  std::shared_ptr<Plugin> plugin_;
+  PJRT_Client* client_ = nullptr;
+  std::string platform_name_, platform_version_;
+  std::vector<PJRT_Device*> devices_;
+};
+
+// Minimal CompileOptionsProto, hand-encoded (protobuf wire format):
+// executable_build_options (field 3) { num_replicas (4): 1, num_partitions (5): 1 },
+// compile_portable_executable (4): true so one executable runs on any device.
+std::string default_compile_options();
+
+}  // namespace torch_tpu::pjrt

@@ -1,0 +1,67 @@
+// torch_tpu._C: the few entry points the Python face needs.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "device/cpu_fallback.h"
+#include "device/registration.h"
+#include "runtime/device_runtime.h"
+#include "runtime/metrics.h"
+
+namespace py = pybind11;
+using torch_tpu::runtime::DeviceRuntime;
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "torch_tpu native core";
+  torch_tpu::device::register_hooks();
+
+  m.def("_configure", [](const std::string& plugin_path, int num_devices, const std::string& error) {
+    DeviceRuntime::get().configure(plugin_path, num_devices, error);
+  });
+  m.def("_initialized", []() { return DeviceRuntime::get().initialized(); });
+  m.def("_device_count", []() {
+    py::gil_scoped_release release;
+    return DeviceRuntime::get().device_count();
+  });
+  m.def("_synchronize", [](int device) {
+    py::gil_scoped_release release;
+    DeviceRuntime::get().synchronize(device);
+  });
+  m.def("_metrics", []() { return torch_tpu::runtime::metrics().snapshot(); });
+  m.def("_reset_metrics", []() { torch_tpu::runtime::metrics().reset(); });
+  m.def("_set_cpu_fallback", &torch_tpu::device::set_cpu_fallback);
+  m.def("_cpu_fallback_enabled", &torch_tpu::device::cpu_fallback_enabled);
+  m.def("_lowered_ops", &torch_tpu::device::lowered_op_names);
+  m.def("_set_matmul_precision", &torch_tpu::runtime::set_matmul_precision);
+  m.def("_get_matmul_precision", &torch_tpu::runtime::matmul_precision_torch_name);
+  m.def("_set_device", &torch_tpu::device::set_current_device);
+  m.def("_current_device", &torch_tpu::device::get_current_device);
+  m.def("_manual_seed", &torch_tpu::device::manual_seed);
+  m.def("_initial_seed", &torch_tpu::device::initial_seed);
+  m.def("_get_rng_state", [](int device) { return py::bytes(torch_tpu::device::get_rng_state(device)); });
+  m.def("_set_rng_state", &torch_tpu::device::set_rng_state);
+  m.def("_compiled_programs", []() { return DeviceRuntime::get().cache().size(); });
+  m.def("_plugin_info", []() {
+    auto& client = DeviceRuntime::get().client();
+    const auto& plugin = client.plugin();
+    py::dict info;
+    info["path"] = plugin->path();
+    info["pjrt_api_version"] = std::to_string(plugin->api_major()) + "." + std::to_string(plugin->api_minor());
+    info["pjrt_api_version_built"] = std::to_string(PJRT_API_MAJOR) + "." + std::to_string(PJRT_API_MINOR);
+    info["platform_name"] = client.platform_name();
+    info["platform_version"] = client.platform_version();
+    info["attributes"] = plugin->attributes();
+    std::vector<std::string> kinds;
+    for (size_t i = 0; i < client.devices().size(); ++i) kinds.push_back(client.device_kind(i));
+    info["device_kinds"] = kinds;
+    return info;
+  });
+  m.def("_memory_stats", [](int device) {
+    auto stats = DeviceRuntime::get().client().memory_stats(device);
+    py::dict d;
+    d["available"] = stats.available;
+    d["bytes_in_use"] = stats.bytes_in_use;
+    d["peak_bytes_in_use"] = stats.peak_bytes_in_use;
+    d["bytes_limit"] = stats.bytes_limit;
+    return d;
+  });
+}

@@ -1,0 +1,65 @@
+// The process-wide runtime: the loaded plugin, its client, the compilation
+// cache, and running programs. Knows hlo text and pjrt; not torch.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "pjrt/pjrt_runtime.h"
+
+namespace torch_tpu::runtime {
+
+using pjrt::Buffer;
+using BufferPtr = std::shared_ptr<pjrt::Buffer>;
+
+// Compiled programs by program text (the text is the whole key: op, scalar
+// constants, shapes, dtypes and view layouts all appear in it). The plugin's
+// platform and version are fixed per process.
+class CompileCache {
+ public:
+  std::shared_ptr<pjrt::LoadedExecutable> get_or_compile(pjrt::Client& client, const std::string& text);
+  size_t size() const;
+  void clear();
+
+ private:
+  mutable std::mutex mutex_;
+  std::unordered_map<std::string, std::shared_ptr<pjrt::LoadedExecutable>> programs_;
+};
+
+class DeviceRuntime {
+ public:
+  static DeviceRuntime& get();
+
+  // Set by Python before first use: which plugin, how many CPU devices.
+  // `error` (non-empty) is raised at first use instead of loading.
+  void configure(const std::string& plugin_path, int num_devices, const std::string& error);
+  bool initialized() const { return client_ != nullptr; }
+  pjrt::Client& client();  // loads the plugin on first use
+  int device_count();
+  std::string plugin_path() const { return plugin_path_; }
+
+  BufferPtr upload(const void* data, PJRT_Buffer_Type type, const std::vector<int64_t>& dims, int device);
+  void download(const Buffer& buffer, void* dst, size_t nbytes);
+  // Compiles (or finds) `text`, runs it on `device` without waiting.
+  std::vector<BufferPtr> run(const std::string& text, int device, const std::vector<BufferPtr>& args,
+                             const std::vector<bool>& donatable);
+  CompileCache& cache() { return cache_; }
+  // Waits for every buffer produced so far on `device` (-1: all).
+  void synchronize(int device);
+  // Remembers the newest output per device so synchronize() can wait on it.
+  void note_output(int device, const BufferPtr& b);
+
+ private:
+  std::mutex mutex_;
+  std::string plugin_path_, config_error_;
+  int num_devices_ = 1;
+  std::shared_ptr<pjrt::Client> client_;
+  CompileCache cache_;
+  std::string compile_options_ = pjrt::default_compile_options();
+  std::vector<std::vector<std::weak_ptr<pjrt::Buffer>>> pending_outputs_;  // per device, since the last sync
+};
+
+}  // namespace torch_tpu::runtime

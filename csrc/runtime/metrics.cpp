@@ -1,0 +1,69 @@
+#include "metrics.h"
+
+#include <stdexcept>
+
+namespace torch_tpu::runtime {
+
+Metrics& metrics() {
+  static Metrics* m = new Metrics();  // never destroyed: read during shutdown
+  return *m;
+}
+
+void Metrics::add_live_bytes(int64_t delta) {
+  int64_t now = live_device_bytes.fetch_add(delta) + delta;
+  int64_t peak = peak_device_bytes.load();
+  while (now > peak && !peak_device_bytes.compare_exchange_weak(peak, now)) {
+  }
+}
+
+void Metrics::count_fallback(const std::string& op) {
+  std::lock_guard<std::mutex> lock(mutex);
+  cpu_fallbacks[op] += 1;
+}
+
+std::map<std::string, int64_t> Metrics::snapshot() {
+  std::map<std::string, int64_t> s{
+      {"ops_dispatched", ops_dispatched},   {"programs_executed", programs_executed},
+      {"host_waits", host_waits},           {"bytes_to_device", bytes_to_device},
+      {"bytes_to_host", bytes_to_host},     {"cache_hits", cache_hits},
+      {"cache_misses", cache_misses},       {"compiles", compiles},
+      {"compile_nanos", compile_nanos},     {"live_device_bytes", live_device_bytes},
+      {"peak_device_bytes", peak_device_bytes},
+  };
+  std::lock_guard<std::mutex> lock(mutex);
+  for (const auto& [op, n] : cpu_fallbacks) s["cpu_fallback::" + op] = n;
+  return s;
+}
+
+void Metrics::reset() {
+  ops_dispatched = programs_executed = host_waits = bytes_to_device = bytes_to_host = 0;
+  cache_hits = cache_misses = compiles = compile_nanos = 0;
+  peak_device_bytes = live_device_bytes.load();
+  std::lock_guard<std::mutex> lock(mutex);
+  cpu_fallbacks.clear();
+}
+
+namespace {
+std::mutex precision_mutex;
+std::string precision_name = "medium";  // TorchTPU's default: one bf16 pass, f32 accumulation
+}  // namespace
+
+void set_matmul_precision(const std::string& torch_name) {
+  if (torch_name != "medium" && torch_name != "high" && torch_name != "highest") {
+    throw std::invalid_argument("matmul precision must be medium, high or highest, got " + torch_name);
+  }
+  std::lock_guard<std::mutex> lock(precision_mutex);
+  precision_name = torch_name;
+}
+
+std::string matmul_precision_torch_name() {
+  std::lock_guard<std::mutex> lock(precision_mutex);
+  return precision_name;
+}
+
+std::string matmul_precision() {
+  std::string n = matmul_precision_torch_name();
+  return n == "highest" ? "HIGHEST" : n == "high" ? "HIGH" : "DEFAULT";
+}
+
+}  // namespace torch_tpu::runtime

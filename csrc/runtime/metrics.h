@@ -1,0 +1,41 @@
+// Counters a user reads while debugging (torch_tpu.metrics()).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+
+namespace torch_tpu::runtime {
+
+struct Metrics {
+  std::atomic<int64_t> ops_dispatched{0};
+  std::atomic<int64_t> programs_executed{0};
+  std::atomic<int64_t> host_waits{0};
+  std::atomic<int64_t> bytes_to_device{0};
+  std::atomic<int64_t> bytes_to_host{0};
+  std::atomic<int64_t> cache_hits{0};
+  std::atomic<int64_t> cache_misses{0};
+  std::atomic<int64_t> compiles{0};
+  std::atomic<int64_t> compile_nanos{0};
+  std::atomic<int64_t> live_device_bytes{0};
+  std::atomic<int64_t> peak_device_bytes{0};
+
+  std::mutex mutex;
+  std::map<std::string, int64_t> cpu_fallbacks;  // per op
+
+  void add_live_bytes(int64_t delta);
+  void count_fallback(const std::string& op);
+  std::map<std::string, int64_t> snapshot();
+  void reset();
+};
+
+Metrics& metrics();
+
+// StableHLO dot precision for float32 matmuls: DEFAULT, HIGH or HIGHEST.
+std::string matmul_precision();
+void set_matmul_precision(const std::string& torch_name);  // medium|high|highest
+std::string matmul_precision_torch_name();
+
+}  // namespace torch_tpu::runtime

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Makes .venv (torch 2.13.0, the PJRT CPU plugin, build and test tools) and
+# builds the C++ core. Safe to run again: installs only when requirements.txt
+# changed, and ninja rebuilds only what changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+
+if [ ! -x .venv/bin/python ]; then
+  "$PYTHON" -m venv .venv
+fi
+stamp=.venv/.torch_tpu_requirements
+if [ ! -f "$stamp" ] || ! cmp -s requirements.txt "$stamp"; then
+  .venv/bin/python -m pip install -q --disable-pip-version-check -r requirements.txt
+  # Metadata and entry points only; no build isolation, so no other torch.
+  .venv/bin/python -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps -e .
+  cp requirements.txt "$stamp"
+fi
+if ! command -v ccache >/dev/null 2>&1; then
+  (apt-get install -y -qq ccache >/dev/null 2>&1 || true)
+fi
+export PATH="$PWD/.venv/bin:$PATH"
+if [ ! -f build/build.ninja ]; then
+  cmake -G Ninja -S . -B build -DPython3_EXECUTABLE="$PWD/.venv/bin/python" >/dev/null
+fi
+cmake --build build -j"$(nproc)" | grep -v "^\[" || true
+test -n "$(ls torch_tpu/_C*.so 2>/dev/null)" || { echo "build failed: torch_tpu/_C*.so missing" >&2; exit 1; }

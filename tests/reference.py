@@ -1,0 +1,65 @@
+"""Checking tpu results against CPU PyTorch on the same inputs."""
+
+import torch
+
+# Default tolerances per dtype (atol, rtol). bfloat16 rounding differs
+# between XLA (which may fuse and keep f32 intermediates) and CPU eager.
+TOLERANCES = {
+    torch.float32: (1e-5, 1.3e-6 * 4),
+    torch.float64: (1e-7, 1e-7),
+    torch.bfloat16: (1e-2, 1.6e-2),
+    torch.float16: (1e-3, 1e-3),
+}
+
+
+def to_device(obj, device):
+    if isinstance(obj, torch.Tensor):
+        t = obj.detach().to(device)
+        t.requires_grad_(obj.requires_grad)
+        return t
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(to_device(o, device) for o in obj)
+    if isinstance(obj, dict):
+        return {k: to_device(v, device) for k, v in obj.items()}
+    return obj
+
+
+def assert_close(actual, expected, atol=None, rtol=None, msg=""):
+    if isinstance(expected, (list, tuple)):
+        assert isinstance(actual, (list, tuple)) and len(actual) == len(expected), msg
+        for a, e in zip(actual, expected):
+            assert_close(a, e, atol, rtol, msg)
+        return
+    if not isinstance(expected, torch.Tensor):
+        assert actual == expected, f"{msg}: {actual} != {expected}"
+        return
+    assert isinstance(actual, torch.Tensor), f"{msg}: expected a tensor, got {type(actual)}"
+    assert actual.device.type == "tpu", f"{msg}: result on {actual.device}, expected tpu"
+    d_atol, d_rtol = TOLERANCES.get(expected.dtype, (0, 0))
+    torch.testing.assert_close(actual.cpu(), expected, atol=d_atol if atol is None else atol,
+                               rtol=d_rtol if rtol is None else rtol, msg=lambda m: f"{msg}\n{m}")
+
+
+def check_op(fn, *inputs, atol=None, rtol=None, grad=False, **kwargs):
+    """Runs fn on CPU inputs and on their tpu copies; compares results and,
+    with grad=True, gradients of every float input requiring grad."""
+    cpu_inputs = [i.detach().clone().requires_grad_(grad and i.is_floating_point()) if isinstance(i, torch.Tensor) else i
+                  for i in inputs]
+    tpu_inputs = [to_device(i, "tpu") for i in cpu_inputs]
+    expected = fn(*cpu_inputs, **kwargs)
+    actual = fn(*tpu_inputs, **kwargs)
+    assert_close(actual, expected, atol, rtol, msg=f"forward of {getattr(fn, '__name__', fn)}")
+    if grad:
+        outs_e = expected if isinstance(expected, (list, tuple)) else [expected]
+        outs_a = actual if isinstance(actual, (list, tuple)) else [actual]
+        torch.manual_seed(1)
+        weights = [torch.randn(o.shape, dtype=o.dtype) for o in outs_e if o.is_floating_point()]
+        loss_e = sum((o * w).sum() for o, w in zip([o for o in outs_e if o.is_floating_point()], weights))
+        loss_a = sum((o * w.to("tpu")).sum() for o, w in zip([o for o in outs_a if o.is_floating_point()], weights))
+        loss_e.backward()
+        loss_a.backward()
+        for i, (c, t) in enumerate(zip(cpu_inputs, tpu_inputs)):
+            if isinstance(c, torch.Tensor) and c.requires_grad:
+                assert t.grad is not None, f"input {i} got no gradient on tpu"
+                assert_close(t.grad, c.grad, atol, rtol, msg=f"gradient of input {i}")
+    return actual

@@ -1,0 +1,75 @@
+"""torch_tpu: a native PyTorch device, `tpu`, backed by a PJRT plugin.
+
+    import torch, torch_tpu
+    x = torch.randn(4, 4, device="tpu")
+
+Ops run eagerly and asynchronously (Strict mode): each ATen op is lowered to
+StableHLO, compiled once per shape/dtype/layout and launched without waiting.
+"""
+
+import os
+import warnings
+
+import torch
+
+from . import _plugin
+
+torch.utils.rename_privateuse1_backend("tpu")
+
+from . import _C  # noqa: E402  (after the rename: kernels register for "tpu")
+
+_platform, _plugin_path, _plugin_error = _plugin.find_plugin()
+_C._configure(_plugin_path, _plugin.num_devices(), _plugin_error)
+
+from . import device_module as _device_module  # noqa: E402
+
+torch._register_device_module("tpu", _device_module)
+torch.utils.generate_methods_for_privateuse1_backend(for_tensor=True, for_module=True, for_packed_sequence=True,
+                                                     for_storage=True)
+
+from . import _printing, precision  # noqa: E402
+from .metrics import metrics, reset_metrics  # noqa: E402
+from .precision import get_matmul_precision, matmul_precision, set_matmul_precision  # noqa: E402
+
+_printing.install()
+precision.install()
+
+__all__ = ["cpu_fallback", "metrics", "reset_metrics", "plugin_info", "lowered_ops", "synchronize",
+           "get_matmul_precision", "set_matmul_precision", "matmul_precision"]
+
+
+def cpu_fallback(enabled=None):
+    """Turns the CPU fallback for ops without a tpu lowering on or off.
+
+    Off by default: such an op raises NotImplementedError naming it. On, it
+    runs on CPU (with a warning once per op) and is counted in `metrics()`.
+    Returns the previous setting; with no argument, only reports it.
+    """
+    previous = _C._cpu_fallback_enabled()
+    if enabled is not None:
+        _C._set_cpu_fallback(bool(enabled))
+    return previous
+
+
+if os.environ.get("TORCH_TPU_CPU_FALLBACK", "0") not in ("", "0"):
+    cpu_fallback(True)
+
+
+def plugin_info():
+    """The loaded PJRT plugin: path, API versions, platform, attributes, devices."""
+    info = dict(_C._plugin_info())
+    info["platform_choice"] = _platform
+    return info
+
+
+def lowered_ops():
+    """Every ATen overload with a native tpu lowering."""
+    return sorted(_C._lowered_ops())
+
+
+def synchronize(device=None):
+    _device_module.synchronize(device)
+
+
+def _autoload():
+    """Entry point for PyTorch's device-backend autoload (`torch.backends`)."""

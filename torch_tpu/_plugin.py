@@ -1,0 +1,76 @@
+"""Which PJRT plugin backs the `tpu` device.
+
+`TORCH_TPU_PJRT_PLUGIN=/path/to/plugin.so` wins; otherwise
+`TORCH_TPU_PLATFORM=cpu|cuda|tpu` picks a plugin package; by default libtpu
+where a TPU is present, the CUDA plugin where an NVIDIA GPU is, otherwise the
+XLA:CPU plugin (package `xla-cpu-pjrt`), which every test uses.
+"""
+
+import glob
+import importlib.util
+import os
+
+# package, file inside it, pip name
+_PLUGINS = {
+    "tpu": ("libtpu", "libtpu.so", "libtpu"),
+    "cuda": ("jax_plugins.xla_cuda13", "xla_cuda_plugin.so", "jax-cuda13-pjrt"),
+    "cpu": ("xla_plugins.xla_cpu_pjrt", "xla_cpu_pjrt.so", "xla-cpu-pjrt"),
+}
+
+
+def _package_file(package, filename):
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for location in spec.submodule_search_locations:
+        path = os.path.join(location, filename)
+        if os.path.isfile(path):
+            return path
+    return None
+
+
+def _has_tpu():
+    return bool(glob.glob("/dev/accel*") or glob.glob("/dev/vfio/[0-9]*"))
+
+
+def _has_nvidia_gpu():
+    return os.path.exists("/dev/nvidiactl") or bool(glob.glob("/dev/nvidia[0-9]*"))
+
+
+def find_plugin():
+    """Returns (platform, path, error): error is a message when no plugin fits."""
+    explicit = os.environ.get("TORCH_TPU_PJRT_PLUGIN")
+    if explicit:
+        if not os.path.isfile(explicit):
+            return "custom", "", f"TORCH_TPU_PJRT_PLUGIN={explicit!r}: no such file"
+        return "custom", explicit, ""
+    platform = os.environ.get("TORCH_TPU_PLATFORM", "").strip().lower()
+    if platform and platform not in _PLUGINS:
+        return platform, "", f"TORCH_TPU_PLATFORM={platform!r}: expected one of {', '.join(_PLUGINS)}"
+    if not platform:
+        platform = "cpu"
+        if _has_tpu() and _package_file(*_PLUGINS["tpu"][:2]):
+            platform = "tpu"
+        elif _has_nvidia_gpu() and _package_file(*_PLUGINS["cuda"][:2]):
+            platform = "cuda"
+    package, filename, pip_name = _PLUGINS[platform]
+    path = _package_file(package, filename)
+    if path is None:
+        return platform, "", (
+            f"torch_tpu: no PJRT plugin for platform '{platform}' is installed. "
+            f"Install it with `pip install {pip_name}`, or point TORCH_TPU_PJRT_PLUGIN at a plugin .so.")
+    return platform, path, ""
+
+
+def num_devices():
+    value = os.environ.get("TORCH_TPU_NUM_DEVICES", "1")
+    try:
+        n = int(value)
+    except ValueError:
+        raise ValueError(f"TORCH_TPU_NUM_DEVICES={value!r} is not an integer") from None
+    if n < 1:
+        raise ValueError(f"TORCH_TPU_NUM_DEVICES must be at least 1, got {n}")
+    return n

@@ -1,0 +1,18 @@
+"""Printing a tpu tensor formats a host copy (one transfer, one host wait),
+as PyTorch does for XLA and lazy tensors."""
+
+import torch
+import torch._tensor_str as _tensor_str
+
+_original_tensor_str = _tensor_str._tensor_str
+
+
+def _tensor_str_on_host(self, indent):
+    if self.device.type == "tpu":
+        self = self.to("cpu")
+    return _original_tensor_str(self, indent)
+
+
+def install():
+    if _tensor_str._tensor_str is not _tensor_str_on_host:
+        _tensor_str._tensor_str = _tensor_str_on_host

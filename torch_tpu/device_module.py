@@ -1,0 +1,245 @@
+"""`torch.tpu`: the device module PyTorch finds for the `tpu` device."""
+
+import contextlib
+
+import torch
+
+from . import _C
+
+_device_count_cache = None
+
+
+def _index(device=None):
+    if device is None:
+        return current_device()
+    if isinstance(device, int):
+        return device
+    device = torch.device(device)
+    if device.type != "tpu":
+        raise ValueError(f"Expected a tpu device, but got: {device}")
+    return current_device() if device.index is None else device.index
+
+
+def is_available():
+    try:
+        return device_count() > 0
+    except RuntimeError:
+        return False
+
+
+def device_count():
+    global _device_count_cache
+    if _device_count_cache is None:
+        _device_count_cache = _C._device_count()
+    return _device_count_cache
+
+
+def is_initialized():
+    return _C._initialized()
+
+
+def _lazy_init():
+    device_count()
+
+
+def init():
+    device_count()
+
+
+def current_device():
+    return _C._current_device()
+
+
+def set_device(device):
+    index = _index(device)
+    if index < 0:
+        return
+    if index >= device_count():
+        raise RuntimeError(f"tpu error: invalid device ordinal {index} (device_count() is {device_count()})")
+    _C._set_device(index)
+
+
+class device:
+    """Context manager that changes the current tpu device."""
+
+    def __init__(self, device):
+        self.idx = -1 if device is None else _index(device)
+        self.prev_idx = -1
+
+    def __enter__(self):
+        self.prev_idx = current_device()
+        if self.idx >= 0:
+            set_device(self.idx)
+
+    def __exit__(self, *exc):
+        if self.prev_idx >= 0:
+            set_device(self.prev_idx)
+        return False
+
+
+def synchronize(device=None):
+    """Waits until every program launched on the device has finished."""
+    _C._synchronize(-1 if device is None else _index(device))
+
+
+# ---- random -------------------------------------------------------------
+def manual_seed(seed):
+    _C._manual_seed(current_device(), int(seed) & 0xFFFF_FFFF_FFFF_FFFF)
+
+
+def manual_seed_all(seed):
+    for i in range(device_count()):
+        _C._manual_seed(i, int(seed) & 0xFFFF_FFFF_FFFF_FFFF)
+
+
+def seed():
+    import random
+    manual_seed(random.getrandbits(63))
+
+
+def seed_all():
+    import random
+    manual_seed_all(random.getrandbits(63))
+
+
+def initial_seed():
+    return _C._initial_seed(current_device())
+
+
+def get_rng_state(device="tpu"):
+    return torch.frombuffer(bytearray(_C._get_rng_state(_index(device))), dtype=torch.uint8)
+
+
+def set_rng_state(new_state, device="tpu"):
+    _C._set_rng_state(_index(device), bytes(new_state.cpu().contiguous().numpy().tobytes()))
+
+
+def get_rng_state_all():
+    return [get_rng_state(i) for i in range(device_count())]
+
+
+def set_rng_state_all(states):
+    for i, s in enumerate(states):
+        set_rng_state(s, i)
+
+
+# ---- properties -----------------------------------------------------------
+class _DeviceProperties:
+    def __init__(self, index):
+        info = _C._plugin_info()
+        self.name = info["device_kinds"][index]
+        self.platform = info["platform_name"]
+        stats = _C._memory_stats(index)
+        self.total_memory = stats["bytes_limit"] if stats["available"] else 0
+        self.index = index
+
+    def __repr__(self):
+        return f"_TpuDeviceProperties(name='{self.name}', platform='{self.platform}', total_memory={self.total_memory})"
+
+
+def get_device_properties(device=None):
+    index = _index(device)
+    if not 0 <= index < device_count():
+        raise AssertionError("Invalid device id")
+    return _DeviceProperties(index)
+
+
+def get_device_name(device=None):
+    return get_device_properties(device).name
+
+
+def get_device_capability(device=None):
+    return (0, 0)
+
+
+# ---- memory ---------------------------------------------------------------
+def memory_allocated(device=None):
+    """Bytes held by live tpu storages (all devices; the plugin's own count when it has one)."""
+    stats = _C._memory_stats(_index(device))
+    if stats["available"]:
+        return stats["bytes_in_use"]
+    return _C._metrics()["live_device_bytes"]
+
+
+def max_memory_allocated(device=None):
+    stats = _C._memory_stats(_index(device))
+    if stats["available"] and stats["peak_bytes_in_use"]:
+        return stats["peak_bytes_in_use"]
+    return _C._metrics()["peak_device_bytes"]
+
+
+def memory_stats(device=None):
+    return {
+        "allocated_bytes.all.current": memory_allocated(device),
+        "allocated_bytes.all.peak": max_memory_allocated(device),
+    }
+
+
+def reset_peak_memory_stats(device=None):
+    _C._reset_metrics()
+
+
+def empty_cache():
+    """Storages release device memory when freed; there is no cache to empty."""
+
+
+# ---- streams and events ---------------------------------------------------
+# Work on a device runs in the order its data dependencies dictate, so one
+# stream per device is the model; these types exist for torch.accelerator,
+# FSDP2 and code written for CUDA streams.
+class Stream(torch.Stream):
+    def __new__(cls, device=None, priority=0, **kwargs):
+        return torch.Stream.__new__(cls, device=torch.device("tpu", _index(device)), priority=priority)
+
+    def wait_event(self, event):
+        pass
+
+    def wait_stream(self, stream):
+        pass
+
+    def record_event(self, event=None):
+        event = event or Event()
+        event.record(self)
+        return event
+
+    def synchronize(self):
+        synchronize(self.device_index)
+
+    def query(self):
+        return True
+
+
+class Event(torch.Event):
+    def __new__(cls, enable_timing=False, blocking=False, interprocess=False):
+        return torch.Event.__new__(cls, device=torch.device("tpu", current_device()), enable_timing=enable_timing,
+                                   blocking=blocking, interprocess=interprocess)
+
+
+def current_stream(device=None):
+    return Stream(device)
+
+
+def default_stream(device=None):
+    return Stream(device)
+
+
+def set_stream(stream):
+    pass
+
+
+@contextlib.contextmanager
+def stream(stream):
+    yield stream
+
+
+# ---- AMP --------------------------------------------------------------------
+def get_amp_supported_dtype():
+    return [torch.bfloat16, torch.float16]
+
+
+def is_bf16_supported(including_emulation=True):
+    return True
+
+
+def _is_in_bad_fork():
+    return False

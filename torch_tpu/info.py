@@ -1,0 +1,33 @@
+"""`python -m torch_tpu.info`: the plugin, its versions, the devices."""
+
+import os
+
+import torch
+
+import torch_tpu
+
+
+def main():
+    print(f"torch_tpu plugin choice: {torch_tpu._platform}")
+    try:
+        info = torch_tpu.plugin_info()
+    except RuntimeError as e:
+        print(f"error: {e}")
+        raise SystemExit(1)
+    print(f"plugin: {info['path']}")
+    print(f"PJRT C API: plugin {info['pjrt_api_version']}, torch_tpu built against {info['pjrt_api_version_built']}")
+    print(f"platform: {info['platform_name']} {info['platform_version']}")
+    for key in ("xla_version", "stablehlo_current_version", "stablehlo_minimum_version"):
+        if key in info["attributes"]:
+            print(f"{key}: {info['attributes'][key]}")
+    print(f"torch: {torch.__version__}")
+    print(f"devices: {torch.tpu.device_count()}")
+    for i, kind in enumerate(info["device_kinds"]):
+        print(f"  tpu:{i}  {kind}")
+    cache = os.environ.get("TORCH_TPU_CACHE_DIR", os.path.expanduser("~/.cache/torch_tpu"))
+    print(f"compilation cache: in memory (disk tier directory reserved: {cache})")
+    print(f"native ATen overloads: {len(torch_tpu.lowered_ops())}")
+
+
+if __name__ == "__main__":
+    main()

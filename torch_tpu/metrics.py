@@ -1,0 +1,21 @@
+"""Counters for debugging: what ran, what compiled, when the host waited."""
+
+from . import _C
+
+
+def metrics():
+    """A dict of counters: ops_dispatched, programs_executed, host_waits,
+    cache_hits, cache_misses, compiles, compile_seconds, bytes_to_device,
+    bytes_to_host, live_device_bytes, peak_device_bytes, and
+    cpu_fallbacks (a dict op -> count)."""
+    raw = dict(_C._metrics())
+    out = {k: v for k, v in raw.items() if not k.startswith("cpu_fallback::")}
+    out["compile_seconds"] = out.pop("compile_nanos") / 1e9
+    out["cpu_fallbacks"] = {k.split("::", 1)[1]: v for k, v in raw.items() if k.startswith("cpu_fallback::")}
+    out["compiled_programs"] = _C._compiled_programs()
+    return out
+
+
+def reset_metrics():
+    """Zeroes the counters (the compiled programs stay cached)."""
+    _C._reset_metrics()

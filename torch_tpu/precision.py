@@ -1,0 +1,42 @@
+"""float32 matmul precision on tpu: "medium" by default (one bf16 pass with
+f32 accumulation, StableHLO precision DEFAULT), "high" (HIGH, 3 passes),
+"highest" (HIGHEST, full f32). `torch.set_float32_matmul_precision` sets it
+too, so code written for CUDA behaves the same."""
+
+import contextlib
+
+import torch
+
+from . import _C
+
+_VALID = ("highest", "high", "medium")
+_original_setter = torch.set_float32_matmul_precision
+
+
+def set_matmul_precision(precision):
+    if precision not in _VALID:
+        raise ValueError(f"precision must be one of {_VALID}, got {precision!r}")
+    _C._set_matmul_precision(precision)
+
+
+def get_matmul_precision():
+    return _C._get_matmul_precision()
+
+
+@contextlib.contextmanager
+def matmul_precision(precision):
+    previous = get_matmul_precision()
+    set_matmul_precision(precision)
+    try:
+        yield
+    finally:
+        set_matmul_precision(previous)
+
+
+def _set_float32_matmul_precision(precision):
+    _original_setter(precision)
+    set_matmul_precision(precision)
+
+
+def install():
+    torch.set_float32_matmul_precision = _set_float32_matmul_precision
