@@ -10,9 +10,12 @@ StableHLO, compiled once per shape/dtype/layout and launched without waiting.
 import os
 import warnings
 
-import torch
+# The XLA plugins log every client start at INFO through absl; keep warnings.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
-from . import _plugin
+import torch  # noqa: E402
+
+from . import _plugin  # noqa: E402
 
 torch.utils.rename_privateuse1_backend("tpu")
 
@@ -70,6 +73,3 @@ def lowered_ops():
 def synchronize(device=None):
     _device_module.synchronize(device)
 
-
-def _autoload():
-    """Entry point for PyTorch's device-backend autoload (`torch.backends`)."""
