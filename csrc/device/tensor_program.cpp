@@ -165,11 +165,19 @@ void TensorProgram::run() {
   }
   for (const auto& v : fresh_values_) outputs.push_back(v);
   if (outputs.empty()) return;
-  const auto& params = b_.parameters();
-  TORCH_CHECK(args_.size() == params.size(), "internal: program has ", params.size(), " parameters but ", args_.size(),
-              " bound inputs");
+  // In-place results reuse the old buffer's memory: a written storage whose
+  // buffer nobody else holds (the storage and our argument list are the only
+  // owners) is donated to the program.
+  std::vector<bool> donatable(args_.size(), false);
+  for (Slot* s : written) {
+    if (!s->param || s->sb->buffer.use_count() != 2) continue;
+    b_.mark_donated(*s->param);
+    donatable[param_index(*s->param)] = true;
+  }
+  TORCH_CHECK(args_.size() == b_.parameters().size(), "internal: program has ", b_.parameters().size(),
+              " parameters but ", args_.size(), " bound inputs");
   std::string text = b_.finish(outputs);
-  auto results = runtime::DeviceRuntime::get().run(text, device_, args_, std::vector<bool>(args_.size(), false));
+  auto results = runtime::DeviceRuntime::get().run(text, device_, args_, donatable);
   size_t k = 0;
   for (Slot* s : written) s->sb->set(results[k++], s->current->dtype());
   for (size_t i = 0; i < fresh_.size(); ++i) fresh_[i].first->set(results[k++], fresh_values_[i].dtype());
