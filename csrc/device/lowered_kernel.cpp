@@ -2,9 +2,14 @@
 
 #include <ATen/ATen.h>
 
+#include <ATen/MemoryOverlap.h>
+#include <ATen/native/TypeProperties.h>
+
 #include <map>
+#include <set>
 
 #include "device/generator.h"
+#include "device/meta_inference.h"
 #include "device/tensor_program.h"
 #include "runtime/metrics.h"
 
@@ -15,49 +20,6 @@ namespace {
 using lower::Arg;
 
 bool is_tpu(const at::Tensor& t) { return t.defined() && t.device().type() == c10::DeviceType::PrivateUse1; }
-
-// Meta twins of the device tensors: same sizes, strides, offsets, and one
-// meta storage per device storage, so PyTorch's overlap checks see aliasing.
-class MetaMirror {
- public:
-  at::Tensor mirror(const at::Tensor& t) {
-    if (!t.defined() || !is_tpu(t)) return t;
-    const c10::StorageImpl* key = t.storage().unsafeGetStorageImpl();
-    auto it = storages_.find(key);
-    if (it == storages_.end()) {
-      at::Tensor base = at::empty({static_cast<int64_t>(t.storage().nbytes())}, at::TensorOptions().dtype(at::kByte).device(at::kMeta));
-      it = storages_.emplace(key, base.storage()).first;
-    }
-    at::Tensor m = at::empty({0}, t.options().device(at::kMeta));
-    m.set_(it->second, t.storage_offset(), t.sizes(), t.strides());
-    return m;
-  }
-
- private:
-  std::map<const c10::StorageImpl*, c10::Storage> storages_;
-};
-
-c10::IValue mirror_ivalue(MetaMirror& mm, const c10::IValue& v) {
-  if (v.isTensor()) return mm.mirror(v.toTensor());
-  if (v.isTensorList()) {
-    std::vector<at::Tensor> out;
-    for (const at::Tensor& t : v.toTensorVector()) out.push_back(mm.mirror(t));
-    return out;
-  }
-  if (v.isList()) {
-    auto list = v.toList();
-    if (list.size() > 0 && (list.get(0).isTensor() || list.get(0).isNone())) {
-      c10::List<std::optional<at::Tensor>> out;
-      for (size_t i = 0; i < list.size(); ++i) {
-        c10::IValue e = list.get(i);
-        out.push_back(e.isNone() ? std::optional<at::Tensor>() : std::optional<at::Tensor>(mm.mirror(e.toTensor())));
-      }
-      return out;
-    }
-  }
-  if (v.isGenerator()) return c10::IValue();
-  return v;
-}
 
 // Device of the op: the first tpu tensor's. Mixing devices raises as CUDA does.
 int op_device(const std::vector<at::Tensor>& tensors) {
@@ -110,6 +72,66 @@ int aliased_argument(const c10::FunctionSchema& schema, size_t ret) {
     if (a && a->isWrite() && a->beforeSets() == info->beforeSets()) return static_cast<int>(i);
   }
   return -1;
+}
+
+// In-place elementwise ops whose result must be castable to self's dtype
+// (TensorIterator's rule on CPU and CUDA; PyTorch's Python meta kernels do
+// not check it when the other operand is a wrapped number).
+bool is_promoting_inplace(const std::string& name) {
+  static const std::set<std::string> kOps = {
+      "aten::add_", "aten::sub_", "aten::mul_", "aten::div_", "aten::pow_", "aten::remainder_", "aten::fmod_",
+      "aten::atan2_", "aten::clamp_", "aten::clamp_min_", "aten::clamp_max_", "aten::lerp_", "aten::addcmul_",
+      "aten::addcdiv_", "aten::bitwise_and_", "aten::bitwise_or_", "aten::bitwise_xor_"};
+  return kOps.count(name) > 0;
+}
+
+at::ScalarType promoted_type(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args) {
+  at::native::ResultTypeState state{};
+  for (const auto& v : args) {
+    if (v.isTensor() && v.toTensor().defined()) {
+      state = at::native::update_result_type_state(v.toTensor(), state);
+    } else if (v.isScalar()) {
+      state = at::native::update_result_type_state(v.toScalar(), state);
+    }
+  }
+  at::ScalarType t = at::native::result_type(state);
+  // True division of integers gives the default float type.
+  bool true_div = schema.name() == "aten::div_" && schema.overload_name() == "Tensor";
+  if (true_div && at::isIntegralType(t, /*includeBool=*/true)) t = at::typeMetaToScalarType(at::get_default_dtype());
+  return t;
+}
+
+// Checks CUDA makes before any kernel runs that the meta kernels skip.
+void check_arguments(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!writes_argument(schema.arguments()[i]) || !args[i].isTensor()) continue;
+    const at::Tensor& t = args[i].toTensor();
+    TORCH_CHECK(at::has_internal_overlap(t) != at::MemOverlap::Yes,
+                "unsupported operation: more than one element of the written-to tensor refers to a single memory "
+                "location. Please clone() the tensor before performing the operation.");
+  }
+  // Advanced indexing: PyTorch raises IndexError for float indices (the
+  // Python meta kernel raises RuntimeError, CUDA and CPU IndexError).
+  if (schema.name() == "aten::index" || schema.name() == "aten::_index_put_impl_" || schema.name() == "aten::index_put_") {
+    std::vector<at::Tensor> indices;
+    if (args.size() > 1) collect_tensors(args[1], indices);
+    for (const at::Tensor& idx : indices) {
+      if (!idx.defined()) continue;
+      at::ScalarType t = idx.scalar_type();
+      TORCH_CHECK_INDEX(t == at::kLong || t == at::kInt || t == at::kByte || t == at::kBool,
+                        "tensors used as indices must be long, int, byte or bool tensors");
+    }
+  }
+  if (schema.name() == "aten::index_select" && args.size() > 2 && args[2].isTensor()) {
+    at::ScalarType t = args[2].toTensor().scalar_type();
+    TORCH_CHECK(t == at::kLong || t == at::kInt, "index_select(): Expected dtype int32 or int64 for index");
+  }
+  if (is_promoting_inplace(schema.name()) && !args.empty() && args[0].isTensor()) {
+    at::ScalarType self_t = args[0].toTensor().scalar_type();
+    at::ScalarType result = promoted_type(schema, args);
+    TORCH_CHECK(at::canCast(result, self_t), "result type ", result, " can't be cast to the desired output type ",
+                self_t);
+  }
 }
 
 Arg to_arg(TensorProgram& prog, const c10::Argument& schema_arg, const c10::IValue& v, bool read_tensors) {
@@ -194,34 +216,25 @@ void LoweredKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
   }
   const int device = op_device(tensors);
 
+  check_arguments(schema, args);
+
   // 1. PyTorch's meta kernel: argument checks, result shapes and dtypes.
-  MetaMirror mm;
-  torch::jit::Stack meta_stack;
-  for (const auto& v : args) meta_stack.push_back(mirror_ivalue(mm, v));
-  std::vector<c10::IValue> meta_args = meta_stack;  // out= mirrors, resized by the meta kernel
-  op.callBoxed(&meta_stack);
+  const MetaResult meta = infer_meta(op, args);
 
   // 2. out= arguments take the meta kernel's resize.
-  for (size_t i = 0; i < num_args; ++i) {
-    if (!writes_argument(schema.arguments()[i]) || !args[i].isTensor()) continue;
+  for (const auto& [i, m] : meta.written_args) {
     at::Tensor real = args[i].toTensor();
-    const at::Tensor& meta = meta_args[i].toTensor();
-    if (real.sizes() != meta.sizes() || real.strides() != meta.strides()) {
-      real.resize_(meta.sizes());
-      if (real.strides() != meta.strides()) real.as_strided_(meta.sizes(), meta.strides(), real.storage_offset());
+    if (real.sizes() != m.sizes || real.strides() != m.strides) {
+      real.resize_(m.sizes);
+      if (real.strides() != m.strides) real.as_strided_(m.sizes, m.strides, real.storage_offset());
     }
   }
 
   // 3. Lower.
   TensorProgram prog(device);
   std::vector<lower::TensorType> out_types;
-  for (const auto& r : meta_stack) {
-    if (r.isTensor()) {
-      const at::Tensor& t = r.toTensor();
-      out_types.push_back({element_type(t.scalar_type()), t.sizes().vec()});
-    } else if (r.isTensorList()) {
-      for (const at::Tensor& t : r.toTensorVector()) out_types.push_back({element_type(t.scalar_type()), t.sizes().vec()});
-    }
+  for (const auto& ret : meta.returns) {
+    for (const TensorMeta& m : ret) out_types.push_back({element_type(m.dtype), m.sizes});
   }
   std::vector<Arg> largs;
   largs.reserve(num_args);
@@ -262,15 +275,13 @@ void LoweredKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
         const at::Tensor& target = args[alias].toTensor();
         prog.write(target, next_result());
         returns.push_back(target);
-      } else if (meta_stack[r].isTensorList()) {
+      } else if (meta.return_is_list[r]) {
         std::vector<at::Tensor> outs;
-        for (const at::Tensor& meta : meta_stack[r].toTensorVector()) {
-          outs.push_back(prog.produce(next_result(), meta.sizes(), meta.strides(), meta.scalar_type()));
-        }
+        for (const TensorMeta& m : meta.returns[r]) outs.push_back(prog.produce(next_result(), m.sizes, m.strides, m.dtype));
         returns.push_back(outs);
       } else {
-        const at::Tensor& meta = meta_stack[r].toTensor();
-        returns.push_back(prog.produce(next_result(), meta.sizes(), meta.strides(), meta.scalar_type()));
+        const TensorMeta& m = meta.returns[r][0];
+        returns.push_back(prog.produce(next_result(), m.sizes, m.strides, m.dtype));
       }
     }
   }

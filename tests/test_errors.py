@@ -1,0 +1,93 @@
+"""Bad input raises, at the call, the exception type PyTorch raises on CUDA
+(and CPU) for the same mistake. Nothing aborts the process."""
+
+import pytest
+import torch
+
+
+def raises_like_cpu(fn_cpu, fn_tpu):
+    """Runs the CPU version, captures its exception type, expects the same on tpu."""
+    with pytest.raises(Exception) as cpu_err:
+        fn_cpu()
+    with pytest.raises(cpu_err.type) as tpu_err:
+        fn_tpu()
+    return tpu_err
+
+
+def test_device_index_beyond_device_count():
+    n = torch.tpu.device_count()
+    with pytest.raises(RuntimeError, match="invalid device ordinal"):
+        torch.ones(2, device=f"tpu:{n}")
+    with pytest.raises(RuntimeError, match="invalid device ordinal"):
+        torch.ones(2).to(f"tpu:{n + 3}")
+    with pytest.raises(RuntimeError, match="invalid device ordinal"):
+        torch.tpu.set_device(n)
+
+
+def test_mixing_cpu_and_tpu_tensors_in_one_op():
+    a = torch.ones(3, device="tpu")
+    b = torch.ones(3)
+    with pytest.raises(RuntimeError, match="same device"):
+        a + b
+    with pytest.raises(RuntimeError, match="same device"):
+        torch.mm(torch.ones(2, 2, device="tpu"), torch.ones(2, 2))
+    with pytest.raises(RuntimeError, match="same device"):
+        torch.where(torch.ones(3, dtype=torch.bool), a, a)
+
+
+def test_cpu_zero_dim_tensor_acts_as_a_scalar_as_on_cuda():
+    a = torch.ones(3, device="tpu")
+    torch.testing.assert_close((a * torch.tensor(2.0)).cpu(), torch.full((3,), 2.0))
+
+
+def test_matmul_shape_mismatch():
+    a, b = torch.ones(2, 3), torch.ones(4, 5)
+    raises_like_cpu(lambda: torch.mm(a, b), lambda: torch.mm(a.tpu(), b.tpu()))
+    raises_like_cpu(lambda: a @ b, lambda: a.tpu() @ b.tpu())
+    x, y = torch.ones(2, 3, 4), torch.ones(2, 5, 6)
+    raises_like_cpu(lambda: torch.bmm(x, y), lambda: torch.bmm(x.tpu(), y.tpu()))
+
+
+def test_broadcasting_mismatch():
+    a, b = torch.ones(2, 3), torch.ones(4, 3)
+    raises_like_cpu(lambda: a + b, lambda: a.tpu() + b.tpu())
+    raises_like_cpu(lambda: a.add_(torch.ones(2, 1, 3)), lambda: a.tpu().add_(torch.ones(2, 1, 3).tpu()))
+
+
+def test_wrong_dtype_for_index_tensor():
+    x = torch.arange(10.0)
+    fidx = torch.tensor([0.0, 1.0])
+    raises_like_cpu(lambda: x[fidx], lambda: x.tpu()[fidx.tpu()])
+    raises_like_cpu(lambda: torch.index_select(x, 0, fidx), lambda: torch.index_select(x.tpu(), 0, fidx.tpu()))
+    raises_like_cpu(lambda: torch.gather(x, 0, fidx), lambda: torch.gather(x.tpu(), 0, fidx.tpu()))
+
+
+def test_in_place_result_type_that_cannot_be_cast():
+    i = torch.ones(3, dtype=torch.int64)
+    raises_like_cpu(lambda: i.add_(1.5), lambda: i.tpu().add_(1.5))
+    raises_like_cpu(lambda: i.mul_(torch.ones(3)), lambda: i.tpu().mul_(torch.ones(3).tpu()))
+
+
+def test_in_place_on_expanded_tensor():
+    base = torch.ones(1, 3)
+    raises_like_cpu(lambda: base.expand(4, 3).add_(1), lambda: base.tpu().expand(4, 3).add_(1))
+
+
+def test_unsupported_dtype_is_a_type_error():
+    with pytest.raises(TypeError):
+        torch.ones(2, dtype=torch.complex128, device="tpu")
+
+
+def test_view_with_incompatible_shape():
+    x = torch.ones(2, 3)
+    raises_like_cpu(lambda: x.view(4), lambda: x.tpu().view(4))
+    raises_like_cpu(lambda: x.t().view(6), lambda: x.tpu().t().view(6))
+
+
+def test_item_on_multi_element_tensor():
+    x = torch.ones(3)
+    raises_like_cpu(lambda: x.item(), lambda: x.tpu().item())
+
+
+def test_process_survives_all_of_the_above():
+    assert torch.ones(1, device="tpu").item() == 1.0
