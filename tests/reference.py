@@ -37,7 +37,7 @@ def assert_close(actual, expected, atol=None, rtol=None, msg=""):
     assert actual.device.type == "tpu", f"{msg}: result on {actual.device}, expected tpu"
     d_atol, d_rtol = TOLERANCES.get(expected.dtype, (0, 0))
     torch.testing.assert_close(actual.cpu(), expected, atol=d_atol if atol is None else atol,
-                               rtol=d_rtol if rtol is None else rtol, msg=lambda m: f"{msg}\n{m}")
+                               rtol=d_rtol if rtol is None else rtol, equal_nan=True, msg=lambda m: f"{msg}\n{m}")
 
 
 def check_op(fn, *inputs, atol=None, rtol=None, grad=False, **kwargs):

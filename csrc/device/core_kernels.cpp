@@ -185,6 +185,17 @@ at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
   return copy_from(self, dst, false);
 }
 
+// Data-dependent result sizes: the host needs the values (a wait, as on CUDA).
+at::Tensor nonzero(const at::Tensor& self) { return self.cpu().nonzero().to(self.device()); }
+
+at::Tensor masked_select(const at::Tensor& self, const at::Tensor& mask) {
+  TORCH_CHECK(mask.scalar_type() == at::kBool || mask.scalar_type() == at::kByte,
+              "masked_select: expected BoolTensor for mask");
+  std::vector<int64_t> shape = at::infer_size(self.sizes(), mask.sizes());
+  // Advanced indexing by a mask takes the coordinates of its true elements.
+  return at::index(self.expand(shape), c10::List<std::optional<at::Tensor>>({mask.expand(shape)}));
+}
+
 at::Scalar local_scalar_dense(const at::Tensor& self) {
   at::Tensor host = download(self);
   return host.item();

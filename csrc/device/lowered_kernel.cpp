@@ -74,6 +74,41 @@ int aliased_argument(const c10::FunctionSchema& schema, size_t ret) {
   return -1;
 }
 
+// Advanced indexing as CUDA accepts it: index tensors may live on the CPU,
+// and a boolean mask in `index` becomes the coordinates of its true elements
+// (a data-dependent size: the host waits for the mask, as CUDA does).
+void normalize_index_arguments(const c10::FunctionSchema& schema, std::vector<c10::IValue>& args) {
+  const bool is_index = schema.name() == "aten::index";
+  if (!is_index && schema.name() != "aten::_index_put_impl_") return;
+  if (args.size() < 2 || !args[0].isTensor() || !args[1].isList()) return;
+  const at::Tensor& self = args[0].toTensor();
+  if (!is_tpu(self)) return;
+  auto list = args[1].toList();
+  c10::List<std::optional<at::Tensor>> normalized;
+  bool changed = false;
+  for (size_t i = 0; i < list.size(); ++i) {
+    c10::IValue e = list.get(i);
+    if (e.isNone() || !e.toTensor().defined()) {
+      normalized.push_back(std::nullopt);
+      continue;
+    }
+    at::Tensor idx = e.toTensor();
+    const bool is_mask = idx.scalar_type() == at::kBool || idx.scalar_type() == at::kByte;
+    if (is_index && is_mask) {
+      at::Tensor coords = idx.cpu().nonzero();  // [n, mask.dim()]
+      for (int64_t d = 0; d < idx.dim(); ++d) normalized.push_back(coords.select(1, d).to(self.device()));
+      changed = true;
+      continue;
+    }
+    if (!is_tpu(idx) && idx.dim() > 0) {
+      idx = idx.to(self.device());
+      changed = true;
+    }
+    normalized.push_back(idx);
+  }
+  if (changed) args[1] = normalized;
+}
+
 // In-place elementwise ops whose result must be castable to self's dtype
 // (TensorIterator's rule on CPU and CUDA; PyTorch's Python meta kernels do
 // not check it when the other operand is a wrapped number).
@@ -187,6 +222,10 @@ Arg to_arg(TensorProgram& prog, const c10::Argument& schema_arg, const c10::IVal
     } else {
       for (const auto& s : v.toSymIntVector()) a.ints.push_back(s.guard_int(__FILE__, __LINE__));
     }
+  } else if (v.isBoolList()) {
+    // bool[N] (output_mask): read as 0/1 ints.
+    a.kind = Arg::Kind::IntList;
+    for (bool x : v.toBoolList()) a.ints.push_back(x);
   } else if (v.isDoubleList()) {
     a.kind = Arg::Kind::DoubleList;
     a.doubles = v.toDoubleVector();
@@ -208,6 +247,7 @@ void LoweredKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
   std::vector<c10::IValue> args(stack->end() - num_args, stack->end());
   stack->erase(stack->end() - num_args, stack->end());
 
+  normalize_index_arguments(schema, args);
   std::vector<at::Tensor> tensors;
   at::Generator generator;
   for (const auto& v : args) {
@@ -234,7 +274,9 @@ void LoweredKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
   TensorProgram prog(device);
   std::vector<lower::TensorType> out_types;
   for (const auto& ret : meta.returns) {
-    for (const TensorMeta& m : ret) out_types.push_back({element_type(m.dtype), m.sizes});
+    for (const TensorMeta& m : ret) {
+      if (m.defined) out_types.push_back({element_type(m.dtype), m.sizes});  // undefined: no lowering result
+    }
   }
   std::vector<Arg> largs;
   largs.reserve(num_args);
@@ -246,7 +288,13 @@ void LoweredKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
   }
   lower::LowerContext ctx(prog.builder(), std::move(largs), std::move(out_types));
   ctx.matmul_precision = runtime::matmul_precision();
-  std::vector<hlo::Value> results = fn_(ctx);
+  std::vector<hlo::Value> results;
+  try {
+    results = fn_(ctx);
+  } catch (const std::out_of_range& e) {
+    // Lowerings know no torch: std::out_of_range is their IndexError.
+    TORCH_CHECK_INDEX(false, e.what());
+  }
   prog.bind_lowering_inputs(ctx, generator);
 
   // 4. Results: into aliased arguments, or into fresh tensors.
@@ -275,6 +323,8 @@ void LoweredKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
         const at::Tensor& target = args[alias].toTensor();
         prog.write(target, next_result());
         returns.push_back(target);
+      } else if (!meta.return_is_list[r] && !meta.returns[r][0].defined) {
+        returns.push_back(at::Tensor());  // e.g. a backward's output_mask entry false
       } else if (meta.return_is_list[r]) {
         std::vector<at::Tensor> outs;
         for (const TensorMeta& m : meta.returns[r]) outs.push_back(prog.produce(next_result(), m.sizes, m.strides, m.dtype));

@@ -55,7 +55,10 @@ class MetaMirror {
   std::map<const c10::StorageImpl*, c10::Storage> storages_;
 };
 
-TensorMeta meta_of(const at::Tensor& t) { return {t.sizes().vec(), t.strides().vec(), t.scalar_type()}; }
+TensorMeta meta_of(const at::Tensor& t) {
+  if (!t.defined()) return {{}, {}, at::ScalarType::Undefined, /*defined=*/false};
+  return {t.sizes().vec(), t.strides().vec(), t.scalar_type()};
+}
 
 // ---- cache key ----------------------------------------------------------
 class KeyWriter {

@@ -16,6 +16,7 @@ namespace torch_tpu::device {
 struct TensorMeta {
   std::vector<int64_t> sizes, strides;
   at::ScalarType dtype;
+  bool defined = true;  // false: the op returned an undefined tensor (a masked-off backward result)
 };
 
 struct MetaResult {

@@ -31,6 +31,7 @@ const OpEntry kLoweredOps[] = {
     {L::addcdiv, "addcdiv addcdiv_ addcdiv.out"},
     {L::addcmul, "addcmul addcmul_ addcmul.out"},
     {L::addmm, "addmm addmm_ addmm.out"},
+    {L::addmv, "addmv addmv_ addmv.out"},
     {L::all, "all all.dim all.dims all.out all.all_out all.dims_out"},
     {L::amax, "amax amax.out"},
     {L::amin, "amin amin.out"},
@@ -62,6 +63,7 @@ const OpEntry kLoweredOps[] = {
     {L::expm1, "expm1 expm1_ expm1.out"},
     {L::eye, "eye.out eye.m_out"},
     {L::fill, "fill_.Scalar fill_.Tensor"},
+    {L::flip, "flip flip.out"},
     {L::floor, "floor floor_ floor.out"},
     {L::fmod, "fmod.Tensor fmod_.Tensor fmod.Tensor_out"},
     {L::gather, "gather gather.out"},
@@ -106,8 +108,8 @@ const OpEntry kLoweredOps[] = {
     {L::native_layer_norm_backward, "native_layer_norm_backward"},
     {L::ne, "ne.Tensor ne_.Tensor ne.Tensor_out ne.Scalar ne_.Scalar ne.Scalar_out"},
     {L::neg, "neg neg_ neg.out"},
-    {L::nll_loss_backward, "nll_loss_backward nll_loss_backward.grad_input"},
-    {L::nll_loss_forward, "nll_loss_forward nll_loss_forward.output"},
+    {L::nll_loss_backward, "nll_loss_backward nll_loss_backward.grad_input nll_loss2d_backward nll_loss2d_backward.grad_input"},
+    {L::nll_loss_forward, "nll_loss_forward nll_loss_forward.output nll_loss2d_forward nll_loss2d_forward.output"},
     {L::normal, "normal_"},
     {L::pow, "pow.Tensor_Tensor pow_.Tensor pow.Tensor_Tensor_out pow.Tensor_Scalar pow_.Scalar pow.Tensor_Scalar_out pow.Scalar pow.Scalar_out"},
     {L::prod, "prod prod.dim_int prod.int_out"},
@@ -122,7 +124,7 @@ const OpEntry kLoweredOps[] = {
     {L::scatter_add, "scatter_add scatter_add_ scatter_add.out"},
     {L::sigmoid, "sigmoid sigmoid_ sigmoid.out"},
     {L::sigmoid_backward, "sigmoid_backward sigmoid_backward.grad_input"},
-    {L::sign, "sign sign_ sign.out"},
+    {L::sign, "sign sign_ sign.out sgn sgn_ sgn.out"},  // sgn == sign for real dtypes
     {L::silu, "silu silu_ silu.out"},
     {L::silu_backward, "silu_backward silu_backward.grad_input"},
     {L::sin, "sin sin_ sin.out"},
@@ -158,7 +160,8 @@ std::vector<std::string> lowered_op_names() {
 }
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  // Creation, views, copies: metadata or transfers, no lowering.
+  // Creation, views, copies: metadata or transfers, no lowering; ops whose
+  // result size depends on values (nonzero, masked_select) sync first.
   m.impl("_copy_from", TORCH_FN(copy_from));
   m.impl("_copy_from_and_resize", TORCH_FN(copy_from_and_resize));
   m.impl("_local_scalar_dense", TORCH_FN(local_scalar_dense));
@@ -166,6 +169,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("as_strided", TORCH_FN(as_strided));
   m.impl("empty.memory_format", TORCH_FN(empty_memory_format));
   m.impl("empty_strided", TORCH_FN(empty_strided));
+  m.impl("masked_select", TORCH_FN(masked_select));
+  m.impl("nonzero", TORCH_FN(nonzero));
   m.impl("resize_", TORCH_FN(resize_));
   m.impl("set_", TORCH_FN(set_empty));
   m.impl("set_.source_Storage", TORCH_FN(set_source_storage));

@@ -1,0 +1,115 @@
+// Creation ops whose values depend on position: arange, linspace, eye.
+// PyTorch's meta kernel sizes the out= tensor (ctx.out_types); the values
+// follow PyTorch's CPU kernels (ATen/native/cpu/RangeFactoriesKernel.cpp).
+#include <cstdint>
+
+#include "lower/ops.h"
+
+namespace torch_tpu::lower {
+
+namespace {
+
+using hlo::CompareDirection;
+
+// Scalar::to<int64_t>(): floats truncate toward zero.
+int64_t scalar_to_int(const ScalarArg& s) {
+  return s.kind == ScalarArg::Kind::Float ? static_cast<int64_t>(s.f) : s.i;
+}
+
+// Positions 0..n-1 of a 1-d result, in `dtype`.
+Value positions(Builder& b, int64_t n, ElementType dtype) {
+  return b.convert(b.iota({ElementType::S64, {n}}, 0), dtype);
+}
+
+Value splat_scalar(LowerContext& ctx, const ScalarArg& s, ElementType dtype, const Shape& shape) {
+  return ctx.b.broadcast_to(ctx.scalar(s, dtype), shape);
+}
+
+ScalarArg float_scalar(double v) {
+  ScalarArg s;
+  s.kind = ScalarArg::Kind::Float;
+  s.f = v;
+  return s;
+}
+
+}  // namespace
+
+// arange.start_out(start, end, step, out): start + step * i in PyTorch's
+// CPU accumulate type (double for float/double, float for bf16/f16, int64
+// for integers), then cast to the result type.
+std::vector<Value> arange(LowerContext& ctx) {
+  const TensorType out = ctx.out_types.at(0);
+  Builder& b = ctx.b;
+  const int64_t n = out.numel();
+  if (n == 0) return {b.splat(0, out)};
+  const ScalarArg& start = ctx.args.at(0).scalar;
+  ScalarArg step;  // default 1
+  step.i = 1;
+  if (ctx.has(2)) step = ctx.args[2].scalar;
+  if (!hlo::is_float(out.dtype)) {
+    Value i = positions(b, n, ElementType::S64);
+    Value s = b.broadcast_to(b.constant_int(scalar_to_int(start), ElementType::S64), {n});
+    Value d = b.broadcast_to(b.constant_int(scalar_to_int(step), ElementType::S64), {n});
+    return {b.reshape(b.convert(b.binary("add", s, b.binary("multiply", d, i)), out.dtype), out.shape)};
+  }
+  const ElementType acc = (out.dtype == ElementType::F32 || out.dtype == ElementType::F64) ? ElementType::F64 : ElementType::F32;
+  Value i = positions(b, n, acc);
+  Value v = b.binary("add", splat_scalar(ctx, start, acc, {n}), b.binary("multiply", splat_scalar(ctx, step, acc, {n}), i));
+  return {b.reshape(b.convert(v, out.dtype), out.shape)};
+}
+
+// linspace.out(start, end, steps, out): PyTorch's symmetric formula,
+// step = (end - start) / (steps - 1); the first half is start + step * i,
+// the second end - step * (steps - 1 - i), so both ends are exact. Floats
+// compute in their own type (bf16/f16 in f32), integers in double and
+// truncate; steps == 1 gives start.
+std::vector<Value> linspace(LowerContext& ctx) {
+  const TensorType out = ctx.out_types.at(0);
+  Builder& b = ctx.b;
+  const int64_t steps = out.numel();
+  const ScalarArg& start_arg = ctx.args.at(0).scalar;
+  const ScalarArg& end_arg = ctx.args.at(1).scalar;
+  if (steps == 0) return {b.splat(0, out)};
+  if (steps == 1) return {coerce(b, ctx.scalar(start_arg, out.dtype), out)};
+  const bool integral = !hlo::is_float(out.dtype);
+  const ElementType acc = integral || out.dtype == ElementType::F64 ? ElementType::F64 : ElementType::F32;
+  double start, end, step;
+  if (integral) {
+    // scalar_t start/end, double step.
+    start = static_cast<double>(scalar_to_int(start_arg));
+    end = static_cast<double>(scalar_to_int(end_arg));
+    step = (end - start) / static_cast<double>(steps - 1);
+  } else if (acc == ElementType::F32) {
+    const float s = static_cast<float>(start_arg.as_double()), e = static_cast<float>(end_arg.as_double());
+    start = s;
+    end = e;
+    step = static_cast<float>((e - s) / static_cast<float>(steps - 1));
+  } else {
+    start = start_arg.as_double();
+    end = end_arg.as_double();
+    step = (end - start) / static_cast<double>(steps - 1);
+  }
+  const Shape shape{steps};
+  Value i = b.iota({ElementType::S64, shape}, 0);
+  Value halfway = b.broadcast_to(b.constant_int(steps / 2, ElementType::S64), shape);
+  Value from_end = b.binary("subtract", b.broadcast_to(b.constant_int(steps - 1, ElementType::S64), shape), i);
+  Value d = b.broadcast_to(ctx.scalar(float_scalar(step), acc), shape);
+  Value head = b.binary("add", b.broadcast_to(ctx.scalar(float_scalar(start), acc), shape),
+                        b.binary("multiply", d, b.convert(i, acc)));
+  Value tail = b.binary("subtract", b.broadcast_to(ctx.scalar(float_scalar(end), acc), shape),
+                        b.binary("multiply", d, b.convert(from_end, acc)));
+  Value v = b.select(b.compare(i, halfway, CompareDirection::LT), head, tail);
+  return {b.reshape(b.convert(v, out.dtype), out.shape)};
+}
+
+// eye.out(n) / eye.m_out(n, m): ones where row == column.
+std::vector<Value> eye(LowerContext& ctx) {
+  const TensorType out = ctx.out_types.at(0);
+  Builder& b = ctx.b;
+  if (out.numel() == 0) return {b.splat(0, out)};
+  const TensorType idx{ElementType::S64, out.shape};
+  Value diag = b.compare(b.iota(idx, 0), b.iota(idx, 1), CompareDirection::EQ);
+  return {b.convert(diag, out.dtype)};
+}
+
+}  // namespace torch_tpu::lower

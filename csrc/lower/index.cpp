@@ -1,0 +1,478 @@
+// Indexing ops: gather/scatter along a dim, index_select/index_add, advanced
+// indexing (index.Tensor, index_put) and embedding's backward. All become
+// stablehlo.gather or stablehlo.scatter. Index values are not checked (that
+// would need the host to wait); out-of-range starts are clamped by gather and
+// dropped by scatter, so a bad index gives a wrong value, never a crash.
+#include <algorithm>
+#include <stdexcept>
+
+#include "lower/ops.h"
+
+namespace torch_tpu::lower {
+
+namespace {
+
+using hlo::CompareDirection;
+
+std::string int_list(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+// "name = [..], " for a non-empty list: the StableHLO printer leaves empty
+// dimension lists out, and the parser expects them absent.
+std::string dims_field(const char* name, const std::vector<int64_t>& dims) {
+  return dims.empty() ? "" : std::string(name) + " = " + int_list(dims) + ", ";
+}
+
+std::vector<int64_t> range(int64_t n) {
+  std::vector<int64_t> r(n);
+  for (int64_t i = 0; i < n; ++i) r[i] = i;
+  return r;
+}
+
+struct GatherDims {
+  std::vector<int64_t> offset_dims, collapsed_slice_dims, start_index_map;
+  int64_t index_vector_dim = 0;
+  std::vector<int64_t> slice_sizes;
+};
+
+Value gather_op(Builder& b, const Value& operand, const Value& indices, const GatherDims& g, const Shape& result) {
+  std::string attrs = "dimension_numbers = #stablehlo.gather<" + dims_field("offset_dims", g.offset_dims) +
+                      dims_field("collapsed_slice_dims", g.collapsed_slice_dims) +
+                      dims_field("start_index_map", g.start_index_map) +
+                      "index_vector_dim = " + std::to_string(g.index_vector_dim) +
+                      ">, indices_are_sorted = false, slice_sizes = " + Builder::dims_attr(g.slice_sizes);
+  return b.op("gather", {operand, indices}, {operand.dtype(), result}, attrs);
+}
+
+struct ScatterDims {
+  std::vector<int64_t> update_window_dims, inserted_window_dims, scatter_dims_to_operand_dims;
+  int64_t index_vector_dim = 0;
+};
+
+enum class Combine { Overwrite, Add };
+
+// Duplicate indices: Add sums them (scatter_add, index_put accumulate=True);
+// Overwrite keeps one of the writes, which PyTorch leaves unspecified too.
+Value scatter_op(Builder& b, const Value& operand, const Value& indices, const Value& updates, const ScatterDims& s,
+                 Combine combine) {
+  std::string attrs = "indices_are_sorted = false, scatter_dimension_numbers = #stablehlo.scatter<" +
+                      dims_field("update_window_dims", s.update_window_dims) +
+                      dims_field("inserted_window_dims", s.inserted_window_dims) +
+                      dims_field("scatter_dims_to_operand_dims", s.scatter_dims_to_operand_dims) +
+                      "index_vector_dim = " + std::to_string(s.index_vector_dim) + ">, unique_indices = false";
+  TensorType scalar{operand.dtype(), {}};
+  return b.op_with_region("scatter", {operand, indices, updates}, {operand.type}, attrs, {scalar, scalar},
+                          [combine](Builder& rb, const std::vector<Value>& args) {
+                            if (combine == Combine::Overwrite) return std::vector<Value>{args[1]};
+                            const char* add = args[0].dtype() == ElementType::Pred ? "or" : "add";
+                            return std::vector<Value>{rb.binary(add, args[0], args[1])};
+                          })[0];
+}
+
+// Sums run in f32 for bf16/f16, one rounding at the end.
+ElementType sum_type(ElementType t, Combine combine) {
+  return combine == Combine::Add ? accumulation_type(t) : t;
+}
+
+Value as_index(Builder& b, const Value& index) { return b.convert(index, ElementType::S64); }
+
+// PyTorch's advanced indexing (index, index_put) counts negative indices from
+// the end of the dim.
+Value wrap_negative(Builder& b, const Value& index, int64_t size) {
+  Value zero = b.splat(0, index.type);
+  Value wrapped = b.binary("add", index, b.splat(static_cast<double>(size), index.type));
+  return b.select(b.compare(index, zero, CompareDirection::LT), wrapped, index);
+}
+
+Value rank_at_least_1(Builder& b, const Value& v) { return v.rank() == 0 ? b.reshape(v, {1}) : v; }
+
+// Full coordinates [*index.shape, R] of every element of `index` in an
+// operand of rank R: its own position, with coordinate `dim` read from
+// `index`. This is gather/scatter(dim)'s addressing, where index may be
+// smaller than the operand in every dim.
+Value point_coordinates(Builder& b, const Value& index, int64_t dim) {
+  const Shape& s = index.shape();
+  const int64_t r = index.rank();
+  Shape column = s;
+  column.push_back(1);
+  std::vector<Value> parts;
+  for (int64_t d = 0; d < r; ++d) {
+    Value c = d == dim ? index : b.iota({ElementType::S64, s}, d);
+    parts.push_back(b.reshape(c, column));
+  }
+  return b.concatenate(parts, r);
+}
+
+GatherDims point_gather_dims(int64_t rank, int64_t index_vector_dim) {
+  GatherDims g;
+  g.collapsed_slice_dims = range(rank);
+  g.start_index_map = range(rank);
+  g.index_vector_dim = index_vector_dim;
+  g.slice_sizes.assign(rank, 1);
+  return g;
+}
+
+ScatterDims point_scatter_dims(int64_t rank) {
+  ScatterDims s;
+  s.inserted_window_dims = range(rank);
+  s.scatter_dims_to_operand_dims = range(rank);
+  s.index_vector_dim = rank;
+  return s;
+}
+
+// scatter / scatter_add: self[..index[i]..] (combine)= updates[i] over
+// index's shape. 0-d tensors act as 1-d ones of one element.
+Value scatter_along(LowerContext& ctx, const Value& updates_in, Combine combine) {
+  Builder& b = ctx.b;
+  const TensorType& out = ctx.out_types.at(0);
+  Value self = ctx.tensor(0);
+  Value index = as_index(b, ctx.tensor(2));
+  if (index.type.numel() == 0 || out.numel() == 0) return coerce(b, self, out);
+  const int64_t dim = wrap_dim(ctx.int_arg(1), self.rank());
+  const ElementType t = sum_type(out.dtype, combine);
+  Value operand = rank_at_least_1(b, b.convert(self, t));
+  index = rank_at_least_1(b, index);
+  Value updates = b.convert(updates_in, t);
+  // src may be larger than index in any dim: only index's extent is used.
+  if (updates.rank() == 0) {
+    updates = b.broadcast_to(updates, index.shape());
+  } else {
+    updates = b.slice(updates, Shape(updates.rank(), 0), index.shape(), Shape(updates.rank(), 1));
+  }
+  Value coords = point_coordinates(b, index, dim);
+  Value r = scatter_op(b, operand, coords, updates, point_scatter_dims(index.rank()), combine);
+  return b.convert(b.reshape(r, out.shape), out.dtype);
+}
+
+// ---- advanced indexing -----------------------------------------------------
+
+Shape broadcast_shapes(const std::vector<Shape>& shapes) {
+  size_t rank = 0;
+  for (const Shape& s : shapes) rank = std::max(rank, s.size());
+  Shape out(rank, 1);
+  for (const Shape& s : shapes) {
+    for (size_t i = 0; i < s.size(); ++i) {
+      int64_t& o = out[rank - s.size() + i];
+      if (o == 1) o = s[i];
+    }
+  }
+  return out;
+}
+
+// How self[indices] addresses self: which dims are indexed, the start
+// coordinates [*B, K] (B the broadcast shape of the index tensors), and where
+// the non-indexed dims land in the result. PyTorch's rule: when the indexed
+// dims are adjacent, B replaces them in place; otherwise B comes first.
+struct AdvancedIndex {
+  std::vector<int64_t> dims;         // indexed dims of self, ascending
+  std::vector<int64_t> rest_dims;    // the others, ascending
+  Value coords;
+  Shape batch;                       // B
+  std::vector<int64_t> rest_places;  // result positions of rest_dims
+  Shape result;
+};
+
+AdvancedIndex advanced_index(Builder& b, const Value& self, const std::vector<std::optional<Value>>& indices) {
+  AdvancedIndex a;
+  std::vector<Shape> shapes;
+  for (size_t i = 0; i < indices.size(); ++i) {
+    if (!indices[i]) continue;
+    if (indices[i]->dtype() == ElementType::Pred || indices[i]->dtype() == ElementType::U8) {
+      throw std::invalid_argument("tpu: index with a boolean mask needs nonzero() first");
+    }
+    a.dims.push_back(static_cast<int64_t>(i));
+    shapes.push_back(indices[i]->shape());
+  }
+  if (a.dims.empty()) throw std::invalid_argument("tpu: advanced indexing without index tensors");
+  a.batch = broadcast_shapes(shapes);
+  const int64_t nb = static_cast<int64_t>(a.batch.size());
+  Shape column = a.batch;
+  column.push_back(1);
+  std::vector<Value> parts;
+  for (int64_t d : a.dims) {
+    Value idx = b.broadcast_to(as_index(b, *indices[d]), a.batch);
+    parts.push_back(b.reshape(wrap_negative(b, idx, self.shape()[d]), column));
+  }
+  a.coords = b.concatenate(parts, nb);
+  const bool adjacent = a.dims.back() - a.dims.front() + 1 == static_cast<int64_t>(a.dims.size());
+  for (int64_t d = 0; d < self.rank(); ++d) {
+    if (std::find(a.dims.begin(), a.dims.end(), d) == a.dims.end()) a.rest_dims.push_back(d);
+  }
+  int64_t before = 0;  // rest dims that stay in front of B
+  for (int64_t d : a.rest_dims) before += adjacent && d < a.dims.front();
+  for (int64_t j = 0; j < static_cast<int64_t>(a.rest_dims.size()); ++j) {
+    a.rest_places.push_back(j < before ? j : j + nb);
+  }
+  for (int64_t j = 0; j < before; ++j) a.result.push_back(self.shape()[a.rest_dims[j]]);
+  a.result.insert(a.result.end(), a.batch.begin(), a.batch.end());
+  for (size_t j = before; j < a.rest_dims.size(); ++j) a.result.push_back(self.shape()[a.rest_dims[j]]);
+  return a;
+}
+
+bool any_indexed_dim_empty(const Value& self, const AdvancedIndex& a) {
+  for (int64_t d : a.dims) {
+    if (self.shape()[d] == 0) return true;
+  }
+  return false;
+}
+
+// `values` shaped like the indexing result: PyTorch broadcasts it
+// right-aligned, after dropping leading size-1 dims (x[i] = v[None]).
+Value values_for(Builder& b, Value values, const Shape& result) {
+  Shape s = values.shape();
+  while (s.size() > result.size() && s.front() == 1) s.erase(s.begin());
+  return b.broadcast_to(b.reshape(values, s), result);
+}
+
+// operand's slices along `dim` at the positions in the 1-d `index`.
+Value select_along(Builder& b, const Value& operand, int64_t dim, const Value& index) {
+  const int64_t n = index.shape()[0];
+  GatherDims g;
+  for (int64_t d = 0; d < operand.rank(); ++d) {
+    if (d != dim) g.offset_dims.push_back(d);
+  }
+  g.collapsed_slice_dims = {dim};
+  g.start_index_map = {dim};
+  g.index_vector_dim = 1;
+  g.slice_sizes = operand.shape();
+  g.slice_sizes[dim] = 1;
+  Shape result = operand.shape();
+  result[dim] = n;
+  return gather_op(b, operand, b.reshape(index, {n, 1}), g, result);
+}
+
+// ---- boolean masks in index_put ----------------------------------------------
+
+bool is_mask(const std::optional<Value>& t) {
+  return t && (t->dtype() == ElementType::Pred || t->dtype() == ElementType::U8);
+}
+
+// Position of the mask in `indices`, or -1. A mask mixed with other index
+// tensors is not supported (it would need nonzero's count at trace time).
+int64_t mask_position(const std::vector<std::optional<Value>>& indices) {
+  int64_t pos = -1, tensors = 0;
+  for (size_t i = 0; i < indices.size(); ++i) {
+    tensors += indices[i].has_value();
+    if (is_mask(indices[i])) pos = static_cast<int64_t>(i);
+  }
+  if (pos >= 0 && tensors > 1) {
+    throw std::invalid_argument("tpu: index_put with a boolean mask together with other index tensors is not supported");
+  }
+  return pos;
+}
+
+// Inclusive prefix sum of a 1-d value in log2(n) shifted adds.
+Value prefix_sum(Builder& b, Value x) {
+  const int64_t n = x.shape()[0];
+  Value zero = b.constant(0, x.dtype());
+  for (int64_t s = 1; s < n; s *= 2) {
+    x = b.binary("add", x, b.pad(b.slice(x, {0}, {n - s}, {1}), zero, {s}, {0}, {0}));
+  }
+  return x;
+}
+
+// self[mask] = values (or += with Add): a rank-k mask at dim p names its true
+// elements in row-major order, and the indexing result is
+// self.shape[:p] + [nnz] + self.shape[p+k:]. The i-th true element takes row
+// i of values along that axis (or its one broadcast row); i comes from the
+// mask's prefix count, so no nonzero() and no host round trip.
+Value masked_put(Builder& b, const Value& self, const Value& mask_in, int64_t p, Value values, Combine combine) {
+  Value mask = b.convert(mask_in, ElementType::Pred);
+  const int64_t k = mask.rank();
+  for (int64_t i = 0; i < k; ++i) {
+    if (p + i >= self.rank() || mask.shape()[i] != self.shape()[p + i]) {
+      throw std::invalid_argument("The shape of the mask at index " + std::to_string(i) +
+                                  " does not match the shape of the indexed tensor at index " + std::to_string(p + i));
+    }
+  }
+  const int64_t n = mask.type.numel();
+  Shape flat(self.shape().begin(), self.shape().begin() + p);
+  const int64_t q = p;  // the masked axis in `flat`
+  flat.push_back(n);
+  flat.insert(flat.end(), self.shape().begin() + p + k, self.shape().end());
+  // values against the indexing result: leading 1s dropped, then right-aligned.
+  Shape vs = values.shape();
+  while (vs.size() > flat.size() && vs.front() == 1) vs.erase(vs.begin());
+  vs.insert(vs.begin(), flat.size() - vs.size(), 1);
+  values = b.reshape(values, vs);
+  Value m = b.reshape(mask, {n});
+  Value updates;
+  if (vs[q] == 1) {
+    updates = b.broadcast_in_dim(values, flat, range(static_cast<int64_t>(flat.size())));
+  } else {
+    if (values.type.numel() == 0) return self;  // nnz is 0: nothing written
+    Shape full = flat;
+    full[q] = vs[q];
+    values = b.broadcast_in_dim(values, full, range(static_cast<int64_t>(full.size())));
+    // Row of each true element; false elements read a clamped row, unused.
+    Value row = b.binary("subtract", prefix_sum(b, b.convert(m, ElementType::S64)), b.splat(1, {ElementType::S64, {n}}));
+    updates = select_along(b, values, q, row);
+  }
+  Value operand = b.reshape(self, flat);
+  Value written = updates;
+  if (combine == Combine::Add) written = b.binary(operand.dtype() == ElementType::Pred ? "or" : "add", operand, updates);
+  Value keep = b.broadcast_in_dim(m, flat, {q});
+  return b.reshape(b.select(keep, written, operand), self.shape());
+}
+
+// Per-index factor: 0 for padding_idx, 1/count(index) with scale_grad_by_freq.
+Value embedding_row_weights(Builder& b, const Value& idx, int64_t num_weights, int64_t padding_idx,
+                            bool scale_grad_by_freq, ElementType t) {
+  const int64_t n = idx.shape()[0];
+  TensorType row{t, {n}};
+  Value w = b.splat(1, row);
+  if (scale_grad_by_freq) {
+    ScatterDims s = point_scatter_dims(1);
+    s.index_vector_dim = 1;
+    Value column = b.reshape(idx, {n, 1});
+    Value counts = scatter_op(b, zeros(b, {t, {num_weights}}), column, w, s, Combine::Add);
+    GatherDims g = point_gather_dims(1, 1);
+    w = b.binary("divide", w, gather_op(b, counts, column, g, {n}));
+  }
+  if (padding_idx >= 0) {
+    Value keep = b.compare(idx, b.splat(static_cast<double>(padding_idx), idx.type), CompareDirection::NE);
+    w = b.select(keep, w, zeros(b, row));
+  }
+  return w;
+}
+
+}  // namespace
+
+std::vector<Value> gather(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  const TensorType& out = ctx.out_types.at(0);
+  Value self = ctx.tensor(0);
+  if (out.numel() == 0 || self.type.numel() == 0) return {zeros(b, out)};
+  const int64_t dim = wrap_dim(ctx.int_arg(1), self.rank());
+  Value index = rank_at_least_1(b, as_index(b, ctx.tensor(2)));
+  self = rank_at_least_1(b, self);
+  Value coords = point_coordinates(b, index, dim);
+  Value r = gather_op(b, self, coords, point_gather_dims(self.rank(), index.rank()), index.shape());
+  return {b.reshape(r, out.shape)};
+}
+
+std::vector<Value> scatter(LowerContext& ctx) {
+  const Arg& src = ctx.args.at(3);
+  const ElementType t = ctx.out_types.at(0).dtype;
+  Value updates = src.kind == Arg::Kind::Tensor ? ctx.tensor(3) : ctx.scalar_arg(3, t);
+  return {scatter_along(ctx, updates, Combine::Overwrite)};
+}
+
+std::vector<Value> scatter_add(LowerContext& ctx) { return {scatter_along(ctx, ctx.tensor(3), Combine::Add)}; }
+
+std::vector<Value> index_select(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  const TensorType& out = ctx.out_types.at(0);
+  Value self = ctx.tensor(0);
+  if (out.numel() == 0 || self.type.numel() == 0) return {zeros(b, out)};
+  if (self.rank() == 0) return {b.reshape(self, out.shape)};  // the only valid index is 0
+  const int64_t dim = wrap_dim(ctx.int_arg(1), self.rank());
+  Value index = ctx.tensor(2);
+  index = b.reshape(as_index(b, index), {index.type.numel()});
+  return {b.reshape(select_along(b, self, dim, index), out.shape)};
+}
+
+std::vector<Value> index_add(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  const TensorType& out = ctx.out_types.at(0);
+  Value self = ctx.tensor(0);
+  Value index = ctx.tensor(2);
+  const int64_t n = index.type.numel();
+  if (n == 0 || out.numel() == 0) return {coerce(b, self, out)};
+  const ElementType t = accumulation_type(out.dtype);
+  Value operand = rank_at_least_1(b, b.convert(self, t));
+  const int64_t dim = wrap_dim(ctx.int_arg(1), operand.rank());
+  Shape update_shape = operand.shape();
+  update_shape[dim] = n;
+  Value updates = b.reshape(b.convert(ctx.tensor(3), t), update_shape);
+  if (ctx.has(4) && ctx.args[4].scalar.as_double() != 1.0) {
+    updates = b.binary("multiply", updates, b.broadcast_to(ctx.scalar_arg(4, t), update_shape));
+  }
+  ScatterDims s;
+  for (int64_t d = 0; d < operand.rank(); ++d) {
+    if (d != dim) s.update_window_dims.push_back(d);
+  }
+  s.inserted_window_dims = {dim};
+  s.scatter_dims_to_operand_dims = {dim};
+  s.index_vector_dim = 1;
+  Value r = scatter_op(b, operand, b.reshape(as_index(b, index), {n, 1}), updates, s, Combine::Add);
+  return {b.convert(b.reshape(r, out.shape), out.dtype)};
+}
+
+std::vector<Value> index(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  const TensorType& out = ctx.out_types.at(0);
+  const Value& self = ctx.tensor(0);
+  if (out.numel() == 0) return {zeros(b, out)};
+  AdvancedIndex a = advanced_index(b, self, ctx.args.at(1).tensors);
+  if (any_indexed_dim_empty(self, a)) return {zeros(b, out)};
+  GatherDims g;
+  g.offset_dims = a.rest_places;
+  g.collapsed_slice_dims = a.dims;
+  g.start_index_map = a.dims;
+  g.index_vector_dim = static_cast<int64_t>(a.batch.size());
+  g.slice_sizes = self.shape();
+  for (int64_t d : a.dims) g.slice_sizes[d] = 1;
+  return {b.reshape(gather_op(b, self, a.coords, g, a.result), out.shape)};
+}
+
+// _index_put_impl_(self, indices, values, accumulate, unsafe)
+std::vector<Value> index_put(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  const TensorType& out = ctx.out_types.at(0);
+  const Value& self = ctx.tensor(0);
+  const auto& indices = ctx.args.at(1).tensors;
+  const Combine combine = ctx.bool_arg(3) ? Combine::Add : Combine::Overwrite;
+  const ElementType t = sum_type(out.dtype, combine);
+  if (out.numel() == 0) return {self};
+  const int64_t mask_at = mask_position(indices);
+  if (mask_at >= 0) {
+    Value r = masked_put(b, b.convert(self, t), *indices[mask_at], mask_at, b.convert(ctx.tensor(2), t), combine);
+    return {b.convert(r, out.dtype)};
+  }
+  AdvancedIndex a = advanced_index(b, self, indices);
+  TensorType result{out.dtype, a.result};
+  if (result.numel() == 0 || any_indexed_dim_empty(self, a)) return {self};
+  Value updates = values_for(b, b.convert(ctx.tensor(2), t), a.result);
+  ScatterDims s;
+  s.update_window_dims = a.rest_places;
+  s.inserted_window_dims = a.dims;
+  s.scatter_dims_to_operand_dims = a.dims;
+  s.index_vector_dim = static_cast<int64_t>(a.batch.size());
+  Value r = scatter_op(b, b.convert(self, t), a.coords, updates, s, combine);
+  return {b.convert(r, out.dtype)};
+}
+
+// embedding_dense_backward(grad_output, indices, num_weights, padding_idx,
+// scale_grad_by_freq): rows of grad_output summed into the rows their
+// indices name; the padding row gets nothing; with scale_grad_by_freq each
+// contribution is divided by how often its index occurs in the batch.
+std::vector<Value> embedding_dense_backward(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  const TensorType& out = ctx.out_types.at(0);
+  Value grad = ctx.tensor(0);
+  Value indices = ctx.tensor(1);
+  const int64_t num_weights = ctx.int_arg(2);
+  const int64_t padding_idx = ctx.int_arg(3);
+  const bool by_freq = ctx.bool_arg(4);
+  const int64_t n = indices.type.numel();
+  const int64_t width = out.shape.at(1);
+  if (n == 0 || out.numel() == 0) return {zeros(b, out)};
+  const ElementType t = accumulation_type(out.dtype);
+  Value idx = b.reshape(as_index(b, indices), {n});
+  Value rows = b.reshape(b.convert(grad, t), {n, width});
+  Value weight = embedding_row_weights(b, idx, num_weights, padding_idx, by_freq, t);
+  rows = b.binary("multiply", rows, b.broadcast_in_dim(weight, {n, width}, {0}));
+  ScatterDims s;
+  s.update_window_dims = {1};
+  s.inserted_window_dims = {0};
+  s.scatter_dims_to_operand_dims = {0};
+  s.index_vector_dim = 1;
+  Value r = scatter_op(b, zeros(b, {t, out.shape}), b.reshape(idx, {n, 1}), rows, s, Combine::Add);
+  return {b.convert(r, out.dtype)};
+}
+
+}  // namespace torch_tpu::lower

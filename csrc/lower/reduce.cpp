@@ -1,0 +1,426 @@
+// Reductions: sum/mean/prod, all/any, amax/amin, max/min (with indices),
+// argmax/argmin, var/std, norms, logsumexp, softmax/log_softmax and their
+// backward formulas, cumsum.
+// Result shapes and dtypes are PyTorch's (ctx.out_types): a lowering reduces
+// over the dims it was given and reshapes to the result shape, which is how
+// keepdim is honoured. Low-precision floats accumulate in float32, as
+// PyTorch's CPU and CUDA kernels do (at::acc_type).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "lower/ops.h"
+
+namespace torch_tpu::lower {
+
+namespace {
+
+using hlo::CompareDirection;
+
+TensorType out0(LowerContext& ctx) { return ctx.out_types.at(0); }
+
+// The dims argument `i` names: an int, an int list, or None. None, or an
+// overload without a dim argument (`present` false) mean every dim. An empty
+// list means every dim for sum/mean/amax/var ... (`empty_is_all`), but
+// nothing for all.dims/any.dims (PyTorch 2.2+). A 0-d tensor accepts dim
+// 0 / -1 and has nothing to reduce.
+std::vector<int64_t> reduction_dims(const LowerContext& ctx, size_t i, int64_t rank, bool present = true,
+                                    bool empty_is_all = true) {
+  std::vector<int64_t> dims;
+  if (rank == 0) return dims;
+  const bool given = present && ctx.has(i) &&
+                     (ctx.args[i].kind == Arg::Kind::Int || ctx.args[i].kind == Arg::Kind::IntList);
+  if (!given || (ctx.args[i].kind == Arg::Kind::IntList && ctx.args[i].ints.empty() && empty_is_all)) {
+    for (int64_t d = 0; d < rank; ++d) dims.push_back(d);
+    return dims;
+  }
+  if (ctx.args[i].kind == Arg::Kind::Int) {
+    dims.push_back(wrap_dim(ctx.args[i].i, rank));
+  } else {
+    for (int64_t d : ctx.args[i].ints) dims.push_back(wrap_dim(d, rank));
+  }
+  std::sort(dims.begin(), dims.end());
+  dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
+  return dims;
+}
+
+int64_t reduced_count(const Value& x, const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= x.shape()[d];
+  return n;
+}
+
+// Dims of `x` that survive a reduction over `dims`, for broadcasting back.
+std::vector<int64_t> kept_dims(int64_t rank, const std::vector<int64_t>& dims) {
+  std::vector<int64_t> kept;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (std::find(dims.begin(), dims.end(), d) == dims.end()) kept.push_back(d);
+  }
+  return kept;
+}
+
+Shape kept_shape(const Value& x, const std::vector<int64_t>& dims) {
+  Shape shape;
+  for (int64_t d : kept_dims(x.rank(), dims)) shape.push_back(x.shape()[d]);
+  return shape;
+}
+
+Value reduce_with(Builder& b, const Value& x, const std::vector<int64_t>& dims, const std::string& combiner) {
+  if (dims.empty()) return x;
+  return b.reduce(x, reduce_init(b, combiner, x.dtype()), dims, combiner);
+}
+
+Value is_nan(Builder& b, const Value& v) { return b.compare(v, v, CompareDirection::NE); }
+
+// max/min that propagate NaN (PyTorch's amax, max, maximum): XLA's
+// maximum/minimum is not guaranteed to on every backend.
+Value nan_max_min(Builder& b, const Value& x, const std::vector<int64_t>& dims, bool is_max) {
+  if (dims.empty()) return x;
+  const ElementType t = x.dtype();
+  if (t == ElementType::Pred) return reduce_with(b, x, dims, is_max ? "or" : "and");
+  const std::string comb = is_max ? "maximum" : "minimum";
+  if (!hlo::is_float(t)) return reduce_with(b, x, dims, comb);
+  TensorType scalar{t, {}};
+  return b.op_with_region("reduce", {x, reduce_init(b, comb, t)}, {{t, kept_shape(x, dims)}}, "dimensions = " + Builder::dims_attr(dims),
+                          {scalar, scalar},
+                          [&](Builder& rb, const std::vector<Value>& a) {
+                            Value m = rb.binary(comb, a[0], a[1]);
+                            m = rb.select(is_nan(rb, a[1]), a[1], m);
+                            return std::vector<Value>{rb.select(is_nan(rb, a[0]), a[0], m)};
+                          })[0];
+}
+
+// Sum in the accumulation type of `out`, converted to `out` (a bf16 sum
+// adds in f32; a bool or int sum arrives with an int64 `out`).
+Value sum_to(Builder& b, const Value& x, const std::vector<int64_t>& dims, const TensorType& out) {
+  const ElementType acc = accumulation_type(out.dtype);
+  Value s = reduce_with(b, b.convert(x, acc), dims, acc == ElementType::Pred ? "or" : "add");
+  return b.reshape(b.convert(s, out.dtype), out.shape);
+}
+
+// Broadcast a reduced value (the reduce's own shape or keepdim shape) back
+// over `like`'s shape.
+Value expand_back(Builder& b, const Value& reduced, const Value& like, const std::vector<int64_t>& dims) {
+  return b.broadcast_in_dim(b.reshape(reduced, kept_shape(like, dims)), like.shape(), kept_dims(like.rank(), dims));
+}
+
+// Value and index of the first max (or min) along `dims` (a single dim, or
+// every dim of a flattened input). NaN counts as larger (and smaller) than
+// everything, so the first NaN wins, as in PyTorch.
+std::vector<Value> arg_reduce(Builder& b, const Value& x, int64_t dim, bool is_max) {
+  const ElementType t = x.dtype();
+  Shape shape;
+  for (int64_t d = 0; d < x.rank(); ++d) {
+    if (d != dim) shape.push_back(x.shape()[d]);
+  }
+  TensorType vt{t, {}}, it{ElementType::S64, {}};
+  Value index = b.iota({ElementType::S64, x.shape()}, dim);
+  Value init_v = reduce_init(b, is_max ? "maximum" : "minimum", t);
+  // Ties with the init keep the element: the init's index is the largest.
+  Value init_i = b.constant_int(std::numeric_limits<int64_t>::max(), ElementType::S64);
+  auto body = [&](Builder& rb, const std::vector<Value>& a) {
+    const Value &av = a[0], &ai = a[1], &bv = a[2], &bi = a[3];
+    Value better = rb.compare(av, bv, is_max ? CompareDirection::GT : CompareDirection::LT);
+    Value equal = rb.compare(av, bv, CompareDirection::EQ);
+    if (hlo::is_float(t)) {
+      Value an = is_nan(rb, av), bn = is_nan(rb, bv);
+      better = rb.binary("or", better, rb.binary("and", an, rb.unary("not", bn)));
+      equal = rb.binary("or", equal, rb.binary("and", an, bn));
+    }
+    Value first = rb.compare(ai, bi, CompareDirection::LT);
+    Value pick_a = rb.binary("or", better, rb.binary("and", equal, first));
+    return std::vector<Value>{rb.select(pick_a, av, bv), rb.select(pick_a, ai, bi)};
+  };
+  return b.op_with_region("reduce", {x, index, init_v, init_i}, {{t, shape}, {ElementType::S64, shape}},
+                          "dimensions = " + Builder::dims_attr({dim}), {vt, it, vt, it}, body);
+}
+
+// argmax/argmin(self, dim?, keepdim): dim None flattens.
+std::vector<Value> arg_index(LowerContext& ctx, bool is_max) {
+  Builder& b = ctx.b;
+  Value x = ctx.tensor(0);
+  TensorType out = out0(ctx);
+  int64_t dim = 0;
+  if (!ctx.has(1) || x.rank() == 0) {
+    x = b.reshape(x, {x.type.numel()});
+  } else {
+    dim = wrap_dim(ctx.int_arg(1), x.rank());
+  }
+  return {b.reshape(arg_reduce(b, x, dim, is_max)[1], out.shape)};
+}
+
+// max.dim / min.dim (self, dim, keepdim) -> (values, indices).
+std::vector<Value> value_and_index(LowerContext& ctx, bool is_max) {
+  Builder& b = ctx.b;
+  Value x = ctx.tensor(0);
+  if (x.rank() == 0) x = b.reshape(x, {1});
+  const int64_t dim = wrap_dim(ctx.int_arg(1), x.rank());
+  // PyTorch's meta kernel does not check this; its CPU kernel raises IndexError.
+  if (x.shape()[dim] == 0) {
+    throw std::out_of_range(std::string(is_max ? "max" : "min") + "(): Expected reduction dim " +
+                            std::to_string(dim) + " to have non-zero size.");
+  }
+  std::vector<Value> r = arg_reduce(b, x, dim, is_max);
+  return {b.reshape(r[0], ctx.out_types.at(0).shape), b.reshape(r[1], ctx.out_types.at(1).shape)};
+}
+
+// amax/amin(self, dim[], keepdim) and max()/min() of everything.
+std::vector<Value> extreme(LowerContext& ctx, bool is_max, bool has_dims) {
+  Value x = ctx.tensor(0);
+  // max()/min() of nothing: PyTorch's meta kernel does not check, CPU raises.
+  if (!has_dims && x.type.numel() == 0) {
+    throw std::runtime_error(std::string(is_max ? "max" : "min") +
+                             "(): Expected reduction dim to be specified for input.numel() == 0. Specify the "
+                             "reduction dim with the 'dim' argument.");
+  }
+  std::vector<int64_t> dims = reduction_dims(ctx, 1, x.rank(), has_dims);
+  return {ctx.b.reshape(nan_max_min(ctx.b, x, dims, is_max), out0(ctx).shape)};
+}
+
+// all/any: overloads with three or more arguments carry a dim (int or int[]?).
+std::vector<Value> logical_reduce(LowerContext& ctx, const char* combiner) {
+  Builder& b = ctx.b;
+  Value x = b.convert(ctx.tensor(0), ElementType::Pred);
+  std::vector<int64_t> dims = reduction_dims(ctx, 1, x.rank(), ctx.args.size() >= 3, false);
+  TensorType out = out0(ctx);
+  return {b.reshape(b.convert(reduce_with(b, x, dims, combiner), out.dtype), out.shape)};
+}
+
+// Sum of squared deviations from the mean along `dims` (two-pass, exact
+// enough in the accumulation type; PyTorch uses Welford).
+Value centered_square_sum(Builder& b, const Value& x, const std::vector<int64_t>& dims) {
+  const double n = static_cast<double>(reduced_count(x, dims));
+  Value s = reduce_with(b, x, dims, "add");
+  Value mean = b.binary("divide", s, b.splat(n, s.type));
+  Value d = b.binary("subtract", x, expand_back(b, mean, x, dims));
+  return reduce_with(b, b.binary("multiply", d, d), dims, "add");
+}
+
+// var.correction(self, dim?, *, correction?, keepdim): divisor is
+// max(N - correction, 0), correction None meaning 1 (Bessel).
+Value variance(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  TensorType out = out0(ctx);
+  const ElementType acc = accumulation_type(out.dtype);
+  Value x = b.convert(ctx.tensor(0), acc);
+  std::vector<int64_t> dims = reduction_dims(ctx, 1, x.rank());
+  const double correction = ctx.has(2) ? ctx.double_arg(2) : 1.0;
+  const double divisor = std::max(static_cast<double>(reduced_count(x, dims)) - correction, 0.0);
+  Value ss = centered_square_sum(b, x, dims);
+  return b.binary("divide", ss, b.splat(divisor, ss.type));
+}
+
+// x - max(x) along `dim`, where an infinite max is replaced by 0 so that a
+// slice of all -inf gives exp() == 0 rather than NaN (PyTorch's logsumexp).
+Value shifted(Builder& b, const Value& x, const std::vector<int64_t>& dims, Value* shift) {
+  Value m = reduce_with(b, x, dims, "maximum");
+  Value inf = b.splat(std::numeric_limits<double>::infinity(), m.type);
+  Value finite = b.compare(b.unary("abs", m), inf, CompareDirection::NE);
+  m = b.select(finite, m, b.splat(0, m.type));
+  if (shift) *shift = m;
+  return b.binary("subtract", x, expand_back(b, m, x, dims));
+}
+
+// Softmax pieces along one dim of `x` (already in the compute type).
+struct SoftmaxParts {
+  Value shifted;  // x - max
+  Value sum_exp;  // sum(exp(x - max)), broadcast back over x
+};
+
+SoftmaxParts softmax_parts(Builder& b, const Value& x, int64_t dim) {
+  std::vector<int64_t> dims;
+  if (x.rank() > 0) dims.push_back(wrap_dim(dim, x.rank()));
+  // Unlike logsumexp, softmax keeps the raw max: a slice of all -inf is NaN
+  // in PyTorch too.
+  Value m = reduce_with(b, x, dims, "maximum");
+  Value s = b.binary("subtract", x, expand_back(b, m, x, dims));
+  Value e = reduce_with(b, b.unary("exponential", s), dims, "add");
+  return {s, expand_back(b, e, x, dims)};
+}
+
+// The type softmax math runs in: the result's accumulation type.
+Value softmax_input(LowerContext& ctx, size_t i) {
+  return ctx.b.convert(ctx.tensor(i), accumulation_type(out0(ctx).dtype));
+}
+
+int64_t softmax_dim(LowerContext& ctx, size_t i, const Value& x) {
+  return x.rank() == 0 ? 0 : wrap_dim(ctx.int_arg(i), x.rank());
+}
+
+std::vector<int64_t> one_dim(const Value& x, int64_t dim) {
+  return x.rank() == 0 ? std::vector<int64_t>{} : std::vector<int64_t>{dim};
+}
+
+Value abs_value(Builder& b, const Value& x) {
+  return x.dtype() == ElementType::Pred || hlo::is_unsigned(x.dtype()) ? x : b.unary("abs", x);
+}
+
+}  // namespace
+
+// ---- sum, mean, prod ----------------------------------------------------------
+// sum(self, dtype) / sum.dim_IntList(self, dim?, keepdim, dtype): only the
+// latter (four or more arguments) has dims; its arg 1 is never a dtype.
+std::vector<Value> sum(LowerContext& ctx) {
+  Value x = ctx.tensor(0);
+  std::vector<int64_t> dims = reduction_dims(ctx, 1, x.rank(), ctx.args.size() >= 4);
+  return {sum_to(ctx.b, x, dims, out0(ctx))};
+}
+
+std::vector<Value> mean(LowerContext& ctx) {  // mean(self, dtype) / mean.dim(self, dim?, keepdim, dtype)
+  Builder& b = ctx.b;
+  TensorType out = out0(ctx);
+  const ElementType acc = accumulation_type(out.dtype);
+  Value x = b.convert(ctx.tensor(0), acc);
+  std::vector<int64_t> dims = reduction_dims(ctx, 1, x.rank(), ctx.args.size() >= 4);
+  Value s = reduce_with(b, x, dims, "add");
+  Value m = b.binary("divide", s, b.splat(static_cast<double>(reduced_count(x, dims)), s.type));
+  return {b.reshape(b.convert(m, out.dtype), out.shape)};
+}
+
+std::vector<Value> prod(LowerContext& ctx) {  // prod(self, dtype) / prod.dim_int(self, dim, keepdim, dtype)
+  Builder& b = ctx.b;
+  TensorType out = out0(ctx);
+  const ElementType acc = accumulation_type(out.dtype);
+  Value x = b.convert(ctx.tensor(0), acc);
+  std::vector<int64_t> dims = reduction_dims(ctx, 1, x.rank(), ctx.args.size() >= 4);
+  Value p = reduce_with(b, x, dims, acc == ElementType::Pred ? "and" : "multiply");
+  return {b.reshape(b.convert(p, out.dtype), out.shape)};
+}
+
+// ---- logical --------------------------------------------------------------------
+std::vector<Value> all(LowerContext& ctx) { return logical_reduce(ctx, "and"); }
+std::vector<Value> any(LowerContext& ctx) { return logical_reduce(ctx, "or"); }
+
+// ---- extremes -------------------------------------------------------------------
+std::vector<Value> amax(LowerContext& ctx) { return extreme(ctx, true, true); }
+std::vector<Value> amin(LowerContext& ctx) { return extreme(ctx, false, true); }
+std::vector<Value> max_all(LowerContext& ctx) { return extreme(ctx, true, false); }
+std::vector<Value> min_all(LowerContext& ctx) { return extreme(ctx, false, false); }
+std::vector<Value> max_dim(LowerContext& ctx) { return value_and_index(ctx, true); }
+std::vector<Value> min_dim(LowerContext& ctx) { return value_and_index(ctx, false); }
+std::vector<Value> argmax(LowerContext& ctx) { return arg_index(ctx, true); }
+std::vector<Value> argmin(LowerContext& ctx) { return arg_index(ctx, false); }
+
+// ---- statistics -----------------------------------------------------------------
+std::vector<Value> var(LowerContext& ctx) {
+  TensorType out = out0(ctx);
+  return {ctx.b.reshape(ctx.b.convert(variance(ctx), out.dtype), out.shape)};
+}
+
+std::vector<Value> std(LowerContext& ctx) {
+  TensorType out = out0(ctx);
+  return {ctx.b.reshape(ctx.b.convert(ctx.b.unary("sqrt", variance(ctx)), out.dtype), out.shape)};
+}
+
+// linalg_vector_norm(self, ord, dim?, keepdim, *, dtype?): the input is first
+// converted to the result dtype (PyTorch converts to `dtype` when given).
+std::vector<Value> linalg_vector_norm(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  TensorType out = out0(ctx);
+  const ElementType acc = accumulation_type(out.dtype);
+  Value x = b.convert(b.convert(ctx.tensor(0), out.dtype), acc);
+  std::vector<int64_t> dims = reduction_dims(ctx, 2, x.rank());
+  const double ord = ctx.has(1) ? ctx.double_arg(1) : 2.0;
+  Value a = abs_value(b, x);
+  Value r;
+  if (std::isinf(ord)) {
+    r = nan_max_min(b, a, dims, ord > 0);
+  } else if (ord == 0) {
+    r = reduce_with(b, b.convert(b.convert(x, ElementType::Pred), acc), dims, "add");
+  } else if (ord == 1) {
+    r = reduce_with(b, a, dims, "add");
+  } else if (ord == 2) {
+    r = b.unary("sqrt", reduce_with(b, b.binary("multiply", x, x), dims, "add"));
+  } else {
+    Value p = b.binary("power", a, b.splat(ord, a.type));
+    Value s = reduce_with(b, p, dims, "add");
+    r = b.binary("power", s, b.splat(1.0 / ord, s.type));
+  }
+  return {b.reshape(b.convert(r, out.dtype), out.shape)};
+}
+
+// logsumexp(self, dim[], keepdim): max-shifted; an all -inf slice gives -inf.
+std::vector<Value> logsumexp(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  TensorType out = out0(ctx);
+  const ElementType acc = accumulation_type(out.dtype);
+  Value x = b.convert(ctx.tensor(0), acc);
+  std::vector<int64_t> dims = reduction_dims(ctx, 1, x.rank());
+  Value m;
+  Value s = shifted(b, x, dims, &m);
+  Value r = b.binary("add", b.unary("log", reduce_with(b, b.unary("exponential", s), dims, "add")), m);
+  return {b.reshape(b.convert(r, out.dtype), out.shape)};
+}
+
+// ---- softmax ----------------------------------------------------------------------
+// _softmax(self, dim, half_to_float): the result type (float32 when
+// half_to_float) is out_types'; the math runs in its accumulation type.
+std::vector<Value> softmax(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  Value x = softmax_input(ctx, 0);
+  SoftmaxParts p = softmax_parts(b, x, softmax_dim(ctx, 1, x));
+  return {b.convert(b.binary("divide", b.unary("exponential", p.shifted), p.sum_exp), out0(ctx).dtype)};
+}
+
+std::vector<Value> log_softmax(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  Value x = softmax_input(ctx, 0);
+  SoftmaxParts p = softmax_parts(b, x, softmax_dim(ctx, 1, x));
+  return {b.convert(b.binary("subtract", p.shifted, b.unary("log", p.sum_exp)), out0(ctx).dtype)};
+}
+
+// _softmax_backward_data(grad_output, output, dim, input_dtype):
+// grad_input = y * (g - sum(g * y, dim)).
+std::vector<Value> softmax_backward(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  Value g = softmax_input(ctx, 0), y = softmax_input(ctx, 1);
+  std::vector<int64_t> dims = one_dim(y, softmax_dim(ctx, 2, y));
+  Value gy = b.binary("multiply", g, y);
+  Value s = expand_back(b, reduce_with(b, gy, dims, "add"), y, dims);
+  return {b.convert(b.binary("subtract", gy, b.binary("multiply", y, s)), out0(ctx).dtype)};
+}
+
+// _log_softmax_backward_data(grad_output, output, dim, input_dtype):
+// grad_input = g - exp(y) * sum(g, dim).
+std::vector<Value> log_softmax_backward(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  Value g = softmax_input(ctx, 0), y = softmax_input(ctx, 1);
+  std::vector<int64_t> dims = one_dim(y, softmax_dim(ctx, 2, y));
+  Value s = expand_back(b, reduce_with(b, g, dims, "add"), y, dims);
+  return {b.convert(b.binary("subtract", g, b.binary("multiply", b.unary("exponential", y), s)), out0(ctx).dtype)};
+}
+
+// ---- scans ------------------------------------------------------------------------
+// cumsum(self, dim, *, dtype?): a window of the whole dim, padded below by
+// size - 1, so output i sums inputs 0..i. Accumulates in the result's
+// accumulation type (int and bool inputs arrive with an int64 result).
+std::vector<Value> cumsum(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  TensorType out = out0(ctx);
+  const ElementType acc = accumulation_type(out.dtype);
+  Value x = b.convert(ctx.tensor(0), acc);
+  if (x.rank() == 0 || x.type.numel() == 0) return {b.convert(x, out.dtype)};
+  const int64_t dim = wrap_dim(ctx.int_arg(1), x.rank());
+  const int64_t n = x.shape()[dim];
+  std::vector<int64_t> window(x.rank(), 1), strides(x.rank(), 1);
+  window[dim] = n;
+  std::string padding = "dense<[";
+  for (int64_t d = 0; d < x.rank(); ++d) {
+    padding += (d ? ", [" : "[") + std::to_string(d == dim ? n - 1 : 0) + ", 0]";
+  }
+  padding += "]> : tensor<" + std::to_string(x.rank()) + "x2xi64>";
+  TensorType scalar{acc, {}};
+  const std::string combiner = acc == ElementType::Pred ? "or" : "add";
+  Value r = b.op_with_region("reduce_window", {x, reduce_init(b, combiner, acc)}, {x.type},
+                             "window_dimensions = " + Builder::dims_attr(window) +
+                                 ", window_strides = " + Builder::dims_attr(strides) + ", padding = " + padding,
+                             {scalar, scalar},
+                             [&](Builder& rb, const std::vector<Value>& a) {
+                               return std::vector<Value>{rb.binary(combiner, a[0], a[1])};
+                             })[0];
+  return {b.convert(r, out.dtype)};
+}
+
+}  // namespace torch_tpu::lower

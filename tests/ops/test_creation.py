@@ -1,0 +1,143 @@
+"""Creation ops on tpu against CPU PyTorch: arange, linspace, eye, and the
+fill-based factories (zeros/ones/full/*_like, empty)."""
+
+import pytest
+import torch
+
+from reference import assert_close
+
+DTYPES = [torch.float32, torch.bfloat16, torch.int64, torch.bool]
+
+
+def same_as_cpu(make, atol=None, rtol=None):
+    expected = make("cpu")
+    actual = make("tpu")
+    assert actual.dtype == expected.dtype and actual.shape == expected.shape
+    assert_close(actual, expected, atol, rtol)
+    return actual
+
+
+# ---- arange ------------------------------------------------------------------
+@pytest.mark.parametrize("args", [(5,), (0,), (1,), (2, 9), (-4, 4, 3), (10, 0, -1), (10, -7, -3), (3, 3), (0, 10**12, 10**11)])
+def test_arange_integers(args):
+    same_as_cpu(lambda d: torch.arange(*args, device=d), atol=0, rtol=0)
+
+
+@pytest.mark.parametrize("args", [(0, 1, 0.1), (1.5, 4.0), (5.0, 0.0, -0.3), (-1, 1, 0.25), (0, 1e6, 0.37), (2.0,)])
+def test_arange_floats(args):
+    # We round start + i * step (double) once; PyTorch's vectorized CPU loop
+    # rounds the block base to float first, so values may differ by one ulp.
+    same_as_cpu(lambda d: torch.arange(*args, device=d))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16, torch.int32, torch.int8, torch.uint8, torch.int16])
+def test_arange_dtype(dtype):
+    same_as_cpu(lambda d: torch.arange(0, 100, 3, dtype=dtype, device=d), atol=0, rtol=0)
+    if dtype.is_floating_point:
+        same_as_cpu(lambda d: torch.arange(-2, 2, 0.125, dtype=dtype, device=d), atol=0, rtol=0)  # exact values
+        same_as_cpu(lambda d: torch.arange(-1, 1, 0.01, dtype=dtype, device=d))
+
+
+def test_arange_float_scalars_into_integer_dtype():
+    # Scalar::to<int64_t> truncates the step: PyTorch gives 0, 1, 2, 3 here.
+    same_as_cpu(lambda d: torch.arange(0, 5, 1.5, dtype=torch.int64, device=d), atol=0, rtol=0)
+
+
+def test_arange_out_variant():
+    out = torch.empty(0, device="tpu")
+    r = torch.arange(1, 4, 0.5, out=out)
+    assert r is out
+    assert_close(out, torch.arange(1, 4, 0.5))
+
+
+def test_arange_rejects_zero_step():
+    with pytest.raises(RuntimeError, match="step must be nonzero"):
+        torch.arange(0, 5, 0, device="tpu")
+
+
+# ---- linspace ----------------------------------------------------------------
+@pytest.mark.parametrize("args", [(0, 1, 7), (-3, 5, 100), (5, -5, 11), (0, 1, 1), (2, 2, 5), (0, 1, 0), (0, 1, 2), (1e-3, 1e3, 1001)])
+def test_linspace_float32(args):
+    same_as_cpu(lambda d: torch.linspace(*args, device=d))
+
+
+def test_linspace_ends_are_exact():
+    x = torch.linspace(-0.3, 0.7, 1000, device="tpu").cpu()
+    assert x[0].item() == torch.tensor(-0.3).item() and x[-1].item() == torch.tensor(0.7).item()
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.bfloat16, torch.float16])
+def test_linspace_float_dtypes(dtype):
+    same_as_cpu(lambda d: torch.linspace(-2, 3, 33, dtype=dtype, device=d))
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.uint8])
+@pytest.mark.parametrize("args", [(0, 10, 4), (0, 100, 7), (3, 250, 50), (10, 0, 6)])
+def test_linspace_integer_dtypes(dtype, args):
+    same_as_cpu(lambda d: torch.linspace(*args, dtype=dtype, device=d), atol=0, rtol=0)
+
+
+def test_linspace_negative_integers():
+    same_as_cpu(lambda d: torch.linspace(-7, 5, 9, dtype=torch.int64, device=d), atol=0, rtol=0)
+
+
+def test_linspace_out_variant():
+    out = torch.empty(0, device="tpu")
+    torch.linspace(0, 2, 9, out=out)
+    assert_close(out, torch.linspace(0, 2, 9))
+
+
+# ---- eye ---------------------------------------------------------------------
+@pytest.mark.parametrize("args", [(3,), (1,), (0,), (3, 5), (5, 2), (0, 4), (4, 0)])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_eye(args, dtype):
+    same_as_cpu(lambda d: torch.eye(*args, dtype=dtype, device=d), atol=0, rtol=0)
+
+
+def test_eye_out_variant():
+    out = torch.empty(0, device="tpu", dtype=torch.int64)
+    torch.eye(3, 4, out=out)
+    assert_close(out, torch.eye(3, 4, dtype=torch.int64))
+
+
+# ---- fill-based factories ----------------------------------------------------
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(), (0,), (3,), (2, 5)])
+def test_zeros_ones_full(dtype, shape):
+    same_as_cpu(lambda d: torch.zeros(shape, dtype=dtype, device=d), atol=0, rtol=0)
+    same_as_cpu(lambda d: torch.ones(shape, dtype=dtype, device=d), atol=0, rtol=0)
+    value = True if dtype == torch.bool else (7 if not dtype.is_floating_point else -2.5)
+    same_as_cpu(lambda d: torch.full(shape, value, dtype=dtype, device=d), atol=0, rtol=0)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_like_factories(dtype):
+    base = torch.ones(3, 4, dtype=dtype)
+
+    def like(fn, *a):
+        return same_as_cpu(lambda d: fn(base.to(d), *a), atol=0, rtol=0)
+
+    like(torch.zeros_like)
+    like(torch.ones_like)
+    like(torch.full_like, 1 if dtype == torch.bool else 3)
+    e = torch.empty_like(base.to("tpu"))
+    assert e.shape == base.shape and e.dtype == dtype and e.device.type == "tpu"
+
+
+def test_like_factories_from_non_contiguous():
+    base = torch.ones(4, 6, device="tpu").t()
+    z = torch.zeros_like(base)
+    assert z.shape == (6, 4) and (z.cpu() == 0).all()
+    f = torch.full_like(base[:, ::2], 2.0)
+    assert f.shape == (6, 2) and (f.cpu() == 2).all()
+
+
+def test_full_infers_dtype():
+    same_as_cpu(lambda d: torch.full((2, 2), 3, device=d), atol=0, rtol=0)
+    same_as_cpu(lambda d: torch.full((2, 2), 3.5, device=d))
+    same_as_cpu(lambda d: torch.full((2, 2), False, device=d), atol=0, rtol=0)
+
+
+def test_empty_has_shape_dtype_device():
+    e = torch.empty(2, 3, dtype=torch.bfloat16, device="tpu")
+    assert e.shape == (2, 3) and e.dtype == torch.bfloat16 and e.device.type == "tpu"
