@@ -10,8 +10,6 @@
 
 #include "device/core_kernels.h"
 #include "device/lowered_kernel.h"
-// TEMP(dev): weak until every family file exists; removed before landing.
-#define TORCH_TPU_LOWERING(name) __attribute__((weak)) std::vector<Value> name(LowerContext& ctx);
 #include "lower/ops.h"
 
 namespace torch_tpu::device {
@@ -152,7 +150,6 @@ const OpEntry kLoweredOps[] = {
 std::vector<std::string> lowered_op_names() {
   std::vector<std::string> names;
   for (const auto& entry : kLoweredOps) {
-    if (entry.lowering == nullptr) continue;
     std::istringstream in(entry.overloads);
     for (std::string name; in >> name;) names.push_back("aten::" + name);
   }
@@ -180,7 +177,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("view", TORCH_FN(view));
 
   for (const auto& entry : kLoweredOps) {
-    if (entry.lowering == nullptr) continue;
     std::istringstream in(entry.overloads);
     for (std::string name; in >> name;) {
       m.impl(name.c_str(), torch::CppFunction::makeFromBoxedFunctor(std::make_unique<LoweredKernel>(entry.lowering)));
