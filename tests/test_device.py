@@ -134,3 +134,14 @@ def test_import_torch_alone_autoloads_the_backend():
     """)
     assert r.returncode == 0, r.stderr
     assert "[1.0, 1.0]" in r.stdout
+
+
+def test_tied_parameters_stay_tied_when_moved():
+    m = torch.nn.Module()
+    m.emb = torch.nn.Embedding(10, 4)
+    m.head = torch.nn.Linear(4, 10, bias=False)
+    m.head.weight = m.emb.weight
+    m.to("tpu")
+    assert m.head.weight is m.emb.weight and m.emb.weight.is_tpu
+    m.cpu()
+    assert m.head.weight is m.emb.weight

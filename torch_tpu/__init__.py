@@ -31,13 +31,13 @@ torch.utils.generate_methods_for_privateuse1_backend(for_tensor=True, for_module
                                                      for_storage=True)
 
 from . import _printing, precision  # noqa: E402
-from .metrics import metrics, reset_metrics  # noqa: E402
+from .metrics import cache_stats, metrics, reset_cache_stats, reset_metrics  # noqa: E402
 from .precision import get_matmul_precision, matmul_precision, set_matmul_precision  # noqa: E402
 
 _printing.install()
 precision.install()
 
-__all__ = ["cpu_fallback", "metrics", "reset_metrics", "plugin_info", "lowered_ops", "synchronize",
+__all__ = ["cpu_fallback", "metrics", "reset_metrics", "cache_stats", "reset_cache_stats", "plugin_info", "lowered_ops", "synchronize",
            "get_matmul_precision", "set_matmul_precision", "matmul_precision"]
 
 

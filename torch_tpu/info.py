@@ -1,7 +1,5 @@
 """`python -m torch_tpu.info`: the plugin, its versions, the devices."""
 
-import os
-
 import torch
 
 import torch_tpu
@@ -24,8 +22,9 @@ def main():
     print(f"devices: {torch.tpu.device_count()}")
     for i, kind in enumerate(info["device_kinds"]):
         print(f"  tpu:{i}  {kind}")
-    cache = os.environ.get("TORCH_TPU_CACHE_DIR", os.path.expanduser("~/.cache/torch_tpu"))
-    print(f"compilation cache: in memory (disk tier directory reserved: {cache})")
+    directory = torch_tpu.cache_stats()["disk"]["directory"]
+    print(f"compilation cache: memory, then disk at {directory}" if directory else
+          "compilation cache: memory only (TORCH_TPU_CACHE_DIR=off)")
     print(f"native ATen overloads: {len(torch_tpu.lowered_ops())}")
 
 

@@ -19,3 +19,14 @@ def metrics():
 def reset_metrics():
     """Zeroes the counters (the compiled programs stay cached)."""
     _C._reset_metrics()
+
+
+def cache_stats():
+    """The compilation cache, per tier: memory {hits, misses, entries}, disk
+    {hits, misses, writes, corrupt, evictions, directory}, and compiles,
+    compile_seconds (XLA compilations this process ran)."""
+    return dict(_C._cache_stats())
+
+
+def reset_cache_stats():
+    _C._reset_cache_stats()

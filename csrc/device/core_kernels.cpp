@@ -196,6 +196,16 @@ at::Tensor masked_select(const at::Tensor& self, const at::Tensor& mask) {
   return at::index(self.expand(shape), c10::List<std::optional<at::Tensor>>({mask.expand(shape)}));
 }
 
+// nn.Module.to() keeps shared (tied) parameters shared only when it may
+// assign `param.data` in place, i.e. when this says a CPU and a tpu tensor
+// have the same TensorImpl type; c10's default lists built-in backends only.
+bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& from) {
+  auto dense = [](const at::Tensor& t) {
+    return t.layout() == at::kStrided && (t.device().is_cpu() || t.device().is_privateuseone());
+  };
+  return dense(self) && dense(from);
+}
+
 at::Scalar local_scalar_dense(const at::Tensor& self) {
   at::Tensor host = download(self);
   return host.item();

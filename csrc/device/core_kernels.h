@@ -24,6 +24,7 @@ at::Tensor& set_empty(at::Tensor& self);
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking);
 at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst);
 at::Scalar local_scalar_dense(const at::Tensor& self);
+bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& from);
 at::Tensor nonzero(const at::Tensor& self);
 at::Tensor masked_select(const at::Tensor& self, const at::Tensor& mask);
 

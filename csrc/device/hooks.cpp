@@ -63,6 +63,7 @@ void register_hooks() {
   static TpuHooks hooks;
   at::RegisterPrivateUse1HooksInterface(&hooks);
   c10::SetAllocator(c10::DeviceType::PrivateUse1, allocator());
+  runtime::CompileCache::set_warning_handler([](const std::string& message) { TORCH_WARN(message); });
 }
 
 void resize_storage_bytes(const c10::Storage& storage, size_t new_nbytes) {

@@ -40,6 +40,27 @@ PYBIND11_MODULE(_C, m) {
   m.def("_get_rng_state", [](int device) { return py::bytes(torch_tpu::device::get_rng_state(device)); });
   m.def("_set_rng_state", &torch_tpu::device::set_rng_state);
   m.def("_compiled_programs", []() { return DeviceRuntime::get().cache().size(); });
+  m.def("_cache_stats", []() {
+    auto& cache = DeviceRuntime::get().cache();
+    auto s = cache.stats();
+    py::dict memory, disk, d;
+    memory["hits"] = s.memory_hits;
+    memory["misses"] = s.memory_misses;
+    memory["entries"] = cache.size();
+    disk["hits"] = s.disk_hits;
+    disk["misses"] = s.disk_misses;
+    disk["writes"] = s.disk_writes;
+    disk["corrupt"] = s.disk_corrupt;
+    disk["evictions"] = s.disk_evictions;
+    disk["directory"] = cache.directory();
+    d["memory"] = memory;
+    d["disk"] = disk;
+    d["compiles"] = s.compiles;
+    d["compile_seconds"] = s.compile_seconds;
+    return d;
+  });
+  m.def("_reset_cache_stats", []() { DeviceRuntime::get().cache().reset_stats(); });
+  m.def("_clear_memory_cache", []() { DeviceRuntime::get().cache().clear_memory(); });
   m.def("_plugin_info", []() {
     auto& client = DeviceRuntime::get().client();
     const auto& plugin = client.plugin();

@@ -1,5 +1,7 @@
 #include "device_runtime.h"
 
+#include <sys/stat.h>
+
 #include <chrono>
 #include <cstdlib>
 
@@ -7,37 +9,17 @@
 
 namespace torch_tpu::runtime {
 
-std::shared_ptr<pjrt::LoadedExecutable> CompileCache::get_or_compile(pjrt::Client& client, const std::string& text) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = programs_.find(text);
-    if (it != programs_.end()) {
-      metrics().cache_hits++;
-      return it->second;
-    }
-  }
-  metrics().cache_misses++;
-  auto start = std::chrono::steady_clock::now();
-  auto exe = client.compile(text, pjrt::default_compile_options());
-  metrics().compiles++;
-  metrics().compile_nanos += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
-  if (const char* dump = std::getenv("TORCH_TPU_DUMP_PROGRAMS"); dump && *dump == '1') {
-    std::fprintf(stderr, "[torch_tpu] compiled program:\n%s\n", text.c_str());
-  }
-  std::lock_guard<std::mutex> lock(mutex_);
-  programs_.emplace(text, exe);
-  return exe;
+namespace {
+
+// Path, size and modification time of the plugin file: two builds that call
+// themselves the same platform and version still get separate cache entries.
+std::string plugin_file_identity(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return path;
+  return path + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtime);
 }
 
-size_t CompileCache::size() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return programs_.size();
-}
-
-void CompileCache::clear() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  programs_.clear();
-}
+}  // namespace
 
 DeviceRuntime& DeviceRuntime::get() {
   // Leaked on purpose: buffers may be released during interpreter shutdown,
@@ -64,6 +46,11 @@ pjrt::Client& DeviceRuntime::client() {
     pjrt::Client::Options options;
     options.cpu_device_count = num_devices_;
     client_ = pjrt::Client::create(plugin, options);
+    auto attr = plugin->attributes().find("xla_version");
+    platform_identity_ = client_->platform_name() + " " + client_->platform_version() + " xla " +
+                         (attr == plugin->attributes().end() ? "?" : attr->second) + " pjrt " +
+                         std::to_string(plugin->api_major()) + "." + std::to_string(plugin->api_minor()) + " " +
+                         std::to_string(client_->devices().size()) + " devices " + plugin_file_identity(plugin_path_);
     pending_outputs_.resize(client_->devices().size());
   }
   return *client_;
@@ -85,7 +72,7 @@ void DeviceRuntime::download(const Buffer& buffer, void* dst, size_t nbytes) {
 std::vector<BufferPtr> DeviceRuntime::run(const std::string& text, int device, const std::vector<BufferPtr>& args,
                                           const std::vector<bool>& donatable) {
   auto& c = client();
-  auto exe = cache_.get_or_compile(c, text);
+  auto exe = cache_.get_or_compile(c, platform_identity_, text, compile_options_);
   std::vector<PJRT_Buffer*> raw;
   raw.reserve(args.size());
   for (const auto& a : args) raw.push_back(a->raw());

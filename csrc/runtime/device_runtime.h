@@ -9,25 +9,12 @@
 #include <vector>
 
 #include "pjrt/pjrt_runtime.h"
+#include "runtime/compile_cache.h"
 
 namespace torch_tpu::runtime {
 
 using pjrt::Buffer;
 using BufferPtr = std::shared_ptr<pjrt::Buffer>;
-
-// Compiled programs by program text (the text is the whole key: op, scalar
-// constants, shapes, dtypes and view layouts all appear in it). The plugin's
-// platform and version are fixed per process.
-class CompileCache {
- public:
-  std::shared_ptr<pjrt::LoadedExecutable> get_or_compile(pjrt::Client& client, const std::string& text);
-  size_t size() const;
-  void clear();
-
- private:
-  mutable std::mutex mutex_;
-  std::unordered_map<std::string, std::shared_ptr<pjrt::LoadedExecutable>> programs_;
-};
 
 class DeviceRuntime {
  public:
@@ -58,6 +45,7 @@ class DeviceRuntime {
   int num_devices_ = 1;
   std::shared_ptr<pjrt::Client> client_;
   CompileCache cache_;
+  std::string platform_identity_;  // platform, version and XLA version: part of every cache key
   std::string compile_options_ = pjrt::default_compile_options();
   std::vector<std::vector<std::weak_ptr<pjrt::Buffer>>> pending_outputs_;  // per device, since the last sync
 };

@@ -1,0 +1,265 @@
+#include "compile_cache.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <utime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <vector>
+
+#include "metrics.h"
+
+namespace torch_tpu::runtime {
+
+namespace {
+
+std::function<void(const std::string&)>& warning_handler() {
+  static std::function<void(const std::string&)> handler = [](const std::string& m) {
+    std::fprintf(stderr, "[torch_tpu] warning: %s\n", m.c_str());
+  };
+  return handler;
+}
+
+// FNV-1a, twice with different offsets: a 128-bit file name. Entries also
+// store their full identity, so a collision is detected, not trusted.
+uint64_t fnv1a(const std::string& s, uint64_t h) {
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+std::string hex_key(const std::string& s) {
+  char buf[40];
+  std::snprintf(buf, sizeof(buf), "%016llx%016llx", static_cast<unsigned long long>(fnv1a(s, 1469598103934665603ull)),
+                static_cast<unsigned long long>(fnv1a(s, 0x9e3779b97f4a7c15ull)));
+  return buf;
+}
+
+constexpr char kMagic[] = "TORCH_TPU_EXECUTABLE_V1\n";
+
+bool make_dirs(const std::string& path) {
+  std::string partial;
+  std::stringstream ss(path);
+  for (std::string part; std::getline(ss, part, '/');) {
+    partial += part + "/";
+    if (part.empty()) continue;
+    if (mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST) return false;
+  }
+  return true;
+}
+
+std::string default_directory() {
+  const char* env = std::getenv("TORCH_TPU_CACHE_DIR");
+  if (env != nullptr) return std::string(env) == "off" ? "" : env;
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  if (xdg != nullptr && *xdg) return std::string(xdg) + "/torch_tpu";
+  const char* home = std::getenv("HOME");
+  return home ? std::string(home) + "/.cache/torch_tpu" : "";
+}
+
+}  // namespace
+
+void CompileCache::set_warning_handler(std::function<void(const std::string&)> handler) {
+  warning_handler() = std::move(handler);
+}
+
+CompileCache::CompileCache() : dir_(default_directory()) {
+  const char* max = std::getenv("TORCH_TPU_CACHE_MAX_BYTES");
+  max_bytes_ = max ? std::atoll(max) : (int64_t{4} << 30);
+  if (!dir_.empty() && !make_dirs(dir_)) {
+    warning_handler()("cannot create the compilation cache directory " + dir_ + "; disk tier off");
+    dir_.clear();
+  }
+}
+
+std::shared_ptr<pjrt::LoadedExecutable> CompileCache::get_or_compile(pjrt::Client& client, const std::string& platform,
+                                                                     const std::string& text,
+                                                                     const std::string& options) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = programs_.find(text);
+    if (it != programs_.end()) {
+      stats_.memory_hits++;
+      metrics().cache_hits++;
+      return it->second;
+    }
+    stats_.memory_misses++;
+  }
+  metrics().cache_misses++;
+  // Identity: everything the executable depends on.
+  const std::string identity = platform + "\n" + hex_key(options) + "\n" + text;
+  std::string path = dir_.empty() ? "" : dir_ + "/" + hex_key(identity) + ".xla";
+  std::shared_ptr<pjrt::LoadedExecutable> exe;
+  if (!path.empty()) exe = load_from_disk(client, path, identity);
+  if (!exe) {
+    auto start = std::chrono::steady_clock::now();
+    exe = client.compile(text, options);
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    metrics().compiles++;
+    metrics().compile_nanos += static_cast<int64_t>(seconds * 1e9);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stats_.compiles++;
+      stats_.compile_seconds += seconds;
+    }
+    if (const char* dump = std::getenv("TORCH_TPU_DUMP_PROGRAMS"); dump && *dump == '1') {
+      std::fprintf(stderr, "[torch_tpu] compiled program:\n%s\n", text.c_str());
+    }
+    if (!path.empty()) store_on_disk(path, identity, *exe);
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  programs_.emplace(text, exe);
+  return exe;
+}
+
+std::shared_ptr<pjrt::LoadedExecutable> CompileCache::load_from_disk(pjrt::Client& client, const std::string& path,
+                                                                     const std::string& identity) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stats_.disk_misses++;
+    return nullptr;
+  }
+  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // Layout: magic, u64 identity size, identity, u64 exe size, exe, u64 checksum.
+  auto corrupt = [&](const char* why) -> std::shared_ptr<pjrt::LoadedExecutable> {
+    warning_handler()("compilation cache entry " + path + " is unusable (" + why + "); recompiling and rewriting it");
+    std::lock_guard<std::mutex> lock(mutex_);
+    stats_.disk_corrupt++;
+    stats_.disk_misses++;
+    return nullptr;
+  };
+  const size_t magic = sizeof(kMagic) - 1;
+  size_t pos = 0;
+  auto read_u64 = [&](uint64_t* v) {
+    if (pos + 8 > data.size()) return false;
+    std::memcpy(v, data.data() + pos, 8);
+    pos += 8;
+    return true;
+  };
+  if (data.compare(0, magic, kMagic) != 0) return corrupt("bad header");
+  pos = magic;
+  uint64_t id_size = 0, exe_size = 0, checksum = 0;
+  if (!read_u64(&id_size) || pos + id_size > data.size()) return corrupt("truncated");
+  if (data.compare(pos, id_size, identity) != 0) return corrupt("written for another program or plugin");
+  pos += id_size;
+  if (!read_u64(&exe_size) || pos + exe_size > data.size()) return corrupt("truncated");
+  std::string exe_bytes = data.substr(pos, exe_size);
+  pos += exe_size;
+  if (!read_u64(&checksum) || pos != data.size()) return corrupt("truncated");
+  if (checksum != fnv1a(exe_bytes, 1469598103934665603ull)) return corrupt("checksum mismatch");
+  std::shared_ptr<pjrt::LoadedExecutable> exe;
+  try {
+    exe = client.deserialize(exe_bytes);
+  } catch (const pjrt::PjrtError& e) {
+    return corrupt("the plugin refused it");
+  }
+  utime(path.c_str(), nullptr);  // recently used: evicted last
+  std::lock_guard<std::mutex> lock(mutex_);
+  stats_.disk_hits++;
+  return exe;
+}
+
+void CompileCache::store_on_disk(const std::string& path, const std::string& identity,
+                                 const pjrt::LoadedExecutable& exe) {
+  std::string bytes;
+  try {
+    bytes = exe.serialize();
+  } catch (const pjrt::PjrtError& e) {
+    return;  // plugins without serialization: memory tier only
+  }
+  std::string data(kMagic);
+  auto put_u64 = [&](uint64_t v) { data.append(reinterpret_cast<const char*>(&v), 8); };
+  put_u64(identity.size());
+  data += identity;
+  put_u64(bytes.size());
+  data += bytes;
+  put_u64(fnv1a(bytes, 1469598103934665603ull));
+  // Write a private temporary file, then rename: readers see a whole entry or
+  // none, and concurrent writers of one entry each rename a complete file.
+  std::random_device rd;
+  std::string tmp = path + ".tmp." + std::to_string(getpid()) + "." + std::to_string(rd());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return;
+    out.write(data.data(), static_cast<std::streamsize>(data.size()));
+    if (!out) {
+      std::remove(tmp.c_str());
+      return;
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stats_.disk_writes++;
+  }
+  evict_if_needed();
+}
+
+void CompileCache::evict_if_needed() {
+  DIR* d = opendir(dir_.c_str());
+  if (d == nullptr) return;
+  struct Entry {
+    std::string path;
+    time_t mtime;
+    int64_t size;
+  };
+  std::vector<Entry> entries;
+  int64_t total = 0;
+  while (dirent* e = readdir(d)) {
+    std::string name = e->d_name;
+    if (name.size() < 4 || name.compare(name.size() - 4, 4, ".xla") != 0) continue;
+    std::string p = dir_ + "/" + name;
+    struct stat st;
+    if (stat(p.c_str(), &st) != 0) continue;
+    entries.push_back({p, st.st_mtime, static_cast<int64_t>(st.st_size)});
+    total += st.st_size;
+  }
+  closedir(d);
+  if (total <= max_bytes_) return;
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.mtime < b.mtime; });
+  for (const auto& e : entries) {  // least recently used first
+    if (total <= max_bytes_) break;
+    if (std::remove(e.path.c_str()) == 0) {
+      total -= e.size;
+      std::lock_guard<std::mutex> lock(mutex_);
+      stats_.disk_evictions++;
+    }
+  }
+}
+
+CacheStats CompileCache::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
+}
+
+void CompileCache::reset_stats() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  stats_ = CacheStats();
+}
+
+size_t CompileCache::size() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return programs_.size();
+}
+
+void CompileCache::clear_memory() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  programs_.clear();
+}
+
+}  // namespace torch_tpu::runtime

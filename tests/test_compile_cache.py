@@ -1,0 +1,67 @@
+"""The compilation cache: memory tier, then serialized executables on disk."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+PROGRAM = """
+    import torch, torch_tpu
+    x = torch.arange(64.0).reshape(8, 8).to("tpu")
+    y = (x @ x.t()).softmax(-1).sum()
+    print("VALUE", round(y.item(), 4))
+    s = torch_tpu.cache_stats()
+    print("COMPILES", s["compiles"], "DISK_HITS", s["disk"]["hits"], "CORRUPT", s["disk"]["corrupt"])
+"""
+
+
+def run(cache_dir, code=PROGRAM):
+    env = dict(os.environ, TORCH_TPU_CACHE_DIR=str(cache_dir))
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    fields = dict(zip(r.stdout.split()[::2], r.stdout.split()[1::2]))
+    return fields, r.stderr
+
+
+def test_second_process_finds_every_program_on_disk(tmp_path):
+    first, _ = run(tmp_path)
+    assert int(first["COMPILES"]) > 0 and int(first["DISK_HITS"]) == 0
+    second, _ = run(tmp_path)
+    assert int(second["COMPILES"]) == 0
+    assert int(second["DISK_HITS"]) == int(first["COMPILES"])
+    assert second["VALUE"] == first["VALUE"]
+
+
+def test_corrupt_entry_is_rewritten_with_a_warning(tmp_path):
+    first, _ = run(tmp_path)
+    entries = sorted(p for p in tmp_path.iterdir() if p.suffix == ".xla")
+    assert entries
+    entries[0].write_bytes(entries[0].read_bytes()[:100])  # truncate one
+    entries[-1].write_bytes(b"garbage")                     # and scribble over another
+    second, stderr = run(tmp_path)
+    assert second["VALUE"] == first["VALUE"]
+    assert int(second["CORRUPT"]) == 2 and int(second["COMPILES"]) == 2
+    assert "unusable" in stderr
+    third, _ = run(tmp_path)  # rewritten: all hits again
+    assert int(third["COMPILES"]) == 0 and int(third["CORRUPT"]) == 0
+
+
+def test_two_processes_on_an_empty_cache_both_succeed(tmp_path):
+    env = dict(os.environ, TORCH_TPU_CACHE_DIR=str(tmp_path))
+    procs = [subprocess.Popen([sys.executable, "-c", textwrap.dedent(PROGRAM)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=env) for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [o[1] for o in outs]
+    values = {dict(zip(o[0].split()[::2], o[0].split()[1::2]))["VALUE"] for o in outs}
+    assert len(values) == 1
+    third, _ = run(tmp_path)
+    assert int(third["COMPILES"]) == 0
+    assert not [p for p in tmp_path.iterdir() if ".tmp." in p.name]  # no temporary files left behind
+
+
+def test_disk_tier_can_be_turned_off(tmp_path):
+    out, _ = run("off")
+    assert int(out["DISK_HITS"]) == 0
+    out2, _ = run("off")
+    assert int(out2["COMPILES"]) > 0
