@@ -31,6 +31,7 @@ torch.utils.generate_methods_for_privateuse1_backend(for_tensor=True, for_module
                                                      for_storage=True)
 
 from . import _printing, precision  # noqa: E402
+from .modes import check_nans, eager_mode, get_eager_mode, set_eager_mode, sync  # noqa: E402
 from .metrics import cache_stats, metrics, reset_cache_stats, reset_metrics  # noqa: E402
 from .precision import get_matmul_precision, matmul_precision, set_matmul_precision  # noqa: E402
 
@@ -38,7 +39,8 @@ _printing.install()
 precision.install()
 
 __all__ = ["cpu_fallback", "metrics", "reset_metrics", "cache_stats", "reset_cache_stats", "plugin_info", "lowered_ops", "synchronize",
-           "get_matmul_precision", "set_matmul_precision", "matmul_precision"]
+           "get_matmul_precision", "set_matmul_precision", "matmul_precision",
+           "set_eager_mode", "get_eager_mode", "eager_mode", "sync", "check_nans"]
 
 
 def cpu_fallback(enabled=None):

@@ -8,9 +8,11 @@
 #include <map>
 #include <set>
 
+#include "device/debug_checks.h"
 #include "device/generator.h"
 #include "device/meta_inference.h"
 #include "device/tensor_program.h"
+#include "runtime/eager_mode.h"
 #include "runtime/metrics.h"
 
 namespace torch_tpu::device {
@@ -257,6 +259,8 @@ void LoweredKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
   const int device = op_device(tensors);
 
   check_arguments(schema, args);
+  const bool debug = runtime::eager_mode() == runtime::EagerMode::Debug;
+  if (debug) check_index_ranges(schema, args);
 
   // 1. PyTorch's meta kernel: argument checks, result shapes and dtypes.
   const MetaResult meta = infer_meta(op, args);
@@ -336,6 +340,10 @@ void LoweredKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
     }
   }
   prog.run();
+  if (debug) {
+    runtime::DeviceRuntime::get().synchronize(device);  // errors surface at this op
+    if (runtime::check_nans()) check_finite_results(schema, returns);
+  }
   for (auto& r : returns) stack->push_back(std::move(r));
 }
 

@@ -5,6 +5,7 @@
 #include "device/cpu_fallback.h"
 #include "device/registration.h"
 #include "runtime/device_runtime.h"
+#include "runtime/eager_mode.h"
 #include "runtime/metrics.h"
 
 namespace py = pybind11;
@@ -33,6 +34,12 @@ PYBIND11_MODULE(_C, m) {
   m.def("_lowered_ops", &torch_tpu::device::lowered_op_names);
   m.def("_set_matmul_precision", &torch_tpu::runtime::set_matmul_precision);
   m.def("_get_matmul_precision", &torch_tpu::runtime::matmul_precision_torch_name);
+  m.def("_set_eager_mode", [](const std::string& name) {
+    torch_tpu::runtime::set_eager_mode(torch_tpu::runtime::eager_mode_from_name(name));
+  });
+  m.def("_get_eager_mode", []() { return std::string(torch_tpu::runtime::eager_mode_name(torch_tpu::runtime::eager_mode())); });
+  m.def("_set_check_nans", &torch_tpu::runtime::set_check_nans);
+  m.def("_check_nans", &torch_tpu::runtime::check_nans);
   m.def("_set_device", &torch_tpu::device::set_current_device);
   m.def("_current_device", &torch_tpu::device::get_current_device);
   m.def("_manual_seed", &torch_tpu::device::manual_seed);

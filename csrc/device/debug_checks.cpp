@@ -1,0 +1,74 @@
+#include "device/debug_checks.h"
+
+namespace torch_tpu::device {
+
+namespace {
+
+// [min, max] of an index tensor, read on the host.
+std::pair<int64_t, int64_t> index_extent(const at::Tensor& index) {
+  at::Tensor host = index.cpu().to(at::kLong);
+  return {host.min().item<int64_t>(), host.max().item<int64_t>()};
+}
+
+// gather, scatter, scatter_add, index_add, index_select: (self, dim, index, ...)
+void check_dim_index(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args) {
+  const at::Tensor& self = args[0].toTensor();
+  const at::Tensor& index = args[2].toTensor();
+  if (index.numel() == 0) return;
+  const int64_t dim = at::maybe_wrap_dim(args[1].toInt(), self.dim());
+  const int64_t size = self.dim() == 0 ? 1 : self.size(dim);
+  auto [lo, hi] = index_extent(index);
+  const int64_t bad = lo < 0 ? lo : hi;
+  if (lo >= 0 && hi < size) return;
+  if (schema.name() == "aten::index_select" || schema.name() == "aten::index_add") {
+    TORCH_CHECK_INDEX(false, "index out of range in self (", schema.name(), ": index ", bad, " with size ", size, ")");
+  }
+  TORCH_CHECK(false, schema.name(), ": index ", bad, " is out of bounds for dimension ", dim, " with size ", size);
+}
+
+// index / index_put: (self, indices, ...), one index tensor per leading dim.
+void check_advanced_index(const std::vector<c10::IValue>& args) {
+  const at::Tensor& self = args[0].toTensor();
+  auto list = args[1].toList();
+  int64_t dim = 0;
+  for (size_t i = 0; i < list.size(); ++i, ++dim) {
+    c10::IValue e = list.get(i);
+    if (e.isNone() || !e.toTensor().defined() || e.toTensor().numel() == 0) continue;
+    const at::Tensor& index = e.toTensor();
+    if (index.scalar_type() == at::kBool || index.scalar_type() == at::kByte) {
+      dim += index.dim() - 1;  // a mask covers as many dims as it has
+      continue;
+    }
+    const int64_t size = self.size(dim);
+    auto [lo, hi] = index_extent(index);
+    const int64_t bad = lo < -size ? lo : hi;
+    TORCH_CHECK_INDEX(lo >= -size && hi < size, "index ", bad, " is out of bounds for dimension ", dim, " with size ",
+                      size);
+  }
+}
+
+}  // namespace
+
+void check_index_ranges(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args) {
+  const std::string& name = schema.name();
+  if (name == "aten::gather" || name == "aten::scatter" || name == "aten::scatter_" || name == "aten::scatter_add" ||
+      name == "aten::scatter_add_" || name == "aten::index_select" || name == "aten::index_add" ||
+      name == "aten::index_add_") {
+    check_dim_index(schema, args);
+  } else if (name == "aten::index" || name == "aten::_index_put_impl_") {
+    check_advanced_index(args);
+  }
+}
+
+void check_finite_results(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& results) {
+  for (const auto& r : results) {
+    if (!r.isTensor()) continue;
+    const at::Tensor& t = r.toTensor();
+    if (!t.defined() || !at::isFloatingType(t.scalar_type()) || t.numel() == 0) continue;
+    at::Tensor host = t.cpu();
+    TORCH_CHECK(at::isfinite(host).all().item<bool>(), "tpu debug (TORCH_TPU_CHECK_NANS): ", schema.name(),
+                schema.overload_name().empty() ? "" : ".", schema.overload_name(), " produced NaN or Inf");
+  }
+}
+
+}  // namespace torch_tpu::device

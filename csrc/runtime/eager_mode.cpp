@@ -1,0 +1,43 @@
+#include "eager_mode.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+
+namespace torch_tpu::runtime {
+
+namespace {
+
+bool env_flag(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0;
+}
+
+std::atomic<EagerMode>& mode_state() {
+  static std::atomic<EagerMode> mode{env_flag("TORCH_TPU_LAUNCH_BLOCKING") ? EagerMode::Debug : EagerMode::Strict};
+  return mode;
+}
+
+std::atomic<bool>& nan_state() {
+  static std::atomic<bool> enabled{env_flag("TORCH_TPU_CHECK_NANS")};
+  return enabled;
+}
+
+}  // namespace
+
+EagerMode eager_mode() { return mode_state().load(std::memory_order_relaxed); }
+void set_eager_mode(EagerMode mode) { mode_state() = mode; }
+
+const char* eager_mode_name(EagerMode mode) { return mode == EagerMode::Debug ? "debug" : "strict"; }
+
+EagerMode eager_mode_from_name(const std::string& name) {
+  if (name == "strict") return EagerMode::Strict;
+  if (name == "debug") return EagerMode::Debug;
+  throw std::invalid_argument("unknown eager mode '" + name + "': expected 'strict' or 'debug'");
+}
+
+bool check_nans() { return nan_state().load(std::memory_order_relaxed); }
+void set_check_nans(bool enabled) { nan_state() = enabled; }
+
+}  // namespace torch_tpu::runtime

@@ -1,0 +1,20 @@
+// The eager execution mode. Strict (default): every op launches at once and
+// the host never waits. Debug: every op waits for its results, and index
+// ranges (and, if asked, NaN/Inf) are checked at the op that made them.
+#pragma once
+
+#include <string>
+
+namespace torch_tpu::runtime {
+
+enum class EagerMode { Strict, Debug };
+
+EagerMode eager_mode();
+void set_eager_mode(EagerMode mode);
+const char* eager_mode_name(EagerMode mode);
+EagerMode eager_mode_from_name(const std::string& name);  // throws std::invalid_argument
+
+bool check_nans();  // TORCH_TPU_CHECK_NANS=1 or set_check_nans(true); Debug mode only
+void set_check_nans(bool enabled);
+
+}  // namespace torch_tpu::runtime

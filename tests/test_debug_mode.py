@@ -1,0 +1,80 @@
+"""Debug mode: synchronous, errors raised at the op that made them."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+import torch_tpu
+
+
+@pytest.fixture
+def debug_mode():
+    with torch_tpu.eager_mode("debug"):
+        yield
+
+
+def test_mode_api_switches_and_restores():
+    assert torch_tpu.get_eager_mode() == "strict"
+    with torch_tpu.eager_mode("debug"):
+        assert torch_tpu.get_eager_mode() == "debug"
+    assert torch_tpu.get_eager_mode() == "strict"
+    with pytest.raises(ValueError):
+        torch_tpu.set_eager_mode("fast")
+
+
+def test_launch_blocking_env_selects_debug():
+    r = subprocess.run([sys.executable, "-c", "import torch_tpu; print(torch_tpu.get_eager_mode())"],
+                       capture_output=True, text=True, env=dict(os.environ, TORCH_TPU_LAUNCH_BLOCKING="1"))
+    assert r.stdout.strip() == "debug", r.stderr
+
+
+def test_debug_results_match_strict(debug_mode):
+    x = torch.randn(4, 5)
+    torch.testing.assert_close((x.tpu() * 2 + 1).softmax(-1).cpu(), (x * 2 + 1).softmax(-1))
+
+
+@pytest.mark.parametrize("case", ["index", "gather", "index_select", "embedding", "scatter", "index_put"])
+def test_out_of_range_index_raises_at_the_op(debug_mode, case):
+    x = torch.randn(3, 4)
+    bad = torch.tensor([0, 7])
+    ops = {
+        "index": lambda t, i: t[i],
+        "gather": lambda t, i: torch.gather(t, 0, i.view(2, 1).expand(2, 4)),
+        "index_select": lambda t, i: torch.index_select(t, 0, i),
+        "embedding": lambda t, i: torch.nn.functional.embedding(i, t),
+        "scatter": lambda t, i: t.scatter(0, i.view(2, 1).expand(2, 4), 1.0),
+        "index_put": lambda t, i: t.index_put((i,), torch.tensor(1.0)),
+    }
+    fn = ops[case]
+    with pytest.raises(Exception) as cpu_err:
+        fn(x, bad)
+    with pytest.raises(cpu_err.type):
+        fn(x.tpu(), bad.tpu())
+
+
+def test_nan_check_names_the_op(debug_mode):
+    previous = torch_tpu.check_nans(True)
+    try:
+        x = torch.rand(4).tpu() + 0.5
+        with pytest.raises(RuntimeError, match="aten::log"):
+            torch.log(-x)
+        torch.log(x)  # finite: no error
+    finally:
+        torch_tpu.check_nans(previous)
+
+
+def test_nan_check_traceback_points_at_the_calling_line(tmp_path):
+    script = tmp_path / "user_code.py"
+    script.write_text(textwrap.dedent("""
+        import torch, torch_tpu
+        x = torch.ones(3).tpu()
+        y = torch.log(-x)  # the bad line
+    """))
+    env = dict(os.environ, TORCH_TPU_LAUNCH_BLOCKING="1", TORCH_TPU_CHECK_NANS="1")
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env)
+    assert r.returncode != 0
+    assert "the bad line" in r.stderr and "NaN or Inf" in r.stderr
