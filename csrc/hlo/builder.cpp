@@ -346,6 +346,14 @@ Value Builder::dot_general(const Value& a, const Value& b, const std::vector<int
   return op("dot_general", {a, b}, result, attrs);
 }
 
+void Builder::rollback(const Checkpoint& c) {
+  blocks_.resize(1);
+  indent_ = 2;
+  params_.resize(c.params);
+  blocks_.front().resize(c.text);
+  next_ = c.next;
+}
+
 std::string Builder::finish(const std::vector<Value>& outputs) const {
   std::string text = "module @torch_tpu {\n  func.func public @main(";
   for (size_t i = 0; i < params_.size(); ++i) {
@@ -356,6 +364,12 @@ std::string Builder::finish(const std::vector<Value>& outputs) const {
   text += blocks_.front();
   text += "    \"func.return\"(" + name_list(outputs) + ") : (" + type_list(outputs) + ") -> ()\n  }\n}\n";
   return text;
+}
+
+Value Builder::chlo(const std::string& name, const std::vector<Value>& operands, const TensorType& result) {
+  std::string id = fresh();
+  emit(id + " = \"chlo." + name + "\"(" + name_list(operands) + ") : (" + type_list(operands) + ") -> " + result.str());
+  return {id, result};
 }
 
 }  // namespace torch_tpu::hlo

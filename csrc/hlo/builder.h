@@ -97,6 +97,16 @@ class Builder {
 
   static std::string dims_attr(const std::vector<int64_t>& dims);  // array<i64: 1, 2>
 
+  // Undo everything emitted since a checkpoint (an op whose lowering threw
+  // must leave no trace in a program that outlives it).
+  struct Checkpoint {
+    size_t params, text;
+    int next;
+  };
+  Checkpoint checkpoint() const { return {params_.size(), blocks_.front().size(), next_}; }
+  void rollback(const Checkpoint& c);
+  size_t text_size() const { return blocks_.front().size(); }
+
  private:
   std::string fresh();
   void emit(const std::string& line);
@@ -104,6 +114,11 @@ class Builder {
   std::vector<std::string> blocks_{std::string()};  // innermost region last
   int next_ = 0;
   int indent_ = 2;
+
+ public:
+  // A CHLO op, "chlo.<name>", for math StableHLO lacks (erf). Every XLA
+  // plugin's parser accepts CHLO (JAX emits it) and expands it when compiling.
+  Value chlo(const std::string& name, const std::vector<Value>& operands, const TensorType& result);
 };
 
 }  // namespace torch_tpu::hlo

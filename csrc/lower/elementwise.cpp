@@ -3,6 +3,8 @@
 // Operands are broadcast and converted to the result type PyTorch's meta
 // kernel chose (ctx.out_types), which is PyTorch's type promotion.
 #include <cmath>
+#include <optional>
+#include <stdexcept>
 
 #include "lower/ops.h"
 
@@ -12,85 +14,201 @@ namespace {
 
 using hlo::CompareDirection;
 
+// ---- PyTorch's type promotion ---------------------------------------------------
+// c10::promoteTypes and at::native::result_type: ops compute in the common
+// dtype of their inputs and cast to the result (out=, in-place) afterwards.
+int category(ElementType t) { return t == ElementType::Pred ? 0 : (hlo::is_float(t) ? 2 : 1); }
+
+ElementType promote_types(ElementType a, ElementType b) {
+  if (a == b) return a;
+  if (a == ElementType::Pred) return b;
+  if (b == ElementType::Pred) return a;
+  if (category(a) != category(b)) return category(a) > category(b) ? a : b;
+  if (hlo::is_float(a)) {
+    // f16 with bf16 has no smaller common type than f32.
+    return (a == ElementType::F64 || b == ElementType::F64) ? ElementType::F64 : ElementType::F32;
+  }
+  if (hlo::is_unsigned(a) == hlo::is_unsigned(b)) return hlo::byte_size(a) >= hlo::byte_size(b) ? a : b;
+  ElementType u = hlo::is_unsigned(a) ? a : b, s = hlo::is_unsigned(a) ? b : a;
+  if (hlo::byte_size(s) > hlo::byte_size(u)) return s;
+  return hlo::byte_size(u) == 1 ? ElementType::S16 : (hlo::byte_size(u) == 2 ? ElementType::S32 : ElementType::S64);
+}
+
+// at::native::ResultTypeState: dimensioned tensors, zero-dim tensors and
+// Python numbers each promote among themselves; a lower-priority group only
+// counts when its category is higher.
+struct ResultTypeState {
+  std::optional<ElementType> dim, zero, wrapped;
+};
+
+void update(std::optional<ElementType>& slot, ElementType t) { slot = slot ? promote_types(*slot, t) : t; }
+
+std::optional<ElementType> combine_categories(std::optional<ElementType> higher, std::optional<ElementType> lower) {
+  if (!higher) return lower;
+  if (!lower) return higher;
+  if (hlo::is_float(*higher)) return higher;
+  if (*higher == ElementType::Pred || hlo::is_float(*lower)) return promote_types(*higher, *lower);
+  return higher;
+}
+
+// The common dtype of arguments `idx` (tensors and Scalars; others skipped).
+ElementType result_type(LowerContext& ctx, std::initializer_list<size_t> idx) {
+  ResultTypeState st;
+  bool dim_f64 = false;
+  for (size_t i : idx) {
+    if (!ctx.has(i)) continue;
+    const Arg& a = ctx.args[i];
+    if (a.kind == Arg::Kind::Tensor && a.tensor) {
+      ElementType t = a.tensor->dtype();
+      if (a.tensor->rank() == 0) {
+        update(st.zero, t);
+      } else {
+        update(st.dim, t);
+        dim_f64 |= t == ElementType::F64;
+      }
+    } else if (a.kind == Arg::Kind::Scalar) {
+      // Python float -> default dtype (float32), int -> int64, bool -> bool.
+      ElementType t = a.scalar.kind == ScalarArg::Kind::Float ? ElementType::F32
+                      : a.scalar.kind == ScalarArg::Kind::Bool ? ElementType::Pred
+                                                               : ElementType::S64;
+      update(st.wrapped, t);
+    } else if (a.kind == Arg::Kind::Double) {
+      update(st.wrapped, ElementType::F32);
+    } else if (a.kind == Arg::Kind::Int) {
+      update(st.wrapped, ElementType::S64);
+    }
+  }
+  std::optional<ElementType> r = combine_categories(st.dim, combine_categories(st.zero, st.wrapped));
+  ElementType t = r.value_or(ctx.out_types.at(0).dtype);
+  // Python numbers reach us as f64 0-dim CPU tensors (wrapped numbers look
+  // like any 0-dim tensor here); PyTorch gives those the default dtype.
+  const ElementType out = ctx.out_types.at(0).dtype;
+  if (t == ElementType::F64 && !dim_f64 && out != ElementType::F64) t = hlo::is_float(out) ? out : ElementType::F32;
+  return t;
+}
+
+// PyTorch's CPU and CUDA kernels compute reduced-precision floats in float32
+// ("opmath") and round once; Python-number operands stay float32 too.
+ElementType opmath(ElementType t) { return t == ElementType::BF16 || t == ElementType::F16 ? ElementType::F32 : t; }
+
+// Integer inputs of ops with float results (true division, exp ...) compute in
+// the default float dtype, as TensorIterator's promote_integer_inputs_to_float.
+ElementType float_compute_type(ElementType t) { return hlo::is_float(t) ? t : ElementType::F32; }
+
+const char* torch_dtype_name(ElementType t) {
+  switch (t) {
+    case ElementType::Pred: return "Bool";
+    case ElementType::S8: return "Char";
+    case ElementType::S16: return "Short";
+    case ElementType::S32: return "Int";
+    case ElementType::S64: return "Long";
+    case ElementType::U8: return "Byte";
+    case ElementType::F16: return "Half";
+    case ElementType::BF16: return "BFloat16";
+    case ElementType::F32: return "Float";
+    case ElementType::F64: return "Double";
+    default: return hlo::mlir_name(t);
+  }
+}
+
+// The CPU/CUDA kernels have no instance for this dtype (their dispatch macro
+// raises); the meta kernel does not check that.
+[[noreturn]] void not_implemented_for(const char* op, ElementType t) {
+  throw NotImplementedForDtype(std::string("\"") + op + "\" not implemented for '" + torch_dtype_name(t) + "'");
+}
+
+// A Scalar as a 0-d value of `dtype`. Integers wrap into unsigned dtypes, as
+// the C++ cast PyTorch applies (alpha=-3 on uint8 is 253).
+Value scalar_value(LowerContext& ctx, ScalarArg s, ElementType dtype) {
+  if (hlo::is_unsigned(dtype) && s.kind == ScalarArg::Kind::Int && s.i < 0) {
+    const int bits = static_cast<int>(8 * hlo::byte_size(dtype));
+    s.i = bits >= 64 ? s.i : static_cast<int64_t>(static_cast<uint64_t>(s.i) & ((uint64_t{1} << bits) - 1));
+  }
+  return ctx.scalar(s, dtype);
+}
+
 // Argument i (tensor or Scalar) as a value of `type` (broadcast, converted).
 Value operand(LowerContext& ctx, size_t i, const TensorType& type) {
   const Arg& a = ctx.args.at(i);
-  if (a.kind == Arg::Kind::Scalar) return ctx.b.broadcast_to(ctx.scalar(a.scalar, type.dtype), type.shape);
+  if (a.kind == Arg::Kind::Scalar) return ctx.b.broadcast_to(scalar_value(ctx, a.scalar, type.dtype), type.shape);
   if (a.kind == Arg::Kind::Double) return ctx.b.splat(a.d, type);
   if (a.kind == Arg::Kind::Int) return ctx.b.broadcast_to(ctx.b.constant_int(a.i, type.dtype), type.shape);
   return coerce(ctx.b, ctx.tensor(i), type);
 }
 
-// The type binary math runs in: the result type, except for ops whose result
-// is bool (comparisons), which compare in the promoted input type.
 TensorType out0(LowerContext& ctx) { return ctx.out_types.at(0); }
 
-ElementType promoted_input_type(LowerContext& ctx, size_t a, size_t b) {
-  // Mirrors PyTorch's promotion for comparisons: tensor dtypes dominate
-  // scalars of the same category.
-  auto category = [](ElementType t) { return hlo::is_float(t) ? 2 : (t == ElementType::Pred ? 0 : 1); };
-  auto arg_type = [&](size_t i, bool& is_tensor) -> ElementType {
-    const Arg& x = ctx.args.at(i);
-    is_tensor = x.kind == Arg::Kind::Tensor;
-    if (is_tensor) return ctx.tensor(i).dtype();
-    if (x.kind == Arg::Kind::Scalar) {
-      if (x.scalar.kind == ScalarArg::Kind::Float) return ElementType::F32;
-      if (x.scalar.kind == ScalarArg::Kind::Bool) return ElementType::Pred;
-    }
-    return ElementType::S64;
-  };
-  bool ta, tb;
-  ElementType ea = arg_type(a, ta), eb = arg_type(b, tb);
-  if (ea == eb) return ea;
-  if (ta && tb) {
-    const bool za = ctx.tensor(a).rank() == 0, zb = ctx.tensor(b).rank() == 0;
-    if (za == zb) {
-      if (category(ea) != category(eb)) return category(ea) > category(eb) ? ea : eb;
-      if (hlo::is_float(ea) && hlo::is_float(eb)) {
-        if (ea == ElementType::F64 || eb == ElementType::F64) return ElementType::F64;
-        if (ea == ElementType::F32 || eb == ElementType::F32) return ElementType::F32;
-        return ElementType::F32;  // bf16 with f16
-      }
-      return hlo::byte_size(ea) >= hlo::byte_size(eb) ? ea : eb;
-    }
-    // A 0-dim tensor only wins with a higher category.
-    ElementType dim_t = za ? eb : ea, zero_t = za ? ea : eb;
-    return category(zero_t) > category(dim_t) ? zero_t : dim_t;
+// The result's shape in compute dtype `dtype`.
+TensorType compute_type(LowerContext& ctx, ElementType dtype) { return {dtype, ctx.out_types.at(0).shape}; }
+
+// The value `v` (compute dtype) as the op's result type.
+std::vector<Value> result(LowerContext& ctx, const Value& v) { return {ctx.b.convert(v, out0(ctx).dtype)}; }
+
+// Ops whose TensorIterator checks all dtypes equal (abs, neg, sign, floor ...):
+// an out= tensor of another dtype raises.
+void check_out_dtype(LowerContext& ctx, const Value& x) {
+  const ElementType out = out0(ctx).dtype;
+  if (out != x.dtype()) {
+    throw std::invalid_argument(std::string("Found dtype ") + torch_dtype_name(out) + " but expected " +
+                                torch_dtype_name(x.dtype()));
   }
-  ElementType tensor_t = ta ? ea : eb, other = ta ? eb : ea;
-  if (!ta && !tb) return ea;
-  if (category(other) > category(tensor_t)) return other == ElementType::F32 ? ElementType::F32 : ElementType::S64;
-  return tensor_t;
+}
+
+bool is_nan_capable(ElementType t) { return hlo::is_float(t); }
+
+Value is_nan(Builder& b, const Value& x) { return b.compare(x, x, CompareDirection::NE); }
+
+// PyTorch's maximum/minimum/clamp propagate NaN; XLA's max/min need not.
+Value nan_propagating(Builder& b, const char* op, const Value& x, const Value& y) {
+  Value m = b.binary(op, x, y);
+  if (!is_nan_capable(x.dtype())) return m;
+  return b.select(is_nan(b, x), x, b.select(is_nan(b, y), y, m));
+}
+
+// trunc for floats: StableHLO has floor and ceil, no trunc.
+Value trunc_value(Builder& b, const Value& x) {
+  Value neg = b.compare(x, b.splat(0, x.type), CompareDirection::LT);
+  return b.select(neg, b.unary("ceil", x), b.unary("floor", x));
 }
 
 Value alpha_scaled(LowerContext& ctx, Value v, size_t alpha_index) {
   if (!ctx.has(alpha_index)) return v;
   const ScalarArg& s = ctx.args[alpha_index].scalar;
   if (s.as_double() == 1.0) return v;
-  return ctx.b.binary("multiply", v, ctx.b.broadcast_to(ctx.scalar(s, v.dtype()), v.shape()));
+  Builder& b = ctx.b;
+  Value alpha = b.broadcast_to(scalar_value(ctx, s, v.dtype()), v.shape());
+  return b.binary(v.dtype() == ElementType::Pred ? "and" : "multiply", v, alpha);
 }
 
+// Binary math in the inputs' common dtype, cast to the result type.
 std::vector<Value> binary_math(LowerContext& ctx, const char* op) {
-  TensorType t = out0(ctx);
-  return {ctx.b.binary(op, operand(ctx, 0, t), operand(ctx, 1, t))};
+  TensorType t = compute_type(ctx, opmath(result_type(ctx, {0, 1})));
+  return result(ctx, ctx.b.binary(op, operand(ctx, 0, t), operand(ctx, 1, t)));
 }
 
 std::vector<Value> compare_op(LowerContext& ctx, CompareDirection dir) {
-  TensorType out = out0(ctx);
-  TensorType t{promoted_input_type(ctx, 0, 1), out.shape};
-  Value r = ctx.b.compare(operand(ctx, 0, t), operand(ctx, 1, t), dir);
-  return {r};
+  TensorType t = compute_type(ctx, result_type(ctx, {0, 1}));
+  return result(ctx, ctx.b.compare(operand(ctx, 0, t), operand(ctx, 1, t), dir));
 }
 
-// Unary math in the result's (floating) type.
+// Unary float math: integer inputs compute in float32.
 Value unary_in(LowerContext& ctx, const char* op) {
-  TensorType t = out0(ctx);
-  return ctx.b.unary(op, coerce(ctx.b, ctx.tensor(0), t));
+  TensorType t = compute_type(ctx, opmath(float_compute_type(ctx.tensor(0).dtype())));
+  return ctx.b.convert(ctx.b.unary(op, coerce(ctx.b, ctx.tensor(0), t)), out0(ctx).dtype);
+}
+
+// A float-only activation's input in its compute dtype (ints raise, as CPU).
+Value float_input(LowerContext& ctx, size_t i, const char* op) {
+  const Value& x = ctx.tensor(i);
+  if (!hlo::is_float(x.dtype())) not_implemented_for(op, x.dtype());
+  return x;
 }
 
 Value scalar_like(LowerContext& ctx, double v, const Value& like) { return ctx.b.splat(v, like.type); }
 
 Value logistic(Builder& b, const Value& x) { return b.unary("logistic", x); }
+
+Value erf_value(Builder& b, const Value& x) { return b.chlo("erf", {x}, x.type); }
 
 // 0.5 * x * (1 + erf(x / sqrt(2)))  or the tanh approximation.
 Value gelu_value(Builder& b, const Value& x, bool tanh_approx) {
@@ -101,96 +219,180 @@ Value gelu_value(Builder& b, const Value& x, bool tanh_approx) {
     Value t = b.unary("tanh", inner);
     return b.binary("multiply", b.binary("multiply", b.splat(0.5, x.type), x), b.binary("add", b.splat(1, x.type), t));
   }
-  Value e = b.op("erf", {b.binary("multiply", x, b.splat(M_SQRT1_2, x.type))}, x.type);
+  Value e = erf_value(b, b.binary("multiply", x, b.splat(M_SQRT1_2, x.type)));
   return b.binary("multiply", b.binary("multiply", b.splat(0.5, x.type), x), b.binary("add", b.splat(1, x.type), e));
+}
+
+bool is_bool_arg(LowerContext& ctx, size_t i) {
+  const Arg& a = ctx.args.at(i);
+  if (a.kind == Arg::Kind::Tensor && a.tensor) return a.tensor->dtype() == ElementType::Pred;
+  return a.kind == Arg::Kind::Scalar && a.scalar.kind == ScalarArg::Kind::Bool;
+}
+
+// at::native::sub_check: bool tensors cannot be subtracted.
+void sub_check(LowerContext& ctx) {
+  const bool a = is_bool_arg(ctx, 0), c = is_bool_arg(ctx, 1);
+  if (a && c) {
+    throw std::invalid_argument(
+        "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` "
+        "operator instead.");
+  }
+  if (a || c) {
+    throw std::invalid_argument(
+        "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, "
+        "use the `~` or `logical_not()` operator instead.");
+  }
+}
+
+// a - b * floor(a / b) with PyTorch's sign rule: the result takes the divisor's sign.
+Value python_remainder(Builder& b, const Value& a, const Value& d) {
+  Value r = b.binary("remainder", a, d);
+  Value zero = b.splat(0, r.type);
+  Value fix = b.binary("and", b.compare(r, zero, CompareDirection::NE),
+                       b.compare(b.compare(r, zero, CompareDirection::LT), b.compare(d, zero, CompareDirection::LT),
+                                 CompareDirection::NE));
+  return b.select(fix, b.binary("add", r, d), r);
+}
+
+// c10::div_floor_floating: floor division through fmod so that 1 // 0.1 is 9
+// (as Python), not floor(1 / 0.1) = 10; division by zero gives IEEE a / b.
+Value div_floor_float(Builder& b, const Value& a, const Value& d) {
+  Value zero = b.splat(0, a.type), one = b.splat(1, a.type);
+  Value mod = b.binary("remainder", a, d);
+  Value div = b.binary("divide", b.binary("subtract", a, mod), d);
+  Value adjust = b.binary("and", b.compare(mod, zero, CompareDirection::NE),
+                          b.compare(b.compare(d, zero, CompareDirection::LT), b.compare(mod, zero, CompareDirection::LT),
+                                    CompareDirection::NE));
+  div = b.select(adjust, b.binary("subtract", div, one), div);
+  Value floordiv = b.unary("floor", div);
+  Value up = b.compare(b.binary("subtract", div, floordiv), b.splat(0.5, a.type), CompareDirection::GT);
+  floordiv = b.select(up, b.binary("add", floordiv, one), floordiv);
+  // A zero quotient keeps the sign of a / b.
+  Value q = b.binary("divide", a, d);
+  Value signed_zero = b.select(b.compare(q, zero, CompareDirection::LT), b.splat(-0.0, a.type), zero);
+  signed_zero = b.select(is_nan(b, q), q, signed_zero);
+  Value r = b.select(b.compare(div, zero, CompareDirection::NE), floordiv, signed_zero);
+  return b.select(b.compare(d, zero, CompareDirection::EQ), q, r);
 }
 
 }  // namespace
 
 // ---- arithmetic ------------------------------------------------------------
 std::vector<Value> add(LowerContext& ctx) {
-  TensorType t = out0(ctx);
+  TensorType t = compute_type(ctx, opmath(result_type(ctx, {0, 1})));
   Value a = operand(ctx, 0, t);
   Value o = alpha_scaled(ctx, operand(ctx, 1, t), 2);
-  if (t.dtype == ElementType::Pred) return {ctx.b.binary("or", a, o)};
-  return {ctx.b.binary("add", a, o)};
+  return result(ctx, ctx.b.binary(t.dtype == ElementType::Pred ? "or" : "add", a, o));
 }
 
 std::vector<Value> sub(LowerContext& ctx) {
-  TensorType t = out0(ctx);
-  return {ctx.b.binary("subtract", operand(ctx, 0, t), alpha_scaled(ctx, operand(ctx, 1, t), 2))};
+  sub_check(ctx);
+  TensorType t = compute_type(ctx, opmath(result_type(ctx, {0, 1})));
+  return result(ctx, ctx.b.binary("subtract", operand(ctx, 0, t), alpha_scaled(ctx, operand(ctx, 1, t), 2)));
 }
 
 std::vector<Value> rsub(LowerContext& ctx) {
-  TensorType t = out0(ctx);
-  return {ctx.b.binary("subtract", operand(ctx, 1, t), alpha_scaled(ctx, operand(ctx, 0, t), 2))};
+  sub_check(ctx);
+  TensorType t = compute_type(ctx, opmath(result_type(ctx, {0, 1})));
+  return result(ctx, ctx.b.binary("subtract", operand(ctx, 1, t), alpha_scaled(ctx, operand(ctx, 0, t), 2)));
 }
 
 std::vector<Value> mul(LowerContext& ctx) {
-  TensorType t = out0(ctx);
-  if (t.dtype == ElementType::Pred) return binary_math(ctx, "and");
-  return binary_math(ctx, "multiply");
+  TensorType t = compute_type(ctx, opmath(result_type(ctx, {0, 1})));
+  return result(ctx, ctx.b.binary(t.dtype == ElementType::Pred ? "and" : "multiply", operand(ctx, 0, t), operand(ctx, 1, t)));
 }
 
 std::vector<Value> div(LowerContext& ctx) {
-  TensorType t = out0(ctx);
   Builder& b = ctx.b;
   std::string mode = ctx.has(2) && ctx.args[2].kind == Arg::Kind::String ? ctx.args[2].s : "";
+  ElementType common = result_type(ctx, {0, 1});
+  if (mode.empty()) common = float_compute_type(common);  // true division
+  if (common == ElementType::Pred) not_implemented_for(mode == "floor" ? "div_floor" : "div_trunc", common);
+  // CPU's div_trunc kernel rounds a bf16 quotient to bf16 before truncating,
+  // except with a one-element divisor (a Python number), which it keeps in
+  // opmath; the other modes compute in opmath.
+  const Arg& divisor = ctx.args.at(1);
+  const bool scalar_divisor = divisor.kind != Arg::Kind::Tensor || !divisor.tensor || divisor.tensor->type.numel() == 1;
+  TensorType t = compute_type(ctx, mode == "trunc" && !scalar_divisor ? common : opmath(common));
   Value a = operand(ctx, 0, t), d = operand(ctx, 1, t);
   if (hlo::is_float(t.dtype)) {
+    if (mode == "floor") return result(ctx, div_floor_float(b, a, d));
     Value q = b.binary("divide", a, d);
-    if (mode == "trunc") return {b.unary("round_nearest_afz", b.binary("subtract", q, b.binary("remainder", q, scalar_like(ctx, 1, q))))};
-    if (mode == "floor") return {b.unary("floor", q)};
-    return {q};
+    return result(ctx, mode == "trunc" ? trunc_value(b, q) : q);
   }
-  // Integer division (rounding_mode given; true division has a float result).
-  Value q = b.binary("divide", a, d);  // truncates toward zero
+  // Integer division truncates toward zero; floor steps down where the
+  // remainder is non-zero and its sign differs from the divisor's.
+  Value q = b.binary("divide", a, d);
   if (mode == "floor") {
-    // floor: subtract one where the remainder is non-zero and signs differ.
     Value r = b.binary("remainder", a, d);
     Value zero = scalar_like(ctx, 0, r);
     Value rem_nz = b.compare(r, zero, CompareDirection::NE);
     Value signs_differ = b.compare(b.compare(r, zero, CompareDirection::LT), b.compare(d, zero, CompareDirection::LT), CompareDirection::NE);
-    Value adjust = b.binary("and", rem_nz, signs_differ);
-    q = b.select(adjust, b.binary("subtract", q, scalar_like(ctx, 1, q)), q);
+    q = b.select(b.binary("and", rem_nz, signs_differ), b.binary("subtract", q, scalar_like(ctx, 1, q)), q);
   }
-  return {q};
+  return result(ctx, q);
 }
 
 std::vector<Value> remainder(LowerContext& ctx) {
-  // Python-style modulo: the result takes the divisor's sign.
-  TensorType t = out0(ctx);
-  Builder& b = ctx.b;
-  Value a = operand(ctx, 0, t), d = operand(ctx, 1, t);
-  Value r = b.binary("remainder", a, d);
-  Value zero = scalar_like(ctx, 0, r);
-  Value fix = b.binary("and", b.compare(r, zero, CompareDirection::NE),
-                       b.compare(b.compare(r, zero, CompareDirection::LT), b.compare(d, zero, CompareDirection::LT), CompareDirection::NE));
-  return {b.select(fix, b.binary("add", r, d), r)};
+  TensorType t = compute_type(ctx, opmath(result_type(ctx, {0, 1})));
+  if (t.dtype == ElementType::Pred) not_implemented_for("remainder", t.dtype);
+  return result(ctx, python_remainder(ctx.b, operand(ctx, 0, t), operand(ctx, 1, t)));
 }
 
-std::vector<Value> fmod(LowerContext& ctx) { return binary_math(ctx, "remainder"); }
-std::vector<Value> maximum(LowerContext& ctx) { return binary_math(ctx, "maximum"); }
-std::vector<Value> minimum(LowerContext& ctx) { return binary_math(ctx, "minimum"); }
-std::vector<Value> atan2(LowerContext& ctx) { return binary_math(ctx, "atan2"); }
-std::vector<Value> bitwise_and(LowerContext& ctx) { return binary_math(ctx, "and"); }
-std::vector<Value> bitwise_or(LowerContext& ctx) { return binary_math(ctx, "or"); }
-std::vector<Value> bitwise_xor(LowerContext& ctx) { return binary_math(ctx, "xor"); }
+std::vector<Value> fmod(LowerContext& ctx) {
+  TensorType t = compute_type(ctx, opmath(result_type(ctx, {0, 1})));
+  if (t.dtype == ElementType::Pred) not_implemented_for("fmod", t.dtype);
+  return result(ctx, ctx.b.binary("remainder", operand(ctx, 0, t), operand(ctx, 1, t)));
+}
+
+std::vector<Value> maximum(LowerContext& ctx) {
+  TensorType t = compute_type(ctx, result_type(ctx, {0, 1}));
+  return result(ctx, nan_propagating(ctx.b, "maximum", operand(ctx, 0, t), operand(ctx, 1, t)));
+}
+
+std::vector<Value> minimum(LowerContext& ctx) {
+  TensorType t = compute_type(ctx, result_type(ctx, {0, 1}));
+  return result(ctx, nan_propagating(ctx.b, "minimum", operand(ctx, 0, t), operand(ctx, 1, t)));
+}
+
+std::vector<Value> atan2(LowerContext& ctx) {
+  TensorType t = compute_type(ctx, opmath(float_compute_type(result_type(ctx, {0, 1}))));
+  return result(ctx, ctx.b.binary("atan2", operand(ctx, 0, t), operand(ctx, 1, t)));
+}
+
+static std::vector<Value> bitwise_binary(LowerContext& ctx, const char* op, const char* name) {
+  ElementType common = result_type(ctx, {0, 1});
+  if (hlo::is_float(common)) not_implemented_for(name, common);
+  return binary_math(ctx, op);
+}
+std::vector<Value> bitwise_and(LowerContext& ctx) { return bitwise_binary(ctx, "and", "bitwise_and"); }
+std::vector<Value> bitwise_or(LowerContext& ctx) { return bitwise_binary(ctx, "or", "bitwise_or"); }
+std::vector<Value> bitwise_xor(LowerContext& ctx) { return bitwise_binary(ctx, "xor", "bitwise_xor"); }
 
 std::vector<Value> pow(LowerContext& ctx) {
-  TensorType t = out0(ctx);
+  TensorType t = compute_type(ctx, opmath(result_type(ctx, {0, 1})));
   Builder& b = ctx.b;
-  // pow.Tensor_Scalar with small integer exponents: exact multiplies, as CPU.
   const Arg& e = ctx.args.at(1);
   if (e.kind == Arg::Kind::Scalar) {
     double p = e.scalar.as_double();
+    // at::native::pow_out: exponent 0 fills ones, 1 copies, for every dtype.
+    if (p == 0.0) return result(ctx, b.splat(1, t));
     Value x = operand(ctx, 0, t);
-    if (p == 2.0) return {b.binary("multiply", x, x)};
-    if (p == 1.0) return {x};
-    if (p == 0.5 && hlo::is_float(t.dtype)) return {b.unary("sqrt", x)};
-    if (p == -1.0 && hlo::is_float(t.dtype)) return {b.binary("divide", scalar_like(ctx, 1, x), x)};
+    if (p == 1.0) return result(ctx, x);
+    if (t.dtype == ElementType::Pred) not_implemented_for("pow", t.dtype);
+    if (!hlo::is_float(t.dtype) && e.scalar.kind != ScalarArg::Kind::Float && p < 0) {
+      throw std::invalid_argument("Integers to negative integer powers are not allowed.");
+    }
+    // Small exponents as exact multiplies / sqrt, as PyTorch's pow kernel does.
+    if (p == 2.0) return result(ctx, b.binary("multiply", x, x));
+    if (p == 3.0) return result(ctx, b.binary("multiply", b.binary("multiply", x, x), x));
+    if (p == 0.5 && hlo::is_float(t.dtype)) return result(ctx, b.unary("sqrt", x));
+    if (p == -0.5 && hlo::is_float(t.dtype)) return result(ctx, b.unary("rsqrt", x));
+    if (p == -1.0 && hlo::is_float(t.dtype)) return result(ctx, b.binary("divide", scalar_like(ctx, 1, x), x));
+    if (p == -2.0 && hlo::is_float(t.dtype)) return result(ctx, b.binary("divide", scalar_like(ctx, 1, x), b.binary("multiply", x, x)));
   }
-  return {b.binary("power", operand(ctx, 0, t), operand(ctx, 1, t))};
+  if (t.dtype == ElementType::Pred) not_implemented_for("pow", t.dtype);
+  return result(ctx, b.binary("power", operand(ctx, 0, t), operand(ctx, 1, t)));
 }
 
 // ---- comparisons and logic ----------------------------------------------------
@@ -201,46 +403,52 @@ std::vector<Value> le(LowerContext& ctx) { return compare_op(ctx, CompareDirecti
 std::vector<Value> gt(LowerContext& ctx) { return compare_op(ctx, CompareDirection::GT); }
 std::vector<Value> ge(LowerContext& ctx) { return compare_op(ctx, CompareDirection::GE); }
 
-std::vector<Value> logical_not(LowerContext& ctx) {
-  Value x = ctx.b.convert(ctx.tensor(0), ElementType::Pred);
-  return {ctx.b.unary("not", x)};
-}
+// Truth of any dtype: x != 0 (NaN is true), as a cast to bool.
+static Value truth(Builder& b, const Value& x) { return b.convert(x, ElementType::Pred); }
+
+std::vector<Value> logical_not(LowerContext& ctx) { return result(ctx, ctx.b.unary("not", truth(ctx.b, ctx.tensor(0)))); }
 
 static std::vector<Value> logical_binary(LowerContext& ctx, const char* op) {
-  Value a = ctx.b.convert(ctx.tensor(0), ElementType::Pred);
-  Value c = ctx.b.convert(ctx.tensor(1), ElementType::Pred);
-  const Shape& shape = ctx.out_types.at(0).shape;
-  return {ctx.b.binary(op, ctx.b.broadcast_to(a, shape), ctx.b.broadcast_to(c, shape))};
+  const Shape& shape = out0(ctx).shape;
+  Value a = ctx.b.broadcast_to(truth(ctx.b, ctx.tensor(0)), shape);
+  Value c = ctx.b.broadcast_to(truth(ctx.b, ctx.tensor(1)), shape);
+  return result(ctx, ctx.b.binary(op, a, c));
 }
 std::vector<Value> logical_and(LowerContext& ctx) { return logical_binary(ctx, "and"); }
 std::vector<Value> logical_or(LowerContext& ctx) { return logical_binary(ctx, "or"); }
 std::vector<Value> logical_xor(LowerContext& ctx) { return logical_binary(ctx, "xor"); }
 
-std::vector<Value> bitwise_not(LowerContext& ctx) { return {ctx.b.unary("not", ctx.tensor(0))}; }
-
-std::vector<Value> where(LowerContext& ctx) {  // where.self(condition, self, other)
-  TensorType t = out0(ctx);
-  Value c = ctx.b.broadcast_to(ctx.b.convert(ctx.tensor(0), ElementType::Pred), t.shape);
-  return {ctx.b.select(c, operand(ctx, 1, t), operand(ctx, 2, t))};
+std::vector<Value> bitwise_not(LowerContext& ctx) {
+  const Value& x = ctx.tensor(0);
+  if (hlo::is_float(x.dtype())) not_implemented_for("bitwise_not", x.dtype());
+  check_out_dtype(ctx, x);
+  return result(ctx, ctx.b.unary("not", x));
 }
 
-std::vector<Value> masked_fill(LowerContext& ctx) {  // (self, mask, value Scalar|Tensor)
+std::vector<Value> where(LowerContext& ctx) {  // where.self(condition, self, other)
+  TensorType t = compute_type(ctx, result_type(ctx, {1, 2}));
+  Value c = ctx.b.broadcast_to(ctx.b.convert(ctx.tensor(0), ElementType::Pred), t.shape);
+  return result(ctx, ctx.b.select(c, operand(ctx, 1, t), operand(ctx, 2, t)));
+}
+
+std::vector<Value> masked_fill(LowerContext& ctx) {  // (self, mask, value Scalar|Tensor): value cast to self's dtype
   TensorType t = out0(ctx);
   Value m = ctx.b.broadcast_to(ctx.b.convert(ctx.tensor(1), ElementType::Pred), t.shape);
   return {ctx.b.select(m, operand(ctx, 2, t), operand(ctx, 0, t))};
 }
 
-std::vector<Value> clamp(LowerContext& ctx) {  // clamp(self, min?, max?) Scalar or Tensor
-  TensorType t = out0(ctx);
+// clamp(self, min?, max?): min(max(x, lo), hi), so min > max gives max; NaN in
+// any operand propagates.
+std::vector<Value> clamp(LowerContext& ctx) {
+  TensorType t = compute_type(ctx, result_type(ctx, {0, 1, 2}));
   Value x = operand(ctx, 0, t);
-  Builder& b = ctx.b;
-  if (ctx.has(1)) x = b.binary("maximum", x, operand(ctx, 1, t));
-  if (ctx.has(2)) x = b.binary("minimum", x, operand(ctx, 2, t));
-  return {x};
+  if (ctx.has(1)) x = nan_propagating(ctx.b, "maximum", x, operand(ctx, 1, t));
+  if (ctx.has(2)) x = nan_propagating(ctx.b, "minimum", x, operand(ctx, 2, t));
+  return result(ctx, x);
 }
 
-std::vector<Value> clamp_min(LowerContext& ctx) { return {ctx.b.binary("maximum", operand(ctx, 0, out0(ctx)), operand(ctx, 1, out0(ctx)))}; }
-std::vector<Value> clamp_max(LowerContext& ctx) { return {ctx.b.binary("minimum", operand(ctx, 0, out0(ctx)), operand(ctx, 1, out0(ctx)))}; }
+std::vector<Value> clamp_min(LowerContext& ctx) { return maximum(ctx); }
+std::vector<Value> clamp_max(LowerContext& ctx) { return minimum(ctx); }
 
 // ---- unary math -----------------------------------------------------------------
 #define TORCH_TPU_UNARY(fn, hlo_name) \
@@ -256,41 +464,65 @@ TORCH_TPU_UNARY(cos, "cosine")
 TORCH_TPU_UNARY(tan, "tan")
 TORCH_TPU_UNARY(tanh, "tanh")
 TORCH_TPU_UNARY(sigmoid, "logistic")
-TORCH_TPU_UNARY(abs, "abs")
-TORCH_TPU_UNARY(neg, "negate")
-TORCH_TPU_UNARY(floor, "floor")
-TORCH_TPU_UNARY(ceil, "ceil")
-TORCH_TPU_UNARY(round, "round_nearest_even")
-TORCH_TPU_UNARY(erf, "erf")
 #undef TORCH_TPU_UNARY
 
-std::vector<Value> sign(LowerContext& ctx) {
-  TensorType t = out0(ctx);
-  if (t.dtype == ElementType::Pred) return {ctx.tensor(0)};
-  return {ctx.b.unary("sign", coerce(ctx.b, ctx.tensor(0), t))};
+std::vector<Value> erf(LowerContext& ctx) {
+  TensorType t = compute_type(ctx, opmath(float_compute_type(ctx.tensor(0).dtype())));
+  return result(ctx, erf_value(ctx.b, coerce(ctx.b, ctx.tensor(0), t)));
 }
 
-std::vector<Value> trunc(LowerContext& ctx) {
-  Value x = unary_in(ctx, "abs");
-  Value f = ctx.b.unary("floor", x);
-  Value s = ctx.b.unary("sign", coerce(ctx.b, ctx.tensor(0), out0(ctx)));
-  return {ctx.b.binary("multiply", s, f)};
+// Ops on the input's own dtype: bool has no kernel (CPU raises).
+static Value same_dtype_input(LowerContext& ctx, const char* op) {
+  const Value& x = ctx.tensor(0);
+  if (x.dtype() == ElementType::Pred) not_implemented_for(op, x.dtype());
+  check_out_dtype(ctx, x);
+  return x;
+}
+
+std::vector<Value> abs(LowerContext& ctx) { return result(ctx, ctx.b.unary("abs", same_dtype_input(ctx, "abs"))); }
+std::vector<Value> neg(LowerContext& ctx) { return result(ctx, ctx.b.unary("negate", same_dtype_input(ctx, "neg"))); }
+
+// Rounding: integers are already integral (PyTorch returns a copy).
+static std::vector<Value> rounding(LowerContext& ctx, const char* op, Value (*fn)(Builder&, const Value&)) {
+  Value x = same_dtype_input(ctx, op);
+  return result(ctx, hlo::is_float(x.dtype()) ? fn(ctx.b, x) : x);
+}
+std::vector<Value> floor(LowerContext& ctx) {
+  return rounding(ctx, "floor", [](Builder& b, const Value& x) { return b.unary("floor", x); });
+}
+std::vector<Value> ceil(LowerContext& ctx) {
+  return rounding(ctx, "ceil", [](Builder& b, const Value& x) { return b.unary("ceil", x); });
+}
+std::vector<Value> round(LowerContext& ctx) {  // half to even, as std::nearbyint
+  return rounding(ctx, "round", [](Builder& b, const Value& x) { return b.unary("round_nearest_even", x); });
+}
+std::vector<Value> trunc(LowerContext& ctx) { return rounding(ctx, "trunc", trunc_value); }
+
+std::vector<Value> sign(LowerContext& ctx) {
+  const Value& x = ctx.tensor(0);
+  check_out_dtype(ctx, x);
+  if (x.dtype() == ElementType::Pred) return result(ctx, x);
+  Value s = ctx.b.unary("sign", x);
+  // PyTorch's sign is (0 < x) - (x < 0): 0 for NaN.
+  if (hlo::is_float(x.dtype())) s = ctx.b.select(is_nan(ctx.b, x), scalar_like(ctx, 0, x), s);
+  return result(ctx, s);
 }
 
 std::vector<Value> reciprocal(LowerContext& ctx) {
-  Value x = coerce(ctx.b, ctx.tensor(0), out0(ctx));
-  return {ctx.b.binary("divide", scalar_like(ctx, 1, x), x)};
+  Value x = coerce(ctx.b, ctx.tensor(0), compute_type(ctx, opmath(float_compute_type(ctx.tensor(0).dtype()))));
+  return result(ctx, ctx.b.binary("divide", scalar_like(ctx, 1, x), x));
 }
 
 std::vector<Value> log2(LowerContext& ctx) {
-  Value l = unary_in(ctx, "log");
-  return {ctx.b.binary("multiply", l, scalar_like(ctx, 1.0 / std::log(2.0), l))};
+  Value x = coerce(ctx.b, ctx.tensor(0), compute_type(ctx, opmath(float_compute_type(ctx.tensor(0).dtype()))));
+  Value l = ctx.b.unary("log", x);
+  return result(ctx, ctx.b.binary("divide", l, scalar_like(ctx, std::log(2.0), l)));
 }
 
 std::vector<Value> isnan(LowerContext& ctx) {
   const Value& x = ctx.tensor(0);
   if (!hlo::is_float(x.dtype())) return {ctx.b.splat(0, {ElementType::Pred, x.shape()})};
-  return {ctx.b.compare(x, x, CompareDirection::NE)};
+  return {is_nan(ctx.b, x)};
 }
 
 std::vector<Value> isinf(LowerContext& ctx) {
@@ -300,10 +532,29 @@ std::vector<Value> isinf(LowerContext& ctx) {
   return {ctx.b.compare(a, ctx.b.splat(INFINITY, a.type), CompareDirection::EQ)};
 }
 
+static std::vector<Value> is_signed_inf(LowerContext& ctx, double inf) {
+  const Value& x = ctx.tensor(0);
+  if (!hlo::is_float(x.dtype())) return {ctx.b.splat(0, {ElementType::Pred, x.shape()})};
+  return {ctx.b.compare(x, ctx.b.splat(inf, x.type), CompareDirection::EQ)};
+}
+std::vector<Value> isneginf(LowerContext& ctx) { return is_signed_inf(ctx, -INFINITY); }
+std::vector<Value> isposinf(LowerContext& ctx) { return is_signed_inf(ctx, INFINITY); }
+
+// floor_divide(self, other) is div(self, other, rounding_mode="floor").
+std::vector<Value> floor_divide(LowerContext& ctx) {
+  Arg mode;
+  mode.kind = Arg::Kind::String;
+  mode.s = "floor";
+  ctx.args.resize(2);  // drops an out= argument, which lowerings never read
+  ctx.args.push_back(mode);
+  return div(ctx);
+}
+
 // ---- activations and their backward ---------------------------------------------
-std::vector<Value> relu(LowerContext& ctx) {
-  Value x = coerce(ctx.b, ctx.tensor(0), out0(ctx));
-  return {ctx.b.binary("maximum", x, scalar_like(ctx, 0, x))};
+std::vector<Value> relu(LowerContext& ctx) {  // clamp_min(x, 0): NaN stays NaN
+  const Value& x = ctx.tensor(0);
+  if (x.dtype() == ElementType::Pred) throw std::invalid_argument("Boolean inputs not supported for relu");
+  return result(ctx, nan_propagating(ctx.b, "maximum", x, scalar_like(ctx, 0, x)));
 }
 
 std::vector<Value> threshold_backward(LowerContext& ctx) {  // (grad_output, self, threshold)
@@ -317,7 +568,7 @@ std::vector<Value> threshold_backward(LowerContext& ctx) {  // (grad_output, sel
 std::vector<Value> gelu(LowerContext& ctx) {  // (self, approximate)
   bool tanh_approx = ctx.has(1) && ctx.args[1].s == "tanh";
   ElementType acc = accumulation_type(out0(ctx).dtype);
-  Value x = ctx.b.convert(ctx.tensor(0), acc);
+  Value x = ctx.b.convert(float_input(ctx, 0, "GeluKernelImpl"), acc);
   return {ctx.b.convert(gelu_value(ctx.b, x, tanh_approx), out0(ctx).dtype)};
 }
 
@@ -338,7 +589,7 @@ std::vector<Value> gelu_backward(LowerContext& ctx) {  // (grad_output, self, ap
                  b.binary("multiply", b.binary("multiply", b.splat(0.5, x.type), x), b.binary("multiply", sech2, dinner)));
   } else {
     Value cdf = b.binary("multiply", b.splat(0.5, x.type),
-                         b.binary("add", b.splat(1, x.type), b.op("erf", {b.binary("multiply", x, b.splat(M_SQRT1_2, x.type))}, x.type)));
+                         b.binary("add", b.splat(1, x.type), erf_value(b, b.binary("multiply", x, b.splat(M_SQRT1_2, x.type)))));
     Value pdf = b.binary("multiply", b.splat(0.5 * M_2_SQRTPI * M_SQRT1_2, x.type),
                          b.unary("exponential", b.binary("multiply", b.splat(-0.5, x.type), b.binary("multiply", x, x))));
     d = b.binary("add", cdf, b.binary("multiply", x, pdf));
@@ -347,7 +598,7 @@ std::vector<Value> gelu_backward(LowerContext& ctx) {  // (grad_output, self, ap
 }
 
 std::vector<Value> silu(LowerContext& ctx) {
-  Value x = coerce(ctx.b, ctx.tensor(0), out0(ctx));
+  Value x = coerce(ctx.b, float_input(ctx, 0, "silu"), out0(ctx));
   return {ctx.b.binary("multiply", x, logistic(ctx.b, x))};
 }
 
@@ -377,29 +628,48 @@ std::vector<Value> tanh_backward(LowerContext& ctx) {  // (grad_output, output)
 
 // ---- ternary -------------------------------------------------------------------
 std::vector<Value> addcmul(LowerContext& ctx) {  // (self, tensor1, tensor2, value)
-  TensorType t = out0(ctx);
+  TensorType t = compute_type(ctx, opmath(result_type(ctx, {0, 1, 2})));
   Builder& b = ctx.b;
   Value prod = b.binary("multiply", operand(ctx, 1, t), operand(ctx, 2, t));
-  return {b.binary("add", operand(ctx, 0, t), alpha_scaled(ctx, prod, 3))};
+  return result(ctx, b.binary("add", operand(ctx, 0, t), alpha_scaled(ctx, prod, 3)));
 }
 
 std::vector<Value> addcdiv(LowerContext& ctx) {  // (self, tensor1, tensor2, value)
-  TensorType t = out0(ctx);
+  TensorType t = compute_type(ctx, opmath(result_type(ctx, {0, 1, 2})));
   Builder& b = ctx.b;
   Value q = b.binary("divide", operand(ctx, 1, t), operand(ctx, 2, t));
-  return {b.binary("add", operand(ctx, 0, t), alpha_scaled(ctx, q, 3))};
+  return result(ctx, b.binary("add", operand(ctx, 0, t), alpha_scaled(ctx, q, 3)));
 }
 
+// at::native::lerp: |weight| < 0.5 ? self + weight * (end - self)
+//                                  : end - (end - self) * (1 - weight),
+// exact at both ends; bf16 computes in float32 (opmath).
 std::vector<Value> lerp(LowerContext& ctx) {  // (self, end, weight Scalar|Tensor)
-  TensorType t = out0(ctx);
+  TensorType t = compute_type(ctx, accumulation_type(out0(ctx).dtype));
   Builder& b = ctx.b;
   Value s = operand(ctx, 0, t), e = operand(ctx, 1, t), w = operand(ctx, 2, t);
-  return {b.binary("add", s, b.binary("multiply", w, b.binary("subtract", e, s)))};
+  Value diff = b.binary("subtract", e, s);
+  Value small = b.compare(b.unary("abs", w), scalar_like(ctx, 0.5, w), CompareDirection::LT);
+  Value from_start = b.binary("add", s, b.binary("multiply", w, diff));
+  Value from_end = b.binary("subtract", e, b.binary("multiply", diff, b.binary("subtract", scalar_like(ctx, 1, w), w)));
+  return result(ctx, b.select(small, from_start, from_end));
 }
 
 // ---- fill ------------------------------------------------------------------------
 std::vector<Value> fill(LowerContext& ctx) {  // fill_.Scalar / fill_.Tensor (self, value)
-  return {operand(ctx, 1, out0(ctx))};
+  const TensorType t = out0(ctx);
+  const Arg& v = ctx.args.at(1);
+  if (hlo::is_integer(t.dtype) && v.kind == Arg::Kind::Scalar && v.scalar.kind == ScalarArg::Kind::Float) {
+    // c10::checked_convert: a float Scalar must fit the integer dtype.
+    const double f = v.scalar.f;
+    const double lim = std::ldexp(1.0, static_cast<int>(8 * hlo::byte_size(t.dtype)) - (hlo::is_unsigned(t.dtype) ? 0 : 1));
+    const double lo = hlo::is_unsigned(t.dtype) ? 0.0 : -lim;
+    if (!(f >= lo - 1 && f < lim)) {
+      throw std::invalid_argument(std::string("value cannot be converted to type ") + hlo::mlir_name(t.dtype) +
+                                  " without overflow");
+    }
+  }
+  return {operand(ctx, 1, t)};
 }
 
 std::vector<Value> zero(LowerContext& ctx) { return {zeros(ctx.b, out0(ctx))}; }

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -92,6 +93,12 @@ class LowerContext {
 };
 
 using LowerFn = std::vector<Value> (*)(LowerContext&);
+
+// Thrown by a lowering for a dtype the op has no kernel for; the device layer
+// raises it as NotImplementedError, as CPU and CUDA do.
+struct NotImplementedForDtype : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
 
 // Normalize dims PyTorch-style (negative wraps).
 int64_t wrap_dim(int64_t dim, int64_t rank);
