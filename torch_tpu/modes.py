@@ -6,19 +6,23 @@
   so device errors surface at the op that caused them; out-of-range indices
   raise IndexError (or CPU's error) at the op; with TORCH_TPU_CHECK_NANS=1 or
   `check_nans(True)` the first op producing NaN/Inf raises, naming the op.
+- "defer_and_fuse" (or TORCH_TPU_DEFER_AND_FUSE=1): ops are recorded and a
+  run of them is compiled and launched as one program when a value is needed
+  on the host, at `sync()`, at a mode change, after each optimizer step, or
+  when TORCH_TPU_DEFER_MAX_OPS ops (default 4000) are pending. Tensors that
+  die inside a run are never materialized.
 """
 
 import contextlib
 
 from . import _C
 
-_MODES = ("strict", "debug")
+import torch
+
+_MODES = ("strict", "debug", "defer_and_fuse")
 
 
 def set_eager_mode(mode):
-    if mode == "defer_and_fuse":
-        raise NotImplementedError("torch_tpu: the DeferAndFuse eager mode is not implemented yet; "
-                                  "use 'strict' or 'debug'")
     if mode not in _MODES:
         raise ValueError(f"eager mode must be one of {_MODES}, got {mode!r}")
     sync()  # work launched under the old mode completes under it
@@ -52,3 +56,15 @@ def check_nans(enabled=None):
     if enabled is not None:
         _C._set_check_nans(bool(enabled))
     return previous
+
+
+def _flush_after_optimizer_step(optimizer, args, kwargs):
+    # A training step is the natural unit to fuse: cutting here keeps the
+    # fused programs identical from step to step, so they compile once.
+    if _C._get_eager_mode() == "defer_and_fuse":
+        _C._flush("optimizer_step")
+
+
+def install():
+    from torch.optim.optimizer import register_optimizer_step_post_hook
+    register_optimizer_step_post_hook(_flush_after_optimizer_step)

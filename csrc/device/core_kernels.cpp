@@ -43,6 +43,7 @@ bool is_whole_storage(const at::Tensor& t) {
 at::Tensor download(const at::Tensor& src) {
   at::Tensor host = at::empty(src.sizes(), src.options().device(at::kCPU));
   if (src.numel() == 0) return host;
+  flush_deferred("host_read");  // pending writes first
   const StorageBuffer& sb = storage_buffer(src);
   if (!sb.buffer) return host.zero_();  // never written
   at::Tensor whole = src;
@@ -50,6 +51,7 @@ at::Tensor download(const at::Tensor& src) {
     TensorProgram prog(sb.device);
     whole = prog.produce(prog.read(src), src.sizes(), row_major_strides(src.sizes()), src.scalar_type());
     prog.run();
+    flush_deferred("host_read");
   }
   runtime::DeviceRuntime::get().download(*storage_buffer(whole).buffer, host.data_ptr(), host.nbytes());
   return host;
@@ -139,6 +141,7 @@ at::Tensor& set_empty(at::Tensor& self) {
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_blocking*/) {
   // `self` is the source (ATen's _copy_from(src, dst) convention).
   if (self.numel() == 0) return dst;
+  if (self.device() != dst.device()) flush_deferred("host_transfer");  // raw buffers cross below
   if (is_tpu(dst) && is_tpu(self)) {
     at::Tensor src = self;
     if (self.device() != dst.device()) {  // another device: whole buffer across, then as below

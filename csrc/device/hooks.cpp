@@ -63,12 +63,14 @@ void register_hooks() {
   static TpuHooks hooks;
   at::RegisterPrivateUse1HooksInterface(&hooks);
   c10::SetAllocator(c10::DeviceType::PrivateUse1, allocator());
+  runtime::DeviceRuntime::get().set_before_sync([] { flush_deferred("sync"); });
   runtime::CompileCache::set_warning_handler([](const std::string& message) { TORCH_WARN(message); });
 }
 
 void resize_storage_bytes(const c10::Storage& storage, size_t new_nbytes) {
   StorageBuffer& old_sb = storage_buffer(storage);
   if (new_nbytes == old_sb.nbytes) return;
+  flush_deferred("resize");  // the old contents may still be pending
   c10::DataPtr fresh = allocator()->allocate(new_nbytes);
   auto* sb = static_cast<StorageBuffer*>(fresh.get_context());
   sb->device = old_sb.device;

@@ -124,7 +124,9 @@ bool is_promoting_inplace(const std::string& name) {
 
 at::ScalarType promoted_type(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args) {
   at::native::ResultTypeState state{};
-  for (const auto& v : args) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const c10::IValue& v = args[i];
+    if (schema.arguments()[i].name() == "alpha") continue;  // a multiplier, not an operand
     if (v.isTensor() && v.toTensor().defined()) {
       state = at::native::update_result_type_state(v.toTensor(), state);
     } else if (v.isScalar()) {
@@ -298,6 +300,8 @@ void LoweredKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
   } catch (const std::out_of_range& e) {
     // Lowerings know no torch: std::out_of_range is their IndexError.
     TORCH_CHECK_INDEX(false, e.what());
+  } catch (const lower::NotImplementedForDtype& e) {
+    TORCH_CHECK_NOT_IMPLEMENTED(false, e.what());
   }
   prog.bind_lowering_inputs(ctx, generator);
 

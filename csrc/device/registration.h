@@ -10,6 +10,9 @@ namespace torch_tpu::device {
 void register_hooks();                        // hooks.cpp
 std::vector<std::string> lowered_op_names();  // op_table.cpp
 
+// tensor_program.cpp: DeferAndFuse's pending programs run now.
+void flush_deferred(const char* reason);
+
 // guard.cpp: the calling thread's current device
 void set_current_device(int index);
 int get_current_device();

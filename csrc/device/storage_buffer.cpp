@@ -99,7 +99,9 @@ std::atomic<uintptr_t> next_address{uintptr_t{1} << 44};
 }  // namespace
 
 c10::DataPtr TpuAllocator::allocate(size_t nbytes) {
+  static std::atomic<uint64_t> next_id{1};
   auto* sb = new StorageBuffer();
+  sb->id = next_id++;
   sb->nbytes = nbytes;
   sb->device = c10::impl::getDeviceGuardImpl(c10::DeviceType::PrivateUse1)->getDevice().index();
   uintptr_t addr = next_address.fetch_add(((nbytes + 255) / 256 + 1) * 256);

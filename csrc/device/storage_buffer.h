@@ -19,6 +19,7 @@ at::ScalarType scalar_type(hlo::ElementType t);
 PJRT_Buffer_Type pjrt_type(hlo::ElementType t);
 
 struct StorageBuffer {
+  uint64_t id = 0;  // unique for the process lifetime (addresses get reused)
   int device = 0;
   size_t nbytes = 0;
   // Null until the storage is first written (torch.empty costs nothing).

@@ -3,7 +3,11 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include "device/generator.h"
+#include "runtime/eager_mode.h"
 #include "runtime/metrics.h"
+
+#include <atomic>
+#include <cstdlib>
 
 namespace torch_tpu::device {
 
@@ -48,30 +52,133 @@ at::Tensor empty_tpu(at::IntArrayRef sizes, at::IntArrayRef strides, at::ScalarT
   return t;
 }
 
-TensorProgram::Slot& TensorProgram::slot_for(const at::Tensor& t) {
+namespace {
+
+// DeferAndFuse's pending programs, one per device.
+struct DeferredPrograms {
+  std::recursive_mutex mutex;
+  std::vector<std::unique_ptr<ProgramState>> per_device;
+  std::atomic<bool> any_pending{false};
+};
+
+DeferredPrograms& deferred() {
+  static auto* d = new DeferredPrograms();  // never destroyed: used at exit
+  return *d;
+}
+
+int max_deferred_ops() {
+  static int n = [] {
+    const char* v = std::getenv("TORCH_TPU_DEFER_MAX_OPS");
+    return v ? std::max(1, std::atoi(v)) : 4000;
+  }();
+  return n;
+}
+
+// Compiles (or finds) and launches `state`'s program; stores the results
+// into the storages that are still alive.
+void execute(ProgramState& state) {
+  std::vector<Value> outputs;
+  std::vector<std::pair<c10::intrusive_ptr<c10::StorageImpl>, hlo::ElementType>> targets;
+  std::vector<bool> donatable(state.args.size(), false);
+  for (auto& s : state.slots) {
+    if (!s.written) continue;
+    auto storage = s.storage.lock();
+    // An in-place result reuses the old buffer's memory when nothing else
+    // holds it: only the storage (if alive) and our argument list.
+    if (s.param) {
+      size_t idx = param_index(*s.param);
+      if (state.args[idx].use_count() <= (storage ? 2 : 1)) {
+        state.b.mark_donated(*s.param);
+        donatable[idx] = true;
+      }
+    }
+    if (!storage) continue;  // died before the program ran: never materialized
+    outputs.push_back(*s.current);
+    targets.emplace_back(std::move(storage), s.current->dtype());
+  }
+  if (outputs.empty()) return;
+  TORCH_CHECK(state.args.size() == state.b.parameters().size(), "internal: program has ", state.b.parameters().size(),
+              " parameters but ", state.args.size(), " bound inputs");
+  for (const auto& a : state.args) TORCH_CHECK(a != nullptr, "internal: unbound program parameter");
+  auto results = runtime::DeviceRuntime::get().run(state.b.finish(outputs), state.device, state.args, donatable);
+  for (size_t k = 0; k < targets.size(); ++k) {
+    c10::Storage storage(targets[k].first);
+    storage_buffer(storage).set(results[k], targets[k].second);
+  }
+}
+
+}  // namespace
+
+void flush_deferred(const char* reason) {
+  DeferredPrograms& d = deferred();
+  if (!d.any_pending.load()) return;
+  std::lock_guard<std::recursive_mutex> lock(d.mutex);
+  if (!d.any_pending.load()) return;
+  d.any_pending = false;  // before running: a nested flush finds nothing
+  for (auto& state : d.per_device) {
+    if (!state || state->ops == 0) continue;
+    std::unique_ptr<ProgramState> pending = std::move(state);
+    runtime::metrics().count_flush(reason);
+    execute(*pending);
+  }
+}
+
+TensorProgram::TensorProgram(int device)
+    : device_(device), deferred_(runtime::eager_mode() == runtime::EagerMode::DeferAndFuse) {
+  if (!deferred_) {
+    own_ = std::make_unique<ProgramState>(device);
+    state_ = own_.get();
+  } else {
+    DeferredPrograms& d = deferred();
+    lock_ = std::unique_lock<std::recursive_mutex>(d.mutex);
+    if (static_cast<int>(d.per_device.size()) <= device) d.per_device.resize(device + 1);
+    if (!d.per_device[device]) d.per_device[device] = std::make_unique<ProgramState>(device);
+    state_ = d.per_device[device].get();
+  }
+  checkpoint_ = state_->b.checkpoint();
+  slots_at_start_ = state_->slots.size();
+  args_at_start_ = state_->args.size();
+}
+
+TensorProgram::~TensorProgram() {
+  if (finished_ || !deferred_) return;
+  // The op threw: drop what it added to the pending program. (Writes happen
+  // only after a lowering succeeded, so existing slots are untouched.)
+  state_->b.rollback(checkpoint_);
+  state_->slots.erase(state_->slots.begin() + static_cast<std::ptrdiff_t>(slots_at_start_), state_->slots.end());
+  state_->args.resize(args_at_start_);
+}
+
+void TensorProgram::bind(const Value& param, runtime::BufferPtr buffer) {
+  size_t idx = param_index(param);
+  if (state_->args.size() <= idx) state_->args.resize(idx + 1);
+  state_->args[idx] = std::move(buffer);
+}
+
+ProgramState::Slot& TensorProgram::slot_for(const at::Tensor& t) {
   TORCH_CHECK(t.device().type() == c10::DeviceType::PrivateUse1, "internal: expected a tpu tensor");
   StorageBuffer* sb = &storage_buffer(t);
-  for (auto& s : slots_) {
-    if (s.sb == sb) return s;
+  for (auto& s : state_->slots) {
+    if (s.storage_id == sb->id) return s;
   }
   TORCH_CHECK(sb->device == device_, "Expected all tensors to be on the same device, but found at least two devices, tpu:",
               device_, " and tpu:", sb->device, "!");
-  Slot slot{sb, t.storage(), std::nullopt, std::nullopt, false};
+  ProgramState::Slot slot{sb->id, c10::weak_intrusive_ptr<c10::StorageImpl>(t.storage().getWeakStorageImpl()),
+                          sb->nbytes, std::nullopt, std::nullopt, false};
   if (sb->buffer) {
-    slot.param = b_.parameter({sb->dtype, {sb->numel()}});
+    slot.param = state_->b.parameter({sb->dtype, {sb->numel()}});
     slot.current = slot.param;
-    size_t idx = param_index(*slot.param);
-    if (args_.size() <= idx) args_.resize(idx + 1);
-    args_[idx] = sb->buffer;
+    bind(*slot.param, sb->buffer);
   }
-  slots_.push_back(std::move(slot));
-  return slots_.back();
+  state_->slots.push_back(std::move(slot));
+  return state_->slots.back();
 }
 
-Value TensorProgram::flat_as(Slot& slot, ElementType dtype) {
+Value TensorProgram::flat_as(ProgramState::Slot& slot, ElementType dtype) {
+  hlo::Builder& b = state_->b;
   const int64_t itemsize = hlo::byte_size(dtype);
   if (!slot.current) {  // never written: contents are unspecified, use zeros
-    slot.current = b_.splat(0, {dtype, {static_cast<int64_t>(slot.sb->nbytes) / itemsize}});
+    slot.current = b.splat(0, {dtype, {static_cast<int64_t>(slot.nbytes) / itemsize}});
   }
   Value flat = *slot.current;
   if (flat.dtype() == dtype) return flat;
@@ -80,51 +187,50 @@ Value TensorProgram::flat_as(Slot& slot, ElementType dtype) {
                               hlo::mlir_name(dtype), " (a different element size) is not supported yet");
   if (flat.dtype() == ElementType::Pred || dtype == ElementType::Pred) {
     // bool has no bit pattern in StableHLO: go through u8 values.
-    Value u8 = flat.dtype() == ElementType::Pred ? b_.convert(flat, ElementType::U8)
-                                                 : b_.bitcast_convert(flat, {ElementType::U8, flat.shape()});
-    return dtype == ElementType::Pred ? b_.convert(u8, dtype) : b_.bitcast_convert(u8, {dtype, flat.shape()});
+    Value u8 = flat.dtype() == ElementType::Pred ? b.convert(flat, ElementType::U8)
+                                                 : b.bitcast_convert(flat, {ElementType::U8, flat.shape()});
+    return dtype == ElementType::Pred ? b.convert(u8, dtype) : b.bitcast_convert(u8, {dtype, flat.shape()});
   }
-  return b_.bitcast_convert(flat, {dtype, flat.shape()});
+  return b.bitcast_convert(flat, {dtype, flat.shape()});
 }
 
 Value TensorProgram::read(const at::Tensor& t) {
-  Slot& slot = slot_for(t);
+  ProgramState::Slot& slot = slot_for(t);
   Value flat = flat_as(slot, element_type(t.scalar_type()));
-  return runtime::read_view(b_, flat, layout_of(t));
+  return runtime::read_view(state_->b, flat, layout_of(t));
 }
 
 Value TensorProgram::host_input(const at::Tensor& cpu) {
   at::Tensor c = cpu.contiguous();
   ElementType dtype = element_type(c.scalar_type());
-  Value p = b_.parameter({dtype, c.sizes().vec()});
-  auto buf = runtime::DeviceRuntime::get().upload(c.data_ptr(), pjrt_type(dtype), c.sizes().vec(), device_);
+  Value p = state_->b.parameter({dtype, c.sizes().vec()});
+  bind(p, runtime::DeviceRuntime::get().upload(c.data_ptr(), pjrt_type(dtype), c.sizes().vec(), device_));
   runtime::metrics().bytes_to_device += static_cast<int64_t>(c.nbytes());
-  size_t idx = param_index(p);
-  if (args_.size() <= idx) args_.resize(idx + 1);
-  args_[idx] = buf;
   return p;
 }
 
 void TensorProgram::write(const at::Tensor& t, const Value& v) {
-  Slot& slot = slot_for(t);
+  ProgramState::Slot& slot = slot_for(t);
   ElementType dtype = element_type(t.scalar_type());
   Value flat = flat_as(slot, dtype);
-  Value value = lower::coerce(b_, v, {dtype, t.sizes().vec()});
-  slot.current = runtime::write_view(b_, flat, value, layout_of(t));
+  Value value = lower::coerce(state_->b, v, {dtype, t.sizes().vec()});
+  slot.current = runtime::write_view(state_->b, flat, value, layout_of(t));
   slot.written = true;
 }
 
 void TensorProgram::produce_into(const at::Tensor& fresh, const Value& v) {
+  hlo::Builder& b = state_->b;
   StorageBuffer& sb = storage_buffer(fresh);
   ElementType dtype = element_type(fresh.scalar_type());
   const int64_t flat_numel = static_cast<int64_t>(sb.nbytes) / hlo::byte_size(dtype);
-  Value value = lower::coerce(b_, v, {dtype, fresh.sizes().vec()});
+  Value value = lower::coerce(b, v, {dtype, fresh.sizes().vec()});
   runtime::ViewLayout layout = layout_of(fresh);
   Value flat = (layout.is_contiguous() && layout.offset == 0 && layout.numel() == flat_numel)
-                   ? b_.reshape(value, {flat_numel})
-                   : runtime::write_view(b_, b_.splat(0, {dtype, {flat_numel}}), value, layout);
-  fresh_.emplace_back(&sb, fresh.storage());
-  fresh_values_.push_back(flat);
+                   ? b.reshape(value, {flat_numel})
+                   : runtime::write_view(b, b.splat(0, {dtype, {flat_numel}}), value, layout);
+  ProgramState::Slot slot{sb.id, c10::weak_intrusive_ptr<c10::StorageImpl>(fresh.storage().getWeakStorageImpl()),
+                          sb.nbytes, std::nullopt, flat, true};
+  state_->slots.push_back(std::move(slot));
 }
 
 at::Tensor TensorProgram::produce(const Value& v, at::IntArrayRef sizes, at::IntArrayRef strides, at::ScalarType dtype) {
@@ -139,48 +245,27 @@ void TensorProgram::bind_lowering_inputs(lower::LowerContext& ctx, const at::Gen
     const lower::HostScalar& s = ctx.host_scalars()[k];
     at::Tensor host = s.is_float ? at::scalar_tensor(s.f, at::kDouble) : at::scalar_tensor(s.i, at::kLong);
     host = host.to(scalar_type(s.dtype));
-    size_t idx = param_index(ctx.host_scalar_params()[k]);
-    if (args_.size() <= idx) args_.resize(idx + 1);
-    args_[idx] = rt.upload(host.data_ptr(), pjrt_type(s.dtype), {}, device_);
+    bind(ctx.host_scalar_params()[k], rt.upload(host.data_ptr(), pjrt_type(s.dtype), {}, device_));
   }
   if (!ctx.rng_params().empty()) {
     TpuGeneratorImpl* gen = tpu_generator(generator, device_);
     std::lock_guard<std::mutex> lock(gen->mutex_);
     for (const Value& p : ctx.rng_params()) {
       uint64_t state[2] = {gen->current_seed(), gen->next_counter()};
-      size_t idx = param_index(p);
-      if (args_.size() <= idx) args_.resize(idx + 1);
-      args_[idx] = rt.upload(state, PJRT_Buffer_Type_U64, {2}, device_);
+      bind(p, rt.upload(state, PJRT_Buffer_Type_U64, {2}, device_));
     }
   }
 }
 
 void TensorProgram::run() {
-  std::vector<Value> outputs;
-  std::vector<Slot*> written;
-  for (auto& s : slots_) {
-    if (!s.written) continue;
-    outputs.push_back(*s.current);
-    written.push_back(&s);
+  finished_ = true;
+  if (!deferred_) {
+    execute(*state_);
+    return;
   }
-  for (const auto& v : fresh_values_) outputs.push_back(v);
-  if (outputs.empty()) return;
-  // In-place results reuse the old buffer's memory: a written storage whose
-  // buffer nobody else holds (the storage and our argument list are the only
-  // owners) is donated to the program.
-  std::vector<bool> donatable(args_.size(), false);
-  for (Slot* s : written) {
-    if (!s->param || s->sb->buffer.use_count() != 2) continue;
-    b_.mark_donated(*s->param);
-    donatable[param_index(*s->param)] = true;
-  }
-  TORCH_CHECK(args_.size() == b_.parameters().size(), "internal: program has ", b_.parameters().size(),
-              " parameters but ", args_.size(), " bound inputs");
-  std::string text = b_.finish(outputs);
-  auto results = runtime::DeviceRuntime::get().run(text, device_, args_, donatable);
-  size_t k = 0;
-  for (Slot* s : written) s->sb->set(results[k++], s->current->dtype());
-  for (size_t i = 0; i < fresh_.size(); ++i) fresh_[i].first->set(results[k++], fresh_values_[i].dtype());
+  state_->ops++;
+  deferred().any_pending = true;
+  if (state_->ops >= max_deferred_ops()) flush_deferred("size_bound");
 }
 
 }  // namespace torch_tpu::device

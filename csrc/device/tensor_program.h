@@ -1,12 +1,21 @@
-// Building and running one program over `tpu` tensors: storages become
+// Building and running programs over `tpu` tensors: storages become
 // parameters (deduplicated, so `x.add_(x)` reads one buffer), views are read
 // and written through their layouts, fresh outputs get new storages. Used by
 // every kernel: lowered ops, copies, factories.
+//
+// Strict and Debug: each op builds and launches its own program.
+// DeferAndFuse: ops append to one pending program per device; a flush (a
+// value needed on the host, sync, a mode change, a size bound, an optimizer
+// step) compiles the whole run of ops as one program. Storages that died
+// before the flush are never materialized.
 #pragma once
 
 #include <ATen/ATen.h>
 
+#include <memory>
+#include <mutex>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "device/storage_buffer.h"
@@ -18,11 +27,32 @@ namespace torch_tpu::device {
 
 runtime::ViewLayout layout_of(const at::Tensor& t);
 
+// One program under construction and the buffers bound to its parameters.
+struct ProgramState {
+  struct Slot {
+    uint64_t storage_id;
+    c10::weak_intrusive_ptr<c10::StorageImpl> storage;  // weak: dead storages need no output
+    size_t nbytes;
+    std::optional<hlo::Value> param;
+    std::optional<hlo::Value> current;  // flat value after this program's writes
+    bool written = false;
+  };
+  explicit ProgramState(int device) : device(device) {}
+  int device;
+  hlo::Builder b;
+  std::vector<Slot> slots;
+  std::vector<runtime::BufferPtr> args;  // by parameter index
+  int ops = 0;
+};
+
 class TensorProgram {
  public:
-  explicit TensorProgram(int device) : device_(device) {}
+  explicit TensorProgram(int device);
+  ~TensorProgram();  // an op that threw leaves the pending program as it was
+  TensorProgram(const TensorProgram&) = delete;
+  TensorProgram& operator=(const TensorProgram&) = delete;
 
-  hlo::Builder& builder() { return b_; }
+  hlo::Builder& builder() { return state_->b; }
   int device() const { return device_; }
 
   // The tensor's elements (its view), in its own dtype.
@@ -38,27 +68,28 @@ class TensorProgram {
   // Host scalars and RNG states that a lowering asked for.
   void bind_lowering_inputs(lower::LowerContext& ctx, const at::Generator& generator);
 
-  // Compiles (or finds) and launches the program; does not wait.
+  // Strict/Debug: compiles (or finds) and launches the program, no waiting.
+  // DeferAndFuse: records the op; flushes when the pending program is full.
   void run();
 
  private:
-  struct Slot {
-    StorageBuffer* sb;
-    c10::Storage keep_alive;
-    std::optional<hlo::Value> param;
-    std::optional<hlo::Value> current;  // flat value after this program's writes
-    bool written = false;
-  };
-  Slot& slot_for(const at::Tensor& t);
-  hlo::Value flat_as(Slot& slot, hlo::ElementType dtype);
+  ProgramState::Slot& slot_for(const at::Tensor& t);
+  hlo::Value flat_as(ProgramState::Slot& slot, hlo::ElementType dtype);
+  void bind(const hlo::Value& param, runtime::BufferPtr buffer);
 
   int device_;
-  hlo::Builder b_;
-  std::vector<Slot> slots_;
-  std::vector<runtime::BufferPtr> args_;
-  std::vector<std::pair<StorageBuffer*, c10::Storage>> fresh_;
-  std::vector<hlo::Value> fresh_values_;
+  bool deferred_;
+  std::unique_ptr<ProgramState> own_;  // Strict/Debug
+  ProgramState* state_;
+  std::unique_lock<std::recursive_mutex> lock_;  // DeferAndFuse: the device's pending program
+  hlo::Builder::Checkpoint checkpoint_;
+  size_t slots_at_start_ = 0, args_at_start_ = 0;
+  bool finished_ = false;
 };
+
+// DeferAndFuse: runs every device's pending program. `reason` is counted in
+// the metrics (flushes::<reason>). Cheap when nothing is pending.
+void flush_deferred(const char* reason);
 
 at::Tensor empty_tpu(at::IntArrayRef sizes, at::IntArrayRef strides, at::ScalarType dtype, int device);
 int current_device();

@@ -38,6 +38,7 @@ PYBIND11_MODULE(_C, m) {
     torch_tpu::runtime::set_eager_mode(torch_tpu::runtime::eager_mode_from_name(name));
   });
   m.def("_get_eager_mode", []() { return std::string(torch_tpu::runtime::eager_mode_name(torch_tpu::runtime::eager_mode())); });
+  m.def("_flush", [](const std::string& reason) { torch_tpu::device::flush_deferred(reason.c_str()); });
   m.def("_set_check_nans", &torch_tpu::runtime::set_check_nans);
   m.def("_check_nans", &torch_tpu::runtime::check_nans);
   m.def("_set_device", &torch_tpu::device::set_current_device);

@@ -98,6 +98,7 @@ void DeviceRuntime::note_output(int device, const BufferPtr& b) {
 }
 
 void DeviceRuntime::synchronize(int device) {
+  if (before_sync_) before_sync_();
   if (!client_) return;
   std::vector<BufferPtr> pending;
   {

@@ -2,6 +2,7 @@
 // cache, and running programs. Knows hlo text and pjrt; not torch.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -34,6 +35,8 @@ class DeviceRuntime {
   std::vector<BufferPtr> run(const std::string& text, int device, const std::vector<BufferPtr>& args,
                              const std::vector<bool>& donatable);
   CompileCache& cache() { return cache_; }
+  // Runs before every synchronize (DeferAndFuse flushes its pending programs).
+  void set_before_sync(std::function<void()> hook) { before_sync_ = std::move(hook); }
   // Waits for every buffer produced so far on `device` (-1: all).
   void synchronize(int device);
   // Remembers the newest output per device so synchronize() can wait on it.
@@ -45,7 +48,8 @@ class DeviceRuntime {
   int num_devices_ = 1;
   std::shared_ptr<pjrt::Client> client_;
   CompileCache cache_;
-  std::string platform_identity_;  // platform, version and XLA version: part of every cache key
+  std::string platform_identity_;
+  std::function<void()> before_sync_;  // platform, version and XLA version: part of every cache key
   std::string compile_options_ = pjrt::default_compile_options();
   std::vector<std::vector<std::weak_ptr<pjrt::Buffer>>> pending_outputs_;  // per device, since the last sync
 };

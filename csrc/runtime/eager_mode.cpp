@@ -15,7 +15,9 @@ bool env_flag(const char* name) {
 }
 
 std::atomic<EagerMode>& mode_state() {
-  static std::atomic<EagerMode> mode{env_flag("TORCH_TPU_LAUNCH_BLOCKING") ? EagerMode::Debug : EagerMode::Strict};
+  static std::atomic<EagerMode> mode{env_flag("TORCH_TPU_LAUNCH_BLOCKING")   ? EagerMode::Debug
+                                     : env_flag("TORCH_TPU_DEFER_AND_FUSE") ? EagerMode::DeferAndFuse
+                                                                            : EagerMode::Strict};
   return mode;
 }
 
@@ -29,12 +31,15 @@ std::atomic<bool>& nan_state() {
 EagerMode eager_mode() { return mode_state().load(std::memory_order_relaxed); }
 void set_eager_mode(EagerMode mode) { mode_state() = mode; }
 
-const char* eager_mode_name(EagerMode mode) { return mode == EagerMode::Debug ? "debug" : "strict"; }
+const char* eager_mode_name(EagerMode mode) {
+  return mode == EagerMode::Debug ? "debug" : mode == EagerMode::DeferAndFuse ? "defer_and_fuse" : "strict";
+}
 
 EagerMode eager_mode_from_name(const std::string& name) {
   if (name == "strict") return EagerMode::Strict;
   if (name == "debug") return EagerMode::Debug;
-  throw std::invalid_argument("unknown eager mode '" + name + "': expected 'strict' or 'debug'");
+  if (name == "defer_and_fuse") return EagerMode::DeferAndFuse;
+  throw std::invalid_argument("unknown eager mode '" + name + "': expected 'strict', 'debug' or 'defer_and_fuse'");
 }
 
 bool check_nans() { return nan_state().load(std::memory_order_relaxed); }

@@ -1,13 +1,14 @@
 // The eager execution mode. Strict (default): every op launches at once and
 // the host never waits. Debug: every op waits for its results, and index
 // ranges (and, if asked, NaN/Inf) are checked at the op that made them.
+// DeferAndFuse: runs of ops are recorded and compiled as one program.
 #pragma once
 
 #include <string>
 
 namespace torch_tpu::runtime {
 
-enum class EagerMode { Strict, Debug };
+enum class EagerMode { Strict, Debug, DeferAndFuse };
 
 EagerMode eager_mode();
 void set_eager_mode(EagerMode mode);

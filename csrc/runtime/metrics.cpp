@@ -21,6 +21,11 @@ void Metrics::count_fallback(const std::string& op) {
   cpu_fallbacks[op] += 1;
 }
 
+void Metrics::count_flush(const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mutex);
+  flushes[reason] += 1;
+}
+
 std::map<std::string, int64_t> Metrics::snapshot() {
   std::map<std::string, int64_t> s{
       {"ops_dispatched", ops_dispatched},   {"programs_executed", programs_executed},
@@ -32,6 +37,7 @@ std::map<std::string, int64_t> Metrics::snapshot() {
   };
   std::lock_guard<std::mutex> lock(mutex);
   for (const auto& [op, n] : cpu_fallbacks) s["cpu_fallback::" + op] = n;
+  for (const auto& [reason, n] : flushes) s["flush::" + reason] = n;
   return s;
 }
 
@@ -41,6 +47,7 @@ void Metrics::reset() {
   peak_device_bytes = live_device_bytes.load();
   std::lock_guard<std::mutex> lock(mutex);
   cpu_fallbacks.clear();
+  flushes.clear();
 }
 
 namespace {

@@ -24,9 +24,11 @@ struct Metrics {
 
   std::mutex mutex;
   std::map<std::string, int64_t> cpu_fallbacks;  // per op
+  std::map<std::string, int64_t> flushes;        // DeferAndFuse, per reason
 
   void add_live_bytes(int64_t delta);
   void count_fallback(const std::string& op);
+  void count_flush(const std::string& reason);
   std::map<std::string, int64_t> snapshot();
   void reset();
 };
