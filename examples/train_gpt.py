@@ -310,6 +310,8 @@ def parse_args(argv=None):
     p.add_argument("--eval-interval", type=int, default=10, help="refresh the progress line every N steps")
     p.add_argument("--precision", default="high", choices=["highest", "high", "medium"],
                    help="float32 matmul precision (torch.set_float32_matmul_precision)")
+    p.add_argument("--mode", default="strict", choices=["strict", "debug", "defer_and_fuse"],
+                   help="tpu eager mode (torch_tpu.set_eager_mode)")
     p.add_argument("--sample-tokens", type=int, default=200)
     return p.parse_args(argv)
 
@@ -322,13 +324,16 @@ def config_from_args(args, dataset):
 def main(argv=None):
     args = parse_args(argv)
     if args.device == "tpu":
-        import torch_tpu  # noqa: F401  (registers the device)
+        import torch_tpu  # registers the device
+
+        torch_tpu.set_eager_mode(args.mode)
     torch.set_float32_matmul_precision(args.precision)
     dataset = CharDataset()
     config = config_from_args(args, dataset)
     print(f"data: {len(dataset.data):,} characters, vocab {dataset.vocab_size}; "
           f"model: {config.n_layer} layers, {config.n_head} heads, n_embd {config.n_embd}, "
-          f"block {config.block_size}; device {args.device}")
+          f"block {config.block_size}; device {args.device}"
+          + (f" ({args.mode})" if args.device == "tpu" else ""))
     start = time.perf_counter()
     losses, model = train(config, args.device, args.steps, args.seed, batch_size=args.batch_size, lr=args.lr,
                           dataset=dataset, eval_interval=args.eval_interval, progress=True, return_model=True)

@@ -307,7 +307,6 @@ def test_setitem_with_mask_takes_values_row_by_row():
         x = x.clone()
         x[:, m] = v
         return x
-    # No grad: the gradient of v is grad[mask], an index with a mask (see the xfail below).
     check_op(fn, x, m, torch.randn(3, nnz, 5))
     check_op(fn, x, m, torch.randn(nnz, 1))
     check_op(fn, x, m.to(torch.uint8), torch.randn(nnz, 5))
@@ -331,8 +330,19 @@ def test_index_put_with_no_true_mask_element_changes_nothing():
     check_op(lambda x, m, v: x.index_put((m,), v), x, torch.zeros(4, dtype=torch.bool), torch.randn(0, 5))
 
 
-@pytest.mark.xfail(raises=NotImplementedError, reason="index.Tensor's meta kernel needs nonzero() of the mask; "
-                   "the device layer must expand masks before the lowered kernel (see index.cpp)")
 def test_index_with_mask_reads_selected_elements():
+    # The mask becomes coordinates on the host first (a data-dependent size).
     x = torch.randn(3, 4)
     check_op(lambda x, m: x[m], x, x > 0)
+    check_op(lambda x, m: x[m], x, x > 0, grad=True)
+    check_op(lambda x, m: x[:, m], x, torch.tensor([True, False, True, True]))
+
+
+def test_index_with_cpu_index_tensor_as_cuda_allows():
+    x = torch.randn(4, 5)
+    idx = torch.tensor([3, 0])
+    torch.testing.assert_close(x.tpu()[idx].cpu(), x[idx])
+    y = x.tpu()
+    y[idx] = 1.0
+    x[idx] = 1.0
+    torch.testing.assert_close(y.cpu(), x)
