@@ -5,6 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
+# The build imports torch; torch would autoload torch_tpu, whose extension
+# is what we are about to build.
+export TORCH_DEVICE_BACKEND_AUTOLOAD=0
 
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv

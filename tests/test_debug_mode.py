@@ -78,3 +78,31 @@ def test_nan_check_traceback_points_at_the_calling_line(tmp_path):
     r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env)
     assert r.returncode != 0
     assert "the bad line" in r.stderr and "NaN or Inf" in r.stderr
+
+
+@pytest.mark.parametrize("mode", ["strict", "defer_and_fuse"])
+@pytest.mark.parametrize("case", ["index", "gather", "index_select", "embedding", "scatter", "index_put"])
+def test_out_of_range_index_raises_by_the_next_sync_never_a_clamped_value(mode, case):
+    x = torch.randn(3, 4).tpu()
+    bad = torch.tensor([0, 7]).tpu()
+    ops = {
+        "index": lambda t, i: t[i],
+        "gather": lambda t, i: torch.gather(t, 0, i.view(2, 1).expand(2, 4)),
+        "index_select": lambda t, i: torch.index_select(t, 0, i),
+        "embedding": lambda t, i: torch.nn.functional.embedding(i, t),
+        "scatter": lambda t, i: t.scatter(0, i.view(2, 1).expand(2, 4), 1.0),
+        "index_put": lambda t, i: t.index_put((i,), torch.tensor(1.0).tpu()),
+    }
+    with torch_tpu.eager_mode(mode):
+        y = ops[case](x, bad)  # launched: no error yet (the host has not waited)
+        with pytest.raises(IndexError, match="out of"):
+            y.cpu()  # the first host read raises instead of returning clamped values
+        # The error is reported once; later work is unaffected.
+        torch.testing.assert_close((x * 2).cpu(), x.cpu() * 2)
+
+
+def test_in_range_indices_raise_nothing_in_strict():
+    x = torch.randn(3, 4)
+    idx = torch.tensor([2, -3])
+    torch.testing.assert_close(x.tpu()[idx.tpu()].cpu(), x[idx])
+    torch.tpu.synchronize()

@@ -53,6 +53,7 @@ at::Tensor download(const at::Tensor& src) {
     prog.run();
     flush_deferred("host_read");
   }
+  verify_range_checks();  // never hand out values computed from clamped indices
   runtime::DeviceRuntime::get().download(*storage_buffer(whole).buffer, host.data_ptr(), host.nbytes());
   return host;
 }

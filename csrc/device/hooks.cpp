@@ -63,7 +63,10 @@ void register_hooks() {
   static TpuHooks hooks;
   at::RegisterPrivateUse1HooksInterface(&hooks);
   c10::SetAllocator(c10::DeviceType::PrivateUse1, allocator());
-  runtime::DeviceRuntime::get().set_before_sync([] { flush_deferred("sync"); });
+  runtime::DeviceRuntime::get().set_before_sync([] {
+    flush_deferred("sync");
+    verify_range_checks();
+  });
   runtime::CompileCache::set_warning_handler([](const std::string& message) { TORCH_WARN(message); });
 }
 

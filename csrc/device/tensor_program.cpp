@@ -74,6 +74,17 @@ int max_deferred_ops() {
   return n;
 }
 
+// Range-check results of programs that ran, not yet read by the host.
+struct PendingChecks {
+  std::mutex mutex;
+  std::vector<std::pair<runtime::BufferPtr, std::string>> checks;
+};
+
+PendingChecks& pending_checks() {
+  static auto* p = new PendingChecks();
+  return *p;
+}
+
 // Compiles (or finds) and launches `state`'s program; stores the results
 // into the storages that are still alive.
 void execute(ProgramState& state) {
@@ -96,7 +107,9 @@ void execute(ProgramState& state) {
     outputs.push_back(*s.current);
     targets.emplace_back(std::move(storage), s.current->dtype());
   }
-  if (outputs.empty()) return;
+  const size_t data_outputs = outputs.size();
+  if (data_outputs == 0) return;  // nothing alive to write: checks of dead work are moot
+  for (const auto& [pred, message] : state.range_checks) outputs.push_back(pred);
   TORCH_CHECK(state.args.size() == state.b.parameters().size(), "internal: program has ", state.b.parameters().size(),
               " parameters but ", state.args.size(), " bound inputs");
   for (const auto& a : state.args) TORCH_CHECK(a != nullptr, "internal: unbound program parameter");
@@ -105,9 +118,35 @@ void execute(ProgramState& state) {
     c10::Storage storage(targets[k].first);
     storage_buffer(storage).set(results[k], targets[k].second);
   }
+  if (state.range_checks.empty()) return;
+  bool too_many = false;
+  {
+    PendingChecks& p = pending_checks();
+    std::lock_guard<std::mutex> lock(p.mutex);
+    for (size_t k = 0; k < state.range_checks.size(); ++k) {
+      p.checks.emplace_back(results[data_outputs + k], state.range_checks[k].second);
+    }
+    too_many = p.checks.size() > 4096;
+  }
+  if (too_many) verify_range_checks();  // bound the list in loops that never sync
 }
 
 }  // namespace
+
+void verify_range_checks() {
+  std::vector<std::pair<runtime::BufferPtr, std::string>> checks;
+  {
+    PendingChecks& p = pending_checks();
+    std::lock_guard<std::mutex> lock(p.mutex);
+    checks.swap(p.checks);
+  }
+  for (const auto& [flag, message] : checks) {
+    bool ok = true;
+    runtime::DeviceRuntime::get().download(*flag, &ok, sizeof(ok));
+    TORCH_CHECK_INDEX(ok, message,
+                      " (found at the next synchronization; TORCH_TPU_LAUNCH_BLOCKING=1 raises at the op itself)");
+  }
+}
 
 void flush_deferred(const char* reason) {
   DeferredPrograms& d = deferred();
@@ -138,6 +177,7 @@ TensorProgram::TensorProgram(int device)
   checkpoint_ = state_->b.checkpoint();
   slots_at_start_ = state_->slots.size();
   args_at_start_ = state_->args.size();
+  checks_at_start_ = state_->range_checks.size();
 }
 
 TensorProgram::~TensorProgram() {
@@ -147,6 +187,7 @@ TensorProgram::~TensorProgram() {
   state_->b.rollback(checkpoint_);
   state_->slots.erase(state_->slots.begin() + static_cast<std::ptrdiff_t>(slots_at_start_), state_->slots.end());
   state_->args.resize(args_at_start_);
+  state_->range_checks.resize(checks_at_start_);
 }
 
 void TensorProgram::bind(const Value& param, runtime::BufferPtr buffer) {
@@ -247,6 +288,7 @@ void TensorProgram::bind_lowering_inputs(lower::LowerContext& ctx, const at::Gen
     host = host.to(scalar_type(s.dtype));
     bind(ctx.host_scalar_params()[k], rt.upload(host.data_ptr(), pjrt_type(s.dtype), {}, device_));
   }
+  for (const auto& check : ctx.range_checks()) state_->range_checks.emplace_back(check.all_in_range, check.message);
   if (!ctx.rng_params().empty()) {
     TpuGeneratorImpl* gen = tpu_generator(generator, device_);
     std::lock_guard<std::mutex> lock(gen->mutex_);

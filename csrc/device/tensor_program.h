@@ -42,6 +42,7 @@ struct ProgramState {
   hlo::Builder b;
   std::vector<Slot> slots;
   std::vector<runtime::BufferPtr> args;  // by parameter index
+  std::vector<std::pair<hlo::Value, std::string>> range_checks;  // extra tensor<i1> outputs
   int ops = 0;
 };
 
@@ -65,7 +66,7 @@ class TensorProgram {
   at::Tensor produce(const hlo::Value& v, at::IntArrayRef sizes, at::IntArrayRef strides, at::ScalarType dtype);
   void produce_into(const at::Tensor& fresh, const hlo::Value& v);
 
-  // Host scalars and RNG states that a lowering asked for.
+  // Host scalars, RNG states and index range checks a lowering asked for.
   void bind_lowering_inputs(lower::LowerContext& ctx, const at::Generator& generator);
 
   // Strict/Debug: compiles (or finds) and launches the program, no waiting.
@@ -83,13 +84,17 @@ class TensorProgram {
   ProgramState* state_;
   std::unique_lock<std::recursive_mutex> lock_;  // DeferAndFuse: the device's pending program
   hlo::Builder::Checkpoint checkpoint_;
-  size_t slots_at_start_ = 0, args_at_start_ = 0;
+  size_t slots_at_start_ = 0, args_at_start_ = 0, checks_at_start_ = 0;
   bool finished_ = false;
 };
 
 // DeferAndFuse: runs every device's pending program. `reason` is counted in
 // the metrics (flushes::<reason>). Cheap when nothing is pending.
 void flush_deferred(const char* reason);
+
+// Index range checks of programs that ran: raises IndexError for the first
+// that failed (naming its op). Called wherever the host waits anyway.
+void verify_range_checks();
 
 at::Tensor empty_tpu(at::IntArrayRef sizes, at::IntArrayRef strides, at::ScalarType dtype, int device);
 int current_device();

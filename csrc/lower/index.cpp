@@ -132,6 +132,9 @@ Value scatter_along(LowerContext& ctx, const Value& updates_in, Combine combine)
   Value index = as_index(b, ctx.tensor(2));
   if (index.type.numel() == 0 || out.numel() == 0) return coerce(b, self, out);
   const int64_t dim = wrap_dim(ctx.int_arg(1), self.rank());
+  const int64_t size = self.rank() == 0 ? 1 : self.shape()[dim];
+  ctx.check_in_range(index, 0, size, "scatter: index out of bounds for dimension " + std::to_string(dim) +
+                                         " with size " + std::to_string(size));
   const ElementType t = sum_type(out.dtype, combine);
   Value operand = rank_at_least_1(b, b.convert(self, t));
   index = rank_at_least_1(b, index);
@@ -339,6 +342,17 @@ Value embedding_row_weights(Builder& b, const Value& idx, int64_t num_weights, i
   return w;
 }
 
+// index / index_put: each index tensor counts from the front or (negative)
+// from the back of its dim.
+void check_advanced_ranges(LowerContext& ctx, const Value& self, const AdvancedIndex& a, const char* op) {
+  const auto& indices = ctx.args.at(1).tensors;
+  for (int64_t d : a.dims) {
+    const int64_t size = self.shape()[d];
+    ctx.check_in_range(*indices[d], -size, size, std::string(op) + ": index out of bounds for dimension " +
+                                                      std::to_string(d) + " with size " + std::to_string(size));
+  }
+}
+
 }  // namespace
 
 std::vector<Value> gather(LowerContext& ctx) {
@@ -348,6 +362,9 @@ std::vector<Value> gather(LowerContext& ctx) {
   if (out.numel() == 0 || self.type.numel() == 0) return {zeros(b, out)};
   const int64_t dim = wrap_dim(ctx.int_arg(1), self.rank());
   Value index = rank_at_least_1(b, as_index(b, ctx.tensor(2)));
+  const int64_t size = self.rank() == 0 ? 1 : self.shape()[dim];
+  ctx.check_in_range(index, 0, size, "gather: index out of bounds for dimension " + std::to_string(dim) +
+                                         " with size " + std::to_string(size));
   self = rank_at_least_1(b, self);
   Value coords = point_coordinates(b, index, dim);
   Value r = gather_op(b, self, coords, point_gather_dims(self.rank(), index.rank()), index.shape());
@@ -372,6 +389,7 @@ std::vector<Value> index_select(LowerContext& ctx) {
   const int64_t dim = wrap_dim(ctx.int_arg(1), self.rank());
   Value index = ctx.tensor(2);
   index = b.reshape(as_index(b, index), {index.type.numel()});
+  ctx.check_in_range(index, 0, self.shape()[dim], "index_select (or embedding): index out of range in self");
   return {b.reshape(select_along(b, self, dim, index), out.shape)};
 }
 
@@ -385,6 +403,7 @@ std::vector<Value> index_add(LowerContext& ctx) {
   const ElementType t = accumulation_type(out.dtype);
   Value operand = rank_at_least_1(b, b.convert(self, t));
   const int64_t dim = wrap_dim(ctx.int_arg(1), operand.rank());
+  ctx.check_in_range(index, 0, operand.shape()[dim], "index_add: index out of range in self");
   Shape update_shape = operand.shape();
   update_shape[dim] = n;
   Value updates = b.reshape(b.convert(ctx.tensor(3), t), update_shape);
@@ -408,6 +427,7 @@ std::vector<Value> index(LowerContext& ctx) {
   const Value& self = ctx.tensor(0);
   if (out.numel() == 0) return {zeros(b, out)};
   AdvancedIndex a = advanced_index(b, self, ctx.args.at(1).tensors);
+  check_advanced_ranges(ctx, self, a, "index");
   if (any_indexed_dim_empty(self, a)) return {zeros(b, out)};
   GatherDims g;
   g.offset_dims = a.rest_places;
@@ -434,6 +454,7 @@ std::vector<Value> index_put(LowerContext& ctx) {
     return {b.convert(r, out.dtype)};
   }
   AdvancedIndex a = advanced_index(b, self, indices);
+  check_advanced_ranges(ctx, self, a, "index_put");
   TensorType result{out.dtype, a.result};
   if (result.numel() == 0 || any_indexed_dim_empty(self, a)) return {self};
   Value updates = values_for(b, b.convert(ctx.tensor(2), t), a.result);

@@ -65,6 +65,17 @@ Value LowerContext::rng_state() {
   return p;
 }
 
+void LowerContext::check_in_range(const Value& index, int64_t lo, int64_t hi, const std::string& message) {
+  if (index.type.numel() == 0) return;
+  Value idx = b.convert(index, ElementType::S64);
+  Value ok = b.binary("and", b.compare(idx, b.splat(static_cast<double>(lo), idx.type), hlo::CompareDirection::GE),
+                      b.compare(idx, b.splat(static_cast<double>(hi), idx.type), hlo::CompareDirection::LT));
+  std::vector<int64_t> all_dims;
+  for (int64_t d = 0; d < ok.rank(); ++d) all_dims.push_back(d);
+  Value all = all_dims.empty() ? ok : b.reduce(ok, b.constant(1, ElementType::Pred), all_dims, "and");
+  range_checks_.push_back({all, message});
+}
+
 int64_t wrap_dim(int64_t dim, int64_t rank) {
   int64_t r = rank == 0 ? 1 : rank;
   return dim < 0 ? dim + r : dim;

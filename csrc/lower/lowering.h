@@ -85,11 +85,23 @@ class LowerContext {
   int rng_requests() const { return rng_requests_; }
   std::vector<Value>& rng_params() { return rng_params_; }
 
+  // Index values are only known on the device, where XLA clamps them. An
+  // indexing lowering states the valid range; the program also computes
+  // "all in range" and the device layer raises IndexError (naming the op) by
+  // the next synchronization, before any value computed from it is seen.
+  struct RangeCheck {
+    Value all_in_range;  // tensor<i1>
+    std::string message;
+  };
+  void check_in_range(const Value& index, int64_t lo, int64_t hi, const std::string& message);
+  const std::vector<RangeCheck>& range_checks() const { return range_checks_; }
+
  private:
   std::vector<HostScalar> host_scalars_;
   std::vector<Value> host_scalar_params_;
   std::vector<Value> rng_params_;
   int rng_requests_ = 0;
+  std::vector<RangeCheck> range_checks_;
 };
 
 using LowerFn = std::vector<Value> (*)(LowerContext&);
