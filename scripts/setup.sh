@@ -13,11 +13,11 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 stamp=.venv/.torch_tpu_requirements
-if [ ! -f "$stamp" ] || ! cmp -s requirements.txt "$stamp"; then
+if [ ! -f "$stamp" ] || ! cat requirements.txt pyproject.toml | cmp -s - "$stamp"; then
   .venv/bin/python -m pip install -q --disable-pip-version-check -r requirements.txt
   # Metadata and entry points only; no build isolation, so no other torch.
   .venv/bin/python -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps -e .
-  cp requirements.txt "$stamp"
+  cat requirements.txt pyproject.toml > "$stamp"
 fi
 if ! command -v ccache >/dev/null 2>&1; then
   (apt-get install -y -qq ccache >/dev/null 2>&1 || true)

@@ -39,6 +39,15 @@ _printing.install()
 precision.install()
 modes.install()
 
+
+def _install_compile_backend():
+    from . import compile as _compile_backend
+
+    _compile_backend.install()
+
+
+_install_compile_backend()
+
 __all__ = ["cpu_fallback", "metrics", "reset_metrics", "cache_stats", "reset_cache_stats", "plugin_info", "lowered_ops", "synchronize",
            "get_matmul_precision", "set_matmul_precision", "matmul_precision",
            "set_eager_mode", "get_eager_mode", "eager_mode", "sync", "check_nans"]

@@ -1,0 +1,158 @@
+"""torch.compile on tpu: compiled and eager tpu agree, graphs fuse into one
+program each, the default backend follows the inputs' device."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+import torch.nn as nn
+
+import torch_tpu
+import torch_tpu.compile as tpu_compile
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
+
+import train_gpt  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _fresh_dynamo():
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+def grads(model):
+    return [p.grad.cpu() for p in model.parameters()]
+
+
+def test_mlp_outputs_and_gradients_match_eager():
+    torch.manual_seed(0)
+    eager = nn.Sequential(nn.Linear(8, 32), nn.GELU(), nn.Linear(32, 32), nn.Tanh(), nn.Linear(32, 3)).tpu()
+    compiled_model = nn.Sequential(nn.Linear(8, 32), nn.GELU(), nn.Linear(32, 32), nn.Tanh(), nn.Linear(32, 3)).tpu()
+    compiled_model.load_state_dict(eager.state_dict())
+    compiled = torch.compile(compiled_model, backend="tpu")
+    x = torch.randn(16, 8).tpu()
+    y_e, y_c = eager(x), compiled(x)
+    torch.testing.assert_close(y_c.cpu(), y_e.cpu(), rtol=1e-5, atol=1e-6)
+    y_e.square().sum().backward()
+    y_c.square().sum().backward()
+    for g_c, g_e in zip(grads(compiled_model), grads(eager)):
+        torch.testing.assert_close(g_c, g_e, rtol=1e-5, atol=1e-6)
+
+
+def test_each_graph_runs_as_one_program():
+    f = torch.compile(lambda x: ((x * 2).sin() + x.cos()).softmax(-1).sum(-1), backend="tpu")
+    x = torch.randn(4, 8).tpu()
+    f(x)  # compile
+    torch_tpu.sync()
+    torch_tpu.reset_metrics()
+    out = f(x)
+    torch_tpu.sync()
+    m = torch_tpu.metrics()
+    assert m["programs_executed"] == 1 and m["compiles"] == 0
+    torch.testing.assert_close(out.cpu(), ((x.cpu() * 2).sin() + x.cpu().cos()).softmax(-1).sum(-1))
+
+
+def gpt_setup(dataset):
+    config = train_gpt.GPTConfig(vocab_size=dataset.vocab_size, block_size=32, n_layer=2, n_head=2, n_embd=32,
+                                 dropout=0.0)
+    return config
+
+
+def test_gpt_training_step_compiled_matches_eager():
+    dataset = train_gpt.CharDataset()
+    config = gpt_setup(dataset)
+    runs = {}
+    for name in ("eager", "compiled"):
+        model, optimizer = train_gpt.make_model_and_optimizer(config, "tpu", 11)
+        step_model = torch.compile(model, backend="tpu") if name == "compiled" else model
+        generator = torch.Generator().manual_seed(11)
+        losses = []
+        for _ in range(4):
+            x, y = train_gpt.get_batch(dataset.data, 4, config.block_size, generator, "tpu")
+            losses.append(train_gpt.train_step(step_model, optimizer, x, y).item())
+        runs[name] = (losses, [p.detach().cpu() for p in model.parameters()])
+    for a, b in zip(runs["eager"][0], runs["compiled"][0]):
+        assert abs(a - b) <= 1e-5 * abs(a)
+    for p_e, p_c in zip(runs["eager"][1], runs["compiled"][1]):
+        torch.testing.assert_close(p_c, p_e, rtol=1e-4, atol=1e-5)
+
+
+class WithGraphBreak(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(6, 6)
+        self.b = nn.Linear(6, 6)
+
+    def forward(self, x):
+        h = self.a(x).relu()
+        print("graph break here")
+        if h.sum() > 0:  # data-dependent Python control flow
+            return self.b(h) * 2
+        return self.b(h) - 1
+
+
+def test_model_with_graph_break_matches_eager(capsys):
+    torch.manual_seed(3)
+    model = WithGraphBreak().tpu()
+    compiled = torch.compile(model, backend="tpu")
+    for sign in (1.0, -1.0):
+        x = (torch.rand(4, 6) * sign).tpu()
+        torch.testing.assert_close(compiled(x).cpu(), model(x).cpu(), rtol=1e-5, atol=1e-6)
+    assert "graph break here" in capsys.readouterr().out
+
+
+def test_default_backend_follows_the_device():
+    before = tpu_compile.stats()["graphs_compiled"]
+    f = torch.compile(lambda x: x * 3 + 1)
+    torch.testing.assert_close(f(torch.ones(3).tpu()).cpu(), torch.full((3,), 4.0))
+    assert tpu_compile.stats()["graphs_compiled"] == before + 1
+    torch._dynamo.reset()
+    g = torch.compile(lambda x: x * 3 + 1)  # a CPU model still goes to Inductor
+    torch.testing.assert_close(g(torch.ones(3)), torch.full((3,), 4.0))
+    assert tpu_compile.stats()["graphs_compiled"] == before + 1
+
+
+def test_training_with_changing_lr_compiles_nothing_after_the_first_step():
+    dataset = train_gpt.CharDataset()
+    config = gpt_setup(dataset)
+    model, optimizer = train_gpt.make_model_and_optimizer(config, "tpu", 5)
+    compiled = torch.compile(model, backend="tpu")
+    generator = torch.Generator().manual_seed(5)
+    for step in range(21):
+        for group in optimizer.param_groups:
+            group["lr"] = 1e-3 / (1 + step)
+        x, y = train_gpt.get_batch(dataset.data, 4, config.block_size, generator, "tpu")
+        train_gpt.train_step(compiled, optimizer, x, y)
+        if step == 0:
+            torch_tpu.sync()
+            torch_tpu.reset_metrics()
+            graphs = tpu_compile.stats()["graphs_compiled"]
+    torch_tpu.sync()
+    assert torch_tpu.metrics()["compiles"] == 0
+    assert tpu_compile.stats()["graphs_compiled"] == graphs
+
+
+def test_second_process_compiling_the_model_finds_every_program_on_disk(tmp_path):
+    code = textwrap.dedent("""
+        import torch, torch_tpu
+        torch.manual_seed(0)
+        m = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2)).tpu()
+        c = torch.compile(m, backend="tpu")
+        c(torch.randn(3, 8).tpu()).sum().backward()
+        s = torch_tpu.cache_stats()
+        print("COMPILES", s["compiles"], "DISK_HITS", s["disk"]["hits"])
+    """)
+    env = dict(os.environ, TORCH_TPU_CACHE_DIR=str(tmp_path))
+    outs = []
+    for _ in range(2):
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
+        assert r.returncode == 0, r.stderr
+        fields = r.stdout.split()
+        outs.append(dict(zip(fields[::2], map(int, fields[1::2]))))
+    assert outs[0]["COMPILES"] > 0
+    assert outs[1]["COMPILES"] == 0 and outs[1]["DISK_HITS"] == outs[0]["COMPILES"]
