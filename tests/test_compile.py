@@ -156,3 +156,16 @@ def test_second_process_compiling_the_model_finds_every_program_on_disk(tmp_path
         outs.append(dict(zip(fields[::2], map(int, fields[1::2]))))
     assert outs[0]["COMPILES"] > 0
     assert outs[1]["COMPILES"] == 0 and outs[1]["DISK_HITS"] == outs[0]["COMPILES"]
+
+
+def test_dump_hlo_writes_each_compiled_program(tmp_path):
+    code = textwrap.dedent("""
+        import torch, torch_tpu
+        f = torch.compile(lambda x: (x * 5).exp().sum(), backend="tpu")
+        print(f(torch.ones(7, 3).tpu()).item())
+    """)
+    env = dict(os.environ, TORCH_TPU_DUMP_HLO=str(tmp_path / "hlo"), TORCH_TPU_CACHE_DIR="off")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stderr
+    texts = [p.read_text() for p in (tmp_path / "hlo").iterdir()]
+    assert any("stablehlo.exponential" in t and "tensor<7x3xf32>" in t for t in texts)

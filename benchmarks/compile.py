@@ -1,0 +1,78 @@
+"""GPT example training steps/s: torch.compile on tpu against DeferAndFuse and
+Strict on tpu, native CPU eager and torch.compile (Inductor) on CPU. One run,
+ratios printed.
+
+    python benchmarks/compile.py [--steps 20] [--warmup 3] [train_gpt.py size flags]
+"""
+
+import argparse
+import os
+import sys
+import time
+
+import torch
+
+import torch_tpu
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
+
+import train_gpt  # noqa: E402
+
+
+def steps_per_second(config, device, mode, compiled, batch_size, warmup, steps, dataset):
+    if device == "tpu":
+        torch_tpu.set_eager_mode(mode)
+    torch._dynamo.reset()
+    generator = torch.Generator().manual_seed(0)
+    model, optimizer = train_gpt.make_model_and_optimizer(config, device, 0)
+    step_model = torch.compile(model) if compiled else model  # default backend: tpu or Inductor by device
+    batches = [train_gpt.get_batch(dataset.data, batch_size, config.block_size, generator, device)
+               for _ in range(warmup + steps)]
+    for x, y in batches[:warmup]:
+        loss = train_gpt.train_step(step_model, optimizer, x, y)
+    loss.item()
+    if device == "tpu":
+        torch_tpu.sync()
+    start = time.perf_counter()
+    for x, y in batches[warmup:]:
+        loss = train_gpt.train_step(step_model, optimizer, x, y)
+    loss.item()
+    if device == "tpu":
+        torch_tpu.sync()
+        torch_tpu.set_eager_mode("strict")
+    return steps / (time.perf_counter() - start)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--block-size", type=int, default=64)
+    p.add_argument("--n-layer", type=int, default=4)
+    p.add_argument("--n-head", type=int, default=4)
+    p.add_argument("--n-embd", type=int, default=64)
+    p.add_argument("--precision", default="high", choices=["highest", "high", "medium"])
+    args = p.parse_args()
+    torch.set_float32_matmul_precision(args.precision)
+    dataset = train_gpt.CharDataset()
+    config = train_gpt.GPTConfig(vocab_size=dataset.vocab_size, block_size=args.block_size, n_layer=args.n_layer,
+                                 n_head=args.n_head, n_embd=args.n_embd, dropout=0.0)
+    print(f"GPT: {config.n_layer} layers, n_embd {config.n_embd}, block {config.block_size}, batch "
+          f"{args.batch_size}; {args.steps} timed steps after {args.warmup} warm-up steps")
+    runs = [("tpu compiled", "tpu", "strict", True), ("tpu defer_and_fuse", "tpu", "defer_and_fuse", False),
+            ("tpu strict", "tpu", "strict", False), ("cpu eager", "cpu", None, False),
+            ("cpu inductor", "cpu", None, True)]
+    rate = {}
+    for name, device, mode, compiled in runs:
+        rate[name] = steps_per_second(config, device, mode, compiled, args.batch_size, args.warmup, args.steps,
+                                      dataset)
+        print(f"{name:>20}: {rate[name]:7.2f} steps/s")
+    c = rate["tpu compiled"]
+    print(f"tpu compiled / defer_and_fuse: {c / rate['tpu defer_and_fuse']:.2f}x;  / strict: "
+          f"{c / rate['tpu strict']:.2f}x;  / cpu eager: {c / rate['cpu eager']:.2f}x;  / cpu inductor: "
+          f"{c / rate['cpu inductor']:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
