@@ -1,6 +1,7 @@
 """The GPT example's training speed in each tpu eager mode and on native CPU,
-peak live device bytes per mode, and time to the first step with a cold and
-a warm on-disk compilation cache. One run, ratios printed.
+peak live device bytes per mode, and time to the first step (model, optimizer
+and one training step, after imports) with a cold and a warm on-disk
+compilation cache, each in a fresh process. One run, ratios printed.
 
     python benchmarks/eager_modes.py [--steps 20] [--warmup 3] [train_gpt.py size flags]
 """
@@ -53,6 +54,7 @@ FIRST_STEP = """
 import sys, time
 sys.path.insert(0, {examples!r})
 import torch, torch_tpu, train_gpt
+import torch._dynamo  # imported by every optimizer constructor: a PyTorch start-up cost, not a cache effect
 torch_tpu.set_eager_mode({mode!r})
 ds = train_gpt.CharDataset()
 cfg = train_gpt.GPTConfig(vocab_size=ds.vocab_size, block_size={block}, n_layer={layers}, n_head={heads},

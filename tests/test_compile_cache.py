@@ -65,3 +65,41 @@ def test_disk_tier_can_be_turned_off(tmp_path):
     assert int(out["DISK_HITS"]) == 0
     out2, _ = run("off")
     assert int(out2["COMPILES"]) > 0
+
+
+def test_size_bound_evicts_least_recently_used_entries(tmp_path):
+    code = """
+        import torch, torch_tpu
+        total = 0.0
+        for n in range(1, 9):  # a different shape, so a different program, each time
+            total += (torch.ones(n, device="tpu") * 3).sum().item()
+        print("VALUE", total)
+        s = torch_tpu.cache_stats()
+        print("EVICTIONS", s["disk"]["evictions"], "WRITES", s["disk"]["writes"])
+    """
+    env = dict(os.environ, TORCH_TPU_CACHE_DIR=str(tmp_path), TORCH_TPU_CACHE_MAX_BYTES="12000")
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    fields = dict(zip(r.stdout.split()[::2], r.stdout.split()[1::2]))
+    assert int(fields["EVICTIONS"]) > 0
+    total = sum(p.stat().st_size for p in tmp_path.iterdir() if p.suffix == ".xla")
+    assert total <= 12000
+
+
+def test_gpt_example_second_process_compiles_nothing(tmp_path):
+    code = f"""
+        import sys
+        sys.path.insert(0, {os.path.join(os.path.dirname(__file__), "..", "examples")!r})
+        import torch, torch_tpu, train_gpt
+        ds = train_gpt.CharDataset()
+        cfg = train_gpt.GPTConfig(vocab_size=ds.vocab_size, block_size=16, n_layer=1, n_head=2, n_embd=16)
+        losses = train_gpt.train(cfg, "tpu", 3, seed=0, batch_size=2, dataset=ds)
+        s = torch_tpu.cache_stats()
+        print("COMPILES", s["compiles"], "DISK_HITS", s["disk"]["hits"], "LOSS", round(losses[-1], 5))
+    """
+    first, _ = run(tmp_path, code)
+    second, _ = run(tmp_path, code)
+    assert int(first["COMPILES"]) > 0
+    assert int(second["COMPILES"]) == 0 and int(second["DISK_HITS"]) > 0
+    assert second["LOSS"] == first["LOSS"]

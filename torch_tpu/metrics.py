@@ -7,12 +7,14 @@ def metrics():
     """A dict of counters: ops_dispatched, programs_executed, host_waits,
     cache_hits, cache_misses, compiles, compile_seconds, bytes_to_device,
     bytes_to_host, live_device_bytes, peak_device_bytes, and
-    cpu_fallbacks (op -> count), flushes (DeferAndFuse: reason -> count)."""
+    cpu_fallbacks (op -> count), flushes (DeferAndFuse: reason -> count),
+    ops_by_mode (eager mode -> lowered ops dispatched)."""
     raw = dict(_C._metrics())
     out = {k: v for k, v in raw.items() if "::" not in k}
     out["compile_seconds"] = out.pop("compile_nanos") / 1e9
     out["cpu_fallbacks"] = {k.split("::", 1)[1]: v for k, v in raw.items() if k.startswith("cpu_fallback::")}
     out["flushes"] = {k.split("::", 1)[1]: v for k, v in raw.items() if k.startswith("flush::")}
+    out["ops_by_mode"] = {k.split("::", 1)[1]: v for k, v in raw.items() if k.startswith("ops_in_mode::")}
     out["compiled_programs"] = _C._compiled_programs()
     return out
 

@@ -246,6 +246,7 @@ Arg to_arg(TensorProgram& prog, const c10::Argument& schema_arg, const c10::IVal
 
 void LoweredKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySet /*ks*/, torch::jit::Stack* stack) {
   runtime::metrics().ops_dispatched++;
+  runtime::metrics().count_op_in_mode(runtime::eager_mode_name(runtime::eager_mode()));
   const c10::FunctionSchema& schema = op.schema();
   const size_t num_args = schema.arguments().size();
   std::vector<c10::IValue> args(stack->end() - num_args, stack->end());

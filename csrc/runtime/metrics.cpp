@@ -21,6 +21,11 @@ void Metrics::count_fallback(const std::string& op) {
   cpu_fallbacks[op] += 1;
 }
 
+void Metrics::count_op_in_mode(const char* mode) {
+  std::lock_guard<std::mutex> lock(mutex);
+  ops_by_mode[mode] += 1;
+}
+
 void Metrics::count_flush(const std::string& reason) {
   std::lock_guard<std::mutex> lock(mutex);
   flushes[reason] += 1;
@@ -38,6 +43,7 @@ std::map<std::string, int64_t> Metrics::snapshot() {
   std::lock_guard<std::mutex> lock(mutex);
   for (const auto& [op, n] : cpu_fallbacks) s["cpu_fallback::" + op] = n;
   for (const auto& [reason, n] : flushes) s["flush::" + reason] = n;
+  for (const auto& [mode, n] : ops_by_mode) s["ops_in_mode::" + mode] = n;
   return s;
 }
 
@@ -48,6 +54,7 @@ void Metrics::reset() {
   std::lock_guard<std::mutex> lock(mutex);
   cpu_fallbacks.clear();
   flushes.clear();
+  ops_by_mode.clear();
 }
 
 namespace {

@@ -25,10 +25,12 @@ struct Metrics {
   std::mutex mutex;
   std::map<std::string, int64_t> cpu_fallbacks;  // per op
   std::map<std::string, int64_t> flushes;        // DeferAndFuse, per reason
+  std::map<std::string, int64_t> ops_by_mode;    // lowered ops dispatched, per eager mode
 
   void add_live_bytes(int64_t delta);
   void count_fallback(const std::string& op);
   void count_flush(const std::string& reason);
+  void count_op_in_mode(const char* mode);
   std::map<std::string, int64_t> snapshot();
   void reset();
 };
