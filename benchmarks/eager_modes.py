@@ -77,19 +77,15 @@ def first_step_seconds(args, mode, cache_dir):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--steps", type=int, default=20)
-    p.add_argument("--warmup", type=int, default=3)
-    p.add_argument("--batch-size", type=int, default=16)
-    p.add_argument("--block-size", type=int, default=64)
-    p.add_argument("--n-layer", type=int, default=4)
-    p.add_argument("--n-head", type=int, default=4)
-    p.add_argument("--n-embd", type=int, default=64)
-    p.add_argument("--precision", default="high", choices=["highest", "high", "medium"])
-    args = p.parse_args()
+    p.add_argument("--steps", type=int, default=20, help="timed steps per run")
+    p.add_argument("--warmup", type=int, default=3, help="untimed steps first (programs compile here)")
+    bench, rest = p.parse_known_args()
+    args = train_gpt.parse_args(rest)  # the example's size flags and defaults
+    args.steps, args.warmup = bench.steps, bench.warmup
     torch.set_float32_matmul_precision(args.precision)
     dataset = train_gpt.CharDataset()
-    config = train_gpt.GPTConfig(vocab_size=dataset.vocab_size, block_size=args.block_size, n_layer=args.n_layer,
-                                 n_head=args.n_head, n_embd=args.n_embd, dropout=0.0)
+    config = train_gpt.config_from_args(args, dataset)
+    config.dropout = 0.0
     print(f"GPT: {config.n_layer} layers, n_embd {config.n_embd}, block {config.block_size}, batch "
           f"{args.batch_size}; {args.steps} timed steps after {args.warmup} warm-up steps")
     results = {}

@@ -11,6 +11,17 @@ import torch
 import torch_tpu
 
 
+# Each reads or writes a (3, 4) tensor at two row indices.
+INDEXING_OPS = {
+    "index": lambda t, i: t[i],
+    "gather": lambda t, i: torch.gather(t, 0, i.view(2, 1).expand(2, 4)),
+    "index_select": lambda t, i: torch.index_select(t, 0, i),
+    "embedding": lambda t, i: torch.nn.functional.embedding(i, t),
+    "scatter": lambda t, i: t.scatter(0, i.view(2, 1).expand(2, 4), 1.0),
+    "index_put": lambda t, i: t.index_put((i,), torch.tensor(1.0, device=t.device)),
+}
+
+
 @pytest.fixture
 def debug_mode():
     with torch_tpu.eager_mode("debug"):
@@ -37,19 +48,11 @@ def test_debug_results_match_strict(debug_mode):
     torch.testing.assert_close((x.tpu() * 2 + 1).softmax(-1).cpu(), (x * 2 + 1).softmax(-1))
 
 
-@pytest.mark.parametrize("case", ["index", "gather", "index_select", "embedding", "scatter", "index_put"])
+@pytest.mark.parametrize("case", sorted(INDEXING_OPS))
 def test_out_of_range_index_raises_at_the_op(debug_mode, case):
     x = torch.randn(3, 4)
     bad = torch.tensor([0, 7])
-    ops = {
-        "index": lambda t, i: t[i],
-        "gather": lambda t, i: torch.gather(t, 0, i.view(2, 1).expand(2, 4)),
-        "index_select": lambda t, i: torch.index_select(t, 0, i),
-        "embedding": lambda t, i: torch.nn.functional.embedding(i, t),
-        "scatter": lambda t, i: t.scatter(0, i.view(2, 1).expand(2, 4), 1.0),
-        "index_put": lambda t, i: t.index_put((i,), torch.tensor(1.0)),
-    }
-    fn = ops[case]
+    fn = INDEXING_OPS[case]
     with pytest.raises(Exception) as cpu_err:
         fn(x, bad)
     with pytest.raises(cpu_err.type):
@@ -81,20 +84,12 @@ def test_nan_check_traceback_points_at_the_calling_line(tmp_path):
 
 
 @pytest.mark.parametrize("mode", ["strict", "defer_and_fuse"])
-@pytest.mark.parametrize("case", ["index", "gather", "index_select", "embedding", "scatter", "index_put"])
+@pytest.mark.parametrize("case", sorted(INDEXING_OPS))
 def test_out_of_range_index_raises_by_the_next_sync_never_a_clamped_value(mode, case):
     x = torch.randn(3, 4).tpu()
     bad = torch.tensor([0, 7]).tpu()
-    ops = {
-        "index": lambda t, i: t[i],
-        "gather": lambda t, i: torch.gather(t, 0, i.view(2, 1).expand(2, 4)),
-        "index_select": lambda t, i: torch.index_select(t, 0, i),
-        "embedding": lambda t, i: torch.nn.functional.embedding(i, t),
-        "scatter": lambda t, i: t.scatter(0, i.view(2, 1).expand(2, 4), 1.0),
-        "index_put": lambda t, i: t.index_put((i,), torch.tensor(1.0).tpu()),
-    }
     with torch_tpu.eager_mode(mode):
-        y = ops[case](x, bad)  # launched: no error yet (the host has not waited)
+        y = INDEXING_OPS[case](x, bad)  # launched: no error yet (the host has not waited)
         with pytest.raises(IndexError, match="out of"):
             y.cpu()  # the first host read raises instead of returning clamped values
         # The error is reported once; later work is unaffected.

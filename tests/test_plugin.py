@@ -12,6 +12,22 @@ def run_python(code, **env):
                           env=full_env, timeout=300)
 
 
+USE_THE_DEVICE = """
+    import torch, torch_tpu
+    try:
+        torch.ones(2, device="tpu")
+    except RuntimeError as e:
+        print("ERROR:", e)
+"""
+
+
+def error_from_device_use(**env):
+    """What a process prints when its first tpu op fails (it must not crash)."""
+    r = run_python(USE_THE_DEVICE, **env)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
 def test_missing_plugin_package_names_the_package_to_install():
     # Hide the package, as if it were not installed.
     r = run_python("""
@@ -31,15 +47,8 @@ def test_missing_plugin_package_names_the_package_to_install():
 def test_plugin_path_to_a_file_that_is_not_a_plugin_is_a_clear_error(tmp_path):
     bogus = tmp_path / "not_a_plugin.so"
     bogus.write_bytes(b"this is not an ELF file")
-    r = run_python("""
-        import torch, torch_tpu
-        try:
-            torch.ones(2, device="tpu")
-        except RuntimeError as e:
-            print("ERROR:", e)
-    """, TORCH_TPU_PJRT_PLUGIN=str(bogus))
-    assert r.returncode == 0, r.stderr
-    assert "cannot load PJRT plugin" in r.stdout and str(bogus) in r.stdout
+    out = error_from_device_use(TORCH_TPU_PJRT_PLUGIN=str(bogus))
+    assert "cannot load PJRT plugin" in out and str(bogus) in out
 
 
 def test_plugin_path_to_a_shared_library_without_pjrt_is_a_clear_error():
@@ -47,36 +56,15 @@ def test_plugin_path_to_a_shared_library_without_pjrt_is_a_clear_error():
     libm = "/lib/x86_64-linux-gnu/libm.so.6"
     if not os.path.exists(libm):
         libm = ctypes.util.find_library("m")
-    r = run_python("""
-        import torch, torch_tpu
-        try:
-            torch.ones(2, device="tpu")
-        except RuntimeError as e:
-            print("ERROR:", e)
-    """, TORCH_TPU_PJRT_PLUGIN=libm)
-    assert r.returncode == 0, r.stderr
-    assert "is not a PJRT plugin" in r.stdout
+    out = error_from_device_use(TORCH_TPU_PJRT_PLUGIN=libm)
+    assert "is not a PJRT plugin" in out
 
 
 def test_plugin_path_that_does_not_exist():
-    r = run_python("""
-        import torch, torch_tpu
-        try:
-            torch.ones(2, device="tpu")
-        except RuntimeError as e:
-            print("ERROR:", e)
-    """, TORCH_TPU_PJRT_PLUGIN="/nonexistent/plugin.so")
-    assert r.returncode == 0, r.stderr
-    assert "no such file" in r.stdout
+    out = error_from_device_use(TORCH_TPU_PJRT_PLUGIN="/nonexistent/plugin.so")
+    assert "no such file" in out
 
 
 def test_unknown_platform_is_refused_with_the_choices():
-    r = run_python("""
-        import torch, torch_tpu
-        try:
-            torch.ones(2, device="tpu")
-        except RuntimeError as e:
-            print("ERROR:", e)
-    """, TORCH_TPU_PLATFORM="quantum")
-    assert r.returncode == 0, r.stderr
-    assert "expected one of cpu" in r.stdout or "expected one of tpu" in r.stdout
+    out = error_from_device_use(TORCH_TPU_PLATFORM="quantum")
+    assert "expected one of" in out
