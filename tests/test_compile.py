@@ -177,3 +177,36 @@ def test_dynamic_shapes_compile_per_shape_and_stay_correct():
     for n in (3, 5, 9):
         x = torch.randn(n, 4)
         torch.testing.assert_close(f(x.tpu()).cpu(), (x * 2).sum(0))
+
+
+class SmallCNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn1 = nn.BatchNorm2d(8)
+        self.conv2 = nn.Conv2d(8, 16, 3, stride=2)
+        self.pool = nn.MaxPool2d(2)
+        self.head = nn.Linear(16 * 3 * 3, 5)
+
+    def forward(self, x):
+        x = self.pool(torch.relu(self.bn1(self.conv1(x))))
+        x = torch.relu(self.conv2(x))
+        return self.head(x.flatten(1))
+
+
+def test_small_cnn_with_batch_norm_and_pooling_matches_eager():
+    torch.manual_seed(2)
+    eager = SmallCNN().tpu()
+    twin = SmallCNN().tpu()
+    twin.load_state_dict(eager.state_dict())
+    compiled = torch.compile(twin)
+    x = torch.randn(4, 3, 14, 14).tpu()
+    y_e, y_c = eager(x), compiled(x)
+    torch.testing.assert_close(y_c.cpu(), y_e.cpu(), rtol=1e-4, atol=1e-5)
+    y_e.square().sum().backward()
+    y_c.square().sum().backward()
+    for g_c, g_e in zip(grads(twin), grads(eager)):
+        torch.testing.assert_close(g_c, g_e, rtol=1e-4, atol=1e-5)
+    # BatchNorm's running statistics (mutated inputs of the graph) are written back.
+    torch.testing.assert_close(twin.bn1.running_mean.cpu(), eager.bn1.running_mean.cpu(), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(twin.bn1.running_var.cpu(), eager.bn1.running_var.cpu(), rtol=1e-5, atol=1e-6)

@@ -65,6 +65,12 @@ void collect_tensors(const c10::IValue& v, std::vector<at::Tensor>& out) {
 
 bool writes_argument(const c10::Argument& a) { return a.alias_info() && a.alias_info()->isWrite(); }
 
+// Arguments an op writes in place although its schema does not say so:
+// native_batch_norm updates running_mean/running_var in training.
+bool writes_unmarked(const c10::FunctionSchema& schema, size_t i) {
+  return schema.name() == "aten::native_batch_norm" && (i == 3 || i == 4);
+}
+
 // Argument index a return aliases (in-place and out= ops), or -1.
 int aliased_argument(const c10::FunctionSchema& schema, size_t ret) {
   const auto* info = schema.returns()[ret].alias_info();
@@ -308,9 +314,9 @@ void LoweredKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
 
   // 4. Results: into aliased arguments, or into fresh tensors.
   std::vector<c10::IValue> returns;
+  size_t k = 0;  // results consumed; results are flat: a Tensor[] return takes one per element
   if (schema.returns().empty()) {
     // In-place ops returning nothing (_foreach_*_): one result per written tensor.
-    size_t k = 0;
     for (size_t i = 0; i < num_args; ++i) {
       if (!writes_argument(schema.arguments()[i])) continue;
       std::vector<at::Tensor> written;
@@ -321,7 +327,6 @@ void LoweredKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
       }
     }
   } else {
-    size_t k = 0;  // results are flat: a Tensor[] return takes one per element
     auto next_result = [&]() -> const hlo::Value& {
       TORCH_CHECK(k < results.size(), "internal: lowering of ", schema.name(), " returned too few results");
       return results[k++];
@@ -343,6 +348,16 @@ void LoweredKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
         returns.push_back(prog.produce(next_result(), m.sizes, m.strides, m.dtype));
       }
     }
+  }
+  // Results past the returns are the new values of arguments written but not
+  // returned (_native_batch_norm_legit's running stats; native_batch_norm's,
+  // unmarked in its schema), in argument order, for defined tensors only.
+  std::set<int> returned;
+  for (size_t r = 0; r < schema.returns().size(); ++r) returned.insert(aliased_argument(schema, r));
+  for (size_t i = 0; i < num_args && k < results.size() && !schema.returns().empty(); ++i) {
+    const bool written = writes_argument(schema.arguments()[i]) || writes_unmarked(schema, i);
+    if (!written || returned.count(static_cast<int>(i)) || !args[i].isTensor() || !args[i].toTensor().defined()) continue;
+    prog.write(args[i].toTensor(), results[k++]);
   }
   prog.run();
   if (debug) {

@@ -117,6 +117,28 @@ TORCH_TPU_LOWERING(mm)
 TORCH_TPU_LOWERING(native_layer_norm)
 TORCH_TPU_LOWERING(native_layer_norm_backward)
 
+// conv.cpp
+TORCH_TPU_LOWERING(convolution)
+TORCH_TPU_LOWERING(convolution_backward)
+
+// pool.cpp
+TORCH_TPU_LOWERING(adaptive_avg_pool)
+TORCH_TPU_LOWERING(adaptive_avg_pool2d_backward)
+TORCH_TPU_LOWERING(adaptive_avg_pool3d_backward)
+TORCH_TPU_LOWERING(avg_pool)
+TORCH_TPU_LOWERING(avg_pool_backward)
+TORCH_TPU_LOWERING(max_pool_with_indices)
+TORCH_TPU_LOWERING(max_pool_with_indices_backward)
+
+// batch_norm.cpp
+TORCH_TPU_LOWERING(native_batch_norm)
+TORCH_TPU_LOWERING(native_batch_norm_backward)
+TORCH_TPU_LOWERING(native_batch_norm_no_training)
+
+// group_norm.cpp
+TORCH_TPU_LOWERING(native_group_norm)
+TORCH_TPU_LOWERING(native_group_norm_backward)
+
 // loss.cpp
 TORCH_TPU_LOWERING(nll_loss_backward)
 TORCH_TPU_LOWERING(nll_loss_forward)

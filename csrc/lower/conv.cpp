@@ -1,0 +1,212 @@
+// Convolution, forward and backward, 1d/2d/3d, plain and transposed, with
+// groups. nn.ConvNd and F.convNd reach the device as aten::convolution (the
+// overrideable twins that at::_convolution would call for PrivateUse1 have no
+// meta kernel, so the device takes the op one step earlier), and autograd
+// calls aten::convolution_backward. Every case is one "stablehlo.convolution":
+//   - a transposed convolution is a convolution of the input dilated by the
+//     stride (lhs_dilation) with the spatially flipped, group-regrouped weight;
+//   - grad_input of a convolution is the transposed convolution of grad_output
+//     (and the other way round);
+//   - grad_weight is a convolution of the input with grad_output in which the
+//     batch dim is contracted (the rule JAX's conv_general_dilated VJP uses).
+// Half-width floats convolve in f32 and round once, as PyTorch's CPU kernels.
+#include <stdexcept>
+#include <string>
+
+#include "lower/ops.h"
+
+namespace torch_tpu::lower {
+
+namespace {
+
+// The window of one convolution in StableHLO terms.
+struct ConvWindow {
+  std::vector<int64_t> strides, pad_lo, pad_hi, lhs_dilation, rhs_dilation;
+  int64_t feature_groups = 1, batch_groups = 1;
+};
+
+// PyTorch's per-op parameters, each expanded to one entry per spatial dim.
+struct ConvParams {
+  std::vector<int64_t> stride, padding, dilation, output_padding;
+  bool transposed = false;
+  int64_t groups = 1;
+};
+
+std::vector<int64_t> per_dim(const std::vector<int64_t>& v, size_t n, int64_t fallback) {
+  if (v.empty()) return std::vector<int64_t>(n, fallback);
+  if (v.size() == 1) return std::vector<int64_t>(n, v[0]);
+  if (v.size() != n) throw std::invalid_argument("convolution: parameter list length differs from the spatial rank");
+  return v;
+}
+
+// Arguments from `first` on: stride, padding, dilation, transposed, output_padding, groups.
+ConvParams conv_params(const LowerContext& ctx, size_t first, size_t spatial) {
+  ConvParams p;
+  p.stride = per_dim(ctx.ints(first), spatial, 1);
+  p.padding = per_dim(ctx.ints(first + 1), spatial, 0);
+  p.dilation = per_dim(ctx.ints(first + 2), spatial, 1);
+  p.transposed = ctx.bool_arg(first + 3);
+  p.output_padding = per_dim(ctx.ints(first + 4), spatial, 0);
+  p.groups = ctx.int_arg(first + 5, 1);
+  return p;
+}
+
+// "[b, f, 0, 1]"-style layout of one operand: its first two dims, then the spatial ones.
+std::string layout(const std::string& first, const std::string& second, size_t spatial) {
+  std::string s = "[" + first + ", " + second;
+  for (size_t i = 0; i < spatial; ++i) s += ", " + std::to_string(i);
+  return s + "]";
+}
+
+std::string padding_attr(const std::vector<int64_t>& lo, const std::vector<int64_t>& hi) {
+  std::string s = "dense<[";
+  for (size_t i = 0; i < lo.size(); ++i) s += (i ? ", [" : "[") + std::to_string(lo[i]) + ", " + std::to_string(hi[i]) + "]";
+  return s + "]> : tensor<" + std::to_string(lo.size()) + "x2xi64>";
+}
+
+Value convolution_op(LowerContext& ctx, const Value& lhs, const Value& rhs, const ConvWindow& w,
+                     const std::string& dims, const TensorType& result) {
+  const std::string precision = "#stablehlo<precision " + ctx.matmul_precision + ">";
+  std::string attrs = "batch_group_count = " + std::to_string(w.batch_groups) +
+                      " : i64, dimension_numbers = #stablehlo.conv<" + dims +
+                      ">, feature_group_count = " + std::to_string(w.feature_groups) +
+                      " : i64, lhs_dilation = " + Builder::dims_attr(w.lhs_dilation) +
+                      ", padding = " + padding_attr(w.pad_lo, w.pad_hi) + ", precision_config = [" + precision +
+                      ", " + precision + "], rhs_dilation = " + Builder::dims_attr(w.rhs_dilation) +
+                      ", window_strides = " + Builder::dims_attr(w.strides);
+  return ctx.b.op("convolution", {lhs, rhs}, result, attrs);
+}
+
+std::string standard_dims(size_t spatial) {
+  return layout("b", "f", spatial) + "x" + layout("o", "i", spatial) + "->" + layout("b", "f", spatial);
+}
+
+// y[n, o, *] of a plain convolution: x [N, C, *], w [O, C/g, *K].
+Value conv_forward(LowerContext& ctx, const Value& x, const Value& w, const ConvParams& p, const TensorType& out) {
+  const size_t spatial = x.rank() - 2;
+  // StableHLO's output size rule is PyTorch's: floor((in + 2p - d(k-1) - 1) / s) + 1.
+  ConvWindow win{p.stride, p.padding, p.padding, std::vector<int64_t>(spatial, 1), p.dilation, p.groups, 1};
+  return convolution_op(ctx, x, w, win, standard_dims(spatial), out);
+}
+
+// A transposed weight [Cin, Cout/g, *K] as the plain weight [Cout, Cin/g, *K]
+// of the equivalent convolution: groups regrouped, spatial dims flipped.
+Value transposed_weight(Builder& b, const Value& w, int64_t groups) {
+  const Shape& s = w.shape();
+  const size_t spatial = s.size() - 2;
+  Shape grouped{groups, s[0] / groups, s[1]};
+  for (size_t i = 0; i < spatial; ++i) grouped.push_back(s[i + 2]);
+  std::vector<int64_t> perm{0, 2, 1};
+  for (size_t i = 0; i < spatial; ++i) perm.push_back(3 + i);
+  Value t = b.transpose(b.reshape(w, grouped), perm);
+  Shape plain{s[1] * groups, s[0] / groups};
+  std::vector<int64_t> flip;
+  for (size_t i = 0; i < spatial; ++i) {
+    plain.push_back(s[i + 2]);
+    flip.push_back(2 + i);
+  }
+  Value r = b.reshape(t, plain);
+  return b.op("reverse", {r}, r.type, "dimensions = " + Builder::dims_attr(flip));
+}
+
+// y of a transposed convolution of x [N, Cin, *] with w [Cin, Cout/g, *K]
+// whose result type `out` fixes the output_padding.
+Value conv_transposed(LowerContext& ctx, const Value& x, const Value& w, const ConvParams& p, const TensorType& out) {
+  const size_t spatial = x.rank() - 2;
+  ConvWindow win{std::vector<int64_t>(spatial, 1), {}, {}, p.stride, p.dilation, p.groups, 1};
+  for (size_t i = 0; i < spatial; ++i) {
+    const int64_t in = x.shape()[i + 2], k = w.shape()[i + 2], o = out.shape[i + 2];
+    const int64_t lo = p.dilation[i] * (k - 1) - p.padding[i];
+    win.pad_lo.push_back(lo);
+    // The dilated input spans (in-1)*stride+1; the rest of `o` is padding.
+    win.pad_hi.push_back(o + p.dilation[i] * (k - 1) - lo - ((in - 1) * p.stride[i] + 1));
+  }
+  return convolution_op(ctx, x, transposed_weight(ctx.b, w, p.groups), win, standard_dims(spatial), out);
+}
+
+// d<conv(x, w), g>/dw for a plain convolution with x [N, C, *], g [N, O, *]:
+// a convolution over the batch dim (x's channels as batch, g as the kernel),
+// with stride and dilation trading places; groups become batch groups.
+Value conv_weight_grad(LowerContext& ctx, const Value& x, const Value& g, const ConvParams& p,
+                       const TensorType& out) {
+  const size_t spatial = x.rank() - 2;
+  ConvWindow win{p.dilation, p.padding, {}, std::vector<int64_t>(spatial, 1), p.stride, 1, p.groups};
+  for (size_t i = 0; i < spatial; ++i) {
+    const int64_t in = x.shape()[i + 2], k = out.shape[i + 2], o = g.shape()[i + 2];
+    win.pad_hi.push_back((o - 1) * p.stride[i] - in + p.dilation[i] * (k - 1) + 1 - p.padding[i]);
+  }
+  const std::string dims = layout("f", "b", spatial) + "x" + layout("i", "o", spatial) + "->" + layout("f", "b", spatial);
+  return convolution_op(ctx, x, g, win, dims, out);
+}
+
+ElementType compute_type(ElementType t) {
+  if (!hlo::is_float(t)) throw NotImplementedForDtype("convolution: only floating point inputs are supported");
+  return accumulation_type(t);
+}
+
+TensorType retyped(const TensorType& t, ElementType dtype) { return {dtype, t.shape}; }
+
+// Bias [O] added along the channel dim.
+Value add_bias(Builder& b, const Value& y, const Value& bias) {
+  return b.binary("add", y, b.broadcast_in_dim(b.convert(bias, y.dtype()), y.shape(), {1}));
+}
+
+}  // namespace
+
+// convolution(input, weight, bias?, stride, padding, dilation, transposed, output_padding, groups)
+std::vector<Value> convolution(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  const TensorType& out = ctx.out_types.at(0);
+  const ElementType acc = compute_type(out.dtype);
+  Value x = b.convert(ctx.tensor(0), acc);
+  Value w = b.convert(ctx.tensor(1), acc);
+  const ConvParams p = conv_params(ctx, 3, x.rank() - 2);
+  Value y = p.transposed ? conv_transposed(ctx, x, w, p, retyped(out, acc)) : conv_forward(ctx, x, w, p, retyped(out, acc));
+  if (ctx.has(2)) y = add_bias(b, y, ctx.tensor(2));
+  return {b.convert(y, out.dtype)};
+}
+
+// convolution_backward(grad_output, input, weight, bias_sizes?, stride, padding,
+// dilation, transposed, output_padding, groups, output_mask[3])
+//   -> (grad_input, grad_weight, grad_bias); only the defined ones are returned.
+std::vector<Value> convolution_backward(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  const ElementType acc = compute_type(ctx.tensor(1).dtype());
+  Value g = b.convert(ctx.tensor(0), acc);
+  Value x = b.convert(ctx.tensor(1), acc);
+  Value w = b.convert(ctx.tensor(2), acc);
+  const ConvParams p = conv_params(ctx, 4, x.rank() - 2);
+  const std::vector<int64_t>& mask = ctx.ints(10);
+  auto wanted = [&](size_t i) { return i >= mask.size() || mask[i] != 0; };
+
+  std::vector<Value> results;
+  size_t k = 0;
+  auto next_type = [&]() {
+    if (k >= ctx.out_types.size()) throw std::invalid_argument("convolution_backward: more results than the meta kernel's");
+    return ctx.out_types[k++];
+  };
+  if (wanted(0)) {
+    const TensorType t = next_type();
+    Value gx = p.transposed ? conv_forward(ctx, g, w, p, retyped(t, acc)) : conv_transposed(ctx, g, w, p, retyped(t, acc));
+    results.push_back(b.convert(gx, t.dtype));
+  }
+  if (wanted(1)) {
+    const TensorType t = next_type();
+    // A transposed convolution is the input-gradient of a plain one whose
+    // input has grad_output's shape, so the roles of x and g swap.
+    Value gw = p.transposed ? conv_weight_grad(ctx, g, x, p, retyped(t, acc)) : conv_weight_grad(ctx, x, g, p, retyped(t, acc));
+    results.push_back(b.convert(gw, t.dtype));
+  }
+  if (wanted(2) && k < ctx.out_types.size()) {  // undefined without bias_sizes
+    const TensorType t = next_type();
+    std::vector<int64_t> dims{0};
+    for (int64_t d = 2; d < g.rank(); ++d) dims.push_back(d);
+    results.push_back(b.convert(b.reduce(g, b.constant(0, acc), dims, "add"), t.dtype));
+  }
+  if (results.size() != ctx.out_types.size()) {
+    throw std::invalid_argument("convolution_backward: defined results differ from the meta kernel's");
+  }
+  return results;
+}
+
+}  // namespace torch_tpu::lower

@@ -1,0 +1,291 @@
+"""Pooling (max with indices, average, adaptive average; 1d/2d/3d), batch
+norm (native_batch_norm and its backward, running statistics) and group norm,
+against CPU; and a small CNN trained for a few SGD steps on both devices."""
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from reference import assert_close, check_op
+
+BF16_TOL = dict(atol=2e-2, rtol=2e-2)
+
+
+# ---- max pooling ----------------------------------------------------------------
+MAX_POOL_2D_CASES = [
+    ((2, 3, 8, 8), dict(kernel_size=2)),
+    ((2, 3, 9, 8), dict(kernel_size=2)),  # floor mode drops the last row
+    ((2, 3, 10, 9), dict(kernel_size=3, stride=2, padding=1, ceil_mode=True)),
+    ((1, 2, 11, 7), dict(kernel_size=(3, 2), stride=(2, 3), padding=(1, 0), ceil_mode=True)),
+    ((2, 2, 9, 9), dict(kernel_size=3, stride=1, padding=1, dilation=2)),
+    ((3, 7, 7), dict(kernel_size=3, stride=2)),  # unbatched
+    ((1, 1, 1, 1), dict(kernel_size=1)),
+]
+
+
+@pytest.mark.parametrize("shape,kwargs", MAX_POOL_2D_CASES)
+def test_max_pool2d_values_indices_and_gradient(shape, kwargs):
+    x = torch.randn(shape)
+    out, idx = check_op(lambda x_: F.max_pool2d(x_, return_indices=True, **kwargs), x, grad=True)
+    assert idx.dtype == torch.int64
+    assert torch.equal(idx.cpu(), F.max_pool2d(x, return_indices=True, **kwargs)[1])
+
+
+@pytest.mark.parametrize("shape,kwargs", MAX_POOL_2D_CASES[:4])
+def test_max_pool2d_bfloat16_forward(shape, kwargs):
+    check_op(lambda x_: F.max_pool2d(x_, **kwargs), torch.randn(shape).bfloat16())
+
+
+def test_max_pool_ties_pick_the_first_maximum_and_route_its_gradient():
+    x = torch.zeros(1, 1, 4, 4)
+    x[0, 0, 1, 1] = x[0, 0, 1, 2] = 5.0  # a tie inside one window and across windows
+    out, idx = check_op(lambda x_: F.max_pool2d(x_, 2, stride=1, return_indices=True), x, grad=True)
+    assert torch.equal(idx.cpu(), F.max_pool2d(x, 2, stride=1, return_indices=True)[1])
+
+
+def test_max_pool_propagates_nan():
+    x = torch.randn(1, 1, 4, 4)
+    x[0, 0, 0, 1] = float("nan")
+    check_op(lambda x_: F.max_pool2d(x_, 2), x)
+
+
+def test_max_pool_all_negative_infinity_window_is_negative_infinity():
+    x = torch.full((1, 1, 2, 2), float("-inf"))
+    check_op(lambda x_: F.max_pool2d(x_, 2, padding=1), x)
+
+
+def test_max_pool2d_of_non_contiguous_input():
+    x = torch.randn(2, 8, 8, 3).permute(0, 3, 1, 2)
+    check_op(lambda x_: F.max_pool2d(x_, 3, 2, 1), x, grad=True)
+
+
+@pytest.mark.parametrize("shape,kwargs", [((2, 3, 11), dict(kernel_size=3, stride=2, padding=1)),
+                                          ((2, 3, 10), dict(kernel_size=2, ceil_mode=True))])
+def test_max_pool1d_forward_and_backward(shape, kwargs):
+    check_op(lambda x_: F.max_pool1d(x_, **kwargs), torch.randn(shape), grad=True)
+
+
+@pytest.mark.parametrize("shape,kwargs", [((2, 2, 6, 6, 6), dict(kernel_size=2)),
+                                          ((1, 2, 7, 5, 6), dict(kernel_size=3, stride=2, padding=1, ceil_mode=True)),
+                                          ((2, 5, 6, 7), dict(kernel_size=(2, 3, 2), dilation=(1, 1, 2)))])
+def test_max_pool3d_values_indices_and_gradient(shape, kwargs):
+    x = torch.randn(shape)
+    out, idx = check_op(lambda x_: F.max_pool3d(x_, return_indices=True, **kwargs), x, grad=True)
+    assert torch.equal(idx.cpu(), F.max_pool3d(x, return_indices=True, **kwargs)[1])
+
+
+def test_max_pool2d_with_indices_out_variant():
+    x = torch.randn(2, 3, 6, 6)
+    e_out, e_idx = torch.ops.aten.max_pool2d_with_indices(x, [2, 2])
+    out, idx = torch.empty(0, device="tpu"), torch.empty(0, dtype=torch.long, device="tpu")
+    torch.ops.aten.max_pool2d_with_indices.out(x.to("tpu"), [2, 2], out=out, indices=idx)
+    assert_close(out, e_out)
+    assert torch.equal(idx.cpu(), e_idx)
+
+
+# ---- average pooling ------------------------------------------------------------
+AVG_POOL_2D_CASES = [
+    ((2, 3, 8, 8), dict(kernel_size=2)),
+    ((2, 3, 9, 7), dict(kernel_size=3, stride=2)),
+    ((2, 3, 10, 9), dict(kernel_size=3, stride=2, padding=1, ceil_mode=True)),
+    ((1, 2, 11, 7), dict(kernel_size=(3, 2), stride=(2, 3), padding=(1, 1), ceil_mode=True)),
+    ((1, 2, 7, 7), dict(kernel_size=4, stride=3, padding=2)),
+    ((3, 6, 6), dict(kernel_size=3, padding=1)),  # unbatched
+]
+
+
+@pytest.mark.parametrize("count_include_pad", [True, False])
+@pytest.mark.parametrize("shape,kwargs", AVG_POOL_2D_CASES)
+def test_avg_pool2d_forward_and_backward(shape, kwargs, count_include_pad):
+    check_op(lambda x_: F.avg_pool2d(x_, count_include_pad=count_include_pad, **kwargs), torch.randn(shape), grad=True)
+
+
+@pytest.mark.parametrize("shape,kwargs", AVG_POOL_2D_CASES[2:4])
+def test_avg_pool2d_with_divisor_override(shape, kwargs):
+    check_op(lambda x_: F.avg_pool2d(x_, divisor_override=3, **kwargs), torch.randn(shape), grad=True)
+
+
+@pytest.mark.parametrize("shape,kwargs", AVG_POOL_2D_CASES[:3])
+def test_avg_pool2d_bfloat16_forward(shape, kwargs):
+    check_op(lambda x_: F.avg_pool2d(x_, **kwargs), torch.randn(shape).bfloat16(), **BF16_TOL)
+
+
+def test_avg_pool1d_and_avg_pool3d_forward_and_backward():
+    check_op(lambda x_: F.avg_pool1d(x_, 3, 2, 1, ceil_mode=True, count_include_pad=False), torch.randn(2, 3, 10),
+             grad=True)
+    check_op(lambda x_: F.avg_pool3d(x_, 2), torch.randn(2, 2, 6, 4, 6), grad=True)
+    check_op(lambda x_: F.avg_pool3d(x_, 3, (2, 1, 2), 1, ceil_mode=True, count_include_pad=False),
+             torch.randn(1, 2, 7, 5, 6), grad=True)
+
+
+# ---- adaptive average pooling ---------------------------------------------------
+@pytest.mark.parametrize("shape,size", [((2, 3, 8, 8), (1, 1)), ((2, 3, 8, 8), (4, 4)), ((2, 3, 10, 9), (3, 4)),
+                                        ((1, 2, 5, 7), (7, 3)), ((3, 6, 5), (2, 2)), ((2, 3, 3, 3), (5, 5))])
+def test_adaptive_avg_pool2d_forward_and_backward(shape, size):
+    check_op(lambda x_: F.adaptive_avg_pool2d(x_, size), torch.randn(shape), grad=True)
+
+
+def test_adaptive_avg_pool2d_direct_op_matches_cpu():
+    # (1, 1) goes through mean in F.adaptive_avg_pool2d; the aten op directly:
+    x = torch.randn(2, 3, 7, 5)
+    check_op(lambda x_: torch.ops.aten._adaptive_avg_pool2d(x_, [1, 1]), x, grad=True)
+
+
+def test_adaptive_avg_pool_bfloat16_forward():
+    check_op(lambda x_: F.adaptive_avg_pool2d(x_, (3, 4)), torch.randn(2, 3, 10, 9).bfloat16(), **BF16_TOL)
+
+
+def test_adaptive_avg_pool1d_and_3d_forward_and_backward():
+    check_op(lambda x_: F.adaptive_avg_pool1d(x_, 4), torch.randn(2, 3, 10), grad=True)
+    check_op(lambda x_: F.adaptive_avg_pool3d(x_, (2, 3, 4)), torch.randn(2, 2, 5, 7, 9), grad=True)
+    check_op(lambda x_: F.adaptive_avg_pool3d(x_, (2, 1, 3)), torch.randn(2, 5, 7, 9), grad=True)  # unbatched
+
+
+# ---- batch norm -----------------------------------------------------------------
+@pytest.mark.parametrize("shape", [(4, 3), (4, 3, 7), (4, 3, 5, 5), (2, 3, 4, 3, 2)])
+def test_batch_norm_training_forward_and_backward(shape):
+    c = shape[1]
+    check_op(lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True, eps=1e-5), torch.randn(shape) * 2 + 1,
+             torch.randn(c), torch.randn(c), grad=True, atol=1e-4, rtol=1e-4)
+
+
+def test_batch_norm_training_without_affine():
+    check_op(lambda x: F.batch_norm(x, None, None, training=True), torch.randn(4, 3, 5, 5), grad=True, atol=1e-4,
+             rtol=1e-4)
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (4, 3, 5, 5)])
+def test_batch_norm_eval_uses_running_statistics(shape):
+    c = shape[1]
+    mean, var = torch.randn(c), torch.rand(c) + 0.5
+    check_op(lambda x, w, b: F.batch_norm(x, mean.to(x.device), var.to(x.device), w, b, training=False, eps=1e-3),
+             torch.randn(shape), torch.randn(c), torch.randn(c), grad=True, atol=1e-4, rtol=1e-4)
+
+
+def test_batch_norm_bfloat16_forward():
+    x = torch.randn(4, 3, 5, 5).bfloat16()
+    check_op(lambda x_: F.batch_norm(x_, None, None, training=True), x, **BF16_TOL)
+    mean, var = torch.randn(3), torch.rand(3) + 0.5
+    check_op(lambda x_: F.batch_norm(x_, mean.to(x_.device), var.to(x_.device), training=False), x, **BF16_TOL)
+
+
+def test_native_batch_norm_saves_batch_mean_and_inverse_std():
+    x = torch.randn(4, 3, 5, 5)
+    out, mean, invstd = torch.ops.aten.native_batch_norm(x.to("tpu"), None, None, None, None, True, 0.1, 1e-5)
+    assert_close(mean, x.mean((0, 2, 3)))
+    assert_close(invstd, (x.var((0, 2, 3), unbiased=False) + 1e-5).rsqrt(), rtol=1e-5)
+
+
+def test_batch_norm_module_running_statistics_match_cpu_after_steps():
+    torch.manual_seed(0)
+    cpu = nn.BatchNorm2d(3, momentum=0.3)
+    tpu = nn.BatchNorm2d(3, momentum=0.3).to("tpu")
+    for _ in range(3):
+        x = torch.randn(4, 3, 5, 5) * 2 + 1
+        assert_close(tpu(x.to("tpu")), cpu(x), atol=1e-5, rtol=1e-5)
+    # running_var uses the unbiased batch variance (PyTorch's rule).
+    assert_close(tpu.running_mean, cpu.running_mean)
+    assert_close(tpu.running_var, cpu.running_var)
+    assert int(tpu.num_batches_tracked) == 3
+    cpu.eval()
+    tpu.eval()
+    x = torch.randn(2, 3, 5, 5)
+    assert_close(tpu(x.to("tpu")), cpu(x), atol=1e-5, rtol=1e-5)
+
+
+def test_native_batch_norm_legit_updates_running_statistics():
+    # torch.compile's decompositions call this overload; running stats are
+    # written arguments that no return aliases.
+    x = torch.randn(4, 3, 5, 5)
+    rm, rv = torch.randn(3), torch.rand(3) + 0.5
+    rm_t, rv_t = rm.to("tpu"), rv.to("tpu")
+    expected = torch.ops.aten._native_batch_norm_legit(x, None, None, rm, rv, True, 0.1, 1e-5)
+    actual = torch.ops.aten._native_batch_norm_legit(x.to("tpu"), None, None, rm_t, rv_t, True, 0.1, 1e-5)
+    assert_close(list(actual), list(expected))
+    assert_close(rm_t, rm)
+    assert_close(rv_t, rv)
+
+
+def test_native_batch_norm_legit_no_training_matches_cpu():
+    x, w, b = torch.randn(4, 3, 5, 5), torch.randn(3), torch.randn(3)
+    rm, rv = torch.randn(3), torch.rand(3) + 0.5
+    expected = torch.ops.aten._native_batch_norm_legit_no_training(x, w, b, rm, rv, 0.1, 1e-5)
+    actual = torch.ops.aten._native_batch_norm_legit_no_training(*(t.to("tpu") for t in (x, w, b, rm, rv)), 0.1, 1e-5)
+    assert_close(actual[0], expected[0])
+
+
+def test_batch_norm_module_eval_forward_and_backward():
+    cpu = nn.BatchNorm1d(4)
+    with torch.no_grad():
+        cpu.running_mean.copy_(torch.randn(4))
+        cpu.running_var.copy_(torch.rand(4) + 0.5)
+        cpu.weight.copy_(torch.randn(4))
+    cpu.eval()
+    tpu = nn.BatchNorm1d(4).to("tpu")
+    tpu.load_state_dict(cpu.state_dict())
+    tpu.eval()
+    x = torch.randn(5, 4, 3)
+    check_op(lambda x_: (cpu if x_.device.type == "cpu" else tpu)(x_), x, grad=True)
+
+
+# ---- group norm -----------------------------------------------------------------
+@pytest.mark.parametrize("shape,groups", [((2, 6, 4, 5), 3), ((3, 4), 2), ((2, 4, 7), 4), ((1, 6, 2, 2, 3), 1)])
+def test_group_norm_with_affine_forward_and_backward(shape, groups):
+    c = shape[1]
+    check_op(lambda x, w, b: F.group_norm(x, groups, w, b, eps=1e-5), torch.randn(shape) * 2 + 1, torch.randn(c),
+             torch.randn(c), grad=True, atol=1e-4, rtol=1e-4)
+
+
+def test_group_norm_without_affine_and_bfloat16_forward():
+    check_op(lambda x: F.group_norm(x, 2), torch.randn(3, 4, 5), grad=True, atol=1e-4, rtol=1e-4)
+    check_op(lambda x: F.group_norm(x, 2), torch.randn(3, 4, 5).bfloat16(), **BF16_TOL)
+
+
+def test_native_group_norm_statistics_are_per_sample_and_group():
+    x = torch.randn(2, 6, 3, 3)
+    out, mean, rstd = torch.ops.aten.native_group_norm(x.to("tpu"), None, None, 2, 6, 9, 3, 1e-5)
+    groups = x.reshape(2, 3, -1)
+    assert mean.shape == (2, 3) and rstd.shape == (2, 3)
+    assert_close(mean, groups.mean(-1))
+    assert_close(rstd, (groups.var(-1, unbiased=False) + 1e-5).rsqrt(), rtol=1e-5)
+
+
+# ---- a small CNN ----------------------------------------------------------------
+class SmallCNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn1 = nn.BatchNorm2d(8)
+        self.conv2 = nn.Conv2d(8, 8, 3, stride=2, padding=1, groups=2)
+        self.bn2 = nn.BatchNorm2d(8)
+        self.pool = nn.AdaptiveAvgPool2d((2, 2))
+        self.fc = nn.Linear(32, 5)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.bn1(self.conv1(x))), 2)
+        x = self.pool(F.relu(self.bn2(self.conv2(x))))
+        return self.fc(x.flatten(1))
+
+
+def test_small_cnn_trains_like_cpu_for_five_sgd_steps():
+    torch.manual_seed(0)
+    cpu = SmallCNN()
+    tpu = SmallCNN()
+    tpu.load_state_dict(cpu.state_dict())
+    tpu.to("tpu")
+    opt_c = torch.optim.SGD(cpu.parameters(), lr=0.1, momentum=0.9)
+    opt_t = torch.optim.SGD(tpu.parameters(), lr=0.1, momentum=0.9)
+    data = [(torch.randn(8, 3, 12, 12), torch.randint(0, 5, (8,))) for _ in range(5)]
+    for x, y in data:
+        loss_c = F.cross_entropy(cpu(x), y)
+        loss_t = F.cross_entropy(tpu(x.to("tpu")), y.to("tpu"))
+        opt_c.zero_grad()
+        opt_t.zero_grad()
+        loss_c.backward()
+        loss_t.backward()
+        opt_c.step()
+        opt_t.step()
+        assert abs(loss_t.item() - loss_c.item()) <= 1e-4 * abs(loss_c.item()), (loss_t.item(), loss_c.item())
+    for (name, p_c), p_t in zip(cpu.state_dict().items(), tpu.state_dict().values()):
+        assert_close(p_t, p_c, atol=1e-4, rtol=1e-4, msg=name)
