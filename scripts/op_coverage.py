@@ -1,0 +1,233 @@
+"""Runs the full OpInfo sweep on the tpu device and writes the coverage report.
+
+    .venv/bin/python scripts/op_coverage.py [--jobs 2] [--ops add,sum] [--out docs/op_coverage.md]
+
+Every OpInfo of PyTorch's op_db, every sample of every dtype in
+tests/opinfo/harness.DTYPES the OpInfo supports on CPU, float32 backward
+where the OpInfo supports autograd, and its error_inputs; CPU fallback off.
+Writes docs/op_coverage.md and tests/opinfo/expected.json (the expectations
+the CI light sweep, tests/opinfo/test_opinfo.py, holds the build to).
+With --ops only those OpInfos run and nothing is written unless --out is given;
+with --ops and --update, those OpInfos rerun and replace their outcomes in the
+last full sweep's results (kept in --workdir), and the report and the
+expectations are rewritten from the merged results.
+"""
+
+import argparse
+import collections
+import json
+import os
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests", "opinfo"))
+
+import harness  # noqa: E402
+import torch_tpu  # noqa: E402
+
+FORWARD_DTYPES = [harness.DTYPE_NAMES[d] for d in harness.DTYPES]
+RAN = ("pass", "wrong", "error", "timeout", "crash")  # outcomes of samples that were not skipped
+
+
+def units(records):
+    """{(kind, dtype): Counter of statuses} and {(kind, dtype): [records]}."""
+    by_unit = collections.defaultdict(list)
+    for r in records:
+        by_unit[(r["kind"], r["dtype"])].append(r)
+    return {u: collections.Counter(r["status"] for r in rs) for u, rs in by_unit.items()}, by_unit
+
+
+def unit_status(records):
+    """'pass' | 'missing' | 'fail:<reason>' of one (op, kind, dtype) group:
+    pass when every sample that ran passed; missing when the only failures
+    are missing lowerings."""
+    counts = collections.Counter(r["status"] for r in records)
+    ran = sum(counts[s] for s in RAN) + counts["missing"]
+    if ran == 0:
+        reasons = sorted({r.get("detail", "") for r in records})
+        return "fail:skipped: " + (reasons[0] if reasons else "no samples")[:100]
+    if counts["pass"] == ran:
+        return "pass"
+    bad = [r for r in records if r["status"] in ("wrong", "error", "timeout", "crash")]
+    if not bad:
+        return "missing"
+    first = bad[0]
+    return f"fail:{len(bad)}/{ran} {first['status']}: sample {first['i']}: {first.get('detail', '')}"[:200]
+
+
+def op_class(records):
+    """native: every forward sample ran on tpu without a missing lowering;
+    missing: none did; fallback-needed: some did, the rest need the CPU
+    fallback."""
+    fwd = [r for r in records if r["kind"] == "forward" and r["status"] != "skip"]
+    missing = sum(r["status"] == "missing" for r in fwd)
+    if not fwd:
+        return "n/a"
+    if missing == 0:
+        return "native"
+    if missing == len(fwd):
+        return "missing"
+    return "fallback-needed"
+
+
+def base_name(overload):
+    """aten::erfinv.out -> aten::erfinv: one lowering serves every overload."""
+    name = overload.split(".")[0]
+    return name[:-1] if name.endswith("_") and not name.endswith("__") else name
+
+
+def pct(n, d):
+    return f"{n}/{d} ({100.0 * n / d:.1f}%)" if d else "0/0"
+
+
+def summarize(results, keys):
+    rows = []
+    totals = collections.Counter()
+    blocked = collections.defaultdict(set)
+    overloads = collections.defaultdict(set)
+    expected = {}
+    for key in keys:
+        records = results.get(key, [])
+        counts, by_unit = units(records)
+        exp = {}
+        for (kind, dtype), rs in sorted(by_unit.items()):
+            if kind == "forward":
+                exp[dtype] = unit_status(rs)
+            elif kind == "backward":
+                exp["backward:float32"] = unit_status(rs)
+            elif kind == "error":
+                exp["error_inputs"] = unit_status(rs)
+            elif kind == "op":
+                exp["op"] = unit_status(rs)
+        expected[key] = exp
+        for r in records:
+            if r.get("missing"):
+                blocked[base_name(r["missing"])].add(key)
+                overloads[base_name(r["missing"])].add(r["missing"])
+        for slot, name in (("float32", "float32"), ("bfloat16", "bfloat16"),
+                           ("backward:float32", "backward"), ("error_inputs", "errors")):
+            if slot in exp and not exp[slot].startswith("fail:skipped"):
+                totals[name + "_total"] += 1
+                totals[name + "_pass"] += exp[slot] == "pass"
+        cls = op_class(records)
+        totals["class_" + cls] += 1
+        rows.append((key, cls, counts, exp))
+    return rows, totals, blocked, overloads, expected
+
+
+def cell(counts, unit):
+    c = counts.get(unit)
+    if not c:
+        return ""
+    ran = sum(c[s] for s in RAN) + c["missing"]
+    text = f"{c['pass']}/{ran}"
+    if c["missing"]:
+        text += f" m{c['missing']}"
+    bad = c["wrong"] + c["error"] + c["timeout"] + c["crash"]
+    if bad:
+        text += f" **f{bad}**"
+    return text
+
+
+def write_report(path, rows, totals, blocked, overloads, crashes, elapsed, jobs):
+    n_ops = len(rows)
+    lines = ["# tpu op coverage (generated)", "",
+             "Generated by `scripts/op_coverage.py` from PyTorch's OpInfo database "
+             "(`torch.testing._internal.common_methods_invocations.op_db`, which includes the linalg, fft, "
+             "special and signal databases); CPU fallback off, so an op without a lowering counts as missing. "
+             "Do not edit by hand.", "",
+             f"- OpInfos: {n_ops}; native ATen overloads (`torch_tpu.lowered_ops()`): {len(torch_tpu.lowered_ops())}",
+             f"- OpInfos passing every float32 sample: {pct(totals['float32_pass'], totals['float32_total'])}",
+             f"- OpInfos passing every bfloat16 sample: {pct(totals['bfloat16_pass'], totals['bfloat16_total'])}",
+             f"- OpInfos passing every float32 backward sample: {pct(totals['backward_pass'], totals['backward_total'])}",
+             f"- OpInfos whose every error input raises CPU's exception type: "
+             f"{pct(totals['errors_pass'], totals['errors_total'])}",
+             f"- OpInfos by forward class: native {totals['class_native']}, fallback-needed "
+             f"{totals['class_fallback-needed']}, missing {totals['class_missing']}, no runnable sample "
+             f"{totals['class_n/a']}",
+             f"- Sweep: {elapsed / 60:.1f} min with {jobs} worker processes; crashes (process died): {len(crashes)}",
+             "",
+             "Percentages are over the OpInfos that have at least one runnable sample of that kind. "
+             "Class: *native* = every forward sample ran on tpu (right or wrong) without a missing lowering; "
+             "*missing* = none did; *fallback-needed* = some did, the rest need `torch_tpu.cpu_fallback(True)`.",
+             "",
+             "## Most blocking missing lowerings", "",
+             "Missing ATen op (overloads seen) and how many OpInfos it blocks (at least one sample raised "
+             "NotImplementedError naming it).", "",
+             "| missing op | OpInfos blocked | overloads |", "| --- | ---: | --- |"]
+    for name, ops in sorted(blocked.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:60]:
+        lines.append(f"| `{name}` | {len(ops)} | {', '.join(sorted(o.split('::')[1] for o in overloads[name]))} |")
+    if crashes:
+        lines += ["", "## Crashes", "", "Each killed its worker process; rerun one with "
+                  "`python tests/opinfo/harness.py --repro OP KIND DTYPE INDEX`.", ""]
+        for c in crashes:
+            lines.append(f"- `{c['op']}` {c['kind']} {c['dtype']} sample {c['i']}: {c['status']}: {c.get('detail', '')}")
+    lines += ["", "## Per OpInfo", "",
+              "Cells: samples passed / samples run; `mN` = N samples hit a missing lowering; "
+              "**fN** = N samples wrong, raised another error, timed out or crashed.", "",
+              "| OpInfo | class | " + " | ".join(FORWARD_DTYPES) + " | backward f32 | error inputs | first failure |",
+              "| --- | --- | " + " | ".join("---" for _ in FORWARD_DTYPES) + " | --- | --- | --- |"]
+    for key, cls, counts, exp in rows:
+        cells = [cell(counts, ("forward", d)) for d in FORWARD_DTYPES]
+        cells += [cell(counts, ("backward", "float32")), cell(counts, ("error", "-"))]
+        fails = [v[5:] for v in exp.values() if v.startswith("fail:") and not v.startswith("fail:skipped")]
+        first = fails[0].replace("|", "\\|").replace("\n", " ")[:140] if fails else ""
+        lines.append(f"| `{key}` | {cls} | " + " | ".join(cells) + f" | {first} |")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--ops", help="comma-separated OpInfo keys (default: all)")
+    parser.add_argument("--out", help="report path (default docs/op_coverage.md on a full run)")
+    parser.add_argument("--expected", help="expectations path (default tests/opinfo/expected.json on a full run)")
+    parser.add_argument("--workdir", default="/tmp/torch_tpu_op_coverage")
+    parser.add_argument("--update", action="store_true", help="merge --ops into the last full sweep's results")
+    args = parser.parse_args()
+
+    keys = args.ops.split(",") if args.ops else sorted(harness.opinfos())
+    full = not args.ops or args.update
+    out = args.out or (os.path.join(ROOT, "docs", "op_coverage.md") if full else None)
+    expected_path = args.expected or (os.path.join(ROOT, "tests", "opinfo", "expected.json") if full else None)
+
+    start = time.time()
+    done = [0]
+
+    def progress(key, records):
+        done[0] += 1
+        if done[0] % 20 == 0 or not full:
+            print(f"[{time.time() - start:7.0f}s] {done[0]}/{len(keys)} {key}", file=sys.stderr, flush=True)
+
+    results, crashes = harness.run_sweep(keys, args.workdir, jobs=args.jobs, progress=progress)
+    elapsed = time.time() - start
+    saved_path = os.path.join(args.workdir, "results.json")
+    if args.update:
+        with open(saved_path) as f:
+            saved = json.load(f)
+        crashes = [c for c in saved["crashes"] if c["op"] not in keys] + crashes
+        results = dict(saved["results"], **results)
+        keys, elapsed = sorted(harness.opinfos()), saved["elapsed"]
+    with open(saved_path, "w") as f:
+        json.dump({"results": results, "crashes": crashes, "elapsed": elapsed}, f)
+    rows, totals, blocked, overloads, expected = summarize(results, keys)
+    if out:
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        write_report(out, rows, totals, blocked, overloads, crashes, elapsed, args.jobs)
+    if expected_path:
+        with open(expected_path, "w") as f:
+            json.dump(expected, f, indent=1, sort_keys=True)
+            f.write("\n")
+    print(f"{len(keys)} OpInfos in {elapsed / 60:.1f} min; float32 "
+          f"{pct(totals['float32_pass'], totals['float32_total'])}, bfloat16 "
+          f"{pct(totals['bfloat16_pass'], totals['bfloat16_total'])}, backward "
+          f"{pct(totals['backward_pass'], totals['backward_total'])}, errors "
+          f"{pct(totals['errors_pass'], totals['errors_total'])}; crashes {len(crashes)}")
+    for name, ops in sorted(blocked.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:30]:
+        print(f"  {len(ops):4d}  {name}")
+
+
+if __name__ == "__main__":
+    main()

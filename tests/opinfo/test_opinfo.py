@@ -1,0 +1,115 @@
+"""CI light sweep of PyTorch's OpInfo database on the tpu device.
+
+For each OpInfo, one sample per dtype (float32, bfloat16) runs on tpu and on
+CPU. The test asserts what tests/opinfo/expected.json (written by the full
+sweep, scripts/op_coverage.py) says is supported: every (OpInfo, dtype) marked
+"pass" must still pass — a regression test. Entries marked "missing" or
+"fail:<reason>" are not run; an OpInfo with no "pass" entry is skipped with
+the recorded reasons. After a lowering lands, rerun scripts/op_coverage.py to
+raise the expectations.
+"""
+
+import collections
+import json
+import os
+import sys
+
+import pytest
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import harness  # noqa: E402
+import torch_tpu  # noqa: E402
+
+EXPECTED_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "expected.json")
+LIGHT_DTYPES = ("float32", "bfloat16")
+# A sample the harness cannot compare (sparse input) is passed over; at most
+# this many are tried per dtype.
+MAX_TRIES = 3
+
+with open(EXPECTED_PATH) as f:
+    EXPECTED = json.load(f)
+
+COUNTS = collections.Counter()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _fallback_off_and_counts(request):
+    """The CPU fallback is off, so a lowering that disappears fails as
+    missing; the counts are printed at the end of the module."""
+    previous = torch_tpu.cpu_fallback(False)
+    yield
+    torch_tpu.cpu_fallback(previous)
+    expected = collections.Counter()
+    for entry in EXPECTED.values():
+        for d in LIGHT_DTYPES:
+            if d in entry:
+                expected[entry[d].split(":")[0]] += 1
+    line = (f"opinfo light sweep: {COUNTS['pass']} (op, dtype) passed, {COUNTS['failed']} regressed, "
+            f"{COUNTS['skip']} not comparable; expected.json float32+bfloat16: {expected['pass']} pass, "
+            f"{expected['missing']} missing, {expected['fail']} fail")
+    request.config.pluginmanager.register(_CountsLine(line), "opinfo_light_counts")
+
+
+class _CountsLine:
+    """A plugin printing the counts in pytest's terminal summary (output
+    during a test is captured)."""
+
+    def __init__(self, line):
+        self.line = line
+
+    def pytest_terminal_summary(self, terminalreporter):
+        terminalreporter.write_line(self.line)
+
+
+def _light_outcome(key, op, dtype_name):
+    """Outcome of the first comparable sample of dtype."""
+    outcome = {"status": "skip", "detail": "no samples"}
+    for sample in harness.forward_samples(op, harness.DTYPES_BY_NAME[dtype_name], limit=MAX_TRIES):
+        outcome = harness.run_forward(key, op, sample, harness.DTYPES_BY_NAME[dtype_name])
+        if outcome["status"] != "skip":
+            break
+    return outcome
+
+
+@pytest.mark.parametrize("key", sorted(EXPECTED))
+def test_opinfo_sample_still_matches_cpu(key):
+    entry = EXPECTED[key]
+    checked = [d for d in LIGHT_DTYPES if entry.get(d) == "pass"]
+    if not checked:
+        pytest.skip("expected.json: " + "; ".join(f"{d}={entry.get(d, 'unsupported')}" for d in LIGHT_DTYPES))
+    op = harness.opinfos().get(key)
+    assert op is not None, f"{key} is in expected.json but not in this torch's op_db: rerun scripts/op_coverage.py"
+    failures = []
+    for dtype_name in checked:
+        outcome = _light_outcome(key, op, dtype_name)
+        if outcome["status"] == "pass":
+            COUNTS["pass"] += 1
+        elif outcome["status"] == "skip":
+            COUNTS["skip"] += 1
+        else:
+            COUNTS["failed"] += 1
+            failures.append(f"{dtype_name}: {outcome['status']}: {outcome.get('detail')}")
+    assert not failures, f"{key} passed in the full sweep, now: " + "; ".join(failures)
+
+
+def test_expected_json_covers_every_opinfo():
+    """A new torch brings new OpInfos: the expectations must be regenerated."""
+    absent = sorted(set(harness.opinfos()) - set(EXPECTED))
+    assert not absent, f"OpInfos without expectations (rerun scripts/op_coverage.py): {absent[:10]}"
+
+
+def test_harness_counts_a_wrong_result_as_wrong():
+    op = harness.opinfos()["neg"]
+    sample = harness.forward_samples(op, torch.float32, limit=1)[0]
+    sample.output_process_fn_grad = lambda out: out + 1 if out.device.type == "tpu" else out
+    assert harness.run_forward("neg", op, sample, torch.float32)["status"] == "wrong"
+
+
+def test_harness_counts_a_missing_lowering_as_missing():
+    message = ("The operator 'aten::foo.out' is not currently implemented for the tpu device. "
+               "Enable the CPU fallback with torch_tpu.cpu_fallback(True)")
+    status, _, missing = harness.classify_exception(NotImplementedError(message))
+    assert (status, missing) == ("missing", "aten::foo.out")
+    assert harness.classify_exception(RuntimeError("boom"))[0] == "error"
