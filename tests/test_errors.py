@@ -91,3 +91,20 @@ def test_item_on_multi_element_tensor():
 
 def test_process_survives_all_of_the_above():
     assert torch.ones(1, device="tpu").item() == 1.0
+
+
+def test_lazy_conjugate_views_raise_instead_of_recursing_forever():
+    # Regression: hfft's conj() view made _copy_from recurse until the stack
+    # overflowed (a segfault). Run in a subprocess so a regression cannot
+    # take the test session down with it.
+    import subprocess
+    import sys
+    code = ("import torch, torch_tpu\n"
+            "torch_tpu.cpu_fallback(False)\n"
+            "try:\n"
+            "    torch.fft.hfft(torch.randn(5, 6, 7).tpu(), n=10, dim=1)\n"
+            "except NotImplementedError as e:\n"
+            "    print('raised', e)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "raised" in r.stdout

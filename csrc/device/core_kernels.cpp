@@ -141,6 +141,9 @@ at::Tensor& set_empty(at::Tensor& self) {
 
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_blocking*/) {
   // `self` is the source (ATen's _copy_from(src, dst) convention).
+  TORCH_CHECK_NOT_IMPLEMENTED(!self.is_conj() && !self.is_neg() && !dst.is_conj() && !dst.is_neg(),
+                              "tpu: copying a tensor with the conjugate or negative bit set (a lazy conj() or "
+                              "neg view of a complex tensor) is not supported yet");
   if (self.numel() == 0) return dst;
   if (self.device() != dst.device()) flush_deferred("host_transfer");  // raw buffers cross below
   if (is_tpu(dst) && is_tpu(self)) {
