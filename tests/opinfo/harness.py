@@ -480,7 +480,7 @@ def error_inputs(op):
     return list(op.error_inputs("cpu"))
 
 
-def sweep_units(op, dtypes, max_samples=None, backward=True, errors=True):
+def sweep_units(op, dtypes, backward=True, errors=True):
     """The (kind, dtype name) groups of one OpInfo, in sweep order."""
     units = [("forward", DTYPE_NAMES[d]) for d in op_dtypes(op) if d in dtypes]
     if backward and op.supports_autograd and torch.float32 in op_dtypes(op):
@@ -515,7 +515,7 @@ def sweep_op(key, dtypes, emit, max_samples=None, backward=True, errors=True, cr
         emit({"ev": "result", "op": key, "kind": "op", "dtype": "-", "i": 0,
               "status": "skip", "detail": SKIPPED_OPS[key]})
         return
-    for kind, dtype_name in sweep_units(op, dtypes, max_samples, backward, errors):
+    for kind, dtype_name in sweep_units(op, dtypes, backward, errors):
         try:
             with _alarm(SAMPLE_TIMEOUT_S * 3):
                 items = _unit_inputs(op, kind, dtype_name)
