@@ -102,6 +102,71 @@ bool read_by_reshape(Builder& b, const Value& flat, const ViewLayout& layout, Va
   return true;
 }
 
+// The write twin of read_by_reshape: a view whose dims nest without overlap
+// (a permuted or strided-slice layout, as TensorIterator gives outputs of
+// ops on transposed inputs) is written with transpose, reshape and
+// dynamic_update_slice instead of an element-wise scatter, which XLA runs
+// as a serial loop on some backends.
+bool write_by_reshape(Builder& b, const Value& flat, const Value& value, const ViewLayout& layout, Value* out) {
+  std::vector<int64_t> dims;  // non-trivial dims (size > 1)
+  for (size_t d = 0; d < layout.sizes.size(); ++d) {
+    if (layout.sizes[d] <= 1) continue;
+    if (layout.strides[d] <= 0) return false;  // broadcast dims are never written
+    dims.push_back(static_cast<int64_t>(d));
+  }
+  std::stable_sort(dims.begin(), dims.end(),
+                   [&](int64_t x, int64_t y) { return layout.strides[x] > layout.strides[y]; });
+  for (size_t k = 0; k + 1 < dims.size(); ++k) {
+    int64_t s = layout.strides[dims[k]], next = layout.strides[dims[k + 1]];
+    if (s % next != 0 || s < next * layout.sizes[dims[k + 1]]) return false;
+  }
+  const int64_t flat_numel = flat.shape()[0];
+  const int64_t n = layout.numel();
+  // The value in storage order: drop size-1 dims, put dims in stride order.
+  std::vector<int64_t> kept_sizes;
+  std::vector<int64_t> kept_dims;  // view dims with size > 1, ascending
+  for (size_t d = 0; d < layout.sizes.size(); ++d) {
+    if (layout.sizes[d] > 1) kept_dims.push_back(static_cast<int64_t>(d));
+  }
+  for (int64_t d : kept_dims) kept_sizes.push_back(layout.sizes[d]);
+  Value core = b.reshape(value, kept_sizes);
+  std::vector<int64_t> perm, core_shape;
+  for (int64_t d : dims) {
+    perm.push_back(std::find(kept_dims.begin(), kept_dims.end(), d) - kept_dims.begin());
+    core_shape.push_back(layout.sizes[d]);
+  }
+  core = b.transpose(core, perm);
+  Value offset = b.constant_int(layout.offset, ElementType::S64);
+  bool dense = true;  // the view covers one contiguous segment, in permuted order
+  for (size_t k = 0; k < dims.size(); ++k) {
+    int64_t inner = k + 1 < dims.size() ? layout.strides[dims[k + 1]] * layout.sizes[dims[k + 1]] : 1;
+    if (layout.strides[dims[k]] != inner) dense = false;
+  }
+  if (dense) {
+    Value v = b.reshape(core, {n});
+    *out = (layout.offset == 0 && n == flat_numel) ? v : b.dynamic_update_slice(flat, v, {offset});
+    return true;
+  }
+  // Strided: update the stride pyramid of the segment the view spans.
+  const int64_t span = layout.sizes[dims[0]] * layout.strides[dims[0]];
+  const int64_t end = layout.offset + span;
+  Value seg = flat;
+  if (end > flat_numel) seg = b.pad(flat, b.constant(0, flat.dtype()), {0}, {end - flat_numel}, {0});
+  seg = b.slice(seg, {layout.offset}, {end}, {1});
+  std::vector<int64_t> pyramid{layout.sizes[dims[0]]};
+  for (size_t k = 0; k + 1 < dims.size(); ++k) pyramid.push_back(layout.strides[dims[k]] / layout.strides[dims[k + 1]]);
+  pyramid.push_back(layout.strides[dims.back()]);
+  std::vector<int64_t> core_with_inner = core_shape;
+  core_with_inner.push_back(1);
+  Value zero = b.constant_int(0, ElementType::S64);
+  std::vector<Value> starts(pyramid.size(), zero);
+  seg = b.dynamic_update_slice(b.reshape(seg, pyramid), b.reshape(core, core_with_inner), starts);
+  seg = b.reshape(seg, {span});
+  if (end > flat_numel) seg = b.slice(seg, {0}, {flat_numel - layout.offset}, {1});
+  *out = b.dynamic_update_slice(flat, seg, {offset});
+  return true;
+}
+
 }  // namespace
 
 Value read_view(Builder& b, const Value& flat, const ViewLayout& layout) {
@@ -129,6 +194,9 @@ Value write_view(Builder& b, const Value& flat, const Value& value, const ViewLa
     Value start = b.constant_int(layout.offset, ElementType::S64);
     return b.dynamic_update_slice(flat, v, {start});
   }
+  Value out;
+  if (write_by_reshape(b, flat, value, layout, &out)) return out;
+  // Overlapping or broadcast layouts (as_strided): an element-wise scatter.
   Value idx = element_indices(b, layout, index_type_for(flat_numel));
   const int64_t rank = static_cast<int64_t>(layout.sizes.size());
   TensorType scalar{flat.dtype(), {}};
