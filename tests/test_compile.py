@@ -214,3 +214,87 @@ def test_small_cnn_with_batch_norm_and_pooling_matches_eager():
     # BatchNorm's running statistics (mutated inputs of the graph) are written back.
     torch.testing.assert_close(twin.bn1.running_mean.cpu(), eager.bn1.running_mean.cpu(), rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(twin.bn1.running_var.cpu(), eager.bn1.running_var.cpu(), rtol=1e-5, atol=1e-6)
+
+
+def test_training_steps_replay_captured_programs_without_lowering_any_graph_op():
+    dataset = train_gpt.CharDataset()
+    config = gpt_setup(dataset)
+    model, optimizer = train_gpt.make_model_and_optimizer(config, "tpu", 3)
+    compiled = torch.compile(model, backend="tpu")
+    generator = torch.Generator().manual_seed(3)
+    batches = [train_gpt.get_batch(dataset.data, 4, config.block_size, generator, "tpu") for _ in range(6)]
+    for x, y in batches[:2]:
+        train_gpt.train_step(compiled, optimizer, x, y)
+    torch_tpu.sync()
+    torch_tpu.reset_metrics()
+    for x, y in batches[2:]:
+        train_gpt.train_step(compiled, optimizer, x, y)
+    torch_tpu.sync()
+    m = torch_tpu.metrics()
+    # Forward and backward graph of each of the 4 steps: replayed, not traced.
+    assert m["graphs"]["graph_replays"] == 8 and m["graphs"]["graph_traces"] == 0
+    assert m["graph_replays"] == 8
+    # Ops recorded into graph programs run in defer_and_fuse mode; replays record none.
+    assert m["ops_by_mode"].get("defer_and_fuse", 0) == 0
+    assert m["compiles"] == 0
+
+
+def test_input_with_another_storage_offset_is_traced_again_and_stays_correct():
+    f = torch.compile(lambda x: x * 2 + 1, backend="tpu")
+    a = torch.randn(5, 8)
+    ta = a.tpu()
+    torch.testing.assert_close(f(ta[1:]).cpu(), a[1:] * 2 + 1)
+    torch.testing.assert_close(f(ta[1:]).cpu(), a[1:] * 2 + 1)  # replayed
+    before = tpu_compile.stats()
+    # Same sizes and strides (no Dynamo guard fails), another storage offset:
+    # the captured program does not match, so the graph is traced again.
+    torch.testing.assert_close(f(ta[:-1]).cpu(), a[:-1] * 2 + 1)
+    after = tpu_compile.stats()
+    assert after["graph_traces"] == before["graph_traces"] + 1
+    assert any("offset" in reason for reason in after["trace_reasons"])
+    torch.testing.assert_close(f(ta[:-1]).cpu(), a[:-1] * 2 + 1)  # its own capture now
+    assert tpu_compile.stats()["graph_replays"] == after["graph_replays"] + 1
+
+
+def test_graph_that_mutates_its_input_writes_it_back_on_every_call():
+    def bump(x, counter):
+        counter.add_(1)
+        return x + counter
+
+    f = torch.compile(bump, backend="tpu")
+    counter = torch.zeros(3, device="tpu")
+    x = torch.arange(3.0, device="tpu")
+    outs = [f(x, counter).cpu() for _ in range(3)]
+    torch_tpu.reset_metrics()
+    outs.append(f(x, counter).cpu())
+    # The write to `counter` is inside the graph's program: no eager copy_ after it.
+    assert torch_tpu.metrics()["programs_executed"] == 1
+    for k, out in enumerate(outs, start=1):
+        torch.testing.assert_close(out, torch.arange(3.0) + k)
+    torch.testing.assert_close(counter.cpu(), torch.full((3,), 4.0))
+
+
+def test_random_ops_in_compiled_graphs_draw_from_the_device_generator():
+    f = torch.compile(lambda x: torch.nn.functional.dropout(x, 0.5, training=True), backend="tpu")
+    x = torch.ones(64, 64, device="tpu")
+    torch.manual_seed(7)
+    first = [f(x).cpu() for _ in range(3)]
+    torch.manual_seed(7)
+    again = [f(x).cpu() for _ in range(3)]
+    for a, b in zip(first, again):
+        assert torch.equal(a, b)  # reproducible for a seed
+    assert not torch.equal(first[1], first[2])  # each call draws anew (replays too)
+    kept = first[2].ne(0).float().mean().item()
+    assert 0.4 < kept < 0.6
+    assert set(first[2].unique().tolist()) <= {0.0, 2.0}
+
+
+def test_recompiles_are_counted_with_dynamos_reason():
+    f = torch.compile(lambda x: x.sin(), backend="tpu", dynamic=False)
+    f(torch.randn(4, device="tpu"))
+    assert tpu_compile.stats()["recompiles"] == 0
+    f(torch.randn(6, device="tpu"))
+    stats = torch_tpu.cache_stats()["graphs"]
+    assert stats["recompiles"] == 1
+    (reason,) = stats["recompile_reasons"]
+    assert "size" in reason or "shape" in reason, reason

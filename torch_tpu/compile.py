@@ -11,38 +11,99 @@ eager about what an op means.
 inputs live on tpu and Inductor otherwise.
 """
 
+import collections
 import functools
 
 import torch
 
 from . import _C, precision
 
-_stats = {"graphs_compiled": 0, "graph_calls": 0}
+# How many captured programs one graph keeps (one per input signature:
+# strides, storage sizes, aliasing...); past it, calls that match none are
+# traced every time, which is correct, only slower.
+MAX_CAPTURES_PER_GRAPH = 8
+
+_stats = {"graphs_compiled": 0, "graph_calls": 0, "graph_replays": 0, "graph_traces": 0, "recompiles": 0}
+_trace_reasons = collections.Counter()  # why a graph call was traced again instead of replayed
+_recompile_reasons = collections.Counter()  # Dynamo's, from its guard failures
 
 
 def stats():
-    """Graphs compiled by the tpu backend (each Dynamo graph, forward and
-    backward separately) and calls of them."""
-    return dict(_stats)
+    """torch.compile on tpu: graphs_compiled (Dynamo graphs handed to the tpu
+    backend; forward and backward count separately), graph_calls,
+    graph_replays (calls that ran the captured program directly),
+    graph_traces (calls that ran the graph's ops to record its program),
+    recompiles (Dynamo recompiled a function on tpu) and, per reason,
+    trace_reasons and recompile_reasons."""
+    out = dict(_stats)
+    out["trace_reasons"] = dict(_trace_reasons)
+    out["recompile_reasons"] = dict(_recompile_reasons)
+    return out
+
+
+def reset_stats():
+    for k in _stats:
+        _stats[k] = 0
+    _trace_reasons.clear()
+    _recompile_reasons.clear()
+
+
+def _device_of(args):
+    for a in args:
+        if isinstance(a, torch.Tensor) and a.device.type == "tpu":
+            return a.device.index or 0
+    return None
 
 
 def _run_fused(gm, matmul_precision):
-    """A boxed callable that runs `gm` as one fused program per call."""
+    """A boxed callable that runs `gm` as one program per call.
 
-    def run(args):
-        _stats["graph_calls"] += 1
+    The first call (per input signature) runs the graph's ops through the
+    eager kernels, recorded into one pending program, and captures it; later
+    calls bind their inputs to that program and run it, lowering nothing.
+    """
+    captures = []
+    out_type = [None]  # the graph's own return container
+
+    def trace(args, device):
+        _stats["graph_traces"] += 1
         previous_mode = _C._get_eager_mode()
         previous_precision = _C._get_matmul_precision()
-        _C._flush("graph_boundary")  # eager work so far runs as its own program (no wait)
         _C._set_eager_mode("defer_and_fuse")
         _C._set_matmul_precision(matmul_precision)
         try:
-            out = gm(*args)
+            _C._capture_begin(device)
+            try:
+                out = gm(*args)
+            except BaseException:
+                _C._capture_abort()
+                raise
+            flat = list(out) if isinstance(out, (list, tuple)) else [out]
+            out_type[0] = type(out) if isinstance(out, (list, tuple)) else None
+            capture, why = _C._capture_end(device, args, flat)
         finally:
-            _C._flush("graph")
             _C._set_eager_mode(previous_mode)
             _C._set_matmul_precision(previous_precision)
+        if capture is not None and len(captures) < MAX_CAPTURES_PER_GRAPH:
+            captures.append(capture)
+        elif capture is None:
+            _trace_reasons["not replayable: " + why] += 1
         return out
+
+    def run(args):
+        _stats["graph_calls"] += 1
+        device = _device_of(args)
+        if device is None:  # no tpu input (a graph of factories): trace as eager does
+            return gm(*args)
+        _C._flush("graph_boundary")  # eager work so far runs as its own program (no wait)
+        for capture in captures:
+            out = capture.replay(args)
+            if out is not None:
+                _stats["graph_replays"] += 1
+                return out_type[0](out) if out_type[0] is not None else out[0]
+        if captures:
+            _trace_reasons["inputs changed: " + captures[-1].mismatch] += 1
+        return trace(args, device)
 
     run._boxed_call = True
     return run
@@ -61,11 +122,38 @@ def _aot_backend():
     # No decomposition table: the graphs keep the ATen ops eager uses, each
     # with its own lowering (composite ops were already decomposed by the
     # dispatcher while tracing).
-    return aot_autograd(fw_compiler=_graph_compiler, bw_compiler=_graph_compiler)
+    # keep_inference_input_mutations: an inference graph that mutates an
+    # input (BatchNorm running stats in eval-mode updates, user in-place
+    # code) writes it inside the program, whose replays donate the old
+    # buffer, instead of an eager copy_ after the graph.
+    return aot_autograd(fw_compiler=_graph_compiler, bw_compiler=_graph_compiler,
+                        keep_inference_input_mutations=True)
+
+
+def _note_recompile():
+    """Counts a Dynamo recompile of a function on tpu, with Dynamo's reason
+    (the first failed guard). Dynamo records the reason in its metrics
+    context while it compiles; there is no public accessor, so a missing
+    one is reported as unknown rather than failing the compile."""
+    from torch._guards import CompileContext
+
+    compile_id = CompileContext.current_compile_id()
+    if compile_id is None or not getattr(compile_id, "frame_compile_id", 0):
+        return
+    _stats["recompiles"] += 1
+    reason = None
+    try:
+        from torch._dynamo.utils import get_metrics_context
+
+        reason = getattr(get_metrics_context(), "_metrics", {}).get("recompile_reason")
+    except ImportError:
+        pass
+    _recompile_reasons[reason or "unknown"] += 1
 
 
 def tpu_backend(gm, example_inputs):
     """The "tpu" torch.compile backend."""
+    _note_recompile()
     return _aot_backend()(gm, example_inputs)
 
 

@@ -8,7 +8,8 @@ def metrics():
     cache_hits, cache_misses, compiles, compile_seconds, bytes_to_device,
     bytes_to_host, live_device_bytes, peak_device_bytes, and
     cpu_fallbacks (op -> count), flushes (DeferAndFuse: reason -> count),
-    ops_by_mode (eager mode -> lowered ops dispatched)."""
+    ops_by_mode (eager mode -> lowered ops dispatched), graph_replays, and
+    graphs (torch.compile: see torch_tpu.compile.stats())."""
     raw = dict(_C._metrics())
     out = {k: v for k, v in raw.items() if "::" not in k}
     out["compile_seconds"] = out.pop("compile_nanos") / 1e9
@@ -16,19 +17,34 @@ def metrics():
     out["flushes"] = {k.split("::", 1)[1]: v for k, v in raw.items() if k.startswith("flush::")}
     out["ops_by_mode"] = {k.split("::", 1)[1]: v for k, v in raw.items() if k.startswith("ops_in_mode::")}
     out["compiled_programs"] = _C._compiled_programs()
+    out["graphs"] = _graph_stats()
     return out
 
 
+def _graph_stats():
+    from . import compile as tpu_compile  # cheap: imports no Dynamo
+
+    return tpu_compile.stats()
+
+
 def reset_metrics():
-    """Zeroes the counters (the compiled programs stay cached)."""
+    """Zeroes the counters, torch.compile's graph counters included (the
+    compiled programs stay cached)."""
+    from . import compile as tpu_compile
+
     _C._reset_metrics()
+    tpu_compile.reset_stats()
 
 
 def cache_stats():
     """The compilation cache, per tier: memory {hits, misses, entries}, disk
     {hits, misses, writes, corrupt, evictions, directory}, and compiles,
-    compile_seconds (XLA compilations this process ran)."""
-    return dict(_C._cache_stats())
+    compile_seconds (XLA compilations this process ran), and graphs:
+    torch.compile's graphs (compiled, replayed from their captured program,
+    traced again, recompiled by Dynamo, with reasons)."""
+    out = dict(_C._cache_stats())
+    out["graphs"] = _graph_stats()
+    return out
 
 
 def reset_cache_stats():

@@ -66,6 +66,18 @@ DeferredPrograms& deferred() {
   return *d;
 }
 
+// The graph being captured, if any (one at a time, under the deferred mutex).
+struct GraphCapture {
+  bool active = false;
+  bool broken = false;
+  int device = 0;
+};
+
+GraphCapture& graph_capture() {
+  static GraphCapture c;
+  return c;
+}
+
 int max_deferred_ops() {
   static int n = [] {
     const char* v = std::getenv("TORCH_TPU_DEFER_MAX_OPS");
@@ -96,7 +108,7 @@ void execute(ProgramState& state) {
     auto storage = s.storage.lock();
     // An in-place result reuses the old buffer's memory when nothing else
     // holds it: only the storage (if alive) and our argument list.
-    if (s.param) {
+    if (s.param && !graph_capture().active) {
       size_t idx = param_index(*s.param);
       if (state.args[idx].use_count() <= (storage ? 2 : 1)) {
         state.b.mark_donated(*s.param);
@@ -118,20 +130,63 @@ void execute(ProgramState& state) {
     c10::Storage storage(targets[k].first);
     storage_buffer(storage).set(results[k], targets[k].second);
   }
-  if (state.range_checks.empty()) return;
+  std::vector<std::string> messages;
+  for (const auto& check : state.range_checks) messages.push_back(check.second);
+  queue_range_checks(messages, results, data_outputs);
+}
+
+}  // namespace
+
+void queue_range_checks(const std::vector<std::string>& messages, const std::vector<runtime::BufferPtr>& results,
+                        size_t first) {
+  if (messages.empty()) return;
   bool too_many = false;
   {
     PendingChecks& p = pending_checks();
     std::lock_guard<std::mutex> lock(p.mutex);
-    for (size_t k = 0; k < state.range_checks.size(); ++k) {
-      p.checks.emplace_back(results[data_outputs + k], state.range_checks[k].second);
-    }
+    for (size_t k = 0; k < messages.size(); ++k) p.checks.emplace_back(results[first + k], messages[k]);
     too_many = p.checks.size() > 4096;
   }
   if (too_many) verify_range_checks();  // bound the list in loops that never sync
 }
 
-}  // namespace
+void begin_graph_capture(int device) {
+  flush_deferred("graph_boundary");
+  DeferredPrograms& d = deferred();
+  std::lock_guard<std::recursive_mutex> lock(d.mutex);
+  GraphCapture& c = graph_capture();
+  TORCH_CHECK(!c.active, "internal: nested graph capture");
+  c = GraphCapture{true, false, device};
+}
+
+std::unique_ptr<ProgramState> end_graph_capture(int device, bool* broken) {
+  DeferredPrograms& d = deferred();
+  std::lock_guard<std::recursive_mutex> lock(d.mutex);
+  GraphCapture& c = graph_capture();
+  *broken = c.broken || c.device != device;
+  c.active = false;
+  std::unique_ptr<ProgramState> state;
+  for (size_t k = 0; k < d.per_device.size(); ++k) {
+    if (!d.per_device[k] || d.per_device[k]->ops == 0) continue;
+    if (static_cast<int>(k) == device) {
+      state = std::move(d.per_device[k]);
+    } else {
+      *broken = true;  // the graph touched another device
+    }
+  }
+  d.any_pending = false;
+  for (auto& s : d.per_device) d.any_pending = d.any_pending || (s && s->ops > 0);
+  return state;
+}
+
+void abort_graph_capture() {
+  {
+    DeferredPrograms& d = deferred();
+    std::lock_guard<std::recursive_mutex> lock(d.mutex);
+    graph_capture().active = false;
+  }
+  flush_deferred("graph");
+}
 
 void verify_range_checks() {
   std::vector<std::pair<runtime::BufferPtr, std::string>> checks;
@@ -154,6 +209,7 @@ void flush_deferred(const char* reason) {
   std::lock_guard<std::recursive_mutex> lock(d.mutex);
   if (!d.any_pending.load()) return;
   d.any_pending = false;  // before running: a nested flush finds nothing
+  if (graph_capture().active) graph_capture().broken = true;  // the graph no longer runs as one program
   for (auto& state : d.per_device) {
     if (!state || state->ops == 0) continue;
     std::unique_ptr<ProgramState> pending = std::move(state);
@@ -187,13 +243,16 @@ TensorProgram::~TensorProgram() {
   state_->b.rollback(checkpoint_);
   state_->slots.erase(state_->slots.begin() + static_cast<std::ptrdiff_t>(slots_at_start_), state_->slots.end());
   state_->args.resize(args_at_start_);
+  state_->sources.resize(args_at_start_);
   state_->range_checks.resize(checks_at_start_);
 }
 
-void TensorProgram::bind(const Value& param, runtime::BufferPtr buffer) {
+void TensorProgram::bind(const Value& param, runtime::BufferPtr buffer, ParamSource source) {
   size_t idx = param_index(param);
   if (state_->args.size() <= idx) state_->args.resize(idx + 1);
+  if (state_->sources.size() <= idx) state_->sources.resize(idx + 1);
   state_->args[idx] = std::move(buffer);
+  state_->sources[idx] = std::move(source);
 }
 
 ProgramState::Slot& TensorProgram::slot_for(const at::Tensor& t) {
@@ -209,7 +268,10 @@ ProgramState::Slot& TensorProgram::slot_for(const at::Tensor& t) {
   if (sb->buffer) {
     slot.param = state_->b.parameter({sb->dtype, {sb->numel()}});
     slot.current = slot.param;
-    bind(*slot.param, sb->buffer);
+    ParamSource source;
+    source.kind = ParamSource::Kind::Storage;
+    source.storage_id = sb->id;
+    bind(*slot.param, sb->buffer, std::move(source));
   }
   state_->slots.push_back(std::move(slot));
   return state_->slots.back();
@@ -223,6 +285,22 @@ Value TensorProgram::flat_as(ProgramState::Slot& slot, ElementType dtype) {
   }
   Value flat = *slot.current;
   if (flat.dtype() == dtype) return flat;
+  // view_as_real / view_as_complex: a complex<f32> element is (real, imag)
+  // f32 pairs in memory. bitcast_convert takes no complex types, so split
+  // and join with real/imag/complex.
+  if (flat.dtype() == ElementType::C64 && dtype == ElementType::F32) {
+    const int64_t n = flat.shape()[0];
+    Value re = b.reshape(b.op("real", {flat}, {dtype, {n}}), {n, 1});
+    Value im = b.reshape(b.op("imag", {flat}, {dtype, {n}}), {n, 1});
+    return b.reshape(b.concatenate({re, im}, 1), {2 * n});
+  }
+  if (flat.dtype() == ElementType::F32 && dtype == ElementType::C64 && flat.shape()[0] % 2 == 0) {
+    const int64_t n = flat.shape()[0] / 2;
+    Value pairs = b.reshape(flat, {n, 2});
+    Value re = b.reshape(b.slice(pairs, {0, 0}, {n, 1}, {1, 1}), {n});
+    Value im = b.reshape(b.slice(pairs, {0, 1}, {n, 2}, {1, 1}), {n});
+    return b.op("complex", {re, im}, {dtype, {n}});
+  }
   TORCH_CHECK_NOT_IMPLEMENTED(hlo::byte_size(flat.dtype()) == itemsize,
                               "tpu: viewing a storage of ", hlo::mlir_name(flat.dtype()), " elements as ",
                               hlo::mlir_name(dtype), " (a different element size) is not supported yet");
@@ -245,7 +323,11 @@ Value TensorProgram::host_input(const at::Tensor& cpu) {
   at::Tensor c = cpu.contiguous();
   ElementType dtype = element_type(c.scalar_type());
   Value p = state_->b.parameter({dtype, c.sizes().vec()});
-  bind(p, runtime::DeviceRuntime::get().upload(c.data_ptr(), pjrt_type(dtype), c.sizes().vec(), device_));
+  ParamSource source;
+  source.kind = ParamSource::Kind::HostTensor;
+  source.host = cpu.unsafeGetTensorImpl();
+  bind(p, runtime::DeviceRuntime::get().upload(c.data_ptr(), pjrt_type(dtype), c.sizes().vec(), device_),
+       std::move(source));
   runtime::metrics().bytes_to_device += static_cast<int64_t>(c.nbytes());
   return p;
 }
@@ -286,15 +368,18 @@ void TensorProgram::bind_lowering_inputs(lower::LowerContext& ctx, const at::Gen
     const lower::HostScalar& s = ctx.host_scalars()[k];
     at::Tensor host = s.is_float ? at::scalar_tensor(s.f, at::kDouble) : at::scalar_tensor(s.i, at::kLong);
     host = host.to(scalar_type(s.dtype));
-    bind(ctx.host_scalar_params()[k], rt.upload(host.data_ptr(), pjrt_type(s.dtype), {}, device_));
+    bind(ctx.host_scalar_params()[k], rt.upload(host.data_ptr(), pjrt_type(s.dtype), {}, device_), ParamSource{});
   }
   for (const auto& check : ctx.range_checks()) state_->range_checks.emplace_back(check.all_in_range, check.message);
   if (!ctx.rng_params().empty()) {
     TpuGeneratorImpl* gen = tpu_generator(generator, device_);
+    ParamSource source;
+    source.kind = ParamSource::Kind::Rng;
+    source.generator = generator.defined() ? generator : default_generator(static_cast<c10::DeviceIndex>(device_));
     std::lock_guard<std::mutex> lock(gen->mutex_);
     for (const Value& p : ctx.rng_params()) {
       uint64_t state[2] = {gen->current_seed(), gen->next_counter()};
-      bind(p, rt.upload(state, PJRT_Buffer_Type_U64, {2}, device_));
+      bind(p, rt.upload(state, PJRT_Buffer_Type_U64, {2}, device_), source);
     }
   }
 }
@@ -307,7 +392,8 @@ void TensorProgram::run() {
   }
   state_->ops++;
   deferred().any_pending = true;
-  if (state_->ops >= max_deferred_ops()) flush_deferred("size_bound");
+  // A graph being captured stays one program whatever its size.
+  if (state_->ops >= max_deferred_ops() && !graph_capture().active) flush_deferred("size_bound");
 }
 
 }  // namespace torch_tpu::device

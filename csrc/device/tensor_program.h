@@ -27,6 +27,16 @@ namespace torch_tpu::device {
 
 runtime::ViewLayout layout_of(const at::Tensor& t);
 
+// Where a program parameter's buffer came from; a captured graph program
+// (csrc/device/graph_capture.cpp) rebinds parameters from these on replay.
+struct ParamSource {
+  enum class Kind { Storage, HostTensor, Constant, Rng };
+  Kind kind = Kind::Constant;
+  uint64_t storage_id = 0;                // Storage: the StorageBuffer id
+  const c10::TensorImpl* host = nullptr;  // HostTensor: identity only, never dereferenced
+  at::Generator generator;                // Rng: drawn from again on replay
+};
+
 // One program under construction and the buffers bound to its parameters.
 struct ProgramState {
   struct Slot {
@@ -42,6 +52,7 @@ struct ProgramState {
   hlo::Builder b;
   std::vector<Slot> slots;
   std::vector<runtime::BufferPtr> args;  // by parameter index
+  std::vector<ParamSource> sources;      // by parameter index
   std::vector<std::pair<hlo::Value, std::string>> range_checks;  // extra tensor<i1> outputs
   int ops = 0;
 };
@@ -76,7 +87,7 @@ class TensorProgram {
  private:
   ProgramState::Slot& slot_for(const at::Tensor& t);
   hlo::Value flat_as(ProgramState::Slot& slot, hlo::ElementType dtype);
-  void bind(const hlo::Value& param, runtime::BufferPtr buffer);
+  void bind(const hlo::Value& param, runtime::BufferPtr buffer, ParamSource source);
 
   int device_;
   bool deferred_;
@@ -91,6 +102,21 @@ class TensorProgram {
 // DeferAndFuse: runs every device's pending program. `reason` is counted in
 // the metrics (flushes::<reason>). Cheap when nothing is pending.
 void flush_deferred(const char* reason);
+
+// Graph capture (torch.compile): between begin and end, the device's ops
+// record into one pending program that no flush may split (a flush marks
+// the capture broken) and that donates nothing, so it can be replayed with
+// other buffers. end_graph_capture hands the program over (null when nothing
+// was recorded); `broken` says whether a flush split it.
+void begin_graph_capture(int device);
+std::unique_ptr<ProgramState> end_graph_capture(int device, bool* broken);
+// Abandons a capture after an error; the pending program is flushed.
+void abort_graph_capture();
+
+// Queues a program's range-check results (results[first...], one per
+// message) for verification at the next host wait.
+void queue_range_checks(const std::vector<std::string>& messages, const std::vector<runtime::BufferPtr>& results,
+                        size_t first);
 
 // Index range checks of programs that ran: raises IndexError for the first
 // that failed (naming its op). Called wherever the host waits anyway.

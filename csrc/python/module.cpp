@@ -11,9 +11,12 @@
 namespace py = pybind11;
 using torch_tpu::runtime::DeviceRuntime;
 
+void register_graph_bindings(py::module_& m);  // graph_bindings.cpp
+
 PYBIND11_MODULE(_C, m) {
   m.doc() = "torch_tpu native core";
   torch_tpu::device::register_hooks();
+  register_graph_bindings(m);
 
   m.def("_configure", [](const std::string& plugin_path, int num_devices, const std::string& error) {
     DeviceRuntime::get().configure(plugin_path, num_devices, error);
@@ -54,6 +57,7 @@ PYBIND11_MODULE(_C, m) {
     py::dict memory, disk, d;
     memory["hits"] = s.memory_hits;
     memory["misses"] = s.memory_misses;
+    memory["evictions"] = s.memory_evictions;
     memory["entries"] = cache.size();
     disk["hits"] = s.disk_hits;
     disk["misses"] = s.disk_misses;

@@ -69,14 +69,22 @@ void DeviceRuntime::download(const Buffer& buffer, void* dst, size_t nbytes) {
   buffer.to_host(dst, nbytes);
 }
 
+std::shared_ptr<pjrt::LoadedExecutable> DeviceRuntime::executable(const std::string& text) {
+  return cache_.get_or_compile(client(), platform_identity_, text, compile_options_);
+}
+
 std::vector<BufferPtr> DeviceRuntime::run(const std::string& text, int device, const std::vector<BufferPtr>& args,
                                           const std::vector<bool>& donatable) {
+  return run(*executable(text), device, args, donatable);
+}
+
+std::vector<BufferPtr> DeviceRuntime::run(pjrt::LoadedExecutable& exe, int device, const std::vector<BufferPtr>& args,
+                                          const std::vector<bool>& donatable) {
   auto& c = client();
-  auto exe = cache_.get_or_compile(c, platform_identity_, text, compile_options_);
   std::vector<PJRT_Buffer*> raw;
   raw.reserve(args.size());
   for (const auto& a : args) raw.push_back(a->raw());
-  auto outputs = exe->execute(c.devices().at(device), raw, donatable);
+  auto outputs = exe.execute(c.devices().at(device), raw, donatable);
   metrics().programs_executed++;
   if (!outputs.empty()) note_output(device, outputs.back());
   return outputs;

@@ -34,6 +34,11 @@ class DeviceRuntime {
   // Compiles (or finds) `text`, runs it on `device` without waiting.
   std::vector<BufferPtr> run(const std::string& text, int device, const std::vector<BufferPtr>& args,
                              const std::vector<bool>& donatable);
+  // The same in two steps, for callers that keep the executable (replayed
+  // graph programs skip hashing their text on every call).
+  std::shared_ptr<pjrt::LoadedExecutable> executable(const std::string& text);
+  std::vector<BufferPtr> run(pjrt::LoadedExecutable& exe, int device, const std::vector<BufferPtr>& args,
+                             const std::vector<bool>& donatable);
   CompileCache& cache() { return cache_; }
   // Runs before every synchronize (DeferAndFuse flushes its pending programs).
   void set_before_sync(std::function<void()> hook) { before_sync_ = std::move(hook); }

@@ -19,6 +19,7 @@ struct Metrics {
   std::atomic<int64_t> cache_misses{0};
   std::atomic<int64_t> compiles{0};
   std::atomic<int64_t> compile_nanos{0};
+  std::atomic<int64_t> graph_replays{0};  // torch.compile graph calls that reused a captured program
   std::atomic<int64_t> live_device_bytes{0};
   std::atomic<int64_t> peak_device_bytes{0};
 

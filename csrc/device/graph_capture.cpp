@@ -1,0 +1,333 @@
+#include "device/graph_capture.h"
+
+#include <unordered_map>
+
+#include "device/generator.h"
+#include "runtime/device_runtime.h"
+#include "runtime/metrics.h"
+
+namespace torch_tpu::device {
+
+namespace {
+
+size_t param_index(const hlo::Value& param) { return std::stoul(param.name.substr(4)); }
+
+bool same_value(const c10::IValue& a, const c10::IValue& b) {
+  if (a.isNone() || b.isNone()) return a.isNone() && b.isNone();
+  if (a.isBool() || b.isBool()) return a.isBool() && b.isBool() && a.toBool() == b.toBool();
+  if (a.isInt() || b.isInt()) return a.isInt() && b.isInt() && a.toInt() == b.toInt();
+  if (a.isDouble() || b.isDouble()) return a.isDouble() && b.isDouble() && a.toDouble() == b.toDouble();
+  return false;  // anything else (SymInts, lists...): never assumed equal
+}
+
+bool is_device_tensor(const c10::IValue& v) {
+  return v.isTensor() && v.toTensor().defined() && v.toTensor().device().type() == c10::DeviceType::PrivateUse1;
+}
+
+bool is_host_tensor(const c10::IValue& v) {
+  return v.isTensor() && v.toTensor().defined() && v.toTensor().device().is_cpu();
+}
+
+runtime::BufferPtr upload_host(const at::Tensor& cpu, int device) {
+  at::Tensor c = cpu.contiguous();
+  hlo::ElementType dtype = element_type(c.scalar_type());
+  runtime::metrics().bytes_to_device += static_cast<int64_t>(c.nbytes());
+  return runtime::DeviceRuntime::get().upload(c.data_ptr(), pjrt_type(dtype), c.sizes().vec(), device);
+}
+
+runtime::BufferPtr draw_rng_state(const at::Generator& generator, int device) {
+  TpuGeneratorImpl* gen = tpu_generator(generator, device);
+  uint64_t state[2];
+  {
+    std::lock_guard<std::mutex> lock(gen->mutex_);
+    state[0] = gen->current_seed();
+    state[1] = gen->next_counter();
+  }
+  return runtime::DeviceRuntime::get().upload(state, PJRT_Buffer_Type_U64, {2}, device);
+}
+
+at::Tensor restride(const at::Tensor& base, const CapturedGraph::Output& o) {
+  if (base.sizes().vec() == o.sizes && base.strides().vec() == o.strides && base.storage_offset() == o.offset) {
+    return base;
+  }
+  return base.as_strided(o.sizes, o.strides, o.offset);
+}
+
+}  // namespace
+
+bool CapturedGraph::matches(const std::vector<c10::IValue>& values) {
+  auto fail = [&](size_t k, const std::string& what) {
+    mismatch_ = "input " + std::to_string(k) + ": " + what;
+    return false;
+  };
+  if (values.size() != inputs.size()) {
+    mismatch_ = "number of inputs changed";
+    return false;
+  }
+  std::unordered_map<uint64_t, int> first_of_storage;
+  for (size_t k = 0; k < values.size(); ++k) {
+    const Input& in = inputs[k];
+    const c10::IValue& v = values[k];
+    switch (in.kind) {
+      case Input::Kind::DeviceTensor: {
+        if (!is_device_tensor(v)) return fail(k, "no longer a tpu tensor");
+        const at::Tensor& t = v.toTensor();
+        if (t.scalar_type() != in.dtype) return fail(k, "dtype changed");
+        if (t.sizes() != in.sizes) return fail(k, "sizes changed");
+        if (t.strides() != in.strides || t.storage_offset() != in.offset) return fail(k, "strides or offset changed");
+        StorageBuffer& sb = storage_buffer(t);
+        if (sb.device != device) return fail(k, "device changed");
+        if (sb.nbytes != in.storage_nbytes) return fail(k, "storage size changed");
+        if ((sb.buffer != nullptr) != in.has_buffer) return fail(k, "storage materialization changed");
+        auto [it, fresh] = first_of_storage.emplace(sb.id, static_cast<int>(k));
+        if ((fresh ? -1 : it->second) != in.alias_of) return fail(k, "aliasing between inputs changed");
+        break;
+      }
+      case Input::Kind::HostTensor: {
+        if (!is_host_tensor(v)) return fail(k, "no longer a CPU tensor");
+        const at::Tensor& t = v.toTensor();
+        if (t.scalar_type() != in.dtype || t.sizes() != in.sizes) return fail(k, "CPU tensor dtype or sizes changed");
+        break;
+      }
+      case Input::Kind::Other:
+        if (!same_value(v, in.value)) return fail(k, "value changed");
+        break;
+    }
+  }
+  return true;
+}
+
+std::optional<std::vector<c10::IValue>> CapturedGraph::replay(const std::vector<c10::IValue>& values) {
+  if (!matches(values)) return std::nullopt;
+  auto& rt = runtime::DeviceRuntime::get();
+  std::vector<runtime::BufferPtr> args(params.size());
+  for (size_t i = 0; i < params.size(); ++i) {
+    const Param& p = params[i];
+    switch (p.kind) {
+      case Param::Kind::Input: {
+        const at::Tensor& t = values[p.input].toTensor();
+        args[i] = inputs[p.input].kind == Input::Kind::HostTensor ? upload_host(t, device) : storage_buffer(t).buffer;
+        break;
+      }
+      case Param::Kind::Constant:
+        args[i] = p.constant;
+        break;
+      case Param::Kind::Rng:
+        args[i] = draw_rng_state(p.generator, device);
+        break;
+    }
+  }
+  // The buffer of an input the graph overwrites is donated (updated in place)
+  // when only its storage and this argument list hold it.
+  std::vector<bool> donatable(args.size(), false);
+  for (size_t i = 0; i < params.size(); ++i) donatable[i] = params[i].donor && args[i].use_count() <= 2;
+  auto results = rt.run(*executable, device, args, donatable);
+  args.clear();
+  runtime::metrics().graph_replays++;
+  std::vector<at::Tensor> fresh(sinks.size());
+  for (size_t s = 0; s < sinks.size(); ++s) {
+    const Sink& sink = sinks[s];
+    if (sink.kind == Sink::Kind::InputWrite) {
+      storage_buffer(values[sink.input].toTensor()).set(results[s], sink.dtype);
+      continue;
+    }
+    const int64_t numel = static_cast<int64_t>(sink.nbytes) / hlo::byte_size(sink.dtype);
+    fresh[s] = empty_tpu({numel}, {1}, scalar_type(sink.dtype), device);
+    storage_buffer(fresh[s]).set(results[s], sink.dtype);
+  }
+  queue_range_checks(check_messages, results, sinks.size());
+  std::vector<c10::IValue> out;
+  out.reserve(outputs.size());
+  for (const Output& o : outputs) {
+    switch (o.kind) {
+      case Output::Kind::None:
+        out.emplace_back();
+        break;
+      case Output::Kind::FromSink:
+        out.emplace_back(restride(fresh[o.index], o));
+        break;
+      case Output::Kind::Input:
+        out.emplace_back(restride(values[o.index].toTensor(), o));
+        break;
+    }
+  }
+  return out;
+}
+
+void begin_capture(int device) { begin_graph_capture(device); }
+
+void abort_capture() { abort_graph_capture(); }
+
+std::shared_ptr<CapturedGraph> end_capture(int device, const std::vector<c10::IValue>& values,
+                                           const std::vector<c10::IValue>& graph_outputs, std::string* why) {
+  bool broken = false;
+  std::unique_ptr<ProgramState> state = end_graph_capture(device, &broken);
+  if (!state) {
+    *why = "the graph ran no device op";
+    return nullptr;
+  }
+  auto cap = std::make_shared<CapturedGraph>();
+  cap->device = device;
+  std::string reason = broken ? "a flush split the graph (a host read, a CPU fallback or another device)" : "";
+  auto refuse = [&](const std::string& r) {
+    if (reason.empty()) reason = r;
+  };
+
+  // Inputs and their signature.
+  std::unordered_map<uint64_t, int> input_of_storage;
+  std::unordered_map<const c10::TensorImpl*, int> input_of_host;
+  for (size_t k = 0; k < values.size(); ++k) {
+    const c10::IValue& v = values[k];
+    CapturedGraph::Input in;
+    if (is_device_tensor(v)) {
+      const at::Tensor& t = v.toTensor();
+      StorageBuffer& sb = storage_buffer(t);
+      in.kind = CapturedGraph::Input::Kind::DeviceTensor;
+      in.dtype = t.scalar_type();
+      in.sizes = t.sizes().vec();
+      in.strides = t.strides().vec();
+      in.offset = t.storage_offset();
+      in.storage_nbytes = sb.nbytes;
+      in.has_buffer = sb.buffer != nullptr;
+      auto [it, fresh] = input_of_storage.emplace(sb.id, static_cast<int>(k));
+      in.alias_of = fresh ? -1 : it->second;
+    } else if (is_host_tensor(v)) {
+      const at::Tensor& t = v.toTensor();
+      in.kind = CapturedGraph::Input::Kind::HostTensor;
+      in.dtype = t.scalar_type();
+      in.sizes = t.sizes().vec();
+      input_of_host.emplace(t.unsafeGetTensorImpl(), static_cast<int>(k));
+    } else {
+      in.value = v;
+    }
+    cap->inputs.push_back(std::move(in));
+  }
+
+  // Parameters: graph inputs are rebound on replay, the rest kept or redrawn.
+  for (size_t i = 0; i < state->sources.size(); ++i) {
+    const ParamSource& src = state->sources[i];
+    CapturedGraph::Param p;
+    switch (src.kind) {
+      case ParamSource::Kind::Storage: {
+        auto it = input_of_storage.find(src.storage_id);
+        if (it == input_of_storage.end()) {
+          refuse("the graph reads a tensor that is not one of its inputs");
+        } else {
+          p.kind = CapturedGraph::Param::Kind::Input;
+          p.input = it->second;
+        }
+        break;
+      }
+      case ParamSource::Kind::HostTensor: {
+        auto it = input_of_host.find(src.host);
+        if (it != input_of_host.end()) {
+          p.kind = CapturedGraph::Param::Kind::Input;
+          p.input = it->second;
+        } else {
+          p.constant = state->args[i];  // a CPU constant made inside the graph
+        }
+        break;
+      }
+      case ParamSource::Kind::Constant:
+        p.constant = state->args[i];
+        break;
+      case ParamSource::Kind::Rng:
+        p.kind = CapturedGraph::Param::Kind::Rng;
+        p.generator = src.generator;
+        break;
+    }
+    cap->params.push_back(std::move(p));
+  }
+
+  // Program outputs: every storage the graph wrote that is still alive.
+  std::vector<hlo::Value> outs;
+  std::vector<c10::intrusive_ptr<c10::StorageImpl>> targets;
+  std::unordered_map<uint64_t, int> sink_of_storage;
+  for (auto& slot : state->slots) {
+    if (!slot.written) continue;
+    auto storage = slot.storage.lock();
+    if (!storage) continue;
+    CapturedGraph::Sink sink;
+    sink.dtype = slot.current->dtype();
+    sink.nbytes = slot.nbytes;
+    auto it = input_of_storage.find(slot.storage_id);
+    if (it != input_of_storage.end()) {
+      sink.kind = CapturedGraph::Sink::Kind::InputWrite;
+      sink.input = it->second;
+      if (slot.param) {  // replays may update it in place
+        state->b.mark_donated(*slot.param);
+        cap->params[param_index(*slot.param)].donor = true;
+      }
+    } else if (slot.param) {
+      refuse("the graph writes a tensor that is not one of its inputs");
+    }
+    sink_of_storage[slot.storage_id] = static_cast<int>(cap->sinks.size());
+    cap->sinks.push_back(sink);
+    outs.push_back(*slot.current);
+    targets.push_back(std::move(storage));
+  }
+
+  // Graph outputs, in terms of sinks and inputs.
+  std::vector<bool> sink_returned(cap->sinks.size(), false);
+  for (const c10::IValue& v : graph_outputs) {
+    CapturedGraph::Output o;
+    if (v.isNone() || (v.isTensor() && !v.toTensor().defined())) {
+      cap->outputs.push_back(o);
+      continue;
+    }
+    if (!is_device_tensor(v)) {
+      refuse("the graph returns something other than tpu tensors");
+      continue;
+    }
+    const at::Tensor& t = v.toTensor();
+    StorageBuffer& sb = storage_buffer(t);
+    o.dtype = t.scalar_type();
+    o.sizes = t.sizes().vec();
+    o.strides = t.strides().vec();
+    o.offset = t.storage_offset();
+    if (auto it = sink_of_storage.find(sb.id); it != sink_of_storage.end() &&
+                                               cap->sinks[it->second].kind == CapturedGraph::Sink::Kind::Fresh) {
+      o.kind = CapturedGraph::Output::Kind::FromSink;
+      o.index = it->second;
+      sink_returned[it->second] = true;
+      if (element_type(o.dtype) != cap->sinks[it->second].dtype) refuse("the graph returns a view of another dtype");
+    } else if (auto in = input_of_storage.find(sb.id); in != input_of_storage.end()) {
+      o.kind = CapturedGraph::Output::Kind::Input;
+      o.index = in->second;
+      if (o.dtype != cap->inputs[in->second].dtype) refuse("the graph returns a view of an input in another dtype");
+    } else {
+      refuse("the graph returns a tensor it did not compute");
+    }
+    cap->outputs.push_back(std::move(o));
+  }
+  for (size_t s = 0; s < cap->sinks.size(); ++s) {
+    if (cap->sinks[s].kind == CapturedGraph::Sink::Kind::Fresh && !sink_returned[s]) {
+      refuse("a tensor computed inside the graph outlives it without being returned");
+    }
+  }
+
+  // Run it once, now, with the recorded buffers; nothing is donated, so the
+  // same executable runs the replays.
+  if (outs.empty()) {
+    *why = reason.empty() ? "the graph computes nothing" : reason;
+    return nullptr;
+  }
+  for (const auto& [pred, message] : state->range_checks) {
+    outs.push_back(pred);
+    cap->check_messages.push_back(message);
+  }
+  auto& rt = runtime::DeviceRuntime::get();
+  cap->executable = rt.executable(state->b.finish(outs));
+  auto results = rt.run(*cap->executable, device, state->args, std::vector<bool>(state->args.size(), false));
+  for (size_t k = 0; k < targets.size(); ++k) {
+    storage_buffer(c10::Storage(targets[k])).set(results[k], cap->sinks[k].dtype);
+  }
+  queue_range_checks(cap->check_messages, results, targets.size());
+  if (!reason.empty()) {
+    *why = reason;
+    return nullptr;
+  }
+  return cap;
+}
+
+}  // namespace torch_tpu::device

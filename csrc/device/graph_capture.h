@@ -1,0 +1,88 @@
+// Captured graph programs: how torch.compile runs a graph as ONE program
+// without lowering it again on every call.
+//
+// The first call of a graph records its ops (through the same kernels and
+// lowerings as eager) into one pending program, then captures it: which
+// program parameter is which graph input's storage, which output storage
+// becomes which graph output, which inputs the graph wrote. Later calls whose
+// inputs have the same signature (dtypes, sizes, strides, offsets, storage
+// sizes, aliasing, CPU scalars' shapes, non-tensor values) bind the new
+// buffers to the compiled executable and run it; nothing is lowered, no
+// program text is built or hashed.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "device/tensor_program.h"
+
+namespace torch_tpu::device {
+
+class CapturedGraph {
+ public:
+  // Runs the captured program on `inputs`; nullopt when they do not match
+  // the captured signature (the caller traces the graph again).
+  std::optional<std::vector<c10::IValue>> replay(const std::vector<c10::IValue>& inputs);
+  // Why the last replay did not match (for recompile diagnostics).
+  const std::string& mismatch() const { return mismatch_; }
+
+  struct Input {
+    enum class Kind { DeviceTensor, HostTensor, Other } kind = Kind::Other;
+    at::ScalarType dtype = at::kFloat;
+    std::vector<int64_t> sizes, strides;
+    int64_t offset = 0;
+    size_t storage_nbytes = 0;
+    bool has_buffer = false;
+    int alias_of = -1;   // DeviceTensor: earlier input sharing the storage
+    c10::IValue value;   // Other: compared by equality
+  };
+  struct Param {
+    enum class Kind { Input, Constant, Rng } kind = Kind::Constant;
+    int input = -1;
+    bool donor = false;  // an input the graph overwrites: its old buffer is donated when nothing else holds it
+    runtime::BufferPtr constant;
+    at::Generator generator;
+  };
+  struct Sink {  // one data output of the program
+    enum class Kind { Fresh, InputWrite } kind = Kind::Fresh;
+    int input = -1;  // InputWrite
+    hlo::ElementType dtype = hlo::ElementType::F32;
+    size_t nbytes = 0;  // Fresh: the new storage's size
+  };
+  struct Output {  // one graph output
+    enum class Kind { None, FromSink, Input } kind = Kind::None;
+    int index = -1;  // sink or input
+    at::ScalarType dtype = at::kFloat;
+    std::vector<int64_t> sizes, strides;
+    int64_t offset = 0;
+  };
+
+  int device = 0;
+  std::shared_ptr<pjrt::LoadedExecutable> executable;
+  std::vector<Input> inputs;
+  std::vector<Param> params;
+  std::vector<Sink> sinks;
+  std::vector<Output> outputs;
+  std::vector<std::string> check_messages;  // the program's range checks, outputs after the sinks
+
+ private:
+  bool matches(const std::vector<c10::IValue>& inputs);
+  std::string mismatch_;
+};
+
+// Starts recording a graph's ops on `device` (flushing earlier eager work).
+void begin_capture(int device);
+// Ends the recording: runs the program once with `inputs`' buffers and
+// writes the graph's `outputs` (tensors the graph returned, created while
+// recording). Returns the capture, or null (with `why`) when the graph
+// cannot be replayed (it was split by a flush, kept intermediates alive,
+// returned views across dtypes...); its results are correct either way.
+std::shared_ptr<CapturedGraph> end_capture(int device, const std::vector<c10::IValue>& inputs,
+                                           const std::vector<c10::IValue>& outputs, std::string* why);
+void abort_capture();
+
+}  // namespace torch_tpu::device

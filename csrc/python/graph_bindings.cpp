@@ -1,0 +1,66 @@
+// torch_tpu._C entry points for torch.compile's captured graph programs
+// (csrc/device/graph_capture.h). The only translation unit that converts
+// Python objects to tensors.
+#include <pybind11/pybind11.h>
+#include <torch/csrc/autograd/python_variable.h>
+
+#include "device/graph_capture.h"
+
+namespace py = pybind11;
+using torch_tpu::device::CapturedGraph;
+
+namespace {
+
+c10::IValue to_ivalue(const py::handle& obj) {
+  if (THPVariable_Check(obj.ptr())) return THPVariable_Unpack(obj.ptr());
+  if (obj.is_none()) return c10::IValue();
+  if (py::isinstance<py::bool_>(obj)) return obj.cast<bool>();
+  if (py::isinstance<py::int_>(obj)) return obj.cast<int64_t>();
+  if (py::isinstance<py::float_>(obj)) return obj.cast<double>();
+  // SymInts and other objects: a value no replay matches.
+  return c10::IValue(std::string("<unmatched python object>"));
+}
+
+std::vector<c10::IValue> to_ivalues(const py::sequence& seq) {
+  std::vector<c10::IValue> out;
+  out.reserve(seq.size());
+  for (const py::handle& h : seq) out.push_back(to_ivalue(h));
+  return out;
+}
+
+py::list to_python(const std::vector<c10::IValue>& values) {
+  py::list out;
+  for (const c10::IValue& v : values) {
+    if (v.isTensor()) {
+      out.append(py::reinterpret_steal<py::object>(THPVariable_Wrap(v.toTensor())));
+    } else {
+      out.append(py::none());
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void register_graph_bindings(py::module_& m) {
+  py::class_<CapturedGraph, std::shared_ptr<CapturedGraph>>(m, "_CapturedGraph")
+      .def("replay",
+           [](CapturedGraph& g, const py::sequence& inputs) -> py::object {
+             std::vector<c10::IValue> values = to_ivalues(inputs);
+             std::optional<std::vector<c10::IValue>> out;
+             {
+               py::gil_scoped_release release;
+               out = g.replay(values);
+             }
+             if (!out) return py::none();
+             return to_python(*out);
+           })
+      .def_property_readonly("mismatch", &CapturedGraph::mismatch);
+  m.def("_capture_begin", [](int device) { torch_tpu::device::begin_capture(device); });
+  m.def("_capture_abort", []() { torch_tpu::device::abort_capture(); });
+  m.def("_capture_end", [](int device, const py::sequence& inputs, const py::sequence& outputs) {
+    std::string why;
+    auto cap = torch_tpu::device::end_capture(device, to_ivalues(inputs), to_ivalues(outputs), &why);
+    return py::make_tuple(cap ? py::cast(cap) : py::none(), why);
+  });
+}
