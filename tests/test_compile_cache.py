@@ -103,3 +103,26 @@ def test_gpt_example_second_process_compiles_nothing(tmp_path):
     assert int(first["COMPILES"]) > 0
     assert int(second["COMPILES"]) == 0 and int(second["DISK_HITS"]) > 0
     assert second["LOSS"] == first["LOSS"]
+
+
+def test_memory_tier_keeps_a_bounded_number_of_programs_and_reloads_evicted_ones_from_disk(tmp_path):
+    code = """
+        import os, torch, torch_tpu
+        x = torch.arange(6.0).to("tpu")
+        outs = [getattr(x, op)().sum().item() for op in ("sin", "cos", "exp", "tanh", "sigmoid", "abs", "neg",
+                                                             "sqrt", "log1p", "floor")]
+        s = torch_tpu.cache_stats()
+        print("ENTRIES", s["memory"]["entries"], "EVICTIONS", s["memory"]["evictions"])
+        again = x.sin().sum().item()  # evicted long ago: back from disk, not recompiled
+        s2 = torch_tpu.cache_stats()
+        print("RECOMPILES", s2["compiles"] - s["compiles"], "DISK_HITS", s2["disk"]["hits"] - s["disk"]["hits"])
+        print("SAME", again == outs[0])
+    """
+    env = dict(os.environ, TORCH_TPU_CACHE_DIR=str(tmp_path), TORCH_TPU_CACHE_MAX_PROGRAMS="4")
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    fields = dict(zip(r.stdout.split()[::2], r.stdout.split()[1::2]))
+    assert fields["ENTRIES"] == "4" and int(fields["EVICTIONS"]) >= 6
+    assert fields["RECOMPILES"] == "0" and int(fields["DISK_HITS"]) >= 1
+    assert fields["SAME"] == "True"

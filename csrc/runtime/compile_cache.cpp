@@ -77,6 +77,8 @@ void CompileCache::set_warning_handler(std::function<void(const std::string&)> h
 CompileCache::CompileCache() : dir_(default_directory()) {
   const char* max = std::getenv("TORCH_TPU_CACHE_MAX_BYTES");
   max_bytes_ = max ? std::atoll(max) : (int64_t{4} << 30);
+  const char* max_programs = std::getenv("TORCH_TPU_CACHE_MAX_PROGRAMS");
+  max_programs_ = max_programs ? std::max<long long>(1, std::atoll(max_programs)) : 2048;
   if (!dir_.empty() && !make_dirs(dir_)) {
     warning_handler()("cannot create the compilation cache directory " + dir_ + "; disk tier off");
     dir_.clear();
@@ -92,13 +94,17 @@ std::shared_ptr<pjrt::LoadedExecutable> CompileCache::get_or_compile(pjrt::Clien
     if (it != programs_.end()) {
       stats_.memory_hits++;
       metrics().cache_hits++;
-      return it->second;
+      lru_.splice(lru_.end(), lru_, it->second.lru);
+      return it->second.exe;
     }
     stats_.memory_misses++;
   }
   metrics().cache_misses++;
   // Identity: everything the executable depends on.
-  const std::string identity = platform + "\n" + hex_key(options) + "\n" + text;
+  // XLA_FLAGS change what XLA generates (the plugin reads them at compile
+  // time), so they are part of the identity.
+  static const std::string xla_flags = std::getenv("XLA_FLAGS") ? std::getenv("XLA_FLAGS") : "";
+  const std::string identity = platform + "\n" + hex_key(options) + "\n" + xla_flags + "\n" + text;
   std::string path = dir_.empty() ? "" : dir_ + "/" + hex_key(identity) + ".xla";
   std::shared_ptr<pjrt::LoadedExecutable> exe;
   if (!path.empty()) exe = load_from_disk(client, path, identity);
@@ -122,8 +128,26 @@ std::shared_ptr<pjrt::LoadedExecutable> CompileCache::get_or_compile(pjrt::Clien
     if (!path.empty()) store_on_disk(path, identity, *exe);
   }
   std::lock_guard<std::mutex> lock(mutex_);
-  programs_.emplace(text, exe);
+  remember(text, exe);
   return exe;
+}
+
+void CompileCache::remember(const std::string& text, std::shared_ptr<pjrt::LoadedExecutable> exe) {
+  auto [it, inserted] = programs_.try_emplace(text);
+  if (!inserted) {  // another thread compiled it meanwhile
+    lru_.splice(lru_.end(), lru_, it->second.lru);
+    return;
+  }
+  it->second.exe = std::move(exe);
+  it->second.lru = lru_.insert(lru_.end(), &it->first);
+  while (programs_.size() > max_programs_) {
+    // Executables still in use (a captured graph, a running program) stay
+    // alive through their own references.
+    const std::string* oldest = lru_.front();
+    lru_.pop_front();
+    programs_.erase(programs_.find(*oldest));
+    stats_.memory_evictions++;
+  }
 }
 
 std::shared_ptr<pjrt::LoadedExecutable> CompileCache::load_from_disk(pjrt::Client& client, const std::string& path,
@@ -263,6 +287,7 @@ size_t CompileCache::size() const {
 void CompileCache::clear_memory() {
   std::lock_guard<std::mutex> lock(mutex_);
   programs_.clear();
+  lru_.clear();
 }
 
 }  // namespace torch_tpu::runtime

@@ -18,7 +18,7 @@
 namespace torch_tpu::runtime {
 
 struct CacheStats {
-  int64_t memory_hits = 0, memory_misses = 0;
+  int64_t memory_hits = 0, memory_misses = 0, memory_evictions = 0;
   int64_t disk_hits = 0, disk_misses = 0, disk_writes = 0, disk_corrupt = 0, disk_evictions = 0;
   int64_t compiles = 0;
   double compile_seconds = 0;
@@ -26,7 +26,8 @@ struct CacheStats {
 
 class CompileCache {
  public:
-  // Reads TORCH_TPU_CACHE_DIR / TORCH_TPU_CACHE_MAX_BYTES.
+  // Reads TORCH_TPU_CACHE_DIR / TORCH_TPU_CACHE_MAX_BYTES (disk tier) and
+  // TORCH_TPU_CACHE_MAX_PROGRAMS (memory tier, default 2048 executables).
   CompileCache();
 
   // `platform` names the plugin build (platform, version, XLA version); it is
@@ -47,8 +48,20 @@ class CompileCache {
   void store_on_disk(const std::string& path, const std::string& identity, const pjrt::LoadedExecutable& exe);
   void evict_if_needed();
 
+  // The memory tier, least recently used first in `lru_`. Bounded: every
+  // loaded executable holds code mappings, and the process's count of
+  // memory mappings is finite (vm.max_map_count), so a process compiling
+  // thousands of distinct programs (an op sweep) must let old ones go.
+  // Evicted programs come back from the disk tier.
+  struct Entry {
+    std::shared_ptr<pjrt::LoadedExecutable> exe;
+    std::list<const std::string*>::iterator lru;
+  };
+  void remember(const std::string& text, std::shared_ptr<pjrt::LoadedExecutable> exe);  // under mutex_
   mutable std::mutex mutex_;
-  std::unordered_map<std::string, std::shared_ptr<pjrt::LoadedExecutable>> programs_;
+  std::unordered_map<std::string, Entry> programs_;
+  std::list<const std::string*> lru_;
+  size_t max_programs_;
   std::string dir_;
   int64_t max_bytes_;
   CacheStats stats_;
