@@ -298,3 +298,39 @@ def test_recompiles_are_counted_with_dynamos_reason():
     assert stats["recompiles"] == 1
     (reason,) = stats["recompile_reasons"]
     assert "size" in reason or "shape" in reason, reason
+
+
+@torch.library.custom_op("torch_tpu_test::cpu_only_twice", mutates_args=(), device_types="cpu")
+def cpu_only_twice(x: torch.Tensor) -> torch.Tensor:
+    """An op with a CPU kernel and no tpu one."""
+    return x * 2
+
+
+@cpu_only_twice.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+
+def test_op_without_lowering_raises_at_compile_naming_it():
+    f = torch.compile(lambda x: cpu_only_twice(x.sin()).cos(), backend="tpu")
+    x = torch.randn(3, device="tpu")
+    torch_tpu.sync()
+    before = torch_tpu.metrics()["programs_executed"]
+    with pytest.raises(Exception, match="torch_tpu_test::cpu_only_twice.*no tpu lowering"):
+        f(x)
+    torch_tpu.sync()
+    assert torch_tpu.metrics()["programs_executed"] == before  # refused before running anything
+
+
+def test_op_without_lowering_runs_on_cpu_inside_the_graph_with_the_fallback_on():
+    f = torch.compile(lambda x: cpu_only_twice(x.sin()).cos(), backend="tpu")
+    x = torch.randn(3)
+    torch_tpu.cpu_fallback(True)
+    try:
+        with pytest.warns(UserWarning, match="cpu_only_twice has no tpu lowering"):
+            out = f(x.tpu())
+        again = f(x.tpu())
+    finally:
+        torch_tpu.cpu_fallback(False)
+    torch.testing.assert_close(out.cpu(), (x.sin() * 2).cos())
+    torch.testing.assert_close(again.cpu(), (x.sin() * 2).cos())

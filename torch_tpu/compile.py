@@ -13,6 +13,7 @@ inputs live on tpu and Inductor otherwise.
 
 import collections
 import functools
+import warnings
 
 import torch
 
@@ -109,7 +110,43 @@ def _run_fused(gm, matmul_precision):
     return run
 
 
+# Dispatch keys whose kernels serve tpu tensors besides our own.
+_SHARED_KERNEL_KEYS = ("PrivateUse1", "CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional",
+                       "CompositeImplicitAutograd")
+
+
+def _ops_without_tpu_kernel(gm):
+    missing = []
+    for node in gm.graph.nodes:
+        target = node.target
+        if node.op != "call_function" or not isinstance(target, torch._ops.OpOverload):
+            continue
+        name = target.name()
+        if not any(torch._C._dispatch_has_kernel_for_dispatch_key(name, key) for key in _SHARED_KERNEL_KEYS):
+            if name not in missing:
+                missing.append(name)
+    return missing
+
+
+def _check_lowerings(gm):
+    """Ops with no tpu kernel fail here, when the graph is compiled, naming
+    them; with the CPU fallback on they run on CPU inside the graph, which
+    then runs as the programs before and after them (never replayed)."""
+    missing = _ops_without_tpu_kernel(gm)
+    if not missing:
+        return
+    names = ", ".join(missing)
+    if not _C._cpu_fallback_enabled():
+        raise NotImplementedError(
+            f"torch.compile on tpu: the graph uses {names}, which has no tpu lowering. Enable the CPU fallback "
+            "with torch_tpu.cpu_fallback(True) or TORCH_TPU_CPU_FALLBACK=1 to run it on CPU (the graph is split "
+            "around it), or keep it out of the compiled region.")
+    warnings.warn(f"torch.compile on tpu: {names} has no tpu lowering and runs on CPU; the graph is split around "
+                  "it into several programs", stacklevel=2)
+
+
 def _graph_compiler(gm, example_inputs):
+    _check_lowerings(gm)
     _stats["graphs_compiled"] += 1
     # The float32 matmul precision in force when the graph was compiled.
     return _run_fused(gm, precision.get_matmul_precision())
