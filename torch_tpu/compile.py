@@ -72,6 +72,7 @@ def _run_fused(gm, matmul_precision):
         previous_precision = _C._get_matmul_precision()
         _C._set_eager_mode("defer_and_fuse")
         _C._set_matmul_precision(matmul_precision)
+        cpu_versions = [(a, a._version) for a in args if isinstance(a, torch.Tensor) and a.device.type == "cpu"]
         try:
             _C._capture_begin(device)
             try:
@@ -82,6 +83,10 @@ def _run_fused(gm, matmul_precision):
             flat = list(out) if isinstance(out, (list, tuple)) else [out]
             out_type[0] = type(out) if isinstance(out, (list, tuple)) else None
             capture, why = _C._capture_end(device, args, flat)
+            if capture is not None and any(t._version != v for t, v in cpu_versions):
+                # CPU work inside the graph (an optimizer's CPU step counts
+                # incremented in place) is not part of the program.
+                capture, why = None, "the graph writes CPU tensors"
         finally:
             _C._set_eager_mode(previous_mode)
             _C._set_matmul_precision(previous_precision)

@@ -15,9 +15,9 @@
 
 import contextlib
 
-from . import _C
-
 import torch
+
+from . import _C
 
 _MODES = ("strict", "debug", "defer_and_fuse")
 
@@ -61,6 +61,10 @@ def check_nans(enabled=None):
 def _flush_after_optimizer_step(optimizer, args, kwargs):
     # A training step is the natural unit to fuse: cutting here keeps the
     # fused programs identical from step to step, so they compile once.
+    # Inside a step that torch.compile traces there is nothing to flush (and
+    # Dynamo cannot trace into _C).
+    if torch.compiler.is_compiling():
+        return
     if _C._get_eager_mode() == "defer_and_fuse":
         _C._flush("optimizer_step")
 

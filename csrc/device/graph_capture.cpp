@@ -224,7 +224,9 @@ std::shared_ptr<CapturedGraph> end_capture(int device, const std::vector<c10::IV
           p.kind = CapturedGraph::Param::Kind::Input;
           p.input = it->second;
         } else {
-          p.constant = state->args[i];  // a CPU constant made inside the graph
+          // A CPU tensor computed inside the graph (from a CPU input, say an
+          // optimizer's step count): replays would not recompute it.
+          refuse("the graph computes on CPU tensors");
         }
         break;
       }
