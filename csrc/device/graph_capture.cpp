@@ -135,7 +135,7 @@ std::optional<std::vector<c10::IValue>> CapturedGraph::replay(const std::vector<
     fresh[s] = empty_tpu({numel}, {1}, scalar_type(sink.dtype), device);
     storage_buffer(fresh[s]).set(results[s], sink.dtype);
   }
-  queue_range_checks(check_messages, results, sinks.size());
+  queue_range_checks(checks, results, sinks.size());
   std::vector<c10::IValue> out;
   out.reserve(outputs.size());
   for (const Output& o : outputs) {
@@ -314,9 +314,9 @@ std::shared_ptr<CapturedGraph> end_capture(int device, const std::vector<c10::IV
     *why = reason.empty() ? "the graph computes nothing" : reason;
     return nullptr;
   }
-  for (const auto& [pred, message] : state->range_checks) {
+  for (const auto& [pred, info] : state->range_checks) {
     outs.push_back(pred);
-    cap->check_messages.push_back(message);
+    cap->checks.push_back(info);
   }
   auto& rt = runtime::DeviceRuntime::get();
   cap->executable = rt.executable(state->b.finish(outs));
@@ -324,7 +324,7 @@ std::shared_ptr<CapturedGraph> end_capture(int device, const std::vector<c10::IV
   for (size_t k = 0; k < targets.size(); ++k) {
     storage_buffer(c10::Storage(targets[k])).set(results[k], cap->sinks[k].dtype);
   }
-  queue_range_checks(cap->check_messages, results, targets.size());
+  queue_range_checks(cap->checks, results, targets.size());
   if (!reason.empty()) {
     *why = reason;
     return nullptr;

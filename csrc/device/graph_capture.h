@@ -67,7 +67,7 @@ class CapturedGraph {
   std::vector<Param> params;
   std::vector<Sink> sinks;
   std::vector<Output> outputs;
-  std::vector<std::string> check_messages;  // the program's range checks, outputs after the sinks
+  std::vector<RangeCheckInfo> checks;  // the program's range checks, outputs after the sinks
 
  private:
   bool matches(const std::vector<c10::IValue>& inputs);

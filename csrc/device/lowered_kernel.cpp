@@ -167,6 +167,27 @@ void check_arguments(const c10::FunctionSchema& schema, const std::vector<c10::I
                         "tensors used as indices must be long, int, byte or bool tensors");
     }
   }
+  // amax/amin over an empty dim: CPU and CUDA raise IndexError (the Python
+  // meta kernel RuntimeError).
+  if ((schema.name() == "aten::amax" || schema.name() == "aten::amin") && args.size() > 1 && args[0].isTensor() &&
+      args[0].toTensor().numel() == 0) {
+    const at::Tensor& self = args[0].toTensor();
+    std::vector<int64_t> dims = args[1].toIntVector();
+    if (dims.empty()) {
+      for (int64_t d = 0; d < self.dim(); ++d) dims.push_back(d);
+    }
+    for (int64_t d : dims) {
+      const int64_t w = at::maybe_wrap_dim(d, self.dim());
+      TORCH_CHECK_INDEX(self.size(w) != 0, schema.name().substr(6), "(): Expected reduction dim ", w,
+                        " to have non-zero size.");
+    }
+  }
+  // cat's out= may not alias any input, even fully (CPU's kernel checks).
+  if (schema.name() == "aten::cat" && schema.overload_name() == "out" && args.size() > 2) {
+    std::vector<at::Tensor> inputs;
+    collect_tensors(args[0], inputs);
+    for (const at::Tensor& t : inputs) at::assert_no_overlap(args[2].toTensor(), t);
+  }
   if (schema.name() == "aten::index_select" && args.size() > 2 && args[2].isTensor()) {
     at::ScalarType t = args[2].toTensor().scalar_type();
     TORCH_CHECK(t == at::kLong || t == at::kInt, "index_select(): Expected dtype int32 or int64 for index");

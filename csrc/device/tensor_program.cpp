@@ -89,7 +89,7 @@ int max_deferred_ops() {
 // Range-check results of programs that ran, not yet read by the host.
 struct PendingChecks {
   std::mutex mutex;
-  std::vector<std::pair<runtime::BufferPtr, std::string>> checks;
+  std::vector<std::pair<runtime::BufferPtr, RangeCheckInfo>> checks;
 };
 
 PendingChecks& pending_checks() {
@@ -130,21 +130,21 @@ void execute(ProgramState& state) {
     c10::Storage storage(targets[k].first);
     storage_buffer(storage).set(results[k], targets[k].second);
   }
-  std::vector<std::string> messages;
-  for (const auto& check : state.range_checks) messages.push_back(check.second);
-  queue_range_checks(messages, results, data_outputs);
+  std::vector<RangeCheckInfo> checks;
+  for (const auto& check : state.range_checks) checks.push_back(check.second);
+  queue_range_checks(checks, results, data_outputs);
 }
 
 }  // namespace
 
-void queue_range_checks(const std::vector<std::string>& messages, const std::vector<runtime::BufferPtr>& results,
+void queue_range_checks(const std::vector<RangeCheckInfo>& checks, const std::vector<runtime::BufferPtr>& results,
                         size_t first) {
-  if (messages.empty()) return;
+  if (checks.empty()) return;
   bool too_many = false;
   {
     PendingChecks& p = pending_checks();
     std::lock_guard<std::mutex> lock(p.mutex);
-    for (size_t k = 0; k < messages.size(); ++k) p.checks.emplace_back(results[first + k], messages[k]);
+    for (size_t k = 0; k < checks.size(); ++k) p.checks.emplace_back(results[first + k], checks[k]);
     too_many = p.checks.size() > 4096;
   }
   if (too_many) verify_range_checks();  // bound the list in loops that never sync
@@ -189,17 +189,19 @@ void abort_graph_capture() {
 }
 
 void verify_range_checks() {
-  std::vector<std::pair<runtime::BufferPtr, std::string>> checks;
+  std::vector<std::pair<runtime::BufferPtr, RangeCheckInfo>> checks;
   {
     PendingChecks& p = pending_checks();
     std::lock_guard<std::mutex> lock(p.mutex);
     checks.swap(p.checks);
   }
-  for (const auto& [flag, message] : checks) {
+  for (const auto& [flag, info] : checks) {
     bool ok = true;
     runtime::DeviceRuntime::get().download(*flag, &ok, sizeof(ok));
-    TORCH_CHECK_INDEX(ok, message,
-                      " (found at the next synchronization; TORCH_TPU_LAUNCH_BLOCKING=1 raises at the op itself)");
+    if (ok) continue;
+    const char* where = " (found at the next synchronization; TORCH_TPU_LAUNCH_BLOCKING=1 raises at the op itself)";
+    TORCH_CHECK(!info.runtime_error, info.message, where);
+    TORCH_CHECK_INDEX(false, info.message, where);
   }
 }
 
@@ -370,7 +372,9 @@ void TensorProgram::bind_lowering_inputs(lower::LowerContext& ctx, const at::Gen
     host = host.to(scalar_type(s.dtype));
     bind(ctx.host_scalar_params()[k], rt.upload(host.data_ptr(), pjrt_type(s.dtype), {}, device_), ParamSource{});
   }
-  for (const auto& check : ctx.range_checks()) state_->range_checks.emplace_back(check.all_in_range, check.message);
+  for (const auto& check : ctx.range_checks()) {
+    state_->range_checks.emplace_back(check.all_in_range, RangeCheckInfo{check.message, check.runtime_error});
+  }
   if (!ctx.rng_params().empty()) {
     TpuGeneratorImpl* gen = tpu_generator(generator, device_);
     ParamSource source;

@@ -37,6 +37,12 @@ struct ParamSource {
   at::Generator generator;                // Rng: drawn from again on replay
 };
 
+// An index range check's failure: its message and exception type.
+struct RangeCheckInfo {
+  std::string message;
+  bool runtime_error = false;  // RuntimeError (gather/scatter on CPU) rather than IndexError
+};
+
 // One program under construction and the buffers bound to its parameters.
 struct ProgramState {
   struct Slot {
@@ -53,7 +59,7 @@ struct ProgramState {
   std::vector<Slot> slots;
   std::vector<runtime::BufferPtr> args;  // by parameter index
   std::vector<ParamSource> sources;      // by parameter index
-  std::vector<std::pair<hlo::Value, std::string>> range_checks;  // extra tensor<i1> outputs
+  std::vector<std::pair<hlo::Value, RangeCheckInfo>> range_checks;  // extra tensor<i1> outputs
   int ops = 0;
 };
 
@@ -115,7 +121,7 @@ void abort_graph_capture();
 
 // Queues a program's range-check results (results[first...], one per
 // message) for verification at the next host wait.
-void queue_range_checks(const std::vector<std::string>& messages, const std::vector<runtime::BufferPtr>& results,
+void queue_range_checks(const std::vector<RangeCheckInfo>& checks, const std::vector<runtime::BufferPtr>& results,
                         size_t first);
 
 // Index range checks of programs that ran: raises IndexError for the first

@@ -133,8 +133,10 @@ Value scatter_along(LowerContext& ctx, const Value& updates_in, Combine combine)
   if (index.type.numel() == 0 || out.numel() == 0) return coerce(b, self, out);
   const int64_t dim = wrap_dim(ctx.int_arg(1), self.rank());
   const int64_t size = self.rank() == 0 ? 1 : self.shape()[dim];
-  ctx.check_in_range(index, 0, size, "scatter: index out of bounds for dimension " + std::to_string(dim) +
-                                         " with size " + std::to_string(size));
+  ctx.check_in_range(index, 0, size,
+                     "scatter: index out of bounds for dimension " + std::to_string(dim) + " with size " +
+                         std::to_string(size),
+                     /*runtime_error=*/true);  // CPU's scatter raises RuntimeError
   const ElementType t = sum_type(out.dtype, combine);
   Value operand = rank_at_least_1(b, b.convert(self, t));
   index = rank_at_least_1(b, index);
@@ -363,8 +365,10 @@ std::vector<Value> gather(LowerContext& ctx) {
   const int64_t dim = wrap_dim(ctx.int_arg(1), self.rank());
   Value index = rank_at_least_1(b, as_index(b, ctx.tensor(2)));
   const int64_t size = self.rank() == 0 ? 1 : self.shape()[dim];
-  ctx.check_in_range(index, 0, size, "gather: index out of bounds for dimension " + std::to_string(dim) +
-                                         " with size " + std::to_string(size));
+  ctx.check_in_range(index, 0, size,
+                     "gather: index out of bounds for dimension " + std::to_string(dim) + " with size " +
+                         std::to_string(size),
+                     /*runtime_error=*/true);  // CPU's gather raises RuntimeError
   self = rank_at_least_1(b, self);
   Value coords = point_coordinates(b, index, dim);
   Value r = gather_op(b, self, coords, point_gather_dims(self.rank(), index.rank()), index.shape());

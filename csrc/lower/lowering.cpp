@@ -65,7 +65,8 @@ Value LowerContext::rng_state() {
   return p;
 }
 
-void LowerContext::check_in_range(const Value& index, int64_t lo, int64_t hi, const std::string& message) {
+void LowerContext::check_in_range(const Value& index, int64_t lo, int64_t hi, const std::string& message,
+                                  bool runtime_error) {
   if (index.type.numel() == 0) return;
   Value idx = b.convert(index, ElementType::S64);
   Value ok = b.binary("and", b.compare(idx, b.splat(static_cast<double>(lo), idx.type), hlo::CompareDirection::GE),
@@ -73,7 +74,7 @@ void LowerContext::check_in_range(const Value& index, int64_t lo, int64_t hi, co
   std::vector<int64_t> all_dims;
   for (int64_t d = 0; d < ok.rank(); ++d) all_dims.push_back(d);
   Value all = all_dims.empty() ? ok : b.reduce(ok, b.constant(1, ElementType::Pred), all_dims, "and");
-  range_checks_.push_back({all, message});
+  range_checks_.push_back({all, message, runtime_error});
 }
 
 int64_t wrap_dim(int64_t dim, int64_t rank) {

@@ -89,11 +89,15 @@ class LowerContext {
   // indexing lowering states the valid range; the program also computes
   // "all in range" and the device layer raises IndexError (naming the op) by
   // the next synchronization, before any value computed from it is seen.
+  // `runtime_error`: the op's CPU kernel raises RuntimeError instead
+  // (gather, scatter), so the check does too.
   struct RangeCheck {
     Value all_in_range;  // tensor<i1>
     std::string message;
+    bool runtime_error = false;
   };
-  void check_in_range(const Value& index, int64_t lo, int64_t hi, const std::string& message);
+  void check_in_range(const Value& index, int64_t lo, int64_t hi, const std::string& message,
+                      bool runtime_error = false);
   const std::vector<RangeCheck>& range_checks() const { return range_checks_; }
 
  private:
