@@ -30,11 +30,12 @@ torch._register_device_module("tpu", _device_module)
 torch.utils.generate_methods_for_privateuse1_backend(for_tensor=True, for_module=True, for_packed_sequence=True,
                                                      for_storage=True)
 
-from . import _printing, modes, precision  # noqa: E402
+from . import _meta_kernels, _printing, modes, precision  # noqa: E402
 from .modes import check_nans, eager_mode, get_eager_mode, set_eager_mode, sync  # noqa: E402
 from .metrics import cache_stats, metrics, reset_cache_stats, reset_metrics  # noqa: E402
 from .precision import get_matmul_precision, matmul_precision, set_matmul_precision  # noqa: E402
 
+_meta_kernels.install()
 _printing.install()
 precision.install()
 modes.install()

@@ -1,0 +1,413 @@
+// Activation functions and their backward ops. Each follows the formula of
+// PyTorch's CPU kernel (aten/src/ATen/native/cpu/Activation.cpp) including
+// its comparison directions, which decide where NaN goes and which side of a
+// kink gets the gradient. Reduced-precision floats compute in float32 and
+// round once at the end (the CPU kernels' opmath); integer results (hardtanh,
+// threshold) compute in their own dtype with the Scalars cast to it.
+#include <cmath>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "lower/activation.h"
+
+namespace torch_tpu::lower {
+
+namespace {
+
+using hlo::CompareDirection;
+
+const char* torch_dtype_name(ElementType t) {
+  switch (t) {
+    case ElementType::Pred: return "Bool";
+    case ElementType::S8: return "Char";
+    case ElementType::S16: return "Short";
+    case ElementType::S32: return "Int";
+    case ElementType::S64: return "Long";
+    case ElementType::U8: return "Byte";
+    default: return hlo::mlir_name(t);
+  }
+}
+
+// The CPU kernels of float-only activations dispatch on float types only.
+void require_float(const Value& x, const char* op) {
+  if (!hlo::is_float(x.dtype())) {
+    throw NotImplementedForDtype(std::string("\"") + op + "\" not implemented for '" + torch_dtype_name(x.dtype()) + "'");
+  }
+}
+
+// Result `i`'s shape in its compute dtype.
+TensorType compute_type(const LowerContext& ctx, size_t i = 0) {
+  const TensorType& out = ctx.out_types.at(i);
+  return {accumulation_type(out.dtype), out.shape};
+}
+
+// Tensor argument `i` broadcast to result `r`'s shape, in its compute dtype.
+Value input(LowerContext& ctx, size_t i, size_t r = 0) { return coerce(ctx.b, ctx.tensor(i), compute_type(ctx, r)); }
+
+// A Scalar argument shaped like `like`. Integer compute types take the
+// Scalar cast to the integer (Scalar::to<int64_t>() truncates), as the CPU
+// kernels do for hardtanh/threshold on integer tensors.
+Value scalar(LowerContext& ctx, size_t i, const Value& like) {
+  ScalarArg s = ctx.args.at(i).scalar;
+  if (!hlo::is_float(like.dtype()) && s.kind == ScalarArg::Kind::Float) {
+    s.kind = ScalarArg::Kind::Int;
+    s.i = static_cast<int64_t>(s.f);
+  }
+  return ctx.b.broadcast_to(ctx.scalar(s, like.dtype()), like.shape());
+}
+
+// A host number computed from Scalars, as a runtime input when it is not 0/±1.
+Value host_number(LowerContext& ctx, double v, const Value& like) {
+  ScalarArg s;
+  s.kind = ScalarArg::Kind::Float;
+  s.f = v;
+  return ctx.b.broadcast_to(ctx.scalar(s, like.dtype()), like.shape());
+}
+
+Value number(Builder& b, double v, const Value& like) { return b.splat(v, like.type); }
+Value mul(Builder& b, const Value& x, const Value& y) { return b.binary("multiply", x, y); }
+Value add(Builder& b, const Value& x, const Value& y) { return b.binary("add", x, y); }
+Value sub(Builder& b, const Value& x, const Value& y) { return b.binary("subtract", x, y); }
+Value div(Builder& b, const Value& x, const Value& y) { return b.binary("divide", x, y); }
+Value less(Builder& b, const Value& x, const Value& y) { return b.compare(x, y, CompareDirection::LT); }
+Value less_eq(Builder& b, const Value& x, const Value& y) { return b.compare(x, y, CompareDirection::LE); }
+Value greater(Builder& b, const Value& x, const Value& y) { return b.compare(x, y, CompareDirection::GT); }
+Value greater_eq(Builder& b, const Value& x, const Value& y) { return b.compare(x, y, CompareDirection::GE); }
+
+// min(max(x, lo), hi) with NaN passing through (comparisons with NaN are
+// false), as at::clamp and std::min/std::max in the CPU kernels.
+Value clamp_nan(Builder& b, const Value& lo, const Value& x, const Value& hi) {
+  Value r = b.select(less(b, x, lo), lo, x);
+  return b.select(greater(b, r, hi), hi, r);
+}
+
+std::vector<Value> result(LowerContext& ctx, const Value& v, size_t i = 0) {
+  return {ctx.b.convert(v, ctx.out_types.at(i).dtype)};
+}
+
+// |x| within lambd: hardshrink's zero band and the shrinks' zero gradient.
+Value in_band(LowerContext& ctx, const Value& x, size_t lambd_index) {
+  Builder& b = ctx.b;
+  Value l = scalar(ctx, lambd_index, x);
+  return b.binary("and", greater_eq(b, x, b.unary("negate", l)), less_eq(b, x, l));
+}
+
+// log1p(exp(x)), the softplus inside mish.
+Value softplus_value(Builder& b, const Value& x) { return b.unary("log_plus_one", b.unary("exponential", x)); }
+
+// glu's halves of `x` along `dim`.
+std::pair<Value, Value> halves(Builder& b, const Value& x, int64_t dim) {
+  Shape start(x.rank(), 0), limit = x.shape(), strides(x.rank(), 1);
+  const int64_t n = x.shape()[dim] / 2;
+  limit[dim] = n;
+  Value first = b.slice(x, start, limit, strides);
+  start[dim] = n;
+  limit[dim] = 2 * n;
+  return {first, b.slice(x, start, limit, strides)};
+}
+
+// ---- random slopes for rrelu in training mode --------------------------------
+// random.cpp keeps its generator helpers to itself; this follows its scheme:
+// THREE_FRY keyed by a splitmix64 hash of the device generator's (seed,
+// counter), so consecutive ops get independent streams.
+Value u64(Builder& b, uint64_t v, const Shape& shape) {
+  return b.broadcast_to(b.constant_int(static_cast<int64_t>(v), ElementType::U64), shape);
+}
+
+Value splitmix64(Builder& b, const Value& x) {
+  const Shape& s = x.shape();
+  auto xor_shift = [&](const Value& z, uint64_t k) { return b.binary("xor", z, b.binary("shift_right_logical", z, u64(b, k, s))); };
+  Value z = add(b, x, u64(b, 0x9e3779b97f4a7c15ULL, s));
+  z = mul(b, xor_shift(z, 30), u64(b, 0xbf58476d1ce4e5b9ULL, s));
+  z = mul(b, xor_shift(z, 27), u64(b, 0x94d049bb133111ebULL, s));
+  return xor_shift(z, 31);
+}
+
+// Uniform f32 in [0, 1) from 24 random bits (PyTorch's uniform_real for float).
+Value uniform01(LowerContext& ctx, const Shape& shape) {
+  Builder& b = ctx.b;
+  TensorType f32{ElementType::F32, shape};
+  const int64_t n = f32.numel();
+  if (n == 0) return b.splat(0, f32);
+  Value state = ctx.rng_state();
+  Value key = splitmix64(b, b.binary("xor", b.slice(state, {0}, {1}, {1}), splitmix64(b, b.slice(state, {1}, {2}, {1}))));
+  Value keyed = b.concatenate({key, u64(b, 0, {1})}, 0);
+  auto r = b.op_multi("rng_bit_generator", {keyed}, {keyed.type, {ElementType::U32, {n}}},
+                      "rng_algorithm = #stablehlo<rng_algorithm THREE_FRY>");
+  Value bits = b.binary("shift_right_logical", r[1], b.broadcast_to(b.constant_int(8, ElementType::U32), {n}));
+  return b.reshape(mul(b, b.convert(bits, ElementType::F32), b.splat(std::ldexp(1.0, -24), {ElementType::F32, {n}})), shape);
+}
+
+// x > 0 ? g : g * slope (leaky_relu_backward; rrelu's eval-mode backward).
+Value leaky_grad(Builder& b, const Value& g, const Value& x, const Value& slope) {
+  return b.select(greater(b, x, number(b, 0, x)), g, mul(b, g, slope));
+}
+
+}  // namespace
+
+// elu(self, alpha, scale, input_scale): x <= 0 ? expm1(x * input_scale) * alpha * scale : x * scale.
+// celu and selu reach the device as this op.
+std::vector<Value> elu(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  require_float(ctx.tensor(0), "elu");
+  Value x = input(ctx, 0);
+  Value neg = mul(b, mul(b, b.unary("exponential_minus_one", mul(b, x, scalar(ctx, 3, x))), scalar(ctx, 1, x)), scalar(ctx, 2, x));
+  return result(ctx, b.select(less_eq(b, x, number(b, 0, x)), neg, mul(b, x, scalar(ctx, 2, x))));
+}
+
+// elu_backward(grad_output, alpha, scale, input_scale, is_result, self_or_result)
+std::vector<Value> elu_backward(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  Value g = input(ctx, 0), x = input(ctx, 5);
+  Value alpha = scalar(ctx, 1, x), scale = scalar(ctx, 2, x), input_scale = scalar(ctx, 3, x);
+  Value neg_coef = mul(b, alpha, scale);
+  // From the result y: d/dx = input_scale * (y + alpha * scale) where x <= 0.
+  Value neg = ctx.bool_arg(4) ? mul(b, mul(b, g, input_scale), add(b, x, neg_coef))
+                              : mul(b, mul(b, mul(b, g, input_scale), neg_coef), b.unary("exponential", mul(b, x, input_scale)));
+  return result(ctx, b.select(less_eq(b, x, number(b, 0, x)), neg, mul(b, g, scale)));
+}
+
+// hardtanh(self, min_val, max_val) == clamp; relu6 reaches the device as this op.
+std::vector<Value> hardtanh(LowerContext& ctx) {
+  Value x = input(ctx, 0);
+  return result(ctx, clamp_nan(ctx.b, scalar(ctx, 1, x), x, scalar(ctx, 2, x)));
+}
+
+// hardtanh_backward(grad_output, self, min_val, max_val): 0 where x <= min or x >= max.
+std::vector<Value> hardtanh_backward(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  Value g = input(ctx, 0), x = input(ctx, 1);
+  Value outside = b.binary("or", less_eq(b, x, scalar(ctx, 2, x)), greater_eq(b, x, scalar(ctx, 3, x)));
+  return result(ctx, b.select(outside, number(b, 0, g), g));
+}
+
+// hardshrink(self, lambd): 0 where -lambd <= x <= lambd.
+std::vector<Value> hardshrink(LowerContext& ctx) {
+  require_float(ctx.tensor(0), "hardshrink");
+  Value x = input(ctx, 0);
+  return result(ctx, ctx.b.select(in_band(ctx, x, 1), number(ctx.b, 0, x), x));
+}
+
+// hardshrink_backward(grad_out, self, lambd); softshrink_backward has the same form.
+std::vector<Value> hardshrink_backward(LowerContext& ctx) {
+  Value g = input(ctx, 0), x = input(ctx, 1);
+  return result(ctx, ctx.b.select(in_band(ctx, x, 2), number(ctx.b, 0, g), g));
+}
+
+std::vector<Value> softshrink_backward(LowerContext& ctx) { return hardshrink_backward(ctx); }
+
+// softshrink(self, lambd): x > l ? x - l : (x < -l ? x + l : x * 0); x * 0 keeps NaN.
+std::vector<Value> softshrink(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  Value x = input(ctx, 0), l = scalar(ctx, 1, x);
+  Value inner = b.select(less(b, x, b.unary("negate", l)), add(b, x, l), mul(b, x, number(b, 0, x)));
+  return result(ctx, b.select(greater(b, x, l), sub(b, x, l), inner));
+}
+
+// hardsigmoid: min(max(x + 3, 0), 6) / 6.
+std::vector<Value> hardsigmoid(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  require_float(ctx.tensor(0), "hardsigmoid");
+  Value x = input(ctx, 0);
+  Value r = clamp_nan(b, number(b, 0, x), add(b, x, number(b, 3, x)), number(b, 6, x));
+  return result(ctx, div(b, r, number(b, 6, x)));
+}
+
+// hardsigmoid_backward(grad_output, self): g / 6 where -3 < x < 3, else 0.
+std::vector<Value> hardsigmoid_backward(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  Value g = input(ctx, 0), x = input(ctx, 1);
+  Value inside = b.binary("and", greater(b, x, number(b, -3, x)), less(b, x, number(b, 3, x)));
+  return result(ctx, b.select(inside, mul(b, g, number(b, 1.0 / 6.0, g)), number(b, 0, g)));
+}
+
+// hardswish: x * min(max(x + 3, 0), 6) / 6.
+std::vector<Value> hardswish(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  require_float(ctx.tensor(0), "hardswish");
+  Value x = input(ctx, 0);
+  Value r = clamp_nan(b, number(b, 0, x), add(b, x, number(b, 3, x)), number(b, 6, x));
+  return result(ctx, div(b, mul(b, x, r), number(b, 6, x)));
+}
+
+// hardswish_backward(grad_output, self): 0 up to -3, g * (x / 3 + 1/2) below 3, g
+// from 3 on and for NaN (CPU's sides at the kinks).
+std::vector<Value> hardswish_backward(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  Value g = input(ctx, 0), x = input(ctx, 1);
+  Value mid = mul(b, g, add(b, div(b, x, number(b, 3, x)), number(b, 0.5, x)));
+  Value upper = b.select(less(b, x, number(b, 3, x)), mid, g);
+  return result(ctx, b.select(less_eq(b, x, number(b, -3, x)), number(b, 0, g), upper));
+}
+
+// leaky_relu(self, negative_slope): x > 0 ? x : x * slope.
+std::vector<Value> leaky_relu(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  require_float(ctx.tensor(0), "leaky_relu");
+  Value x = input(ctx, 0);
+  return result(ctx, b.select(greater(b, x, number(b, 0, x)), x, mul(b, x, scalar(ctx, 1, x))));
+}
+
+// leaky_relu_backward(grad_output, self, negative_slope, self_is_result): from
+// the result y, y > 0 iff x > 0 only for a non-negative slope; CPU and CUDA
+// reject the other case (the meta kernel does not).
+std::vector<Value> leaky_relu_backward(LowerContext& ctx) {
+  if (ctx.bool_arg(3) && ctx.double_arg(2) < 0) {
+    throw std::runtime_error(  // RuntimeError, as TORCH_CHECK
+        "In-place leakyReLu backward calculation is triggered with a negative slope which is not supported. This is "
+        "caused by calling in-place forward function with a negative slope, please call out-of-place version instead. "
+        "File an issue at https://github.com/pytorch/pytorch if you do require supporting in-place leakRelu backward "
+        "calculation with negative slope");
+  }
+  Value g = input(ctx, 0), x = input(ctx, 1);
+  return result(ctx, leaky_grad(ctx.b, g, x, scalar(ctx, 2, x)));
+}
+
+// log_sigmoid_forward(self) -> (output, buffer): min(x, 0) - log1p(exp(-|x|)),
+// buffer exp(-|x|) (CPU's; CUDA leaves it empty, and so may the meta kernel).
+std::vector<Value> log_sigmoid_forward(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  require_float(ctx.tensor(0), "log_sigmoid_forward");
+  Value x = input(ctx, 0);
+  Value z = b.unary("exponential", b.unary("negate", b.unary("abs", x)));
+  Value zero = number(b, 0, x);
+  Value out = sub(b, b.select(less(b, x, zero), x, zero), b.unary("log_plus_one", z));
+  std::vector<Value> r = result(ctx, out);
+  const TensorType& buffer = ctx.out_types.at(1);
+  r.push_back(buffer.shape == x.shape() ? b.convert(z, buffer.dtype) : zeros(b, buffer));
+  return r;
+}
+
+// log_sigmoid_backward(grad_output, self, buffer): (x < 0 ? 1 - z/(1+z) : z/(1+z)) * g
+// with z = exp(-|x|), recomputed here because the buffer may be empty.
+std::vector<Value> log_sigmoid_backward(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  Value g = input(ctx, 0), x = input(ctx, 1);
+  Value z = b.unary("exponential", b.unary("negate", b.unary("abs", x)));
+  Value t = div(b, z, add(b, number(b, 1, z), z));
+  Value d = b.select(less(b, x, number(b, 0, x)), sub(b, number(b, 1, t), t), t);
+  return result(ctx, mul(b, d, g));
+}
+
+// mish: x * tanh(log1p(exp(x))).
+std::vector<Value> mish(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  require_float(ctx.tensor(0), "mish");
+  Value x = input(ctx, 0);
+  return result(ctx, mul(b, x, b.unary("tanh", softplus_value(b, x))));
+}
+
+// mish_backward(grad_output, self): g * (t + x * sigmoid(x) * (1 - t^2)), t = tanh(softplus(x)).
+std::vector<Value> mish_backward(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  Value g = input(ctx, 0), x = input(ctx, 1);
+  Value t = b.unary("tanh", softplus_value(b, x));
+  Value one = number(b, 1, x);
+  Value d = add(b, t, mul(b, mul(b, x, b.unary("logistic", x)), sub(b, one, mul(b, t, t))));
+  return result(ctx, mul(b, g, d));
+}
+
+// softplus(self, beta, threshold): x * beta > threshold ? x : log1p(exp(x * beta)) / beta.
+std::vector<Value> softplus(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  require_float(ctx.tensor(0), "softplus");
+  Value x = input(ctx, 0), beta = scalar(ctx, 1, x);
+  Value xb = mul(b, x, beta);
+  Value soft = div(b, b.unary("log_plus_one", b.unary("exponential", xb)), beta);
+  return result(ctx, b.select(greater(b, xb, scalar(ctx, 2, x)), x, soft));
+}
+
+// softplus_backward(grad_output, self, beta, threshold): g * z / (z + 1), z = exp(x * beta).
+std::vector<Value> softplus_backward(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  Value g = input(ctx, 0), x = input(ctx, 1);
+  Value xb = mul(b, x, scalar(ctx, 2, x));
+  Value z = b.unary("exponential", xb);
+  Value soft = div(b, mul(b, g, z), add(b, z, number(b, 1, z)));
+  return result(ctx, b.select(greater(b, xb, scalar(ctx, 3, x)), g, soft));
+}
+
+// threshold(self, threshold, value): x <= threshold ? value : x.
+std::vector<Value> threshold(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  Value x = input(ctx, 0);
+  return result(ctx, b.select(less_eq(b, x, scalar(ctx, 1, x)), scalar(ctx, 2, x), x));
+}
+
+// glu(self, dim): a * sigmoid(b) of self's two halves along dim.
+std::vector<Value> glu(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  const Value& self = ctx.tensor(0);
+  require_float(self, "glu");
+  Value x = b.convert(self, accumulation_type(self.dtype()));
+  auto [first, second] = halves(b, x, wrap_dim(ctx.int_arg(1, -1), x.rank()));
+  return result(ctx, mul(b, first, b.unary("logistic", second)));
+}
+
+// glu_backward(grad_output, self, dim): [g * s, g * a * s * (1 - s)], s = sigmoid(second half).
+std::vector<Value> glu_backward(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  const Value& self = ctx.tensor(1);
+  const ElementType acc = accumulation_type(self.dtype());
+  Value x = b.convert(self, acc), g = b.convert(ctx.tensor(0), acc);
+  const int64_t dim = wrap_dim(ctx.int_arg(2, -1), x.rank());
+  auto [first, second] = halves(b, x, dim);
+  Value s = b.unary("logistic", second);
+  Value grad_second = mul(b, mul(b, mul(b, g, first), s), sub(b, number(b, 1, s), s));
+  return result(ctx, b.concatenate({mul(b, g, s), grad_second}, dim));
+}
+
+// _prelu_kernel(self, weight): x > 0 ? x : weight * x (weight already broadcastable).
+std::vector<Value> prelu_kernel(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  require_float(ctx.tensor(0), "prelu_cpu");
+  Value x = input(ctx, 0), w = input(ctx, 1);
+  return result(ctx, b.select(greater(b, x, number(b, 0, x)), x, mul(b, w, x)));
+}
+
+// _prelu_kernel_backward(grad_output, self, weight) -> (grad_self, grad_weight),
+// both of the broadcast shape (autograd sums grad_weight down to weight's).
+std::vector<Value> prelu_kernel_backward(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  Value g = input(ctx, 0), x = input(ctx, 1), w = input(ctx, 2);
+  Value pos = greater(b, x, number(b, 0, x));
+  Value grad_self = b.select(pos, g, mul(b, w, g));
+  Value grad_weight = b.select(pos, number(b, 0, g), mul(b, x, g));
+  return {b.convert(grad_self, ctx.out_types.at(0).dtype),
+          b.convert(coerce(b, grad_weight, compute_type(ctx, 1)), ctx.out_types.at(1).dtype)};
+}
+
+// rrelu_with_noise(self, noise!, lower, upper, training, generator). Training:
+// x <= 0 draws a slope r ~ U(lower, upper), out = x * r, noise = r; noise = 1
+// elsewhere (the new noise is returned after the result: the device layer
+// writes it into `noise`). Eval: leaky_relu with slope (lower + upper) / 2,
+// noise untouched.
+std::vector<Value> rrelu_with_noise(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  require_float(ctx.tensor(0), "rrelu_with_noise");
+  Value x = input(ctx, 0);
+  const double lower = ctx.double_arg(2, 1.0 / 8), upper = ctx.double_arg(3, 1.0 / 3);
+  Value neg = less_eq(b, x, number(b, 0, x));
+  if (!ctx.bool_arg(4)) {
+    Value slope = host_number(ctx, (lower + upper) / 2, x);
+    return result(ctx, b.select(greater(b, x, number(b, 0, x)), x, mul(b, x, slope)));
+  }
+  Value u = b.convert(uniform01(ctx, x.shape()), x.dtype());
+  Value r = add(b, host_number(ctx, lower, x), mul(b, u, host_number(ctx, upper - lower, x)));
+  std::vector<Value> out = result(ctx, b.select(neg, mul(b, x, r), x));
+  out.push_back(b.convert(b.select(neg, r, number(b, 1, r)), ctx.tensor(1).dtype()));
+  return out;
+}
+
+// rrelu_with_noise_backward(grad_output, self, noise, lower, upper, training, self_is_result):
+// g * noise when slopes were drawn, else leaky_relu_backward with the mean slope.
+std::vector<Value> rrelu_with_noise_backward(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  Value g = input(ctx, 0), x = input(ctx, 1);
+  const double lower = ctx.double_arg(3), upper = ctx.double_arg(4);
+  if (ctx.bool_arg(5) && upper - lower > 1e-6) return result(ctx, mul(b, g, input(ctx, 2)));
+  return result(ctx, leaky_grad(b, g, x, host_number(ctx, (lower + upper) / 2, x)));
+}
+
+}  // namespace torch_tpu::lower

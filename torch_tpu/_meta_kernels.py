@@ -1,0 +1,37 @@
+"""Meta kernels PyTorch lacks for ops the tpu device lowers.
+
+Every lowered op first runs PyTorch's Meta kernel for its argument checks and
+result shapes (csrc/device/meta_inference.cpp). A few backward ops have none;
+they get the obvious one here, registered only where PyTorch has none (a
+later PyTorch that adds its own keeps it).
+"""
+
+import torch
+
+_library = None
+
+
+def _like_self(grad_output, self, *args, **kwargs):
+    return torch.empty_like(self, memory_format=torch.contiguous_format)
+
+
+def _like_self_out(grad_output, self, *args, grad_input, **kwargs):
+    grad_input.resize_(self.shape)
+    return grad_input
+
+
+# The gradient of a margin loss has its input's shape.
+_MISSING = {
+    "multi_margin_loss_backward": _like_self,
+    "multi_margin_loss_backward.grad_input": _like_self_out,
+    "multilabel_margin_loss_backward": _like_self,
+    "multilabel_margin_loss_backward.grad_input": _like_self_out,
+}
+
+
+def install():
+    global _library
+    _library = torch.library.Library("aten", "IMPL")
+    for name, kernel in _MISSING.items():
+        if not torch._C._dispatch_has_kernel_for_dispatch_key("aten::" + name, "Meta"):
+            _library.impl(name, kernel, "Meta")
