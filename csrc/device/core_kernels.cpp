@@ -8,6 +8,8 @@
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/unfold_native.h>
+#include <ATen/ops/view_as_complex_native.h>
+#include <ATen/ops/view_as_real_native.h>
 #include <ATen/ops/view_native.h>
 
 #include "device/storage_buffer.h"
@@ -58,6 +60,13 @@ at::Tensor download(const at::Tensor& src) {
   return host;
 }
 
+// conj(x) = real(x) - i imag(x).
+hlo::Value conj_value(hlo::Builder& b, const hlo::Value& v) {
+  if (!hlo::is_complex(v.dtype())) return v;
+  hlo::TensorType part{hlo::ElementType::F32, v.shape()};
+  return b.op("complex", {b.op("real", {v}, part), b.unary("negate", b.op("imag", {v}, part))}, v.type);
+}
+
 }  // namespace
 
 at::Tensor empty_memory_format(at::IntArrayRef size, std::optional<at::ScalarType> dtype,
@@ -90,6 +99,10 @@ at::Tensor as_strided(const at::Tensor& self, at::IntArrayRef size, at::IntArray
 }
 
 at::Tensor view(const at::Tensor& self, at::IntArrayRef size) { return at::native::view(self, size); }
+
+at::Tensor view_as_real(const at::Tensor& self) { return at::native::view_as_real(self); }
+
+at::Tensor view_as_complex(const at::Tensor& self) { return at::native::view_as_complex(self); }
 
 at::Tensor reshape_alias(const at::Tensor& self, at::IntArrayRef size, at::IntArrayRef stride) {
   return at::native::_reshape_alias(self, size, stride);
@@ -141,9 +154,11 @@ at::Tensor& set_empty(at::Tensor& self) {
 
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_blocking*/) {
   // `self` is the source (ATen's _copy_from(src, dst) convention).
-  TORCH_CHECK_NOT_IMPLEMENTED(!self.is_conj() && !self.is_neg() && !dst.is_conj() && !dst.is_neg(),
-                              "tpu: copying a tensor with the conjugate or negative bit set (a lazy conj() or "
-                              "neg view of a complex tensor) is not supported yet");
+  TORCH_CHECK_NOT_IMPLEMENTED(!self.is_neg() && !dst.is_neg(),
+                              "tpu: copying a tensor with the negative bit set (a lazy neg view of a complex "
+                              "tensor) is not supported yet");
+  // A lazy conj() (the conjugate bit) is resolved by the copy, as on CPU.
+  const bool conjugate = self.is_conj() != dst.is_conj();
   if (self.numel() == 0) return dst;
   if (self.device() != dst.device()) flush_deferred("host_transfer");  // raw buffers cross below
   if (is_tpu(dst) && is_tpu(self)) {
@@ -161,12 +176,14 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_b
     }
     TensorProgram prog(dst.device().index());
     hlo::Value v = prog.read(src);
+    if (conjugate) v = conj_value(prog.builder(), v);
     prog.write(dst, prog.builder().broadcast_to(v, dst.sizes().vec()));
     prog.run();
     return dst;
   }
   if (is_tpu(dst)) {  // host to device; dtype conversion on the host, as PyTorch does it
-    at::Tensor host = self.to(dst.scalar_type()).expand(dst.sizes()).contiguous();
+    at::Tensor host = self.resolve_conj().to(dst.scalar_type()).expand(dst.sizes()).contiguous();
+    if (dst.is_conj()) host = host.conj_physical();
     int device = dst.device().index();
     hlo::ElementType et = element_type(dst.scalar_type());
     auto& rt = runtime::DeviceRuntime::get();
@@ -183,7 +200,7 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_b
   }
   TORCH_CHECK(is_tpu(self), "internal: _copy_from with no tpu tensor");
   at::Tensor host = download(self);
-  dst.copy_(host);
+  dst.copy_(self.is_conj() ? host.conj() : host);
   return dst;
 }
 

@@ -10,6 +10,8 @@
 
 #include "device/core_kernels.h"
 #include "device/lowered_kernel.h"
+#include "lower/fft.h"
+#include "lower/linalg.h"
 #include "lower/activation.h"
 #include "lower/pointwise_loss.h"
 #include "lower/distance.h"
@@ -59,9 +61,12 @@ const OpEntry kLoweredOps[] = {
     {L::cdist_backward, "_cdist_backward _cdist_backward.out"},
     {L::cdist_forward, "_cdist_forward _cdist_forward.out"},
     {L::ceil, "ceil ceil_ ceil.out"},
+    {L::cholesky_inverse, "cholesky_inverse cholesky_inverse.out"},
+    {L::cholesky_solve_helper, "_cholesky_solve_helper _cholesky_solve_helper.out"},
     {L::clamp, "clamp clamp_ clamp.out clamp.Tensor clamp_.Tensor clamp.Tensor_out"},
     {L::clamp_max, "clamp_max clamp_max_ clamp_max.out clamp_max.Tensor clamp_max_.Tensor clamp_max.Tensor_out"},
     {L::clamp_min, "clamp_min clamp_min_ clamp_min.out clamp_min.Tensor clamp_min_.Tensor clamp_min.Tensor_out"},
+    {L::conj_physical, "conj_physical.out conj_physical_ _conj_physical _conj_physical.out"},
     // The overrideable twins at::_convolution calls for PrivateUse1 have no meta kernel.
     {L::convolution, "convolution convolution.out"},
     {L::convolution_backward, "convolution_backward"},
@@ -77,6 +82,9 @@ const OpEntry kLoweredOps[] = {
     {L::exp, "exp exp_ exp.out"},
     {L::expm1, "expm1 expm1_ expm1.out"},
     {L::eye, "eye.out eye.m_out"},
+    {L::fft_c2c, "_fft_c2c _fft_c2c.out"},
+    {L::fft_c2r, "_fft_c2r _fft_c2r.out"},
+    {L::fft_r2c, "_fft_r2c _fft_r2c.out"},
     {L::fill, "fill_.Scalar fill_.Tensor"},
     {L::flip, "flip flip.out"},
     {L::floor, "floor floor_ floor.out"},
@@ -86,6 +94,7 @@ const OpEntry kLoweredOps[] = {
     {L::ge, "ge.Tensor ge_.Tensor ge.Tensor_out ge.Scalar ge_.Scalar ge.Scalar_out"},
     {L::gelu, "gelu gelu_ gelu.out"},
     {L::gelu_backward, "gelu_backward gelu_backward.grad_input"},
+    {L::geqrf, "geqrf geqrf.a"},
     {L::glu, "glu glu.out"},
     {L::glu_backward, "glu_backward glu_backward.grad_input"},
     {L::gt, "gt.Tensor gt_.Tensor gt.Tensor_out gt.Scalar gt_.Scalar gt.Scalar_out"},
@@ -111,7 +120,20 @@ const OpEntry kLoweredOps[] = {
     {L::leaky_relu, "leaky_relu leaky_relu_ leaky_relu.out"},
     {L::leaky_relu_backward, "leaky_relu_backward leaky_relu_backward.grad_input"},
     {L::lerp, "lerp.Scalar lerp_.Scalar lerp.Scalar_out lerp.Tensor lerp_.Tensor lerp.Tensor_out"},
+    {L::linalg_cholesky_ex, "linalg_cholesky_ex linalg_cholesky_ex.L"},
     {L::linalg_cross, "linalg_cross linalg_cross.out"},
+    {L::linalg_det, "_linalg_det _linalg_det.result"},
+    {L::linalg_eigh, "_linalg_eigh _linalg_eigh.eigenvalues"},
+    {L::linalg_householder_product, "linalg_householder_product linalg_householder_product.out"},
+    {L::linalg_inv_ex, "linalg_inv_ex linalg_inv_ex.inverse"},
+    {L::linalg_lu, "linalg_lu linalg_lu.out"},
+    {L::linalg_lu_factor_ex, "linalg_lu_factor_ex linalg_lu_factor_ex.out"},
+    {L::linalg_lu_solve, "linalg_lu_solve linalg_lu_solve.out"},
+    {L::linalg_qr, "linalg_qr linalg_qr.out"},
+    {L::linalg_slogdet, "_linalg_slogdet _linalg_slogdet.sign"},
+    {L::linalg_solve_ex, "_linalg_solve_ex _linalg_solve_ex.result"},
+    {L::linalg_solve_triangular, "linalg_solve_triangular linalg_solve_triangular.out"},
+    {L::linalg_svd, "_linalg_svd _linalg_svd.U"},
     {L::linalg_vector_norm, "linalg_vector_norm linalg_vector_norm.out"},
     {L::linspace, "linspace.out"},
     {L::log, "log log_ log.out"},
@@ -127,6 +149,7 @@ const OpEntry kLoweredOps[] = {
     {L::logical_xor, "logical_xor logical_xor_ logical_xor.out"},
     {L::logsumexp, "logsumexp logsumexp.out"},
     {L::lt, "lt.Tensor lt_.Tensor lt.Tensor_out lt.Scalar lt_.Scalar lt.Scalar_out"},
+    {L::lu_unpack, "lu_unpack lu_unpack.out"},
     {L::masked_fill, "masked_fill.Scalar masked_fill_.Scalar masked_fill.Tensor masked_fill_.Tensor"},
     {L::max_all, "max max.unary_out"},
     {L::max_dim, "max.dim max.dim_max"},
@@ -173,6 +196,7 @@ const OpEntry kLoweredOps[] = {
     {L::reciprocal, "reciprocal reciprocal_ reciprocal.out"},
     {L::relu, "relu relu_"},
     {L::remainder, "remainder.Tensor remainder_.Tensor remainder.Tensor_out remainder.Scalar_Tensor"},
+    {L::roll, "roll roll.out"},
     {L::round, "round round_ round.out"},
     {L::rrelu_with_noise, "rrelu_with_noise rrelu_with_noise_ rrelu_with_noise.out"},
     {L::rrelu_with_noise_backward, "rrelu_with_noise_backward rrelu_with_noise_backward.out"},
@@ -203,6 +227,7 @@ const OpEntry kLoweredOps[] = {
     {L::tanh_backward, "tanh_backward tanh_backward.grad_input"},
     {L::threshold, "threshold threshold_ threshold.out"},
     {L::threshold_backward, "threshold_backward threshold_backward.grad_input"},
+    {L::triangular_solve, "triangular_solve triangular_solve.X"},
     {L::tril, "tril tril_ tril.out"},
     {L::triu, "triu triu_ triu.out"},
     {L::trunc, "trunc trunc_ trunc.out"},
@@ -243,6 +268,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("set_.source_Tensor", TORCH_FN(set_source_tensor));
   m.impl("unfold", TORCH_FN(unfold));
   m.impl("view", TORCH_FN(view));
+  m.impl("view_as_complex", TORCH_FN(view_as_complex));
+  m.impl("view_as_real", TORCH_FN(view_as_real));
 
   for (const auto& entry : kLoweredOps) {
     std::istringstream in(entry.overloads);

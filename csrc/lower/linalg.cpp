@@ -1,0 +1,867 @@
+// Linear algebra, float32, with LAPACK's conventions (what PyTorch's CPU
+// kernels return): Cholesky and triangular solves map to stablehlo.cholesky
+// and stablehlo.triangular_solve; LU with partial pivoting (getrf) and
+// Householder QR (geqrf/orgqr) are stablehlo.while loops over the columns;
+// solvers, inverses and determinants are built from those. Batch dims are
+// flattened to one leading dim B. Loop bodies select with row/column masks
+// instead of slicing at a loop-variable index, so every step has static
+// shapes. Singular or non-positive-definite inputs report through the `info`
+// results (PyTorch's *_ex ops); the non-_ex ops check info on the host.
+#include <cmath>
+#include <functional>
+#include <stdexcept>
+
+#include "lower/linalg.h"
+
+namespace torch_tpu::lower {
+
+namespace {
+
+using hlo::CompareDirection;
+
+// PyTorch's CPU kernels compute in full float32.
+constexpr const char* kPrecision = "HIGHEST";
+
+Shape batch_of(const Shape& s) { return Shape(s.begin(), s.end() - 2); }
+
+int64_t product(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+Shape concat(Shape a, const Shape& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// [..., m, n] as [B, m, n], in float32.
+Value flatten_batch(Builder& b, const Value& v) {
+  const int64_t m = v.shape()[v.rank() - 2], n = v.shape()[v.rank() - 1];
+  return b.reshape(b.convert(v, ElementType::F32), {product(batch_of(v.shape())), m, n});
+}
+
+// Matrices `v` ([..., m, n]) broadcast to batch dims `batch`, as [B, m, n].
+Value batched_to(Builder& b, const Value& v, const Shape& batch) {
+  const int64_t m = v.shape()[v.rank() - 2], n = v.shape()[v.rank() - 1];
+  return flatten_batch(b, b.broadcast_to(v, concat(batch, {m, n})));
+}
+
+Value iota(Builder& b, const Shape& shape, int64_t dim) { return b.iota({ElementType::S64, shape}, dim); }
+
+Value bcast(Builder& b, const Value& scalar, const Shape& shape) { return b.broadcast_in_dim(scalar, shape, {}); }
+
+// A [B] (or [B, x]) value broadcast along trailing dims to `shape`.
+Value bcast_lead(Builder& b, const Value& v, const Shape& shape) {
+  std::vector<int64_t> dims;
+  for (int64_t i = 0; i < v.rank(); ++i) dims.push_back(i);
+  return b.broadcast_in_dim(v, shape, dims);
+}
+
+Value cmp(Builder& b, const Value& x, const Value& y, CompareDirection dir) { return b.compare(x, y, dir); }
+
+Value both(Builder& b, const Value& x, const Value& y) { return b.binary("and", x, y); }
+
+// Sum over `dim` of v where mask holds: an exact pick when one element does.
+Value masked_sum(Builder& b, const Value& v, const Value& mask, int64_t dim) {
+  return b.reduce(b.select(mask, v, zeros(b, v.type)), b.constant(0, v.dtype()), {dim}, "add");
+}
+
+Value mT(Builder& b, const Value& v) {
+  std::vector<int64_t> perm;
+  for (int64_t i = 0; i < v.rank(); ++i) perm.push_back(i);
+  std::swap(perm[v.rank() - 1], perm[v.rank() - 2]);
+  return b.transpose(v, perm);
+}
+
+// [B, m, k] @ [B, k, n]
+Value bmm(Builder& b, const Value& x, const Value& y) {
+  return b.dot_general(x, y, {0}, {0}, {2}, {1}, {x.dtype(), {x.shape()[0], x.shape()[1], y.shape()[2]}}, kPrecision);
+}
+
+// Keep the triangle col - row <= diag (lower) or >= diag (upper), zero elsewhere.
+Value triangle(Builder& b, const Value& v, bool lower, int64_t diag) {
+  const Shape& s = v.shape();
+  Value offset = b.binary("subtract", iota(b, s, v.rank() - 1), iota(b, s, v.rank() - 2));
+  Value d = b.splat(static_cast<double>(diag), offset.type);
+  return b.select(cmp(b, offset, d, lower ? CompareDirection::LE : CompareDirection::GE), v, zeros(b, v.type));
+}
+
+Value eye(Builder& b, const Shape& shape) {
+  const int64_t r = static_cast<int64_t>(shape.size());
+  Value on = cmp(b, iota(b, shape, r - 2), iota(b, shape, r - 1), CompareDirection::EQ);
+  return b.convert(on, ElementType::F32);
+}
+
+// The diagonal of [B, m, n] as [B, min(m, n)].
+Value diagonal(Builder& b, const Value& v) {
+  const int64_t k = std::min(v.shape()[1], v.shape()[2]);
+  Value sq = b.slice(v, {0, 0, 0}, {v.shape()[0], k, k}, {1, 1, 1});
+  Value on = cmp(b, iota(b, sq.shape(), 1), iota(b, sq.shape(), 2), CompareDirection::EQ);
+  return masked_sum(b, sq, on, 2);
+}
+
+Value tri_solve(Builder& b, const Value& a, const Value& rhs, bool left, bool lower, bool unit, bool transpose) {
+  std::string attrs = std::string("left_side = ") + (left ? "true" : "false") + ", lower = " + (lower ? "true" : "false") +
+                      ", unit_diagonal = " + (unit ? "true" : "false") + ", transpose_a = #stablehlo<transpose " +
+                      (transpose ? "TRANSPOSE" : "NO_TRANSPOSE") + ">";
+  return b.op("triangular_solve", {a, rhs}, rhs.type, attrs);
+}
+
+// The scalar loop counter as a value of `shape` (for masks).
+Value counter(Builder& b, const Value& k, const Shape& shape) { return bcast(b, k, shape); }
+
+Value next_counter(Builder& b, const Value& k, int64_t step = 1) {
+  return b.binary("add", k, b.constant_int(step, ElementType::S64));
+}
+
+// for k in [from, to) (step ±1) over `state`; body gets k first.
+std::vector<Value> for_loop(Builder& b, int64_t from, int64_t to, int64_t step, std::vector<Value> state,
+                            const std::function<std::vector<Value>(Builder&, const Value&, std::vector<Value>)>& body) {
+  if ((step > 0 && from >= to) || (step < 0 && from <= to)) return state;
+  state.insert(state.begin(), b.constant_int(from, ElementType::S64));
+  std::vector<Value> out = b.while_loop(
+      state,
+      [&](Builder& rb, const std::vector<Value>& s) {
+        return std::vector<Value>{
+            rb.compare(s[0], rb.constant_int(to, ElementType::S64), step > 0 ? CompareDirection::LT : CompareDirection::GT)};
+      },
+      [&](Builder& rb, const std::vector<Value>& s) {
+        std::vector<Value> next = body(rb, s[0], std::vector<Value>(s.begin() + 1, s.end()));
+        next.insert(next.begin(), next_counter(rb, s[0], step));
+        return next;
+      });
+  return std::vector<Value>(out.begin() + 1, out.end());
+}
+
+// ---- LU with partial pivoting (LAPACK getrf) -------------------------------
+struct LU {
+  Value lu;     // [B, m, n]: unit-lower L below the diagonal, U on and above
+  Value piv;    // [B, min(m, n)] s32, 1-based rows swapped with, as LAPACK
+  Value info;   // [B] s32: 1-based index of the first zero pivot, or 0
+};
+
+// One elimination step at column k: the pivot is the first row (>= k) of
+// largest magnitude (isamax), rows k and p swap, multipliers are stored below
+// the diagonal and the trailing block takes the rank-1 update. A zero pivot
+// sets info (if unset) and leaves the column as it is, as getrf does.
+std::vector<Value> lu_step(Builder& b, const Value& k, const Value& a, const Value& piv, const Value& info) {
+  const Shape& s = a.shape();
+  const int64_t bsz = s[0], m = s[1], n = s[2];
+  Value ri = iota(b, s, 1), ci = iota(b, s, 2), kb = counter(b, k, s);
+  Value col = masked_sum(b, a, cmp(b, ci, kb, CompareDirection::EQ), 2);  // [B, m]
+  Value rows = iota(b, {bsz, m}, 1), km = counter(b, k, {bsz, m});
+  Value below = cmp(b, rows, km, CompareDirection::GE);
+  Value cand = b.select(below, b.unary("abs", col), b.splat(-1, col.type));
+  Value best = b.reduce(cand, reduce_init(b, "maximum", ElementType::F32), {1}, "maximum");
+  Value is_best = both(b, below, cmp(b, cand, bcast_lead(b, best, {bsz, m}), CompareDirection::EQ));
+  Value p = b.reduce(b.select(is_best, rows, b.splat(static_cast<double>(m), rows.type)),
+                     reduce_init(b, "minimum", ElementType::S64), {1}, "minimum");
+  p = b.select(cmp(b, p, b.splat(static_cast<double>(m), p.type), CompareDirection::LT), p, bcast(b, k, {bsz}));  // NaN column
+  Value pb = bcast_lead(b, p, s);
+  Value is_k = cmp(b, ri, kb, CompareDirection::EQ), is_p = cmp(b, ri, pb, CompareDirection::EQ);
+  Value row_k = masked_sum(b, a, is_k, 1), row_p = masked_sum(b, a, is_p, 1);  // [B, n]
+  Value bc_row_k = b.broadcast_in_dim(row_k, s, {0, 2}), bc_row_p = b.broadcast_in_dim(row_p, s, {0, 2});
+  Value swapped = b.select(is_k, bc_row_p, b.select(is_p, bc_row_k, a));
+  Value pivot = masked_sum(b, row_p, cmp(b, iota(b, {bsz, n}, 1), counter(b, k, {bsz, n}), CompareDirection::EQ), 1);
+  Value nonzero = cmp(b, pivot, zeros(b, pivot.type), CompareDirection::NE);  // [B]
+  Value col_s = masked_sum(b, swapped, cmp(b, ci, kb, CompareDirection::EQ), 2);  // [B, m]
+  Value safe_pivot = b.select(nonzero, pivot, b.splat(1, pivot.type));
+  Value l = b.binary("divide", col_s, bcast_lead(b, safe_pivot, {bsz, m}));  // [B, m]
+  Value update_ok = both(b, bcast_lead(b, nonzero, s), cmp(b, ri, kb, CompareDirection::GT));
+  Value trailing = both(b, update_ok, cmp(b, ci, kb, CompareDirection::GT));
+  Value lb = b.broadcast_in_dim(l, s, {0, 1});
+  Value updated = b.binary("subtract", swapped, b.binary("multiply", lb, b.broadcast_in_dim(row_p, s, {0, 2})));
+  Value out = b.select(trailing, updated, swapped);
+  out = b.select(both(b, update_ok, cmp(b, ci, kb, CompareDirection::EQ)), lb, out);
+  const int64_t kk = piv.shape()[1];
+  Value p1 = b.convert(b.binary("add", p, b.splat(1, p.type)), ElementType::S32);
+  Value at_k = cmp(b, iota(b, {bsz, kk}, 1), counter(b, k, {bsz, kk}), CompareDirection::EQ);
+  Value new_piv = b.select(at_k, bcast_lead(b, p1, {bsz, kk}), piv);
+  Value k1 = b.convert(next_counter(b, k), ElementType::S32);
+  Value first_zero = both(b, b.unary("not", nonzero), cmp(b, info, zeros(b, info.type), CompareDirection::EQ));
+  Value new_info = b.select(first_zero, bcast(b, k1, {bsz}), info);
+  return {out, new_piv, new_info};
+}
+
+LU lu_factor(Builder& b, const Value& a) {
+  const int64_t bsz = a.shape()[0], k = std::min(a.shape()[1], a.shape()[2]);
+  std::vector<Value> init{a, zeros(b, {ElementType::S32, {bsz, k}}), zeros(b, {ElementType::S32, {bsz}})};
+  auto out = for_loop(b, 0, k, 1, init, [](Builder& rb, const Value& kv, std::vector<Value> st) {
+    return lu_step(rb, kv, st[0], st[1], st[2]);
+  });
+  return {out[0], out[1], out[2]};
+}
+
+// The row order getrf's swaps produce: perm[i] is the row of A that is row i
+// of L U, so P^T A = A[perm] = L U.
+Value permutation_of(Builder& b, const Value& piv, int64_t m) {
+  const int64_t bsz = piv.shape()[0], k = piv.shape()[1];
+  Value perm = iota(b, {bsz, m}, 1);
+  Value piv0 = b.binary("subtract", b.convert(piv, ElementType::S64), b.splat(1, {ElementType::S64, piv.shape()}));
+  auto out = for_loop(b, 0, k, 1, {perm}, [&](Builder& rb, const Value& i, std::vector<Value> st) {
+    const Value& pm = st[0];
+    Value pi = masked_sum(rb, piv0, cmp(rb, iota(rb, {bsz, k}, 1), counter(rb, i, {bsz, k}), CompareDirection::EQ), 1);
+    Value idx = iota(rb, {bsz, m}, 1);
+    Value is_i = cmp(rb, idx, counter(rb, i, {bsz, m}), CompareDirection::EQ);
+    Value is_p = cmp(rb, idx, bcast_lead(rb, pi, {bsz, m}), CompareDirection::EQ);
+    Value vi = masked_sum(rb, pm, is_i, 1), vp = masked_sum(rb, pm, is_p, 1);
+    return std::vector<Value>{rb.select(is_i, bcast_lead(rb, vp, {bsz, m}), rb.select(is_p, bcast_lead(rb, vi, {bsz, m}), pm))};
+  });
+  return out[0];
+}
+
+// onehot[b, i, j] = (perm[b, i] == j): onehot @ X = X[perm], onehot^T = P.
+Value perm_rows(Builder& b, const Value& perm) {
+  const int64_t bsz = perm.shape()[0], m = perm.shape()[1];
+  Shape s{bsz, m, m};
+  return b.convert(cmp(b, b.broadcast_in_dim(perm, s, {0, 1}), iota(b, s, 2), CompareDirection::EQ), ElementType::F32);
+}
+
+// Solves A X = B (or A^T X = B) for X given A's LU factors; all [B, ...].
+Value lu_solve_left(Builder& b, const Value& lu, const Value& piv, const Value& rhs, bool adjoint) {
+  Value onehot = perm_rows(b, permutation_of(b, piv, lu.shape()[1]));
+  if (!adjoint) {
+    Value y = tri_solve(b, lu, bmm(b, onehot, rhs), true, true, true, false);
+    return tri_solve(b, lu, y, true, false, false, false);
+  }
+  // A^T = U^T L^T P^T: X = P L^-T U^-T B.
+  Value y = tri_solve(b, lu, rhs, true, false, false, true);
+  y = tri_solve(b, lu, y, true, true, true, true);
+  return bmm(b, mT(b, onehot), y);
+}
+
+// X A = B is A^T X^T = B^T.
+Value lu_solve(Builder& b, const Value& lu, const Value& piv, const Value& rhs, bool left, bool adjoint) {
+  if (left) return lu_solve_left(b, lu, piv, rhs, adjoint);
+  return mT(b, lu_solve_left(b, lu, piv, mT(b, rhs), !adjoint));
+}
+
+Value reshape_as(Builder& b, const Value& v, const TensorType& t) { return b.convert(b.reshape(v, t.shape), t.dtype); }
+
+// An empty input's P (lu) or full U / Vh (svd) is the identity; results the
+// op was asked not to compute are empty.
+Value identity_of(Builder& b, const TensorType& t) {
+  if (t.numel() == 0 || t.rank() < 2) return zeros(b, t);
+  return coerce(b, eye(b, t.shape), t);
+}
+
+bool has_zero_size(const std::vector<TensorType>& types) {
+  for (const auto& t : types) {
+    if (t.numel() == 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+// ---- Cholesky ------------------------------------------------------------------
+namespace {
+
+// potrf's info: the order of the first leading minor that is not positive
+// definite. XLA's cholesky marks a failure only by NaNs everywhere, so where
+// some matrix failed, an unblocked Cholesky of the lower triangle finds the
+// step (the loop runs no iteration when all succeeded).
+Value cholesky_info(Builder& b, const Value& a, const Value& failed) {
+  const Shape& s = a.shape();
+  const int64_t bsz = s[0], n = s[1];
+  Value sym = b.binary("add", triangle(b, a, true, 0), mT(b, triangle(b, a, true, -1)));
+  std::vector<Value> init{b.constant_int(0, ElementType::S64), sym, zeros(b, {ElementType::S32, {bsz}})};
+  auto out = b.while_loop(
+      init,
+      [&](Builder& rb, const std::vector<Value>& st) {
+        Value more = rb.compare(st[0], rb.constant_int(n, ElementType::S64), CompareDirection::LT);
+        return std::vector<Value>{rb.binary("and", more, rb.reduce(failed, rb.constant(0, ElementType::Pred), {0}, "or"))};
+      },
+      [&](Builder& rb, const std::vector<Value>& st) {
+        const Value& k = st[0];
+        Value ri = iota(rb, s, 1), ci = iota(rb, s, 2), kb = counter(rb, k, s);
+        Value col = masked_sum(rb, st[1], cmp(rb, ci, kb, CompareDirection::EQ), 2);  // [B, n]
+        Value d = masked_sum(rb, col, cmp(rb, iota(rb, {bsz, n}, 1), counter(rb, k, {bsz, n}), CompareDirection::EQ), 1);
+        Value ok = cmp(rb, d, zeros(rb, d.type), CompareDirection::GT);
+        Value first = both(rb, rb.unary("not", ok), cmp(rb, st[2], zeros(rb, st[2].type), CompareDirection::EQ));
+        Value k1 = rb.convert(next_counter(rb, k), ElementType::S32);
+        Value info = rb.select(first, bcast(rb, k1, {bsz}), st[2]);
+        Value l = rb.binary("divide", col, bcast_lead(rb, rb.unary("sqrt", rb.select(ok, d, rb.splat(1, d.type))), {bsz, n}));
+        Value trailing = both(rb, cmp(rb, ri, kb, CompareDirection::GT), cmp(rb, ci, kb, CompareDirection::GT));
+        Value outer = rb.binary("multiply", rb.broadcast_in_dim(l, s, {0, 1}), rb.broadcast_in_dim(l, s, {0, 2}));
+        Value next = rb.select(trailing, rb.binary("subtract", st[1], outer), st[1]);
+        return std::vector<Value>{next_counter(rb, k), next, info};
+      });
+  return out[2];
+}
+
+}  // namespace
+
+// linalg_cholesky_ex(self, *, upper, check_errors) -> (L, info)
+std::vector<Value> linalg_cholesky_ex(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  const TensorType& lt = ctx.out_types.at(0);
+  const TensorType& it = ctx.out_types.at(1);
+  if (lt.numel() == 0) return {zeros(b, lt), zeros(b, it)};
+  Value a = flatten_batch(b, ctx.tensor(0));
+  Value l = triangle(b, b.op("cholesky", {a}, a.type, "lower = true"), true, 0);
+  Value d = diagonal(b, l);
+  Value bad = b.unary("not", cmp(b, d, zeros(b, d.type), CompareDirection::GT));  // NaN or <= 0
+  Value failed = b.reduce(bad, b.constant(0, ElementType::Pred), {1}, "or");
+  // LAPACK leaves a failed factor partial, XLA fills it with NaN: only a
+  // successful factor is specified.
+  if (ctx.bool_arg(1)) l = mT(b, l);
+  return {reshape_as(b, l, lt), reshape_as(b, cholesky_info(b, a, failed), it)};
+}
+
+// _cholesky_solve_helper(self=B, A=factor, upper): A A^T X = B (lower) or
+// A^T A X = B (upper); cholesky_solve broadcast the batch dims already.
+std::vector<Value> cholesky_solve_helper(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  const TensorType& out = ctx.out_types.at(0);
+  if (out.numel() == 0) return {zeros(b, out)};
+  const Shape batch = batch_of(out.shape);
+  Value rhs = batched_to(b, ctx.tensor(0), batch), f = batched_to(b, ctx.tensor(1), batch);
+  const bool upper = ctx.bool_arg(2);
+  Value y = tri_solve(b, f, rhs, true, !upper, false, upper);
+  return {reshape_as(b, tri_solve(b, f, y, true, !upper, false, !upper), out)};
+}
+
+// cholesky_inverse(self=factor, upper): (L L^T)^-1.
+std::vector<Value> cholesky_inverse(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  const TensorType& out = ctx.out_types.at(0);
+  if (out.numel() == 0) return {zeros(b, out)};
+  Value f = flatten_batch(b, ctx.tensor(0));
+  const bool upper = ctx.bool_arg(1);
+  Value y = tri_solve(b, f, eye(b, f.shape()), true, !upper, false, upper);
+  return {reshape_as(b, tri_solve(b, f, y, true, !upper, false, !upper), out)};
+}
+
+// ---- triangular solves -------------------------------------------------------
+// linalg_solve_triangular(self=A, B, *, upper, left, unitriangular)
+std::vector<Value> linalg_solve_triangular(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  const TensorType& out = ctx.out_types.at(0);
+  if (out.numel() == 0) return {zeros(b, out)};
+  const Shape batch = batch_of(out.shape);
+  Value a = batched_to(b, ctx.tensor(0), batch), rhs = batched_to(b, ctx.tensor(1), batch);
+  Value x = tri_solve(b, a, rhs, ctx.bool_arg(3, true), !ctx.bool_arg(2), ctx.bool_arg(4), false);
+  return {reshape_as(b, x, out)};
+}
+
+// triangular_solve(self=B, A, upper, transpose, unitriangular) -> (X, A broadcast)
+std::vector<Value> triangular_solve(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  const TensorType& out = ctx.out_types.at(0);
+  const TensorType& coeff = ctx.out_types.at(1);
+  Value a_out = coerce(b, ctx.tensor(1), coeff);
+  if (out.numel() == 0) return {zeros(b, out), a_out};
+  const Shape batch = batch_of(out.shape);
+  Value rhs = batched_to(b, ctx.tensor(0), batch), a = batched_to(b, ctx.tensor(1), batch);
+  Value x = tri_solve(b, a, rhs, true, !ctx.bool_arg(2, true), ctx.bool_arg(4), ctx.bool_arg(3));
+  return {reshape_as(b, x, out), a_out};
+}
+
+// ---- LU --------------------------------------------------------------------------
+// linalg_lu_factor_ex(A, *, pivot, check_errors) -> (LU, pivots, info)
+std::vector<Value> linalg_lu_factor_ex(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  if (!ctx.bool_arg(1, true)) throw std::invalid_argument("linalg.lu_factor: LU without pivoting is not implemented on the CPU");
+  const auto& t = ctx.out_types;
+  if (has_zero_size({t.at(0)})) return {zeros(b, t[0]), zeros(b, t[1]), zeros(b, t[2])};
+  LU f = lu_factor(b, flatten_batch(b, ctx.tensor(0)));
+  return {reshape_as(b, f.lu, t[0]), reshape_as(b, f.piv, t[1]), reshape_as(b, f.info, t[2])};
+}
+
+namespace {
+
+// P, L, U of lu_unpack from [B, m, n] factors and pivots, into `types`.
+std::vector<Value> unpack(Builder& b, const Value& lu, const Value& piv, const std::vector<TensorType>& types,
+                          bool unpack_data, bool unpack_pivots) {
+  const int64_t bsz = lu.shape()[0], m = lu.shape()[1], n = lu.shape()[2], k = std::min(m, n);
+  std::vector<Value> out;
+  if (unpack_pivots && types[0].numel() > 0) {
+    out.push_back(reshape_as(b, mT(b, perm_rows(b, permutation_of(b, piv, m))), types[0]));
+  } else {
+    out.push_back(zeros(b, types[0]));
+  }
+  if (unpack_data && types[1].numel() > 0) {
+    Value l = b.slice(lu, {0, 0, 0}, {bsz, m, k}, {1, 1, 1});
+    l = b.binary("add", triangle(b, l, true, -1), eye(b, l.shape()));
+    Value u = triangle(b, b.slice(lu, {0, 0, 0}, {bsz, k, n}, {1, 1, 1}), false, 0);
+    out.push_back(reshape_as(b, l, types[1]));
+    out.push_back(reshape_as(b, u, types[2]));
+  } else {
+    out.push_back(zeros(b, types[1]));
+    out.push_back(zeros(b, types[2]));
+  }
+  return out;
+}
+
+}  // namespace
+
+// lu_unpack(LU_data, LU_pivots, unpack_data, unpack_pivots) -> (P, L, U)
+std::vector<Value> lu_unpack(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  const Value& lu = ctx.tensor(0);
+  if (lu.type.numel() == 0) {
+    return {identity_of(b, ctx.out_types[0]), zeros(b, ctx.out_types[1]), zeros(b, ctx.out_types[2])};
+  }
+  Value piv = b.reshape(b.convert(ctx.tensor(1), ElementType::S32),
+                        {product(batch_of(lu.shape())), ctx.tensor(1).shape().back()});
+  return unpack(b, flatten_batch(b, lu), piv, ctx.out_types, ctx.bool_arg(2, true), ctx.bool_arg(3, true));
+}
+
+// linalg_lu(A, *, pivot) -> (P, L, U)
+std::vector<Value> linalg_lu(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  if (!ctx.bool_arg(1, true)) throw std::invalid_argument("linalg.lu_factor: LU without pivoting is not implemented on the CPU");
+  const Value& a = ctx.tensor(0);
+  if (a.type.numel() == 0) {
+    return {identity_of(b, ctx.out_types[0]), zeros(b, ctx.out_types[1]), zeros(b, ctx.out_types[2])};
+  }
+  LU f = lu_factor(b, flatten_batch(b, a));
+  return unpack(b, f.lu, f.piv, ctx.out_types, true, true);
+}
+
+// linalg_lu_solve(LU, pivots, B, *, left, adjoint)
+std::vector<Value> linalg_lu_solve(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  const TensorType& out = ctx.out_types.at(0);
+  if (out.numel() == 0) return {zeros(b, out)};
+  const Shape batch = batch_of(out.shape);
+  Value lu = batched_to(b, ctx.tensor(0), batch);
+  const Value& p = ctx.tensor(1);
+  Value piv = b.reshape(b.broadcast_to(b.convert(p, ElementType::S32), concat(batch, {p.shape().back()})),
+                        {product(batch), p.shape().back()});
+  Value rhs = batched_to(b, ctx.tensor(2), batch);
+  return {reshape_as(b, lu_solve(b, lu, piv, rhs, ctx.bool_arg(3, true), ctx.bool_arg(4)), out)};
+}
+
+// _linalg_solve_ex(A, B, *, left, check_errors) -> (result, LU, pivots, info).
+// A vector right-hand side (result one dim short of A) is a column.
+std::vector<Value> linalg_solve_ex(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  const auto& t = ctx.out_types;
+  const Value& a = ctx.tensor(0);
+  const bool left = ctx.bool_arg(2, true);
+  if (has_zero_size({t[0], t[1]})) return {zeros(b, t[0]), zeros(b, t[1]), zeros(b, t[2]), zeros(b, t[3])};
+  LU f = lu_factor(b, flatten_batch(b, a));
+  const bool vector = t[0].rank() == a.rank() - 1;
+  Shape xshape = t[0].shape;
+  if (vector) xshape.insert(xshape.end() - (left ? 0 : 1), 1);
+  const Shape batch = batch_of(xshape);
+  Value rhs = batched_to(b, b.reshape(b.broadcast_to(ctx.tensor(1), t[0].shape), xshape), batch);
+  Value lu = batched_to(b, b.reshape(f.lu, a.shape()), batch);
+  const int64_t k = f.piv.shape()[1];
+  Value piv = b.reshape(b.broadcast_to(b.reshape(f.piv, concat(batch_of(a.shape()), {k})), concat(batch, {k})),
+                        {product(batch), k});
+  Value x = lu_solve(b, lu, piv, rhs, left, false);
+  return {reshape_as(b, x, t[0]), reshape_as(b, f.lu, t[1]), reshape_as(b, f.piv, t[2]), reshape_as(b, f.info, t[3])};
+}
+
+// linalg_inv_ex(A, *, check_errors) -> (inverse, info)
+std::vector<Value> linalg_inv_ex(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  const auto& t = ctx.out_types;
+  if (t[0].numel() == 0) return {zeros(b, t[0]), zeros(b, t[1])};
+  Value a = flatten_batch(b, ctx.tensor(0));
+  LU f = lu_factor(b, a);
+  Value x = lu_solve(b, f.lu, f.piv, eye(b, a.shape()), true, false);
+  return {reshape_as(b, x, t[0]), reshape_as(b, f.info, t[1])};
+}
+
+namespace {
+
+// (-1)^(number of actual row swaps), [B] f32.
+Value permutation_sign(Builder& b, const Value& piv) {
+  Value one_based = b.binary("add", iota(b, piv.shape(), 1), b.splat(1, {ElementType::S64, piv.shape()}));
+  Value swapped = cmp(b, b.convert(piv, ElementType::S64), one_based, CompareDirection::NE);
+  Value flips = b.convert(swapped, ElementType::F32);
+  Value factors = b.binary("subtract", b.splat(1, flips.type), b.binary("multiply", b.splat(2, flips.type), flips));
+  return b.reduce(factors, b.constant(1, ElementType::F32), {1}, "multiply");
+}
+
+// The LU factors _linalg_det and _linalg_slogdet return, which their
+// backward formulas read: PyTorch factors A^T when A is contiguous and real
+// (det(A^T) = det(A)) and A otherwise. Lowerings do not see strides, so
+// this assumes the usual contiguous input.
+LU det_factors(Builder& b, const Value& a) { return lu_factor(b, mT(b, flatten_batch(b, a))); }
+
+}  // namespace
+
+// _linalg_det(A) -> (det, LU, pivots)
+std::vector<Value> linalg_det(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  const auto& t = ctx.out_types;
+  if (t[1].numel() == 0) return {full(b, 1, t[0]), zeros(b, t[1]), zeros(b, t[2])};
+  LU f = det_factors(b, ctx.tensor(0));
+  Value d = b.reduce(diagonal(b, f.lu), b.constant(1, ElementType::F32), {1}, "multiply");
+  Value det = b.binary("multiply", d, permutation_sign(b, f.piv));
+  return {reshape_as(b, det, t[0]), reshape_as(b, f.lu, t[1]), reshape_as(b, f.piv, t[2])};
+}
+
+// _linalg_slogdet(A) -> (sign, logabsdet, LU, pivots)
+std::vector<Value> linalg_slogdet(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  const auto& t = ctx.out_types;
+  if (t[2].numel() == 0) return {full(b, 1, t[0]), zeros(b, t[1]), zeros(b, t[2]), zeros(b, t[3])};
+  LU f = det_factors(b, ctx.tensor(0));
+  Value d = diagonal(b, f.lu);
+  Value sign = b.reduce(b.unary("sign", d), b.constant(1, ElementType::F32), {1}, "multiply");
+  sign = b.binary("multiply", sign, permutation_sign(b, f.piv));
+  Value logabs = b.reduce(b.unary("log", b.unary("abs", d)), b.constant(0, ElementType::F32), {1}, "add");
+  return {reshape_as(b, sign, t[0]), reshape_as(b, logabs, t[1]), reshape_as(b, f.lu, t[2]), reshape_as(b, f.piv, t[3])};
+}
+
+
+// ---- Householder QR (LAPACK geqr2 / org2r) -----------------------------------
+namespace {
+
+Value column(Builder& b, const Value& a, const Value& k) {
+  return masked_sum(b, a, cmp(b, iota(b, a.shape(), 2), counter(b, k, a.shape()), CompareDirection::EQ), 2);
+}
+
+Value entry(Builder& b, const Value& v, const Value& k) {  // v[:, k] of [B, m]
+  return masked_sum(b, v, cmp(b, iota(b, v.shape(), 1), counter(b, k, v.shape()), CompareDirection::EQ), 1);
+}
+
+// The reflector of column k stored below the diagonal: v[k] = 1, v[i<k] = 0.
+Value reflector(Builder& b, const Value& a, const Value& k) {
+  Value col = column(b, a, k);
+  Value rows = iota(b, col.shape(), 1), kb = counter(b, k, col.shape());
+  Value v = b.select(cmp(b, rows, kb, CompareDirection::GT), col, zeros(b, col.type));
+  return b.select(cmp(b, rows, kb, CompareDirection::EQ), b.splat(1, col.type), v);
+}
+
+// A - tau v (v^T A) on the columns where `cols` holds: H = I - tau v v^T from the left.
+Value apply_reflector(Builder& b, const Value& a, const Value& v, const Value& tau, const Value& cols) {
+  const Shape& s = a.shape();
+  Value w = b.reduce(b.binary("multiply", b.broadcast_in_dim(v, s, {0, 1}), a), b.constant(0, ElementType::F32), {1},
+                     "add");  // [B, n]
+  Value tw = b.binary("multiply", w, bcast_lead(b, tau, w.shape()));
+  Value upd = b.binary("subtract", a, b.binary("multiply", b.broadcast_in_dim(v, s, {0, 1}), b.broadcast_in_dim(tw, s, {0, 2})));
+  return b.select(cols, upd, a);
+}
+
+// slarfg on column k: beta = -sign(alpha) * ||(alpha, x)||, tau = (beta -
+// alpha) / beta, x scaled by 1 / (alpha - beta); tau = 0 when x is zero.
+std::vector<Value> geqr2_step(Builder& b, const Value& k, const Value& a, const Value& taus) {
+  const Shape& s = a.shape();
+  const int64_t bsz = s[0], m = s[1];
+  Value col = column(b, a, k);
+  Value rows = iota(b, {bsz, m}, 1), km = counter(b, k, {bsz, m});
+  Value below = cmp(b, rows, km, CompareDirection::GT), at_k = cmp(b, rows, km, CompareDirection::EQ);
+  Value alpha = entry(b, col, k);
+  Value x = b.select(below, col, zeros(b, col.type));
+  Value xnorm2 = b.reduce(b.binary("multiply", x, x), b.constant(0, ElementType::F32), {1}, "add");
+  Value trivial = cmp(b, xnorm2, zeros(b, xnorm2.type), CompareDirection::EQ);
+  Value norm = b.unary("sqrt", b.binary("add", b.binary("multiply", alpha, alpha), xnorm2));
+  Value nonneg = cmp(b, alpha, zeros(b, alpha.type), CompareDirection::GE);
+  Value beta = b.select(nonneg, b.unary("negate", norm), norm);
+  Value safe_beta = b.select(trivial, b.splat(1, beta.type), beta);
+  Value tau = b.select(trivial, zeros(b, beta.type), b.binary("divide", b.binary("subtract", beta, alpha), safe_beta));
+  Value denom = b.select(trivial, b.splat(1, beta.type), b.binary("subtract", alpha, beta));
+  Value scale = b.select(trivial, b.splat(1, beta.type), b.binary("divide", b.splat(1, denom.type), denom));
+  Value v = b.select(below, b.binary("multiply", x, bcast_lead(b, scale, x.shape())), zeros(b, x.type));
+  v = b.select(at_k, b.splat(1, v.type), v);
+  Value ci = iota(b, s, 2), kb = counter(b, k, s);
+  Value out = apply_reflector(b, a, v, tau, cmp(b, ci, kb, CompareDirection::GT));
+  // Column k: beta on the diagonal (alpha when trivial), v below it.
+  Value new_col = b.select(at_k, bcast_lead(b, b.select(trivial, alpha, beta), col.shape()), b.select(below, v, col));
+  out = b.select(cmp(b, ci, kb, CompareDirection::EQ), b.broadcast_in_dim(new_col, s, {0, 1}), out);
+  const int64_t kk = taus.shape()[1];
+  Value tk = cmp(b, iota(b, {bsz, kk}, 1), counter(b, k, {bsz, kk}), CompareDirection::EQ);
+  return {out, b.select(tk, bcast_lead(b, tau, taus.shape()), taus)};
+}
+
+// geqrf of [B, m, n]: (reflectors and R, tau [B, min(m, n)]).
+std::pair<Value, Value> geqrf_of(Builder& b, const Value& a) {
+  const int64_t k = std::min(a.shape()[1], a.shape()[2]);
+  auto out = for_loop(b, 0, k, 1, {a, zeros(b, {ElementType::F32, {a.shape()[0], k}})},
+                      [](Builder& rb, const Value& kv, std::vector<Value> st) { return geqr2_step(rb, kv, st[0], st[1]); });
+  return {out[0], out[1]};
+}
+
+// Q = H_0 H_1 ... H_{k-1} I[m, cols] (orgqr), k = tau's length.
+Value orgqr(Builder& b, const Value& reflectors, const Value& tau, int64_t cols) {
+  const int64_t bsz = reflectors.shape()[0], m = reflectors.shape()[1], k = tau.shape()[1];
+  Value q = eye(b, {bsz, m, cols});
+  Value all = b.splat(1, {ElementType::Pred, q.shape()});
+  auto out = for_loop(b, k - 1, -1, -1, {q}, [&](Builder& rb, const Value& i, std::vector<Value> st) {
+    return std::vector<Value>{apply_reflector(rb, st[0], reflector(rb, reflectors, i), entry(rb, tau, i), all)};
+  });
+  return out[0];
+}
+
+}  // namespace
+
+// geqrf(self) -> (a, tau)
+std::vector<Value> geqrf(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  const auto& t = ctx.out_types;
+  if (t[0].numel() == 0) return {zeros(b, t[0]), zeros(b, t[1])};
+  auto [a, tau] = geqrf_of(b, flatten_batch(b, ctx.tensor(0)));
+  return {reshape_as(b, a, t[0]), reshape_as(b, tau, t[1])};
+}
+
+// linalg_householder_product(input, tau) -> Q [..., m, n]
+std::vector<Value> linalg_householder_product(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  const TensorType& out = ctx.out_types.at(0);
+  if (out.numel() == 0) return {zeros(b, out)};
+  Value refl = flatten_batch(b, ctx.tensor(0));
+  const Value& tau = ctx.tensor(1);
+  Value taus = b.reshape(b.convert(tau, ElementType::F32), {refl.shape()[0], tau.shape().back()});
+  return {reshape_as(b, orgqr(b, refl, taus, out.shape.back()), out)};
+}
+
+// linalg_qr(A, mode) -> (Q, R): "reduced" Q [m, k], R [k, n]; "complete"
+// Q [m, m], R [m, n]; "r" no Q.
+std::vector<Value> linalg_qr(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  const auto& t = ctx.out_types;
+  const Value& a = ctx.tensor(0);
+  if (a.type.numel() == 0) {
+    return {identity_of(b, t[0]), zeros(b, t[1])};
+  }
+  Value fa = flatten_batch(b, a);
+  auto [refl, tau] = geqrf_of(b, fa);
+  const int64_t bsz = fa.shape()[0], n = fa.shape()[2];
+  const int64_t r_rows = t[1].shape[t[1].rank() - 2];
+  Value r = triangle(b, b.slice(refl, {0, 0, 0}, {bsz, r_rows, n}, {1, 1, 1}), false, 0);
+  Value q = t[0].numel() == 0 ? zeros(b, t[0]) : reshape_as(b, orgqr(b, refl, tau, t[0].shape.back()), t[0]);
+  return {q, reshape_as(b, r, t[1])};
+}
+
+
+// ---- symmetric eigenproblem and SVD: cyclic Jacobi ----------------------------
+// Jacobi rotations converge to full float32 accuracy (at least LAPACK's);
+// sweeps over all pairs (p, q) repeat until the off-diagonal part (eigh) or
+// the column inner products (SVD, one-sided) are negligible. Results are
+// sorted as LAPACK returns them (eigenvalues ascending, singular values
+// descending); eigenvector and singular vector signs are unspecified, as in
+// PyTorch.
+namespace {
+
+constexpr int64_t kMaxSweeps = 20;
+
+Value index_constant(Builder& b, const std::vector<int64_t>& values) {
+  std::string lit = "[";
+  for (size_t i = 0; i < values.size(); ++i) lit += (i ? ", " : "") + std::to_string(values[i]);
+  lit += "]";
+  TensorType t{ElementType::S64, {static_cast<int64_t>(values.size())}};
+  return b.op("constant", {}, t, "value = dense<" + lit + "> : " + t.str());
+}
+
+// v[t] of a 1-D constant, as a scalar.
+Value element(Builder& b, const Value& v, const Value& t) {
+  return masked_sum(b, v, cmp(b, iota(b, v.shape(), 0), counter(b, t, v.shape()), CompareDirection::EQ), 0);
+}
+
+// Columns p and q of [B, r, c] replaced by c*x_p - s*x_q and s*x_p + c*x_q.
+Value rotate_columns(Builder& b, const Value& a, const Value& p, const Value& q, const Value& c, const Value& s) {
+  const Shape& sh = a.shape();
+  Value ci = iota(b, sh, 2);
+  Value is_p = cmp(b, ci, counter(b, p, sh), CompareDirection::EQ), is_q = cmp(b, ci, counter(b, q, sh), CompareDirection::EQ);
+  Value xp = b.broadcast_in_dim(masked_sum(b, a, is_p, 2), sh, {0, 1});
+  Value xq = b.broadcast_in_dim(masked_sum(b, a, is_q, 2), sh, {0, 1});
+  Value cb = bcast_lead(b, c, sh), sb = bcast_lead(b, s, sh);
+  Value np = b.binary("subtract", b.binary("multiply", cb, xp), b.binary("multiply", sb, xq));
+  Value nq = b.binary("add", b.binary("multiply", sb, xp), b.binary("multiply", cb, xq));
+  return b.select(is_p, np, b.select(is_q, nq, a));
+}
+
+// The rotation (c, s) that diagonalizes [[app, apq], [apq, aqq]] (Golub &
+// Van Loan's sym.schur2), per batch element; identity where apq == 0.
+std::pair<Value, Value> jacobi_rotation(Builder& b, const Value& app, const Value& aqq, const Value& apq) {
+  Value zero = cmp(b, apq, zeros(b, apq.type), CompareDirection::EQ);
+  Value safe = b.select(zero, b.splat(1, apq.type), apq);
+  Value tau = b.binary("divide", b.binary("subtract", aqq, app), b.binary("multiply", b.splat(2, apq.type), safe));
+  Value sgn = b.select(cmp(b, tau, zeros(b, tau.type), CompareDirection::GE), b.splat(1, tau.type), b.splat(-1, tau.type));
+  Value root = b.unary("sqrt", b.binary("add", b.splat(1, tau.type), b.binary("multiply", tau, tau)));
+  Value t = b.binary("divide", sgn, b.binary("add", b.unary("abs", tau), root));
+  t = b.select(zero, zeros(b, t.type), t);
+  Value c = b.unary("rsqrt", b.binary("add", b.splat(1, t.type), b.binary("multiply", t, t)));
+  return {c, b.binary("multiply", t, c)};
+}
+
+struct Pairs {
+  Value p, q;
+  int64_t count;
+};
+
+Pairs all_pairs(Builder& b, int64_t n) {
+  std::vector<int64_t> ps, qs;
+  for (int64_t p = 0; p < n; ++p) {
+    for (int64_t q = p + 1; q < n; ++q) {
+      ps.push_back(p);
+      qs.push_back(q);
+    }
+  }
+  if (ps.empty()) return {Value{}, Value{}, 0};
+  return {index_constant(b, ps), index_constant(b, qs), static_cast<int64_t>(ps.size())};
+}
+
+Value entry2(Builder& b, const Value& a, const Value& i, const Value& j) {
+  const Shape& sh = a.shape();
+  Value m = both(b, cmp(b, iota(b, sh, 1), counter(b, i, sh), CompareDirection::EQ),
+                 cmp(b, iota(b, sh, 2), counter(b, j, sh), CompareDirection::EQ));
+  return b.reduce(b.select(m, a, zeros(b, a.type)), b.constant(0, a.dtype()), {1, 2}, "add");
+}
+
+Value any_true(Builder& b, const Value& pred) {
+  std::vector<int64_t> dims;
+  for (int64_t i = 0; i < pred.rank(); ++i) dims.push_back(i);
+  return dims.empty() ? pred : b.reduce(pred, b.constant(0, ElementType::Pred), dims, "or");
+}
+
+// Sweeps of `rotate(k_pair_state...)` while `unconverged(state)` holds.
+using SweepFn = std::function<std::vector<Value>(Builder&, const Value& p, const Value& q, std::vector<Value>)>;
+using TestFn = std::function<Value(Builder&, const std::vector<Value>&)>;
+
+std::vector<Value> jacobi_sweeps(Builder& b, const Pairs& pairs, std::vector<Value> state, const TestFn& unconverged,
+                                 const SweepFn& rotate) {
+  if (pairs.count == 0) return state;
+  state.insert(state.begin(), b.constant_int(0, ElementType::S64));
+  auto out = b.while_loop(
+      state,
+      [&](Builder& rb, const std::vector<Value>& st) {
+        Value more = rb.compare(st[0], rb.constant_int(kMaxSweeps, ElementType::S64), CompareDirection::LT);
+        return std::vector<Value>{rb.binary("and", more, unconverged(rb, std::vector<Value>(st.begin() + 1, st.end())))};
+      },
+      [&](Builder& rb, const std::vector<Value>& st) {
+        std::vector<Value> inner(st.begin() + 1, st.end());
+        inner = for_loop(rb, 0, pairs.count, 1, inner, [&](Builder& ib, const Value& t, std::vector<Value> s2) {
+          return rotate(ib, element(ib, pairs.p, t), element(ib, pairs.q, t), std::move(s2));
+        });
+        inner.insert(inner.begin(), next_counter(rb, st[0]));
+        return inner;
+      });
+  return std::vector<Value>(out.begin() + 1, out.end());
+}
+
+// Sorts [B, n] keys (ascending or descending) and returns (sorted, permutation).
+std::pair<Value, Value> sort_with_index(Builder& b, const Value& keys, bool descending) {
+  Value idx = iota(b, keys.shape(), 1);
+  TensorType fs{keys.dtype(), {}}, is{ElementType::S64, {}};
+  auto out = b.op_with_region("sort", {keys, idx}, {keys.type, idx.type}, "dimension = 1 : i64, is_stable = true",
+                              {fs, fs, is, is}, [&](Builder& rb, const std::vector<Value>& a) {
+                                return std::vector<Value>{rb.compare(a[0], a[1], descending ? CompareDirection::GT : CompareDirection::LT)};
+                              });
+  return {out[0], out[1]};
+}
+
+// Columns of [B, r, n] reordered: result[:, :, j] = v[:, :, perm[j]].
+Value permute_columns(Builder& b, const Value& v, const Value& perm) { return bmm(b, v, mT(b, perm_rows(b, perm))); }
+
+// Eigen-decomposition of symmetric [B, n, n]: (ascending values [B, n], vectors [B, n, n]).
+std::pair<Value, Value> jacobi_eigh(Builder& b, const Value& sym) {
+  const int64_t n = sym.shape()[1];
+  Value fro2 = b.reduce(b.binary("multiply", sym, sym), b.constant(0, ElementType::F32), {1, 2}, "add");
+  Value off_mask = cmp(b, iota(b, sym.shape(), 1), iota(b, sym.shape(), 2), CompareDirection::NE);
+  Pairs pairs = all_pairs(b, n);
+  auto out = jacobi_sweeps(
+      b, pairs, {sym, eye(b, sym.shape())},
+      [&](Builder& rb, const std::vector<Value>& st) {
+        Value off = rb.select(off_mask, st[0], zeros(rb, st[0].type));
+        Value off2 = rb.reduce(rb.binary("multiply", off, off), rb.constant(0, ElementType::F32), {1, 2}, "add");
+        Value tol = rb.binary("multiply", fro2, rb.splat(1e-15, fro2.type));
+        return any_true(rb, rb.compare(off2, tol, CompareDirection::GT));
+      },
+      [&](Builder& rb, const Value& p, const Value& q, std::vector<Value> st) {
+        auto [c, s] = jacobi_rotation(rb, entry2(rb, st[0], p, p), entry2(rb, st[0], q, q), entry2(rb, st[0], p, q));
+        Value a = mT(rb, rotate_columns(rb, mT(rb, rotate_columns(rb, st[0], p, q, c, s)), p, q, c, s));
+        return std::vector<Value>{a, rotate_columns(rb, st[1], p, q, c, s)};
+      });
+  auto [values, perm] = sort_with_index(b, diagonal(b, out[0]), false);
+  return {values, permute_columns(b, out[1], perm)};
+}
+
+// Columns of [B, r, c] that complete the orthonormal columns of u [B, r, k]
+// to r columns (via a complete QR of u).
+Value complete_basis(Builder& b, const Value& u) {
+  const int64_t bsz = u.shape()[0], r = u.shape()[1], k = u.shape()[2];
+  if (k >= r) return u;
+  auto [refl, tau] = geqrf_of(b, u);
+  Value q = orgqr(b, refl, tau, r);
+  return b.concatenate({u, b.slice(q, {0, 0, k}, {bsz, r, r}, {1, 1, 1})}, 2);
+}
+
+// One-sided Jacobi (Hestenes) SVD of [B, m, n], m >= n: (U [B, m, n], S [B, n]
+// descending, V [B, n, n]).
+std::vector<Value> jacobi_svd_tall(Builder& b, const Value& a) {
+  const int64_t n = a.shape()[2];
+  Pairs pairs = all_pairs(b, n);
+  const Shape bs{a.shape()[0]};
+  auto out = jacobi_sweeps(
+      b, pairs, {a, eye(b, {a.shape()[0], n, n}), b.splat(1, {ElementType::F32, bs})},
+      [&](Builder& rb, const std::vector<Value>& st) {
+        return any_true(rb, rb.compare(st[2], rb.splat(1e-7, st[2].type), CompareDirection::GT));
+      },
+      [&](Builder& rb, const Value& p, const Value& q, std::vector<Value> st) {
+        const Shape& sh = st[0].shape();
+        Value ci = iota(rb, sh, 2);
+        Value up = masked_sum(rb, st[0], cmp(rb, ci, counter(rb, p, sh), CompareDirection::EQ), 2);
+        Value uq = masked_sum(rb, st[0], cmp(rb, ci, counter(rb, q, sh), CompareDirection::EQ), 2);
+        auto dotv = [&](const Value& x, const Value& y) {
+          return rb.reduce(rb.binary("multiply", x, y), rb.constant(0, ElementType::F32), {1}, "add");
+        };
+        Value alpha = dotv(up, up), beta = dotv(uq, uq), gamma = dotv(up, uq);
+        auto [c, s] = jacobi_rotation(rb, alpha, beta, gamma);
+        // Convergence measure of this sweep: the largest |gamma| / sqrt(alpha beta).
+        Value scale = rb.unary("sqrt", rb.binary("multiply", alpha, beta));
+        Value rel = rb.select(cmp(rb, scale, zeros(rb, scale.type), CompareDirection::GT),
+                              rb.binary("divide", rb.unary("abs", gamma), scale), zeros(rb, scale.type));
+        Value first = cmp(rb, p, rb.constant_int(0, ElementType::S64), CompareDirection::EQ);
+        Value q1 = cmp(rb, q, rb.constant_int(1, ElementType::S64), CompareDirection::EQ);
+        Value reset = bcast(rb, rb.binary("and", first, q1), bs);
+        Value conv = rb.select(reset, rel, rb.binary("maximum", st[2], rel));
+        return std::vector<Value>{rotate_columns(rb, st[0], p, q, c, s), rotate_columns(rb, st[1], p, q, c, s), conv};
+      });
+  const Shape& sh = out[0].shape();
+  Value norms = b.unary("sqrt", b.reduce(b.binary("multiply", out[0], out[0]), b.constant(0, ElementType::F32), {1}, "add"));
+  auto [sv, perm] = sort_with_index(b, norms, true);
+  Value safe = b.select(cmp(b, norms, zeros(b, norms.type), CompareDirection::GT), norms, b.splat(1, norms.type));
+  Value u = b.binary("divide", out[0], b.broadcast_in_dim(safe, sh, {0, 2}));
+  return {permute_columns(b, u, perm), sv, permute_columns(b, out[1], perm)};
+}
+
+}  // namespace
+
+// _linalg_eigh(A, UPLO, compute_v) -> (eigenvalues, eigenvectors); only the
+// UPLO triangle of A is read.
+std::vector<Value> linalg_eigh(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  const auto& t = ctx.out_types;
+  const Value& a = ctx.tensor(0);
+  if (a.type.numel() == 0) return {zeros(b, t[0]), zeros(b, t[1])};
+  const bool lower = ctx.has(1) ? ctx.args[1].s != "U" : true;
+  Value fa = flatten_batch(b, a);
+  Value tri = triangle(b, fa, lower, 0);
+  Value sym = b.binary("add", tri, mT(b, triangle(b, fa, lower, lower ? -1 : 1)));
+  auto [values, vectors] = jacobi_eigh(b, sym);
+  Value v = t[1].numel() == 0 ? zeros(b, t[1]) : reshape_as(b, vectors, t[1]);
+  return {reshape_as(b, values, t[0]), v};
+}
+
+// _linalg_svd(A, full_matrices, compute_uv, driver) -> (U, S, Vh)
+std::vector<Value> linalg_svd(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  const auto& t = ctx.out_types;
+  const Value& a = ctx.tensor(0);
+  if (a.type.numel() == 0) {
+    return {identity_of(b, t[0]), zeros(b, t[1]), identity_of(b, t[2])};
+  }
+  Value fa = flatten_batch(b, a);
+  const bool wide = fa.shape()[1] < fa.shape()[2];
+  auto usv = jacobi_svd_tall(b, wide ? mT(b, fa) : fa);
+  Value u = wide ? usv[2] : usv[0], v = wide ? usv[0] : usv[2];
+  const bool full = ctx.bool_arg(1);
+  if (full) {
+    u = complete_basis(b, u);
+    v = complete_basis(b, v);
+  }
+  Value uo = t[0].numel() == 0 ? zeros(b, t[0]) : reshape_as(b, u, t[0]);
+  Value vo = t[2].numel() == 0 ? zeros(b, t[2]) : reshape_as(b, mT(b, v), t[2]);
+  return {uo, reshape_as(b, usv[1], t[1]), vo};
+}
+
+}  // namespace torch_tpu::lower

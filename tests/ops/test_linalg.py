@@ -1,0 +1,251 @@
+"""Linear algebra (float32) against CPU: Cholesky, triangular solves, LU and
+what PyTorch builds on it (solve, inv, det, slogdet), Householder QR, eigh
+and SVD; batched, identity, random well-conditioned inputs, gradients, and
+the errors CPU raises for singular or non-positive-definite inputs."""
+
+import pytest
+import torch
+
+from reference import assert_close, check_op
+
+TOL = dict(atol=1e-4, rtol=1e-4)  # factorizations round differently than LAPACK's blocked kernels
+BATCHES = [(), (3,), (2, 1)]
+
+
+def well_conditioned(*shape):
+    """Random square matrices with singular values in [1, 2]: LU, QR and
+    solves are stable, so tpu and CPU agree to float32 rounding."""
+    n = shape[-1]
+    q1, _ = torch.linalg.qr(torch.randn(shape))
+    q2, _ = torch.linalg.qr(torch.randn(shape))
+    s = torch.linspace(1, 2, n).expand(shape[:-1])
+    return q1 @ torch.diag_embed(s) @ q2.mT
+
+
+def spd(*batch_and_n):
+    """Symmetric positive-definite matrices of size n, batch dims first."""
+    n = batch_and_n[-1]
+    a = torch.randn(*batch_and_n, n)
+    return a @ a.mT + n * torch.eye(n)
+
+
+def symmetric_with_distinct_eigenvalues(*batch_and_n):
+    n = batch_and_n[-1]
+    shape = batch_and_n + (n,)
+    q, _ = torch.linalg.qr(torch.randn(shape))
+    w = torch.linspace(-2, 3, n).expand(shape[:-1])
+    return q @ torch.diag_embed(w) @ q.mT
+
+
+# ---- Cholesky ------------------------------------------------------------------------
+@pytest.mark.parametrize("batch", BATCHES)
+@pytest.mark.parametrize("upper", [False, True])
+def test_cholesky_matches_cpu_with_gradients(batch, upper):
+    check_op(lambda a: torch.linalg.cholesky(a, upper=upper), spd(*batch, 4), grad=True, **TOL)
+
+
+def test_cholesky_of_identity_is_identity():
+    check_op(torch.linalg.cholesky, torch.eye(5), atol=0, rtol=0)
+
+
+def test_cholesky_ex_reports_first_failing_minor_in_info():
+    a = spd(3, 4)
+    a[1, 2, 2] = -100.0  # leading minor of order 3 of matrix 1 is not positive-definite
+    l, info = torch.linalg.cholesky_ex(a.to("tpu"))
+    assert info.cpu().tolist() == torch.linalg.cholesky_ex(a).info.tolist() == [0, 3, 0]
+    assert_close(l[0], torch.linalg.cholesky(a[0]), **TOL)
+
+
+def test_cholesky_of_non_positive_definite_raises_linalg_error():
+    with pytest.raises(torch.linalg.LinAlgError):
+        torch.linalg.cholesky(-torch.eye(3).to("tpu"))
+
+
+def test_cholesky_of_non_square_raises_like_cpu():
+    with pytest.raises(RuntimeError):
+        torch.linalg.cholesky(torch.randn(3, 4).to("tpu"))
+
+
+def test_old_cholesky_api_matches_cpu_and_raises_on_non_positive_definite():
+    check_op(torch.cholesky, spd(4), upper=True, grad=True, **TOL)
+    with pytest.raises(torch.linalg.LinAlgError):
+        torch.cholesky(-torch.eye(3).to("tpu"))
+
+
+@pytest.mark.parametrize("upper", [False, True])
+def test_cholesky_solve_and_inverse_match_cpu_with_gradients(upper):
+    a = spd(2, 4)
+    f = torch.linalg.cholesky(a, upper=upper)
+    check_op(lambda b, m: torch.cholesky_solve(b, m, upper=upper), torch.randn(2, 4, 3), f, grad=True, **TOL)
+    check_op(lambda m: torch.cholesky_inverse(m, upper=upper), f[0], grad=True, **TOL)
+
+
+# ---- triangular solves -------------------------------------------------------------
+@pytest.mark.parametrize("upper", [False, True])
+@pytest.mark.parametrize("left", [False, True])
+@pytest.mark.parametrize("unitriangular", [False, True])
+def test_solve_triangular_matches_cpu_with_gradients(upper, left, unitriangular):
+    a = well_conditioned(2, 4, 4).triu() if upper else well_conditioned(2, 4, 4).tril()
+    a = a + 3 * torch.eye(4)  # keep the triangle well conditioned
+    b = torch.randn(2, 4, 3) if left else torch.randn(2, 3, 4)
+    check_op(lambda x, y: torch.linalg.solve_triangular(x, y, upper=upper, left=left, unitriangular=unitriangular),
+             a, b, grad=True, **TOL)
+
+
+def test_solve_triangular_broadcasts_batch_dims():
+    a = torch.randn(4, 4).tril() + 4 * torch.eye(4)
+    check_op(lambda x, y: torch.linalg.solve_triangular(x, y, upper=False), a, torch.randn(3, 4, 2), **TOL)
+
+
+@pytest.mark.parametrize("transpose", [False, True])
+def test_triangular_solve_returns_solution_and_coefficient(transpose):
+    a = torch.randn(2, 3, 3).triu() + 3 * torch.eye(3)
+    check_op(lambda b, m: torch.triangular_solve(b, m, upper=True, transpose=transpose), torch.randn(2, 3, 2), a,
+             grad=True, **TOL)
+
+
+# ---- LU --------------------------------------------------------------------------------
+@pytest.mark.parametrize("shape", [(4, 4), (3, 5, 5), (5, 3), (3, 5), (2, 1, 4, 2)])
+def test_lu_factor_matches_lapack_pivots_and_factors(shape):
+    check_op(torch.linalg.lu_factor_ex, torch.randn(shape), **TOL)
+
+
+def test_lu_factor_of_identity_has_no_swaps():
+    lu, piv = torch.linalg.lu_factor(torch.eye(4).to("tpu"))
+    assert piv.cpu().tolist() == [1, 2, 3, 4]
+    assert_close(lu, torch.eye(4), atol=0, rtol=0)
+
+
+def test_lu_factor_ex_reports_zero_pivot_in_info():
+    a = torch.tensor([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]])
+    check_op(torch.linalg.lu_factor_ex, a, atol=1e-6, rtol=1e-6)
+    assert torch.linalg.lu_factor_ex(a.to("tpu")).info.item() == torch.linalg.lu_factor_ex(a).info.item() != 0
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (2, 5, 3), (3, 5)])
+def test_linalg_lu_and_lu_unpack_reconstruct_the_input_with_gradients(shape):
+    check_op(torch.linalg.lu, torch.randn(shape), grad=True, **TOL)
+    lu, piv = torch.linalg.lu_factor(torch.randn(shape))
+    check_op(torch.lu_unpack, lu, piv, **TOL)
+
+
+@pytest.mark.parametrize("left", [True, False])
+@pytest.mark.parametrize("adjoint", [False, True])
+def test_lu_solve_matches_cpu_with_gradients(left, adjoint):
+    a = well_conditioned(2, 4, 4)
+    lu, piv = torch.linalg.lu_factor(a)
+    b = torch.randn(2, 4, 3) if left else torch.randn(2, 3, 4)
+    check_op(lambda f, p, y: torch.linalg.lu_solve(f, p, y, left=left, adjoint=adjoint), lu, piv, b, grad=True, **TOL)
+
+
+@pytest.mark.parametrize("batch", BATCHES)
+def test_solve_matches_cpu_with_gradients(batch):
+    check_op(torch.linalg.solve, well_conditioned(*batch, 4, 4), torch.randn(*batch, 4, 2), grad=True, **TOL)
+
+
+def test_solve_with_vector_and_broadcast_right_hand_sides():
+    a = well_conditioned(3, 4, 4)
+    check_op(torch.linalg.solve, a, torch.randn(3, 4), **TOL)
+    check_op(torch.linalg.solve, a[0], torch.randn(4), **TOL)
+    check_op(torch.linalg.solve, a[0], torch.randn(2, 4, 5), **TOL)
+    check_op(lambda x, y: torch.linalg.solve(x, y, left=False), a, torch.randn(3, 2, 4), **TOL)
+
+
+@pytest.mark.parametrize("batch", BATCHES)
+def test_inv_matches_cpu_with_gradients(batch):
+    check_op(torch.linalg.inv, well_conditioned(*batch, 5, 5), grad=True, **TOL)
+
+
+def test_inverse_of_singular_matrix_raises_linalg_error():
+    with pytest.raises(torch.linalg.LinAlgError):
+        torch.linalg.inv(torch.ones(3, 3).to("tpu"))
+    _, info = torch.linalg.inv_ex(torch.ones(2, 3, 3).to("tpu"))
+    assert (info.cpu() > 0).all()
+
+
+def test_solve_of_singular_matrix_raises_linalg_error():
+    with pytest.raises(torch.linalg.LinAlgError):
+        torch.linalg.solve(torch.zeros(3, 3).to("tpu"), torch.randn(3).to("tpu"))
+
+
+@pytest.mark.parametrize("batch", BATCHES)
+def test_det_slogdet_logdet_match_cpu_with_gradients(batch):
+    a = well_conditioned(*batch, 4, 4)
+    check_op(torch.linalg.det, a, grad=True, **TOL)
+    check_op(torch.linalg.slogdet, a, grad=True, **TOL)
+    check_op(torch.logdet, spd(*batch, 4), grad=True, **TOL)
+
+
+def test_det_of_singular_and_permutation_matrices():
+    perm = torch.eye(4)[[2, 0, 3, 1]]
+    check_op(torch.linalg.det, perm, atol=0, rtol=0)
+    check_op(torch.linalg.det, torch.ones(3, 3), atol=1e-6, rtol=0)
+    check_op(torch.linalg.slogdet, torch.zeros(2, 2), atol=0, rtol=0)
+
+
+def test_det_of_empty_matrix_is_one():
+    check_op(torch.linalg.det, torch.randn(3, 0, 0), atol=0, rtol=0)
+
+
+# ---- QR --------------------------------------------------------------------------------
+@pytest.mark.parametrize("shape", [(4, 4), (5, 3), (3, 5), (2, 4, 3)])
+@pytest.mark.parametrize("mode", ["reduced", "complete", "r"])
+def test_qr_matches_lapack_householder_signs(shape, mode):
+    check_op(lambda a: torch.linalg.qr(a, mode=mode), torch.randn(shape), **TOL)
+
+
+def test_qr_gradients_match_cpu():
+    check_op(torch.linalg.qr, well_conditioned(2, 4, 4), grad=True, **TOL)
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (5, 3), (3, 5), (2, 1, 4, 3)])
+def test_geqrf_matches_lapack_reflectors_and_tau(shape):
+    check_op(torch.geqrf, torch.randn(shape), **TOL)
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (5, 3), (2, 4, 3)])
+def test_householder_product_of_geqrf_reflectors(shape):
+    a, tau = torch.geqrf(torch.randn(shape))
+    check_op(torch.linalg.householder_product, a, tau, grad=True, **TOL)
+
+
+# ---- eigh and SVD ------------------------------------------------------------------------
+@pytest.mark.parametrize("batch", BATCHES)
+@pytest.mark.parametrize("uplo", ["L", "U"])
+def test_eigh_values_and_vectors_up_to_sign(batch, uplo):
+    a = symmetric_with_distinct_eigenvalues(*batch, 5)
+    check_op(lambda x: torch.linalg.eigvalsh(x, UPLO=uplo), a, grad=True, **TOL)
+    check_op(lambda x: (lambda w, v: (w, v.abs()))(*torch.linalg.eigh(x, UPLO=uplo)), a, grad=True, **TOL)
+
+
+def test_eigh_of_diagonal_matrix_sorts_eigenvalues():
+    check_op(torch.linalg.eigvalsh, torch.diag(torch.tensor([3.0, -1.0, 2.0, 0.5])), atol=0, rtol=0)
+
+
+def test_eigh_reads_only_the_requested_triangle():
+    a = symmetric_with_distinct_eigenvalues(4)
+    junk = a.tril() + 100 * torch.ones(4, 4).triu(1)
+    check_op(lambda x: torch.linalg.eigvalsh(x, UPLO="L"), junk, **TOL)
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (5, 3), (3, 5), (2, 4, 3), (1, 1)])
+@pytest.mark.parametrize("full_matrices", [False, True])
+def test_svd_up_to_signs_with_gradients(shape, full_matrices):
+    def usv(a):
+        u, s, vh = torch.linalg.svd(a, full_matrices=full_matrices)
+        k = s.shape[-1]
+        return u[..., :k].abs(), s, vh[..., :k, :].abs(), u[..., :k] @ vh[..., :k, :]
+    check_op(usv, torch.randn(shape), grad=True, **TOL)
+
+
+def test_full_svd_has_orthogonal_factors():
+    u, s, vh = torch.linalg.svd(torch.randn(6, 3).to("tpu"), full_matrices=True)
+    assert_close(u.mT @ u, torch.eye(6), **TOL)
+    assert_close(vh @ vh.mT, torch.eye(3), **TOL)
+
+
+def test_svdvals_and_matrix_norms_built_on_svd():
+    a = torch.randn(3, 5, 4)
+    check_op(torch.linalg.svdvals, a, grad=True, **TOL)
+    check_op(lambda x: torch.linalg.matrix_norm(x, ord=2), a, **TOL)
+    check_op(torch.linalg.pinv, a, **TOL)
