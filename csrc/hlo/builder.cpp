@@ -372,4 +372,36 @@ Value Builder::chlo(const std::string& name, const std::vector<Value>& operands,
   return {id, result};
 }
 
+std::vector<Value> Builder::while_loop(const std::vector<Value>& init, const RegionBody& cond, const RegionBody& body) {
+  std::vector<TensorType> types;
+  for (const Value& v : init) types.push_back(v.type);
+  std::string id = fresh();
+  auto region = [&](const RegionBody& fn) {
+    std::vector<Value> args;
+    std::string header = "^bb0(";
+    for (size_t i = 0; i < types.size(); ++i) {
+      Value a{fresh(), types[i]};
+      header += (i ? ", " : "") + a.name + ": " + a.type.str();
+      args.push_back(a);
+    }
+    blocks_.emplace_back();
+    indent_ += 1;
+    std::vector<Value> ret = fn(*this, args);
+    emit("\"stablehlo.return\"(" + name_list(ret) + ") : (" + type_list(ret) + ") -> ()");
+    indent_ -= 1;
+    std::string text = blocks_.back();
+    blocks_.pop_back();
+    std::string pad(indent_ * 2, ' ');
+    return "{\n" + pad + header + "):\n" + text + pad + "}";
+  };
+  std::string cond_region = region(cond);
+  std::string body_region = region(body);
+  std::string lhs = types.size() == 1 ? id : id + ":" + std::to_string(types.size());
+  blocks_.back() += std::string(indent_ * 2, ' ') + lhs + " = \"stablehlo.while\"(" + name_list(init) + ") (" +
+                    cond_region + ", " + body_region + ") : (" + type_list(init) + ") -> " + results_sig(types) + "\n";
+  std::vector<Value> out;
+  for (size_t i = 0; i < types.size(); ++i) out.push_back({types.size() == 1 ? id : id + "#" + std::to_string(i), types[i]});
+  return out;
+}
+
 }  // namespace torch_tpu::hlo

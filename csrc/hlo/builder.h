@@ -119,6 +119,12 @@ class Builder {
   // A CHLO op, "chlo.<name>", for math StableHLO lacks (erf). Every XLA
   // plugin's parser accepts CHLO (JAX emits it) and expands it when compiling.
   Value chlo(const std::string& name, const std::vector<Value>& operands, const TensorType& result);
+
+  // stablehlo.while over loop values `init`: `cond` maps them to a
+  // tensor<i1>, `body` to their next values (same types). Regions read only
+  // their block arguments and what they build: a value the loop needs rides
+  // along as a loop value (implicit captures are not portable across plugins).
+  std::vector<Value> while_loop(const std::vector<Value>& init, const RegionBody& cond, const RegionBody& body);
 };
 
 }  // namespace torch_tpu::hlo
