@@ -17,7 +17,12 @@ using hlo::CompareDirection;
 // ---- PyTorch's type promotion ---------------------------------------------------
 // c10::promoteTypes and at::native::result_type: ops compute in the common
 // dtype of their inputs and cast to the result (out=, in-place) afterwards.
-int category(ElementType t) { return t == ElementType::Pred ? 0 : (hlo::is_float(t) ? 2 : 1); }
+// PyTorch's type categories: bool < integer < floating < complex.
+int category(ElementType t) {
+  if (t == ElementType::Pred) return 0;
+  if (hlo::is_complex(t)) return 3;
+  return hlo::is_float(t) ? 2 : 1;
+}
 
 ElementType promote_types(ElementType a, ElementType b) {
   if (a == b) return a;
@@ -46,6 +51,10 @@ void update(std::optional<ElementType>& slot, ElementType t) { slot = slot ? pro
 std::optional<ElementType> combine_categories(std::optional<ElementType> higher, std::optional<ElementType> lower) {
   if (!higher) return lower;
   if (!lower) return higher;
+  // A complex operand of a lower priority (a Python complex number) still
+  // makes the result complex (complex64: the only complex type we hold).
+  if (hlo::is_complex(*higher)) return higher;
+  if (hlo::is_complex(*lower)) return ElementType::C64;
   if (hlo::is_float(*higher)) return higher;
   if (*higher == ElementType::Pred || hlo::is_float(*lower)) return promote_types(*higher, *lower);
   return higher;
@@ -93,7 +102,7 @@ ElementType opmath(ElementType t) { return t == ElementType::BF16 || t == Elemen
 
 // Integer inputs of ops with float results (true division, exp ...) compute in
 // the default float dtype, as TensorIterator's promote_integer_inputs_to_float.
-ElementType float_compute_type(ElementType t) { return hlo::is_float(t) ? t : ElementType::F32; }
+ElementType float_compute_type(ElementType t) { return hlo::is_float(t) || hlo::is_complex(t) ? t : ElementType::F32; }
 
 const char* torch_dtype_name(ElementType t) {
   switch (t) {
@@ -479,7 +488,13 @@ static Value same_dtype_input(LowerContext& ctx, const char* op) {
   return x;
 }
 
-std::vector<Value> abs(LowerContext& ctx) { return result(ctx, ctx.b.unary("abs", same_dtype_input(ctx, "abs"))); }
+std::vector<Value> abs(LowerContext& ctx) {
+  const Value& x = ctx.tensor(0);
+  if (hlo::is_complex(x.dtype())) {  // |a + bi| is real: complex64 -> float32
+    return {coerce(ctx.b, ctx.b.op("abs", {x}, {ElementType::F32, x.shape()}), out0(ctx))};
+  }
+  return result(ctx, ctx.b.unary("abs", same_dtype_input(ctx, "abs")));
+}
 std::vector<Value> neg(LowerContext& ctx) { return result(ctx, ctx.b.unary("negate", same_dtype_input(ctx, "neg"))); }
 
 // Rounding: integers are already integral (PyTorch returns a copy).

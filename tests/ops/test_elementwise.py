@@ -727,3 +727,18 @@ def test_bool_add_in_place():
 @pytest.mark.xfail(strict=True, reason="CPU raises for int addcmul_ with a float value; the meta kernel does not")
 def test_int_addcmul_in_place_with_float_value_raises_like_cpu():
     same_as_cpu(lambda x: x.addcmul_(x, x, value=0.5), torch.tensor([1, 2, 3]))
+
+
+@pytest.mark.parametrize("case", ["mul_python_float", "add_python_int", "abs", "mul_float_tensor", "sub_complex"])
+def test_complex64_arithmetic_promotes_like_cpu(case):
+    z = torch.tensor([1 + 2j, 3 - 4j, -0.5 + 0.25j], dtype=torch.complex64)
+    f = {
+        "mul_python_float": lambda t: t * 2.5,
+        "add_python_int": lambda t: t + 1,
+        "abs": lambda t: t.abs(),
+        "mul_float_tensor": lambda t: t * torch.tensor([1.0, 2.0, -3.0], device=t.device),
+        "sub_complex": lambda t: t - t.flip(0),
+    }[case]
+    got, want = f(z.tpu()).cpu(), f(z)
+    assert got.dtype == want.dtype
+    torch.testing.assert_close(got, want)
