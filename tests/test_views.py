@@ -89,13 +89,11 @@ def raises_like_cpu(fn, cpu_base):
 
 # PyTorch registers Python meta kernels (torch/_meta_registrations.py) for
 # add_/sub_/fill_..., replacing the C++ TensorIterator meta that checks
-# overlap; LoweredKernel checks internal overlap itself, not yet partial
-# overlap between the written tensor and an input, nor for fill_.
-OVERLAP_NOT_CHECKED = pytest.mark.xfail(
-    strict=True, reason="LoweredKernel lacks at::assert_no_partial_overlap (and the internal check for fill_)")
+# overlap; LoweredKernel checks internal overlap and partial overlap between
+# a written tensor and an input itself.
+OVERLAP_NOT_CHECKED = pytest.mark.xfail(strict=True, reason="fill_ is not checked for internal overlap yet")
 
 
-@OVERLAP_NOT_CHECKED
 def test_add_partially_overlapping_view_of_self_raises_like_cpu():
     raises_like_cpu(lambda x: x[1:].add_(x[:-1]), grid(5, 3))
 

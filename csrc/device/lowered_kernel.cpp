@@ -148,12 +148,28 @@ at::ScalarType promoted_type(const c10::FunctionSchema& schema, const std::vecto
 
 // Checks CUDA makes before any kernel runs that the meta kernels skip.
 void check_arguments(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args) {
+  std::vector<at::Tensor> inputs;  // tensors the op reads
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!(writes_argument(schema.arguments()[i]) && schema.arguments()[i].is_out())) collect_tensors(args[i], inputs);
+  }
+  // Ops whose CPU kernels refuse an out= that aliases an input even exactly.
+  const bool no_alias_at_all = schema.name() == "aten::take" || schema.name() == "aten::cat";
   for (size_t i = 0; i < args.size(); ++i) {
     if (!writes_argument(schema.arguments()[i]) || !args[i].isTensor()) continue;
     const at::Tensor& t = args[i].toTensor();
     TORCH_CHECK(at::has_internal_overlap(t) != at::MemOverlap::Yes,
                 "unsupported operation: more than one element of the written-to tensor refers to a single memory "
                 "location. Please clone() the tensor before performing the operation.");
+    // TensorIterator's rule: a written tensor may be an input exactly
+    // (x.add_(y), add(x, y, out=x)) but may not overlap one partially.
+    for (const at::Tensor& in : inputs) {
+      if (!in.defined() || !is_tpu(in) || in.is_same(t)) continue;
+      if (no_alias_at_all && schema.arguments()[i].is_out()) {
+        at::assert_no_overlap(t, in);
+      } else {
+        at::assert_no_partial_overlap(t, in);
+      }
+    }
   }
   // Advanced indexing: PyTorch raises IndexError for float indices (the
   // Python meta kernel raises RuntimeError, CUDA and CPU IndexError).
@@ -169,10 +185,11 @@ void check_arguments(const c10::FunctionSchema& schema, const std::vector<c10::I
   }
   // amax/amin over an empty dim: CPU and CUDA raise IndexError (the Python
   // meta kernel RuntimeError).
-  if ((schema.name() == "aten::amax" || schema.name() == "aten::amin") && args.size() > 1 && args[0].isTensor() &&
-      args[0].toTensor().numel() == 0) {
+  if ((schema.name() == "aten::amax" || schema.name() == "aten::amin" || schema.name() == "aten::aminmax") &&
+      args.size() > 1 && args[0].isTensor() && args[0].toTensor().numel() == 0 &&
+      (args[1].isIntList() || args[1].isInt())) {
     const at::Tensor& self = args[0].toTensor();
-    std::vector<int64_t> dims = args[1].toIntVector();
+    std::vector<int64_t> dims = args[1].isInt() ? std::vector<int64_t>{args[1].toInt()} : args[1].toIntVector();
     if (dims.empty()) {
       for (int64_t d = 0; d < self.dim(); ++d) dims.push_back(d);
     }
@@ -180,6 +197,15 @@ void check_arguments(const c10::FunctionSchema& schema, const std::vector<c10::I
       const int64_t w = at::maybe_wrap_dim(d, self.dim());
       TORCH_CHECK_INDEX(self.size(w) != 0, schema.name().substr(6), "(): Expected reduction dim ", w,
                         " to have non-zero size.");
+    }
+  }
+  // cat of 0-d tensors: CPU raises RuntimeError (the Python meta kernel IndexError).
+  if (schema.name() == "aten::cat" && !args.empty()) {
+    std::vector<at::Tensor> inputs;
+    collect_tensors(args[0], inputs);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      TORCH_CHECK(!inputs[i].defined() || inputs[i].dim() > 0, "zero-dimensional tensor (at position ", i,
+                  ") cannot be concatenated");
     }
   }
   // cat's out= may not alias any input, even fully (CPU's kernel checks).
@@ -221,6 +247,22 @@ Arg to_arg(TensorProgram& prog, const c10::Argument& schema_arg, const c10::IVal
     for (size_t i = 0; i < list.size(); ++i) {
       c10::IValue e = list.get(i);
       a.tensors.push_back(e.isNone() ? std::nullopt : tensor_value(e.toTensor()));
+    }
+  } else if (v.isList() && schema_arg.type()->kind() == c10::TypeKind::ListType &&
+             schema_arg.type()->containedType(0)->kind() == c10::TypeKind::NumberType) {
+    // Scalar[] (_foreach_* ScalarList overloads): an all-integer list as ints,
+    // any other as doubles.
+    auto list = v.toList();
+    bool all_int = true;
+    for (size_t i = 0; i < list.size(); ++i) all_int = all_int && (list.get(i).isInt() || list.get(i).isBool());
+    a.kind = all_int ? Arg::Kind::IntList : Arg::Kind::DoubleList;
+    for (size_t i = 0; i < list.size(); ++i) {
+      const c10::Scalar s = list.get(i).toScalar();
+      if (all_int) {
+        a.ints.push_back(s.toLong());
+      } else {
+        a.doubles.push_back(s.toDouble());
+      }
     }
   } else if (schema_arg.type()->kind() == c10::TypeKind::NumberType ||
              (schema_arg.real_type()->kind() == c10::TypeKind::OptionalType &&

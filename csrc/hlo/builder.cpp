@@ -160,7 +160,12 @@ static std::string float_literal(double value) {
   char buf[64];
   std::snprintf(buf, sizeof(buf), "%.17g", value);
   std::string s(buf);
-  if (s.find_first_of(".eE") == std::string::npos) s += ".0";
+  // MLIR's float literals need a decimal point, also before an exponent
+  // ("1e+17" does not parse, "1.0e+17" does).
+  if (s.find('.') == std::string::npos) {
+    size_t e = s.find_first_of("eE");
+    s.insert(e == std::string::npos ? s.size() : e, ".0");
+  }
   return s;
 }
 

@@ -48,6 +48,13 @@ ConvParams conv_params(const LowerContext& ctx, size_t first, size_t spatial) {
   p.transposed = ctx.bool_arg(first + 3);
   p.output_padding = per_dim(ctx.ints(first + 4), spatial, 0);
   p.groups = ctx.int_arg(first + 5, 1);
+  // at::_convolution's checks (this overload is reached without it).
+  for (int64_t v : p.padding) {
+    if (v < 0) throw std::runtime_error("negative padding is not supported");
+  }
+  for (int64_t v : p.stride) {
+    if (v <= 0) throw std::runtime_error("non-positive stride is not supported");
+  }
   return p;
 }
 

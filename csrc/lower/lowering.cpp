@@ -48,6 +48,13 @@ Value LowerContext::scalar(const ScalarArg& s, ElementType dtype) {
   // 0, 1, -1); everything else is an input so that changing it (a learning
   // rate, a step count) reuses the compiled program.
   if (v == 0.0 || v == 1.0 || v == -1.0 || !std::isfinite(v) || !hlo::is_float(dtype)) return b.constant(v, dtype);
+  // One input per distinct value: a _foreach_ op over 100 tensors reads its
+  // lr once, not 100 times.
+  for (size_t k = 0; k < host_scalars_.size(); ++k) {
+    if (host_scalars_[k].is_float && host_scalars_[k].dtype == dtype && host_scalars_[k].f == v) {
+      return host_scalar_params_[k];
+    }
+  }
   Value p = b.parameter({dtype, {}});
   HostScalar hs;
   hs.dtype = dtype;
