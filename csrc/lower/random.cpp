@@ -1,5 +1,7 @@
 // Random ops: uniform_, normal_, bernoulli, random_, native_dropout and its
-// backward. Bits come from stablehlo.rng_bit_generator (THREE_FRY) keyed by
+// backward; cauchy_, exponential_, geometric_, log_normal_, normal with
+// tensor mean/std, multinomial, randperm (random_distributions.h).
+// Bits come from stablehlo.rng_bit_generator (THREE_FRY) keyed by
 // the device generator's (seed, counter) pair, so a seed replays a sequence.
 // Value transforms follow PyTorch's (ATen/core/TransformationHelper.h and
 // DistributionTemplates.h); the bits themselves differ from CPU's mt19937.
@@ -10,6 +12,7 @@
 #include <string>
 
 #include "lower/ops.h"
+#include "lower/random_distributions.h"
 
 namespace torch_tpu::lower {
 
@@ -73,6 +76,34 @@ Value uniform01(LowerContext& ctx, const Shape& shape, ElementType acc) {
 
 // f64 for f64 results, f32 otherwise (bf16/f16 are drawn in f32 then rounded).
 ElementType draw_type(ElementType t) { return t == ElementType::F64 ? ElementType::F64 : ElementType::F32; }
+
+// Uniform in the open interval (0, 1): (k + 1/2) 2^-m for m random bits (23
+// for f32, 52 for f64, so k + 1/2 is exact), never 0 or 1: logs stay finite.
+Value uniform_open01(LowerContext& ctx, const Shape& shape, ElementType acc) {
+  Builder& b = ctx.b;
+  const bool wide = acc == ElementType::F64;
+  const ElementType bits_t = wide ? ElementType::U64 : ElementType::U32;
+  const int keep = wide ? 52 : 23;
+  Value bits = random_bits(ctx, shape, bits_t);
+  Value top = b.binary("shift_right_logical", bits, b.broadcast_to(b.constant_int(wide ? 64 - keep : 32 - keep, bits_t), shape));
+  Value f = b.binary("add", b.convert(top, acc), b.splat(0.5, {acc, shape}));
+  return b.binary("multiply", f, b.splat(std::ldexp(1.0, -keep), {acc, shape}));
+}
+
+// Standard normal values of `shape` in `acc` by Box-Muller:
+// sqrt(-2 ln u1) cos(2 pi u2) with u1 in (0, 1] so the log is finite.
+Value standard_normal(LowerContext& ctx, const Shape& shape, ElementType acc) {
+  Builder& b = ctx.b;
+  const int64_t n = TensorType{acc, shape}.numel();
+  if (n == 0) return b.splat(0, {acc, shape});
+  const TensorType flat{acc, {n}};
+  Value u = uniform01(ctx, {2 * n}, acc);
+  Value u1 = b.binary("subtract", b.splat(1, flat), b.slice(u, {0}, {n}, {1}));
+  Value u2 = b.slice(u, {n}, {2 * n}, {1});
+  Value radius = b.unary("sqrt", b.binary("multiply", b.splat(-2, flat), b.unary("log", u1)));
+  Value z = b.binary("multiply", radius, b.unary("cosine", b.binary("multiply", b.splat(2 * M_PI, flat), u2)));
+  return b.reshape(z, shape);
+}
 
 Value scalar_value(LowerContext& ctx, double v, ElementType dtype, const Shape& shape) {
   ScalarArg s;
@@ -202,8 +233,7 @@ std::vector<Value> uniform(LowerContext& ctx) {
   return {b.select(b.compare(v, b.convert(hi, out.dtype), CompareDirection::GE), lo_t, v)};
 }
 
-// normal_(self, mean, std): Box-Muller, mean + std * sqrt(-2 ln u1) cos(2 pi u2)
-// with u1 in (0, 1] so the log is finite.
+// normal_(self, mean, std): mean + std * z, z standard normal (Box-Muller).
 std::vector<Value> normal(LowerContext& ctx) {
   const TensorType out = ctx.out_types.at(0);
   require_float(out.dtype, "normal_kernel_cpu");
@@ -211,16 +241,10 @@ std::vector<Value> normal(LowerContext& ctx) {
   if (!(stdev >= 0)) throw std::invalid_argument("normal expects std >= 0.0, but found std " + number(stdev));
   Builder& b = ctx.b;
   const ElementType acc = draw_type(out.dtype);
-  const int64_t n = out.numel();
-  if (n == 0) return {b.splat(0, out)};
-  const TensorType flat{acc, {n}};
-  Value u = uniform01(ctx, {2 * n}, acc);
-  Value u1 = b.binary("subtract", b.splat(1, flat), b.slice(u, {0}, {n}, {1}));
-  Value u2 = b.slice(u, {n}, {2 * n}, {1});
-  Value radius = b.unary("sqrt", b.binary("multiply", b.splat(-2, flat), b.unary("log", u1)));
-  Value z = b.binary("multiply", radius, b.unary("cosine", b.binary("multiply", b.splat(2 * M_PI, flat), u2)));
-  Value v = b.binary("add", b.binary("multiply", z, scalar_value(ctx, stdev, acc, {n})), scalar_value(ctx, mean, acc, {n}));
-  return {b.reshape(b.convert(v, out.dtype), out.shape)};
+  if (out.numel() == 0) return {b.splat(0, out)};
+  Value z = standard_normal(ctx, out.shape, acc);
+  Value v = b.binary("add", b.binary("multiply", z, scalar_value(ctx, stdev, acc, out.shape)), scalar_value(ctx, mean, acc, out.shape));
+  return {b.convert(v, out.dtype)};
 }
 
 // bernoulli(p) / bernoulli_(self, p float) / bernoulli_(self, p Tensor):
@@ -288,6 +312,167 @@ std::vector<Value> native_dropout_backward(LowerContext& ctx) {
   Value g = b.binary("multiply", coerce(b, ctx.tensor(0), acc_t), coerce(b, ctx.tensor(1), acc_t));
   Value v = b.binary("multiply", g, scalar_value(ctx, ctx.double_arg(2), acc_t.dtype, out.shape));
   return {b.convert(v, out.dtype)};
+}
+
+// ---- more distributions (random_distributions.h) --------------------------------
+namespace {
+
+// A float-only in-place sampler's result type and draw type.
+struct Draw {
+  TensorType out;
+  ElementType acc;
+};
+
+Draw float_draw(LowerContext& ctx, const char* op) {
+  const TensorType out = ctx.out_types.at(0);
+  if (!hlo::is_float(out.dtype)) throw std::invalid_argument(std::string(op) + " only supports floating-point dtypes");
+  return {out, draw_type(out.dtype)};
+}
+
+// Stable sort of (keys, payload) along the last dim.
+std::vector<Value> sort_last(Builder& b, const Value& keys, const Value& payload, bool descending) {
+  const TensorType k{keys.dtype(), {}}, p{payload.dtype(), {}};
+  const std::string attrs = "dimension = " + std::to_string(keys.rank() - 1) + " : i64, is_stable = true";
+  return b.op_with_region("sort", {keys, payload}, {keys.type, payload.type}, attrs, {k, k, p, p},
+                          [&](Builder& r, const std::vector<Value>& a) {
+                            return std::vector<Value>{
+                                r.compare(a[0], a[1], descending ? CompareDirection::GT : CompareDirection::LT)};
+                          });
+}
+
+}  // namespace
+
+// cauchy_(self, median, sigma): median + sigma * tan(pi * (u - 1/2))
+// (transformation::cauchy).
+std::vector<Value> cauchy(LowerContext& ctx) {
+  const Draw d = float_draw(ctx, "cauchy_");
+  const double median = ctx.double_arg(1, 0.0), sigma = ctx.double_arg(2, 1.0);
+  if (!(sigma > 0)) throw std::invalid_argument("cauchy_ expects sigma > 0.0, but found sigma=" + number(sigma));
+  Builder& b = ctx.b;
+  if (d.out.numel() == 0) return {b.splat(0, d.out)};
+  const TensorType t{d.acc, d.out.shape};
+  Value angle = b.binary("multiply", b.splat(M_PI, t), b.binary("subtract", uniform_open01(ctx, d.out.shape, d.acc), b.splat(0.5, t)));
+  Value v = b.binary("add", scalar_value(ctx, median, d.acc, d.out.shape),
+                     b.binary("multiply", scalar_value(ctx, sigma, d.acc, d.out.shape), b.unary("tan", angle)));
+  return {b.convert(v, d.out.dtype)};
+}
+
+// exponential_(self, lambd): -ln(u) / lambd with u in (0, 1), so never 0
+// (the CUDA kernel's rule; exponential excludes 0).
+std::vector<Value> exponential(LowerContext& ctx) {
+  const Draw d = float_draw(ctx, "exponential_");
+  const double lambd = ctx.double_arg(1, 1.0);
+  if (!(lambd > 0)) throw std::invalid_argument("exponential_ expects lambda > 0.0, but found lambda=" + number(lambd));
+  Builder& b = ctx.b;
+  if (d.out.numel() == 0) return {b.splat(0, d.out)};
+  Value e = b.unary("negate", b.unary("log", uniform_open01(ctx, d.out.shape, d.acc)));
+  return {b.convert(b.binary("divide", e, scalar_value(ctx, lambd, d.acc, d.out.shape)), d.out.dtype)};
+}
+
+// geometric_(self, p): ceil(ln(u) / ln(1 - p)) >= 1 (transformation::geometric);
+// any dtype, integers included.
+std::vector<Value> geometric(LowerContext& ctx) {
+  const TensorType out = ctx.out_types.at(0);
+  const double p = ctx.double_arg(1);
+  if (!(p > 0 && p < 1)) throw std::invalid_argument("geometric_ expects p to be in (0, 1), but got p=" + number(p));
+  Builder& b = ctx.b;
+  if (out.numel() == 0) return {b.splat(0, out)};
+  const ElementType acc = draw_type(out.dtype);
+  Value ratio = b.binary("divide", b.unary("log", uniform_open01(ctx, out.shape, acc)),
+                         scalar_value(ctx, std::log1p(-p), acc, out.shape));
+  return {b.convert(b.unary("ceil", ratio), out.dtype)};
+}
+
+// log_normal_(self, mean, std): exp(mean + std * z).
+std::vector<Value> log_normal(LowerContext& ctx) {
+  const Draw d = float_draw(ctx, "log_normal_");
+  const double mean = ctx.double_arg(1, 1.0), stdev = ctx.double_arg(2, 2.0);
+  if (!(stdev > 0)) throw std::invalid_argument("log_normal_ expects std > 0.0, but found std=" + number(stdev));
+  Builder& b = ctx.b;
+  if (d.out.numel() == 0) return {b.splat(0, d.out)};
+  Value z = standard_normal(ctx, d.out.shape, d.acc);
+  Value v = b.binary("add", b.binary("multiply", z, scalar_value(ctx, stdev, d.acc, d.out.shape)),
+                     scalar_value(ctx, mean, d.acc, d.out.shape));
+  return {b.convert(b.unary("exponential", v), d.out.dtype)};
+}
+
+// normal.Tensor_Tensor / Tensor_float / float_Tensor (mean, std): mean + std * z,
+// broadcast to PyTorch's result shape. A float std is checked here; a
+// tensor's values are not (CPU checks them after the fact, on the host).
+std::vector<Value> normal_tensor(LowerContext& ctx) {
+  const TensorType out = ctx.out_types.at(0);
+  require_float(out.dtype, "normal_kernel_cpu");
+  Builder& b = ctx.b;
+  const ElementType acc = draw_type(out.dtype);
+  const TensorType t{acc, out.shape};
+  auto operand = [&](size_t i) {
+    const Arg& a = ctx.args.at(i);
+    if (a.kind == Arg::Kind::Tensor) return coerce(b, ctx.tensor(i), t);
+    return scalar_value(ctx, ctx.double_arg(i), acc, out.shape);
+  };
+  if (ctx.args.at(1).kind != Arg::Kind::Tensor && !(ctx.double_arg(1) >= 0))
+    throw std::invalid_argument("normal expects std >= 0.0, but found std " + number(ctx.double_arg(1)));
+  if (out.numel() == 0) return {b.splat(0, out)};
+  Value v = b.binary("add", operand(0), b.binary("multiply", operand(1), standard_normal(ctx, out.shape, acc)));
+  return {b.convert(v, out.dtype)};
+}
+
+// multinomial(self [K] or [R, K], n, replacement). Without replacement:
+// the n largest p / q with q ~ Exp(1) (Distributions.cpp's Gumbel-top-k).
+// With replacement: each draw is the number of CDF entries <= u * total.
+std::vector<Value> multinomial(LowerContext& ctx) {
+  const TensorType out = ctx.out_types.at(0);
+  Builder& b = ctx.b;
+  const Value& self = ctx.tensor(0);
+  if (!hlo::is_float(self.dtype())) throw std::invalid_argument("multinomial only supports floating-point dtypes for input");
+  const int64_t n = ctx.int_arg(1);
+  const bool replacement = ctx.bool_arg(2);
+  // Distributions.cpp's checks that PyTorch's meta kernel leaves out.
+  if (out.dtype != ElementType::S64) throw std::invalid_argument("multinomial expects Long tensor out");
+  if (n <= 0) throw std::invalid_argument("cannot sample n_sample <= 0 samples");
+  const int64_t k = self.rank() == 0 ? 1 : self.shape().back(), rows = self.rank() == 2 ? self.shape()[0] : 1;
+  if (k > (int64_t{1} << 24)) throw std::invalid_argument("number of categories cannot exceed 2^24");
+  if (!replacement && n > k)
+    throw std::invalid_argument("cannot sample n_sample > prob_dist.size(-1) samples without replacement");
+  if (out.numel() == 0) return {b.splat(0, out)};
+  const ElementType acc = draw_type(self.dtype());
+  Value p = b.reshape(b.convert(self, acc), {rows, k});
+  if (!replacement) {
+    Value q = b.unary("negate", b.unary("log", uniform_open01(ctx, {rows, k}, acc)));
+    auto sorted = sort_last(b, b.binary("divide", p, q), b.iota({ElementType::S64, {rows, k}}, 1), true);
+    return {b.reshape(b.convert(b.slice(sorted[1], {0, 0}, {rows, n}, {1, 1}), out.dtype), out.shape)};
+  }
+  // cdf via the cumsum lowering, with this op's arguments swapped out.
+  std::vector<Arg> saved_args = std::move(ctx.args);
+  std::vector<TensorType> saved_outs = std::move(ctx.out_types);
+  Arg pa, dim;
+  pa.kind = Arg::Kind::Tensor;
+  pa.tensor = p;
+  dim.kind = Arg::Kind::Int;
+  dim.i = 1;
+  ctx.args = {pa, dim};
+  ctx.out_types = {p.type};
+  Value cdf = cumsum(ctx).at(0);
+  ctx.args = std::move(saved_args);
+  ctx.out_types = std::move(saved_outs);
+  Value total = b.slice(cdf, {0, k - 1}, {rows, k}, {1, 1});  // [rows, 1]
+  Value x = b.binary("multiply", uniform01(ctx, {rows, n}, acc), b.broadcast_in_dim(total, {rows, n}, {0, 1}));
+  Value below = b.compare(b.broadcast_in_dim(cdf, {rows, n, k}, {0, 2}), b.broadcast_in_dim(x, {rows, n, k}, {0, 1}),
+                          CompareDirection::LE);
+  Value count = b.reduce(b.convert(below, ElementType::S64), b.constant_int(0, ElementType::S64), {2}, "add");
+  Value idx = b.binary("minimum", count, b.splat(static_cast<double>(k - 1), count.type));
+  return {b.reshape(b.convert(idx, out.dtype), out.shape)};
+}
+
+// randperm.generator_out(n, generator, out) / randperm.out(n, out): 0..n-1
+// ordered by 64 random bits each.
+std::vector<Value> randperm(LowerContext& ctx) {
+  const TensorType out = ctx.out_types.at(0);
+  Builder& b = ctx.b;
+  const int64_t n = ctx.int_arg(0);
+  if (n == 0) return {b.splat(0, out)};
+  auto sorted = sort_last(b, random_bits(ctx, {n}, ElementType::U64), b.iota({ElementType::S64, {n}}, 0), false);
+  return {b.reshape(b.convert(sorted[1], out.dtype), out.shape)};
 }
 
 }  // namespace torch_tpu::lower

@@ -434,3 +434,277 @@ def test_native_dropout_backward_matches_cpu(dtype):
     mask = torch.rand(7, 9) > 0.3
     check_op(lambda g, m: torch.ops.aten.native_dropout_backward(g, m, 1 / 0.7), grad, mask)
     check_op(lambda g, m: torch.ops.aten.native_dropout_backward(g, m, 0.0), grad, mask)
+
+
+# ---- more distributions: cauchy, exponential, geometric, log_normal ------------------
+def ks_distance(samples, cdf):
+    """Kolmogorov-Smirnov statistic of `samples` (1-d, double) against `cdf`."""
+    x, _ = samples.sort()
+    n = x.numel()
+    f = cdf(x)
+    hi = torch.arange(1, n + 1, dtype=torch.float64) / n
+    return max((hi - f).max().item(), (f - (hi - 1.0 / n)).max().item())
+
+
+# KS at N = 200000: P(D > 1.95 / sqrt(N)) is 0.001 for the true distribution,
+# while a wrong parameter (rate off by 2%) gives D around 0.007.
+KS_BOUND = 1.95 / math.sqrt(N)
+
+DISTRIBUTIONS = {
+    # name: (sampler on a tensor, CDF, mean, variance)
+    "exponential": (lambda t: t.exponential_(2.0), lambda x: 1 - torch.exp(-2.0 * x), 0.5, 0.25),
+    "log_normal": (lambda t: t.log_normal_(0.5, 0.4),
+                   lambda x: 0.5 * (1 + torch.erf((torch.log(x) - 0.5) / (0.4 * math.sqrt(2)))),
+                   math.exp(0.5 + 0.08), (math.exp(0.16) - 1) * math.exp(1 + 0.16)),
+    "cauchy": (lambda t: t.cauchy_(1.0, 2.0), lambda x: 0.5 + torch.atan((x - 1.0) / 2.0) / math.pi, None, None),
+    "normal": (lambda t: t.normal_(-1.0, 3.0),
+               lambda x: 0.5 * (1 + torch.erf((x + 1.0) / (3.0 * math.sqrt(2)))), -1.0, 9.0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DISTRIBUTIONS))
+def test_distribution_matches_its_cdf(name):
+    sample, cdf, _, _ = DISTRIBUTIONS[name]
+    x = sample(torch.empty(N, device="tpu")).cpu().double()
+    assert torch.isfinite(x).all()
+    assert ks_distance(x, cdf) < KS_BOUND
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+@pytest.mark.parametrize("name", ["exponential", "log_normal", "normal"])
+def test_distribution_mean_and_variance(name, dtype):
+    sample, _, mean, var = DISTRIBUTIONS[name]
+    x = sample(torch.empty(N, device="tpu", dtype=dtype))
+    assert x.dtype == dtype
+    x = x.cpu().double()
+    # > 8 standard errors (4th moments included) plus bf16 rounding.
+    assert abs(x.mean() - mean) < 8 * math.sqrt(var / N) + (0.01 * abs(mean) if dtype == torch.bfloat16 else 0)
+    assert abs(x.var() / var - 1) < (0.05 if name == "log_normal" else 0.02)
+
+
+def test_cauchy_median_and_quartiles():
+    x = torch.empty(N, device="tpu").cauchy_(1.0, 2.0).cpu().double()
+    q = torch.quantile(x[:100_000], torch.tensor([0.25, 0.5, 0.75], dtype=torch.float64))
+    torch.testing.assert_close(q, torch.tensor([-1.0, 1.0, 3.0], dtype=torch.float64), atol=0.05, rtol=0)
+
+
+def test_exponential_is_positive():
+    x = torch.empty(N, device="tpu").exponential_(0.5).cpu()
+    assert (x > 0).all()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.int32, torch.bfloat16])
+@pytest.mark.parametrize("p", [0.2, 0.7])
+def test_geometric_counts_trials_to_first_success(p, dtype):
+    x = torch.empty(N, device="tpu", dtype=dtype).geometric_(p)
+    assert x.dtype == dtype
+    x = x.cpu().double()
+    assert x.min() >= 1 and (x == x.round()).all()
+    # P(X = k) = (1 - p)^(k - 1) p
+    for k in (1, 2, 3):
+        assert abs((x == k).double().mean() - (1 - p) ** (k - 1) * p) < 0.005
+    assert abs(x.mean() - 1 / p) < 8 * math.sqrt((1 - p) / p**2 / N)
+
+
+@pytest.mark.parametrize("op,match", [
+    (lambda t: t.cauchy_(0, 0), "cauchy_ expects sigma > 0.0, but found sigma=0"),
+    (lambda t: t.exponential_(0), "exponential_ expects lambda > 0.0, but found lambda=0"),
+    (lambda t: t.exponential_(-1.5), "exponential_ expects lambda > 0.0"),
+    (lambda t: t.geometric_(-1), r"geometric_ expects p to be in \(0, 1\), but got p=-1"),
+    (lambda t: t.geometric_(1), r"geometric_ expects p to be in \(0, 1\)"),
+    (lambda t: t.log_normal_(0, 0), "log_normal_ expects std > 0.0, but found std=0"),
+    (lambda t: torch.normal(t, -1.0), "normal expects std >= 0.0, but found std -1"),
+])
+def test_invalid_distribution_parameters_raise_like_cpu(op, match):
+    with pytest.raises(RuntimeError, match=match):
+        op(torch.zeros(10))
+    with pytest.raises(RuntimeError, match=match):
+        op(torch.zeros(10, device="tpu"))
+
+
+def test_float_only_samplers_reject_integer_tensors():
+    for op in (lambda t: t.cauchy_(), lambda t: t.exponential_(), lambda t: t.log_normal_()):
+        with pytest.raises(RuntimeError):
+            op(torch.zeros(3, dtype=torch.int64, device="tpu"))
+
+
+@pytest.mark.parametrize("op", [
+    lambda t: t.cauchy_(), lambda t: t.exponential_(), lambda t: t.geometric_(0.5), lambda t: t.log_normal_(),
+])
+def test_samplers_write_only_the_view_and_handle_empty(op):
+    base = torch.full((4, 6), -7.0, device="tpu")
+    op(base[:, ::2])
+    b = base.cpu()
+    assert (b[:, 1::2] == -7).all() and (b[:, ::2] != -7).all()
+    assert op(torch.empty(0, 3, device="tpu")).shape == (0, 3)
+
+
+def test_functional_and_out_variants_sample():
+    t = torch.zeros(1000, device="tpu")
+    for op in (torch.ops.aten.exponential, torch.ops.aten.cauchy, torch.ops.aten.log_normal):
+        assert op(t).shape == t.shape and op(t).device.type == "tpu"
+    out = torch.empty(1000, device="tpu")
+    torch.ops.aten.exponential.out(t, 3.0, out=out)
+    assert (out.cpu() > 0).all()
+
+
+# ---- normal with tensor mean / std --------------------------------------------------
+def test_normal_tensor_mean_and_std_per_element():
+    mean = torch.tensor([-5.0, 0.0, 10.0], device="tpu").repeat(N // 3)
+    std = torch.tensor([1.0, 0.5, 3.0], device="tpu").repeat(N // 3)
+    x = torch.normal(mean, std).cpu().double().view(-1, 3)
+    torch.testing.assert_close(x.mean(0), torch.tensor([-5.0, 0.0, 10.0], dtype=torch.float64), atol=0.05, rtol=0)
+    torch.testing.assert_close(x.std(0), torch.tensor([1.0, 0.5, 3.0], dtype=torch.float64), atol=0.05, rtol=0)
+
+
+def test_normal_broadcasts_mean_and_std_like_cpu():
+    mean, std = torch.zeros(5, 1, device="tpu"), torch.ones(1, 4, device="tpu")
+    assert torch.normal(mean, std).shape == torch.normal(mean.cpu(), std.cpu()).shape == (5, 4)
+    assert torch.normal(mean, 2.0).shape == (5, 1)
+    assert torch.normal(3.0, std).shape == (1, 4)
+
+
+def test_normal_float_mean_tensor_std():
+    std = torch.full((N,), 2.0, device="tpu")
+    x = torch.normal(3.0, std).cpu().double()
+    assert abs(x.mean() - 3) < 0.04 and abs(x.std() - 2) < 0.04
+
+
+def test_normal_tensor_out_and_bf16():
+    mean = torch.zeros(N, device="tpu", dtype=torch.bfloat16)
+    out = torch.empty(N, device="tpu", dtype=torch.bfloat16)
+    torch.normal(mean, 1.0, out=out)
+    v = out.cpu().double()
+    assert out.dtype == torch.bfloat16 and abs(v.mean()) < 0.02 and abs(v.std() - 1) < 0.02
+
+
+def test_normal_zero_std_tensor_gives_mean():
+    mean = torch.arange(6.0, device="tpu")
+    assert torch.equal(torch.normal(mean, torch.zeros(6, device="tpu")).cpu(), torch.arange(6.0))
+
+
+# ---- multinomial --------------------------------------------------------------------
+def test_multinomial_with_replacement_frequencies():
+    p = torch.tensor([0.1, 0.0, 0.6, 0.3], device="tpu")
+    x = torch.multinomial(p, N, replacement=True).cpu()
+    assert x.dtype == torch.int64 and x.shape == (N,)
+    freq = torch.bincount(x, minlength=4).double() / N
+    torch.testing.assert_close(freq, torch.tensor([0.1, 0.0, 0.6, 0.3], dtype=torch.float64), atol=0.006, rtol=0)
+
+
+def test_multinomial_unnormalized_rows_sample_each_row():
+    w = torch.tensor([[1.0, 3.0, 0.0], [0.0, 0.0, 5.0]], device="tpu")
+    x = torch.multinomial(w, 20000, replacement=True).cpu()
+    assert x.shape == (2, 20000)
+    assert abs((x[0] == 1).double().mean() - 0.75) < 0.02 and not (x[0] == 2).any()
+    assert (x[1] == 2).all()
+
+
+def test_multinomial_without_replacement_draws_distinct_nonzero_categories():
+    w = torch.rand(64, 10, device="tpu") + 0.01
+    w[:, 3] = 0
+    x = torch.multinomial(w, 9).cpu()
+    assert x.shape == (64, 9)
+    for row in x:
+        assert len(set(row.tolist())) == 9 and 3 not in row.tolist()
+
+
+def test_multinomial_without_replacement_first_draw_follows_probabilities():
+    p = torch.tensor([0.5, 0.25, 0.125, 0.125], device="tpu").expand(N // 4, 4)
+    first = torch.multinomial(p, 2)[:, 0].cpu()
+    freq = torch.bincount(first, minlength=4).double() / first.numel()
+    torch.testing.assert_close(freq, torch.tensor([0.5, 0.25, 0.125, 0.125], dtype=torch.float64), atol=0.01, rtol=0)
+    # Second draw without replacement: P(second = 0) = sum_j p_j * p_0 / (1 - p_j) over j != 0.
+    second = torch.multinomial(p, 2)[:, 1].cpu()
+    expected = sum(pj * 0.5 / (1 - pj) for pj in (0.25, 0.125, 0.125))
+    assert abs((second == 0).double().mean() - expected) < 0.01
+
+
+def test_multinomial_errors_like_cpu():
+    for make, kwargs, match in [
+        (lambda d: torch.ones(1, 2, 3, device=d), dict(num_samples=2), "1 or 2"),
+        (lambda d: torch.ones(2, dtype=torch.long, device=d), dict(num_samples=1), "floating-point dtypes"),
+        (lambda d: torch.ones(2, device=d), dict(num_samples=0), "n_sample <= 0"),
+        (lambda d: torch.ones(2, device=d), dict(num_samples=3), "n_sample > prob_dist"),
+    ]:
+        with pytest.raises(RuntimeError, match=match):
+            torch.multinomial(make("cpu"), **kwargs)
+        with pytest.raises(RuntimeError, match=match):
+            torch.multinomial(make("tpu"), **kwargs)
+    with pytest.raises(RuntimeError, match="Long tensor out"):
+        torch.multinomial(torch.ones(2, device="tpu"), 1, out=torch.empty(1, device="tpu"))
+
+
+# ---- randperm -----------------------------------------------------------------------
+@pytest.mark.parametrize("n,dtype", [(0, torch.int64), (1, torch.int64), (10, torch.int64), (1000, torch.int32),
+                                     (300, torch.float32), (5000, torch.int64)])
+def test_randperm_is_a_permutation(n, dtype):
+    x = torch.randperm(n, device="tpu", dtype=dtype)
+    assert x.dtype == dtype and x.shape == (n,) and x.device.type == "tpu"
+    assert torch.equal(x.cpu().long().sort().values, torch.arange(n))
+
+
+def test_randperm_positions_are_uniform():
+    first = torch.stack([torch.randperm(5, device="tpu") for _ in range(2000)]).cpu()
+    freq = torch.stack([torch.bincount(first[:, j], minlength=5) for j in range(5)]).double() / 2000
+    assert (freq - 0.2).abs().max() < 0.05
+
+
+def test_randperm_out_and_generator():
+    out = torch.empty(7, dtype=torch.int64, device="tpu")
+    torch.randperm(7, out=out)
+    assert torch.equal(out.cpu().sort().values, torch.arange(7))
+    g1 = torch.Generator(device="tpu").manual_seed(3)
+    g2 = torch.Generator(device="tpu").manual_seed(3)
+    assert torch.equal(torch.randperm(50, device="tpu", generator=g1).cpu(),
+                       torch.randperm(50, device="tpu", generator=g2).cpu())
+
+
+# ---- reproducibility of the new samplers ----------------------------------------------
+MORE_SAMPLERS = {
+    "cauchy_": lambda: torch.empty(64, 3, device="tpu").cauchy_(),
+    "exponential_": lambda: torch.empty(64, 3, device="tpu").exponential_(),
+    "geometric_": lambda: torch.empty(64, 3, device="tpu").geometric_(0.3),
+    "log_normal_": lambda: torch.empty(64, 3, device="tpu").log_normal_(),
+    "normal_tensor": lambda: torch.normal(torch.zeros(64, 3, device="tpu"), torch.ones(64, 3, device="tpu")),
+    "multinomial": lambda: torch.multinomial(torch.ones(8, 50, device="tpu"), 10),
+    "multinomial_replacement": lambda: torch.multinomial(torch.ones(8, 50, device="tpu"), 10, replacement=True),
+    "randperm": lambda: torch.randperm(100, device="tpu"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MORE_SAMPLERS))
+def test_more_samplers_replay_under_manual_seed(name):
+    assert torch.equal(draws(MORE_SAMPLERS[name], 77), draws(MORE_SAMPLERS[name], 77))
+    assert not torch.equal(draws(MORE_SAMPLERS[name], 77), draws(MORE_SAMPLERS[name], 78))
+
+
+@pytest.mark.parametrize("name", sorted(MORE_SAMPLERS))
+def test_more_samplers_replay_under_tpu_manual_seed(name):
+    def run(seed):
+        torch.tpu.manual_seed(seed)
+        return MORE_SAMPLERS[name]().cpu()
+    assert torch.equal(run(5), run(5))
+    assert not torch.equal(run(5), run(6))
+
+
+@pytest.mark.parametrize("op", [
+    lambda t, g: t.cauchy_(generator=g), lambda t, g: t.exponential_(generator=g),
+    lambda t, g: t.geometric_(0.4, generator=g), lambda t, g: t.log_normal_(generator=g),
+    lambda t, g: torch.normal(t, 1.0, generator=g), lambda t, g: torch.multinomial(t + 1, 5, generator=g),
+])
+def test_generator_argument_of_distributions(op):
+    def run(seed):
+        g = torch.Generator(device="tpu")
+        g.manual_seed(seed)
+        return op(torch.zeros(100, device="tpu"), g).cpu()
+    assert torch.equal(run(3), run(3))
+    assert not torch.equal(run(3), run(4))
+
+
+def test_distributions_are_lowered_not_fallbacks():
+    import torch_tpu
+    torch_tpu.reset_metrics()
+    for make in MORE_SAMPLERS.values():
+        make()
+    assert torch_tpu.metrics()["cpu_fallbacks"] == {}
