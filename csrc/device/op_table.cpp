@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "device/core_kernels.h"
+#include "device/data_dependent_kernels.h"
 #include "device/lowered_kernel.h"
 #include "lower/fft.h"
 #include "lower/foreach.h"
@@ -17,7 +18,11 @@
 #include "lower/pointwise_loss.h"
 #include "lower/distance.h"
 #include "lower/ops.h"
+#include "lower/index_reduce.h"
+#include "lower/statistics.h"
 #include "lower/random_distributions.h"
+#include "lower/scan.h"
+#include "lower/sort.h"
 
 namespace torch_tpu::device {
 
@@ -43,6 +48,7 @@ const OpEntry kLoweredOps[] = {
     {L::all, "all all.dim all.dims all.out all.all_out all.dims_out"},
     {L::amax, "amax amax.out"},
     {L::amin, "amin amin.out"},
+    {L::aminmax, "aminmax aminmax.out"},
     {L::any, "any any.dim any.dims any.out any.all_out any.dims_out"},
     {L::arange, "arange.start_out"},
     {L::argmax, "argmax argmax.out"},
@@ -59,6 +65,7 @@ const OpEntry kLoweredOps[] = {
     {L::bitwise_or, "bitwise_or.Tensor bitwise_or_.Tensor bitwise_or.Tensor_out"},
     {L::bitwise_xor, "bitwise_xor.Tensor bitwise_xor_.Tensor bitwise_xor.Tensor_out"},
     {L::bmm, "bmm bmm.out"},
+    {L::bucketize, "bucketize.Tensor bucketize.Tensor_out bucketize.Scalar bucketize.Scalar_out"},
     {L::cat, "cat cat.out"},
     {L::cauchy, "cauchy_ cauchy cauchy.out"},
     {L::cdist_backward, "_cdist_backward _cdist_backward.out"},
@@ -74,12 +81,21 @@ const OpEntry kLoweredOps[] = {
     {L::convolution, "convolution convolution.out"},
     {L::convolution_backward, "convolution_backward"},
     {L::cos, "cos cos_ cos.out"},
+    {L::count_nonzero, "count_nonzero.dim_IntList count_nonzero.dim_IntList_out"},
+    {L::cummax, "cummax cummax.out"},
+    {L::cummin, "cummin cummin.out"},
+    {L::cumprod, "cumprod cumprod_ cumprod.out"},
     {L::cumsum, "cumsum cumsum_ cumsum.out"},
     {L::div, "div.Tensor div_.Tensor div.out div.Tensor_mode div_.Tensor_mode div.out_mode"},
     {L::dot, "dot dot.out"},
     {L::elu, "elu elu_ elu.out"},
     {L::elu_backward, "elu_backward elu_backward.grad_input"},
+    {L::embedding_bag, "_embedding_bag _embedding_bag_forward_only"},
+    {L::embedding_bag_backward, "_embedding_bag_backward"},
+    {L::embedding_bag_dense_backward, "_embedding_bag_dense_backward"},
+    {L::embedding_bag_per_sample_weights_backward, "_embedding_bag_per_sample_weights_backward"},
     {L::embedding_dense_backward, "embedding_dense_backward"},
+    {L::embedding_renorm, "embedding_renorm embedding_renorm_ embedding_renorm.out"},
     {L::eq, "eq.Tensor eq_.Tensor eq.Tensor_out eq.Scalar eq_.Scalar eq.Scalar_out"},
     {L::erf, "erf erf_ erf.out"},
     {L::exp, "exp exp_ exp.out"},
@@ -156,12 +172,17 @@ const OpEntry kLoweredOps[] = {
     {L::huber_loss_backward, "huber_loss_backward huber_loss_backward.out"},
     {L::index, "index.Tensor index.Tensor_out"},
     {L::index_add, "index_add index_add_ index_add.out"},
+    {L::index_copy, "index_copy index_copy_ index_copy.out"},
+    {L::index_fill, "index_fill.int_Scalar index_fill_.int_Scalar index_fill.int_Scalar_out index_fill.int_Tensor index_fill_.int_Tensor index_fill.int_Tensor_out"},
     {L::index_put, "_index_put_impl_"},
+    {L::index_reduce, "index_reduce index_reduce_ index_reduce.out"},
     {L::index_select, "index_select index_select.out"},
+    {L::isin, "isin.Tensor_Tensor isin.Tensor_Tensor_out isin.Tensor_Scalar isin.Tensor_Scalar_out isin.Scalar_Tensor isin.Scalar_Tensor_out"},
     {L::isinf, "isinf"},
     {L::isnan, "isnan"},
     {L::isneginf, "isneginf isneginf.out"},
     {L::isposinf, "isposinf isposinf.out"},
+    {L::kthvalue, "kthvalue kthvalue.values"},
     {L::le, "le.Tensor le_.Tensor le.Tensor_out le.Scalar le_.Scalar le.Scalar_out"},
     {L::leaky_relu, "leaky_relu leaky_relu_ leaky_relu.out"},
     {L::leaky_relu_backward, "leaky_relu_backward leaky_relu_backward.grad_input"},
@@ -190,6 +211,7 @@ const OpEntry kLoweredOps[] = {
     {L::log_sigmoid_forward, "log_sigmoid_forward log_sigmoid_forward.output"},
     {L::log_softmax, "_log_softmax _log_softmax.out"},
     {L::log_softmax_backward, "_log_softmax_backward_data _log_softmax_backward_data.out"},
+    {L::logcumsumexp, "logcumsumexp logcumsumexp.out"},
     {L::logical_and, "logical_and logical_and_ logical_and.out"},
     {L::logical_not, "logical_not logical_not_ logical_not.out"},
     {L::logical_or, "logical_or logical_or_ logical_or.out"},
@@ -198,18 +220,22 @@ const OpEntry kLoweredOps[] = {
     {L::lt, "lt.Tensor lt_.Tensor lt.Tensor_out lt.Scalar lt_.Scalar lt.Scalar_out"},
     {L::lu_unpack, "lu_unpack lu_unpack.out"},
     {L::masked_fill, "masked_fill.Scalar masked_fill_.Scalar masked_fill.Tensor masked_fill_.Tensor"},
+    {L::masked_scatter, "masked_scatter masked_scatter_ masked_scatter.out"},
     {L::max_all, "max max.unary_out"},
     {L::max_dim, "max.dim max.dim_max"},
     {L::max_pool_with_indices, "max_pool2d_with_indices max_pool2d_with_indices.out max_pool3d_with_indices max_pool3d_with_indices.out"},
     {L::max_pool_with_indices_backward, "max_pool2d_with_indices_backward max_pool2d_with_indices_backward.grad_input max_pool3d_with_indices_backward max_pool3d_with_indices_backward.grad_input"},
     {L::maximum, "maximum maximum.out"},
     {L::mean, "mean mean.dim mean.out"},
+    {L::median_all, "median"},
+    {L::median_dim, "median.dim median.dim_values"},
     {L::min_all, "min min.unary_out"},
     {L::min_dim, "min.dim min.dim_min"},
     {L::minimum, "minimum minimum.out"},
     {L::mish, "mish mish_ mish.out"},
     {L::mish_backward, "mish_backward"},
     {L::mm, "mm mm.out"},
+    {L::mode, "mode mode.values"},
     {L::mse_loss, "mse_loss mse_loss.out"},
     {L::mse_loss_backward, "mse_loss_backward mse_loss_backward.grad_input"},
     {L::mul, "mul.Tensor mul_.Tensor mul.out mul.Scalar mul_.Scalar"},
@@ -218,6 +244,9 @@ const OpEntry kLoweredOps[] = {
     {L::multilabel_margin_loss_backward, "multilabel_margin_loss_backward multilabel_margin_loss_backward.grad_input"},
     {L::multilabel_margin_loss_forward, "multilabel_margin_loss_forward multilabel_margin_loss_forward.output"},
     {L::multinomial, "multinomial multinomial.out"},
+    {L::nanmedian_all, "nanmedian"},
+    {L::nanmedian_dim, "nanmedian.dim nanmedian.dim_values"},
+    {L::nansum, "nansum nansum.out"},
     {L::native_batch_norm, "native_batch_norm _native_batch_norm_legit"},
     {L::native_batch_norm_backward, "native_batch_norm_backward"},
     {L::native_batch_norm_no_training, "_native_batch_norm_legit_no_training"},
@@ -241,11 +270,13 @@ const OpEntry kLoweredOps[] = {
     {L::prelu_kernel, "_prelu_kernel"},
     {L::prelu_kernel_backward, "_prelu_kernel_backward"},
     {L::prod, "prod prod.dim_int prod.int_out"},
+    {L::put, "put put_ put.out"},
     {L::random, "random_ random_.from random_.to"},
     {L::randperm, "randperm.generator_out randperm.out"},
     {L::reciprocal, "reciprocal reciprocal_ reciprocal.out"},
     {L::relu, "relu relu_"},
     {L::remainder, "remainder.Tensor remainder_.Tensor remainder.Tensor_out remainder.Scalar_Tensor"},
+    {L::renorm, "renorm renorm_ renorm.out"},
     {L::roll, "roll roll.out"},
     {L::round, "round round_ round.out"},
     {L::rrelu_with_noise, "rrelu_with_noise rrelu_with_noise_ rrelu_with_noise.out"},
@@ -254,6 +285,11 @@ const OpEntry kLoweredOps[] = {
     {L::rsub, "rsub.Tensor"},
     {L::scatter, "scatter.src scatter_.src scatter.src_out scatter.value scatter_.value scatter.value_out"},
     {L::scatter_add, "scatter_add scatter_add_ scatter_add.out"},
+    {L::scatter_reduce, "scatter_reduce.two scatter_reduce_.two scatter_reduce.two_out"},
+    {L::scatter_with_reduce, "scatter.reduce scatter_.reduce scatter.reduce_out scatter.value_reduce scatter_.value_reduce scatter.value_reduce_out"},
+    {L::searchsorted, "searchsorted.Tensor searchsorted.Tensor_out searchsorted.Scalar searchsorted.Scalar_out"},
+    {L::segment_reduce, "segment_reduce segment_reduce.out"},
+    {L::segment_reduce_backward, "_segment_reduce_backward _segment_reduce_backward.out"},
     {L::sigmoid, "sigmoid sigmoid_ sigmoid.out"},
     {L::sigmoid_backward, "sigmoid_backward sigmoid_backward.grad_input"},
     {L::sign, "sign sign_ sign.out sgn sgn_ sgn.out"},  // sgn == sign for real dtypes
@@ -268,21 +304,27 @@ const OpEntry kLoweredOps[] = {
     {L::softplus_backward, "softplus_backward softplus_backward.grad_input"},
     {L::softshrink, "softshrink softshrink.out"},
     {L::softshrink_backward, "softshrink_backward softshrink_backward.grad_input"},
+    {L::sort, "sort sort.values sort.stable sort.values_stable"},
     {L::sqrt, "sqrt sqrt_ sqrt.out"},
     {L::std, "std.correction std.correction_out"},
+    {L::std_mean, "std_mean.correction std_mean.correction_out"},
     {L::sub, "sub.Tensor sub_.Tensor sub.out"},
     {L::sum, "sum sum.dim_IntList sum.IntList_out"},
+    {L::take, "take take.out"},
     {L::tan, "tan tan_ tan.out"},
     {L::tanh, "tanh tanh_ tanh.out"},
     {L::tanh_backward, "tanh_backward tanh_backward.grad_input"},
     {L::threshold, "threshold threshold_ threshold.out"},
     {L::threshold_backward, "threshold_backward threshold_backward.grad_input"},
+    {L::topk, "topk topk.values"},
+    {L::trace, "trace trace.out"},
     {L::triangular_solve, "triangular_solve triangular_solve.X"},
     {L::tril, "tril tril_ tril.out"},
     {L::triu, "triu triu_ triu.out"},
     {L::trunc, "trunc trunc_ trunc.out"},
     {L::uniform, "uniform_"},
     {L::var, "var.correction var.correction_out"},
+    {L::var_mean, "var_mean.correction var_mean.correction_out"},
     {L::where, "where.self where.self_out"},
     {L::zero, "zero_"},
 };
@@ -306,17 +348,27 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_has_compatible_shallow_copy_type", TORCH_FN(has_compatible_shallow_copy_type));
   m.impl("_local_scalar_dense", TORCH_FN(local_scalar_dense));
   m.impl("_reshape_alias", TORCH_FN(reshape_alias));
+  m.impl("_unique", TORCH_FN(unique));
+  m.impl("_unique2", TORCH_FN(unique2));
   m.impl("as_strided", TORCH_FN(as_strided));
+  m.impl("bincount", TORCH_FN(bincount));
   m.impl("empty.memory_format", TORCH_FN(empty_memory_format));
   m.impl("empty_strided", TORCH_FN(empty_strided));
+  m.impl("equal", TORCH_FN(equal));
+  m.impl("histc", TORCH_FN(histc));
   m.impl("masked_select", TORCH_FN(masked_select));
   m.impl("nonzero", TORCH_FN(nonzero));
+  m.impl("repeat_interleave.Tensor", TORCH_FN(repeat_interleave_tensor));
   m.impl("resize_", TORCH_FN(resize_));
   m.impl("set_", TORCH_FN(set_empty));
   m.impl("set_.source_Storage", TORCH_FN(set_source_storage));
   m.impl("set_.source_Storage_storage_offset", TORCH_FN(set_source_storage_offset));
   m.impl("set_.source_Tensor", TORCH_FN(set_source_tensor));
+  m.impl("tril_indices", TORCH_FN(tril_indices));
+  m.impl("triu_indices", TORCH_FN(triu_indices));
   m.impl("unfold", TORCH_FN(unfold));
+  m.impl("unique_consecutive", TORCH_FN(unique_consecutive));
+  m.impl("unique_dim", TORCH_FN(unique_dim));
   m.impl("view", TORCH_FN(view));
   m.impl("view_as_complex", TORCH_FN(view_as_complex));
   m.impl("view_as_real", TORCH_FN(view_as_real));

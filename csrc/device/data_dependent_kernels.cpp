@@ -1,0 +1,84 @@
+// Data-dependent ops: the result's size (or a bool result) is known only
+// from the values, so the host reads the input (a synchronization, as on
+// CUDA), runs PyTorch's CPU kernel on it, and uploads the result. The CPU
+// kernel is PyTorch's own, so the semantics (sorting, counts, errors) are
+// exactly CPU's.
+#include "device/data_dependent_kernels.h"
+
+namespace torch_tpu::device {
+
+namespace {
+
+at::Tensor on_host(const at::Tensor& t) { return t.cpu(); }
+
+std::optional<at::Tensor> on_host(const std::optional<at::Tensor>& t) {
+  if (!t || !t->defined()) return t;
+  return t->cpu();
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> to_device(const std::tuple<at::Tensor, at::Tensor, at::Tensor>& r,
+                                                         const at::Device& device) {
+  return {std::get<0>(r).to(device), std::get<1>(r).to(device), std::get<2>(r).to(device)};
+}
+
+}  // namespace
+
+// torch.equal: same sizes and equal values after type promotion (NaN is
+// unequal to itself, as on CPU).
+bool equal(const at::Tensor& self, const at::Tensor& other) {
+  TORCH_CHECK(self.device() == other.device(), "Expected all tensors to be on the same device, but found at least two devices, ",
+              self.device(), " and ", other.device(), "!");
+  if (!self.sizes().equals(other.sizes())) return false;
+  if (self.numel() == 0) return true;
+  return at::eq(self, other).all().item<bool>();
+}
+
+at::Tensor bincount(const at::Tensor& self, const std::optional<at::Tensor>& weights, int64_t minlength) {
+  return at::bincount(on_host(self), on_host(weights), minlength).to(self.device());
+}
+
+// Bin edges come from the data when min == max (PyTorch's rule), and CPU
+// raises for non-finite ranges: both need the values.
+at::Tensor histc(const at::Tensor& self, int64_t bins, const at::Scalar& min, const at::Scalar& max) {
+  return at::histc(on_host(self), bins, min, max).to(self.device());
+}
+
+at::Tensor repeat_interleave_tensor(const at::Tensor& repeats, std::optional<int64_t> output_size) {
+  return at::repeat_interleave(on_host(repeats), output_size).to(repeats.device());
+}
+
+// The meta kernel cannot serve a factory without tensors (the device
+// argument would dispatch it back here), so these do not go through a lowering.
+at::Tensor tril_indices(int64_t row, int64_t col, int64_t offset, std::optional<at::ScalarType> dtype,
+                        std::optional<at::Layout> layout, std::optional<at::Device> device, std::optional<bool> pin_memory) {
+  at::Tensor host = at::tril_indices(row, col, offset, at::TensorOptions().dtype(dtype.value_or(at::kLong)));
+  return host.to(device.value_or(at::Device(c10::DeviceType::PrivateUse1)));
+}
+
+at::Tensor triu_indices(int64_t row, int64_t col, int64_t offset, std::optional<at::ScalarType> dtype,
+                        std::optional<at::Layout> layout, std::optional<at::Device> device, std::optional<bool> pin_memory) {
+  at::Tensor host = at::triu_indices(row, col, offset, at::TensorOptions().dtype(dtype.value_or(at::kLong)));
+  return host.to(device.value_or(at::Device(c10::DeviceType::PrivateUse1)));
+}
+
+std::tuple<at::Tensor, at::Tensor> unique(const at::Tensor& self, bool sorted, bool return_inverse) {
+  auto [values, inverse] = at::_unique(on_host(self), sorted, return_inverse);
+  return {values.to(self.device()), inverse.to(self.device())};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> unique2(const at::Tensor& self, bool sorted, bool return_inverse,
+                                                       bool return_counts) {
+  return to_device(at::_unique2(on_host(self), sorted, return_inverse, return_counts), self.device());
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> unique_consecutive(const at::Tensor& self, bool return_inverse,
+                                                                  bool return_counts, std::optional<int64_t> dim) {
+  return to_device(at::unique_consecutive(on_host(self), return_inverse, return_counts, dim), self.device());
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> unique_dim(const at::Tensor& self, int64_t dim, bool sorted,
+                                                          bool return_inverse, bool return_counts) {
+  return to_device(at::unique_dim(on_host(self), dim, sorted, return_inverse, return_counts), self.device());
+}
+
+}  // namespace torch_tpu::device

@@ -1,0 +1,128 @@
+// Scans: cumprod, cummax/cummin (values and indices), logcumsumexp.
+// One log-step (Hillis-Steele) inclusive scan serves them all: log2(n)
+// elementwise steps, each combining a value with the one 2^k places before
+// it, so any associative combiner works and no window grows with n.
+// Low-precision floats scan in float32 and round once (PyTorch's CPU
+// kernels accumulate in at::acc_type).
+#include "lower/scan.h"
+
+#include <limits>
+
+#include "lower/ops.h"
+
+namespace torch_tpu::lower {
+
+namespace {
+
+using hlo::CompareDirection;
+
+Value is_nan(Builder& b, const Value& v) { return b.compare(v, v, CompareDirection::NE); }
+
+// `x` moved `shift` places up along `dim`, the vacated front filled with `fill`.
+Value shifted_by(Builder& b, const Value& x, int64_t dim, int64_t shift, const Value& fill) {
+  Shape start(x.rank(), 0), limit = x.shape(), strides(x.rank(), 1), low(x.rank(), 0), zero(x.rank(), 0);
+  limit[dim] -= shift;
+  low[dim] = shift;
+  return b.pad(b.slice(x, start, limit, strides), fill, low, zero, zero);
+}
+
+// The scan dim, and the input read as rank >= 1 (a 0-d tensor scans as one element).
+struct ScanInput {
+  Value x;
+  int64_t dim = 0;
+};
+
+ScanInput scan_input(LowerContext& ctx, ElementType compute) {
+  Value x = ctx.b.convert(ctx.tensor(0), compute);
+  if (x.rank() == 0) return {ctx.b.reshape(x, {1}), 0};
+  return {x, wrap_dim(ctx.int_arg(1), x.rank())};
+}
+
+// cummax/cummin(self, dim) -> (values, indices). PyTorch's CPU rule, element
+// by element: take the new element when it is NaN, or when the running value
+// is not NaN and the new one is >= (<=) it; so ties and NaNs move the index
+// to the latest position.
+std::vector<Value> cumulative_extreme(LowerContext& ctx, bool is_max) {
+  Builder& b = ctx.b;
+  const TensorType& vt = ctx.out_types.at(0);
+  const TensorType& it = ctx.out_types.at(1);
+  if (vt.numel() == 0) return {zeros(b, vt), zeros(b, it)};
+  ScanInput in = scan_input(ctx, vt.dtype);
+  const bool fl = hlo::is_float(vt.dtype);
+  Value index = b.iota({ElementType::S64, in.x.shape()}, in.dim);
+  std::vector<Value> identity{reduce_init(b, is_max ? "maximum" : "minimum", vt.dtype),
+                              b.constant_int(0, ElementType::S64)};
+  auto combine = [&](Builder& rb, const std::vector<Value>& a, const std::vector<Value>& c) {
+    Value take = rb.compare(c[0], a[0], is_max ? CompareDirection::GE : CompareDirection::LE);
+    if (fl) {
+      Value a_ok = rb.unary("not", is_nan(rb, a[0]));
+      take = rb.binary("or", is_nan(rb, c[0]), rb.binary("and", a_ok, take));
+    }
+    return std::vector<Value>{rb.select(take, c[0], a[0]), rb.select(take, c[1], a[1])};
+  };
+  std::vector<Value> r = inclusive_scan(b, {in.x, index}, in.dim, identity, combine);
+  return {b.reshape(r[0], vt.shape), b.reshape(r[1], it.shape)};
+}
+
+// log(exp(a) + exp(b)) without overflow; PyTorch's _log_add_exp_helper:
+// equal infinities give themselves (not NaN), NaN propagates.
+Value log_add_exp(Builder& b, const Value& a, const Value& c) {
+  Value mx = b.binary("maximum", a, c);
+  Value mn = b.binary("minimum", a, c);
+  Value r = b.binary("add", mx, b.unary("log_plus_one", b.unary("exponential", b.binary("subtract", mn, mx))));
+  Value inf = b.splat(std::numeric_limits<double>::infinity(), a.type);
+  Value same_inf = b.binary("and", b.compare(mn, mx, CompareDirection::EQ),
+                            b.compare(b.unary("abs", mn), inf, CompareDirection::EQ));
+  r = b.select(same_inf, a, r);
+  Value any_nan = b.binary("or", is_nan(b, a), is_nan(b, c));
+  return b.select(any_nan, b.binary("add", a, c), r);
+}
+
+}  // namespace
+
+std::vector<Value> inclusive_scan(Builder& b, std::vector<Value> xs, int64_t dim, const std::vector<Value>& identity,
+                                  const ScanCombine& combine) {
+  const int64_t n = xs.at(0).shape().at(dim);
+  for (int64_t s = 1; s < n; s *= 2) {
+    std::vector<Value> earlier;
+    for (size_t i = 0; i < xs.size(); ++i) earlier.push_back(shifted_by(b, xs[i], dim, s, identity[i]));
+    xs = combine(b, earlier, xs);
+  }
+  return xs;
+}
+
+std::vector<Value> cummax(LowerContext& ctx) { return cumulative_extreme(ctx, true); }
+std::vector<Value> cummin(LowerContext& ctx) { return cumulative_extreme(ctx, false); }
+
+// cumprod(self, dim, *, dtype?): int and bool inputs arrive with an int64
+// result (PyTorch promotes like cumsum).
+std::vector<Value> cumprod(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  const TensorType& out = ctx.out_types.at(0);
+  if (out.numel() == 0) return {zeros(b, out)};
+  const ElementType acc = accumulation_type(out.dtype);
+  ScanInput in = scan_input(ctx, acc);
+  const char* mul = acc == ElementType::Pred ? "and" : "multiply";
+  auto combine = [&](Builder& rb, const std::vector<Value>& a, const std::vector<Value>& c) {
+    return std::vector<Value>{rb.binary(mul, a[0], c[0])};
+  };
+  Value r = inclusive_scan(b, {in.x}, in.dim, {b.constant(1, acc)}, combine)[0];
+  return {b.reshape(b.convert(r, out.dtype), out.shape)};
+}
+
+// logcumsumexp(self, dim): identity -inf.
+std::vector<Value> logcumsumexp(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  const TensorType& out = ctx.out_types.at(0);
+  if (out.numel() == 0) return {zeros(b, out)};
+  const ElementType acc = accumulation_type(out.dtype);
+  ScanInput in = scan_input(ctx, acc);
+  auto combine = [&](Builder& rb, const std::vector<Value>& a, const std::vector<Value>& c) {
+    return std::vector<Value>{log_add_exp(rb, a[0], c[0])};
+  };
+  Value init = b.constant(-std::numeric_limits<double>::infinity(), acc);
+  Value r = inclusive_scan(b, {in.x}, in.dim, {init}, combine)[0];
+  return {b.reshape(b.convert(r, out.dtype), out.shape)};
+}
+
+}  // namespace torch_tpu::lower

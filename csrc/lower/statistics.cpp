@@ -1,0 +1,328 @@
+// Statistics and searches: nansum, var_mean/std_mean, aminmax,
+// count_nonzero, trace, renorm, searchsorted/bucketize and isin. Result shapes and dtypes are PyTorch's
+// (ctx.out_types); low-precision floats are computed in float32 and rounded
+// once (at::acc_type).
+#include "lower/statistics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "lower/ops.h"
+
+namespace torch_tpu::lower {
+
+namespace {
+
+using hlo::CompareDirection;
+
+Value is_nan(Builder& b, const Value& v) { return b.compare(v, v, CompareDirection::NE); }
+
+// The dims an `int[1]? dim` / `int? dim` / `int[] dim` argument names: None
+// or an empty list mean every dim (a 0-d input has none to reduce).
+std::vector<int64_t> dims_of(const LowerContext& ctx, size_t i, int64_t rank) {
+  std::vector<int64_t> dims;
+  if (rank == 0) return dims;
+  const bool given = ctx.has(i) && (ctx.args[i].kind == Arg::Kind::Int ||
+                                    (ctx.args[i].kind == Arg::Kind::IntList && !ctx.args[i].ints.empty()));
+  if (!given) {
+    for (int64_t d = 0; d < rank; ++d) dims.push_back(d);
+    return dims;
+  }
+  if (ctx.args[i].kind == Arg::Kind::Int) {
+    dims.push_back(wrap_dim(ctx.args[i].i, rank));
+  } else {
+    for (int64_t d : ctx.args[i].ints) dims.push_back(wrap_dim(d, rank));
+  }
+  std::sort(dims.begin(), dims.end());
+  dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
+  return dims;
+}
+
+Value reduce_dims(Builder& b, const Value& x, const std::vector<int64_t>& dims, const std::string& combiner) {
+  if (dims.empty()) return x;
+  return b.reduce(x, reduce_init(b, combiner, x.dtype()), dims, combiner);
+}
+
+int64_t count_of(const Value& x, const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= x.shape()[d];
+  return n;
+}
+
+std::vector<int64_t> kept(int64_t rank, const std::vector<int64_t>& dims) {
+  std::vector<int64_t> k;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (std::find(dims.begin(), dims.end(), d) == dims.end()) k.push_back(d);
+  }
+  return k;
+}
+
+// A reduced value broadcast back over `like`.
+Value expand_back(Builder& b, const Value& reduced, const Value& like, const std::vector<int64_t>& dims) {
+  return b.broadcast_in_dim(reduced, like.shape(), kept(like.rank(), dims));
+}
+
+// max/min that propagate NaN.
+Value nan_extreme(Builder& b, const Value& x, const std::vector<int64_t>& dims, bool is_max) {
+  if (dims.empty()) return x;
+  const ElementType t = x.dtype();
+  if (t == ElementType::Pred) return reduce_dims(b, x, dims, is_max ? "or" : "and");
+  const std::string comb = is_max ? "maximum" : "minimum";
+  if (!hlo::is_float(t)) return reduce_dims(b, x, dims, comb);
+  Shape shape;
+  for (int64_t d : kept(x.rank(), dims)) shape.push_back(x.shape()[d]);
+  TensorType s{t, {}};
+  return b.op_with_region("reduce", {x, reduce_init(b, comb, t)}, {{t, shape}}, "dimensions = " + Builder::dims_attr(dims),
+                          {s, s}, [&](Builder& rb, const std::vector<Value>& a) {
+                            Value m = rb.binary(comb, a[0], a[1]);
+                            m = rb.select(is_nan(rb, a[1]), a[1], m);
+                            return std::vector<Value>{rb.select(is_nan(rb, a[0]), a[0], m)};
+                          })[0];
+}
+
+// (variance, mean) over dims in the accumulation type; the divisor is
+// max(N - correction, 0), correction None meaning 1 (Bessel).
+std::pair<Value, Value> variance_and_mean(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  const ElementType acc = accumulation_type(ctx.out_types.at(0).dtype);
+  Value x = b.convert(ctx.tensor(0), acc);
+  std::vector<int64_t> dims = dims_of(ctx, 1, x.rank());
+  const double n = static_cast<double>(count_of(x, dims));
+  const double correction = ctx.has(2) ? ctx.double_arg(2) : 1.0;
+  Value s = reduce_dims(b, x, dims, "add");
+  Value mean = b.binary("divide", s, b.splat(n, s.type));
+  Value d = b.binary("subtract", x, expand_back(b, mean, x, dims));
+  Value ss = reduce_dims(b, b.binary("multiply", d, d), dims, "add");
+  Value var = b.binary("divide", ss, b.splat(std::max(n - correction, 0.0), ss.type));
+  return {var, mean};
+}
+
+std::vector<Value> moments(LowerContext& ctx, bool sqrt_of_var) {
+  Builder& b = ctx.b;
+  auto [var, mean] = variance_and_mean(ctx);
+  if (sqrt_of_var) var = b.unary("sqrt", var);
+  const TensorType& t0 = ctx.out_types.at(0);
+  const TensorType& t1 = ctx.out_types.at(1);
+  return {b.reshape(b.convert(var, t0.dtype), t0.shape), b.reshape(b.convert(mean, t1.dtype), t1.shape)};
+}
+
+// The type values and boundaries are compared in: their common type.
+ElementType common_type(ElementType a, ElementType b) {
+  if (a == b) return a;
+  if (hlo::is_float(a) || hlo::is_float(b)) {
+    if (a == ElementType::F64 || b == ElementType::F64) return ElementType::F64;
+    return ElementType::F32;
+  }
+  return ElementType::S64;
+}
+
+// seq[..., pos[...]] along seq's last dim: pos has seq's leading dims (when
+// seq has any) followed by its own.
+Value gather_last(Builder& b, const Value& seq, const Value& pos) {
+  const int64_t pr = pos.rank();
+  Shape column = pos.shape();
+  column.push_back(1);
+  std::vector<Value> parts;
+  for (int64_t d = 0; d + 1 < seq.rank(); ++d) parts.push_back(b.reshape(b.iota(pos.type, d), column));
+  parts.push_back(b.reshape(pos, column));
+  std::string list = "[";
+  for (int64_t d = 0; d < seq.rank(); ++d) list += (d ? ", " : "") + std::to_string(d);
+  list += "]";
+  std::string attrs = "dimension_numbers = #stablehlo.gather<collapsed_slice_dims = " + list + ", start_index_map = " +
+                      list + ", index_vector_dim = " + std::to_string(pr) +
+                      ">, indices_are_sorted = false, slice_sizes = " + Builder::dims_attr(Shape(seq.rank(), 1));
+  return b.op("gather", {seq, b.concatenate(parts, pr)}, {seq.dtype(), pos.shape()}, attrs);
+}
+
+// Binary search of each value in `values` among the last dim of `seq`
+// (1-d, or with the values' leading dims), the way PyTorch's kernel does it:
+// the first position whose boundary is >= value (> with `right`). Unrolled to
+// the bit length of the boundary count.
+Value binary_search(Builder& b, const Value& seq, const Value& values, bool right) {
+  const int64_t n = seq.shape().back();
+  TensorType pos_t{ElementType::S64, values.shape()};
+  Value lo = zeros(b, pos_t), hi = b.splat(static_cast<double>(n), pos_t);
+  if (n == 0) return lo;
+  Value one = b.splat(1, pos_t);
+  Value last = b.splat(static_cast<double>(n - 1), pos_t);
+  for (int64_t size = n; size > 0; size /= 2) {
+    Value mid = b.binary("shift_right_logical", b.binary("add", lo, hi), one);
+    Value boundary = gather_last(b, seq, b.binary("minimum", mid, last));
+    // Go right while the boundary is not >= (>) the value: NaN values go
+    // past every boundary, as on CPU.
+    Value stop = b.compare(boundary, values, right ? CompareDirection::GT : CompareDirection::GE);
+    Value active = b.compare(lo, hi, CompareDirection::LT);
+    lo = b.select(b.binary("and", active, b.unary("not", stop)), b.binary("add", mid, one), lo);
+    hi = b.select(b.binary("and", active, stop), mid, hi);
+  }
+  return lo;
+}
+
+// A Scalar or tensor argument as a value of type `t`.
+Value operand(LowerContext& ctx, size_t i, ElementType t) {
+  if (ctx.args.at(i).kind == Arg::Kind::Tensor) return ctx.b.convert(ctx.tensor(i), t);
+  return ctx.scalar_arg(i, t);
+}
+
+ElementType operand_type(LowerContext& ctx, size_t i) {
+  if (ctx.args.at(i).kind == Arg::Kind::Tensor) return ctx.tensor(i).dtype();
+  return ctx.args[i].scalar.kind == ScalarArg::Kind::Float ? ElementType::F32 : ElementType::S64;
+}
+
+}  // namespace
+
+// nansum(self, dim?, keepdim, *, dtype): NaN counts as zero.
+std::vector<Value> nansum(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  const TensorType& out = ctx.out_types.at(0);
+  const ElementType acc = accumulation_type(out.dtype);
+  Value x = b.convert(ctx.tensor(0), acc);
+  if (hlo::is_float(acc)) x = b.select(is_nan(b, x), zeros(b, x.type), x);
+  Value s = reduce_dims(b, x, dims_of(ctx, 1, x.rank()), acc == ElementType::Pred ? "or" : "add");
+  return {b.reshape(b.convert(s, out.dtype), out.shape)};
+}
+
+// var_mean.correction / std_mean.correction(self, dim?, *, correction?, keepdim)
+std::vector<Value> var_mean(LowerContext& ctx) { return moments(ctx, false); }
+std::vector<Value> std_mean(LowerContext& ctx) { return moments(ctx, true); }
+
+// aminmax(self, *, dim?, keepdim) -> (min, max), NaN propagating.
+std::vector<Value> aminmax(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  Value x = ctx.tensor(0);
+  if (x.type.numel() == 0 && !ctx.has(1)) {
+    throw std::runtime_error(
+        "aminmax(): cannot compute aminmax over an empty dimension as the operation has no identity.");
+  }
+  std::vector<int64_t> dims = dims_of(ctx, 1, x.rank());
+  const TensorType& t0 = ctx.out_types.at(0);
+  const TensorType& t1 = ctx.out_types.at(1);
+  // CPU's structured kernel requires out= results of self's dtype (meta lets others through).
+  for (const TensorType* t : {&t0, &t1}) {
+    if (t->dtype != x.dtype()) {
+      throw std::runtime_error(std::string("Expected out tensor to have dtype ") + hlo::mlir_name(x.dtype()) +
+                               ", but got " + hlo::mlir_name(t->dtype) + " instead");
+    }
+  }
+  return {b.reshape(nan_extreme(b, x, dims, false), t0.shape), b.reshape(nan_extreme(b, x, dims, true), t1.shape)};
+}
+
+// count_nonzero.dim_IntList(self, dim[]): an empty list counts everything.
+std::vector<Value> count_nonzero(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  const TensorType& out = ctx.out_types.at(0);
+  Value x = ctx.tensor(0);
+  Value nz = b.convert(b.convert(x, ElementType::Pred), ElementType::S64);
+  return {b.reshape(b.convert(reduce_dims(b, nz, dims_of(ctx, 1, x.rank()), "add"), out.dtype), out.shape)};
+}
+
+// trace(self): the sum of the main diagonal of a matrix; integers sum to int64.
+std::vector<Value> trace(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  const TensorType& out = ctx.out_types.at(0);
+  const ElementType acc = accumulation_type(out.dtype);
+  Value x = b.convert(ctx.tensor(0), acc);
+  Value on_diagonal = b.compare(b.iota({ElementType::S64, x.shape()}, 0), b.iota({ElementType::S64, x.shape()}, 1),
+                                CompareDirection::EQ);
+  Value d = b.select(on_diagonal, x, zeros(b, x.type));
+  return {b.reshape(b.convert(reduce_dims(b, d, {0, 1}, acc == ElementType::Pred ? "or" : "add"), out.dtype), out.shape)};
+}
+
+// renorm(self, p, dim, maxnorm): each slice along `dim` whose p-norm exceeds
+// maxnorm is scaled by maxnorm / (norm + 1e-7) (PyTorch's factor).
+std::vector<Value> renorm(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  const TensorType& out = ctx.out_types.at(0);
+  if (out.numel() == 0) return {zeros(b, out)};
+  const ElementType acc = accumulation_type(out.dtype);
+  Value x = b.convert(ctx.tensor(0), acc);
+  if (x.rank() == 0) x = b.reshape(x, {1});
+  const int64_t dim = wrap_dim(ctx.int_arg(2), x.rank());
+  std::vector<int64_t> dims;
+  for (int64_t d = 0; d < x.rank(); ++d) {
+    if (d != dim) dims.push_back(d);
+  }
+  const double p = ctx.double_arg(1);
+  Value a = b.unary("abs", x);
+  Value norm;
+  if (std::isinf(p)) {
+    norm = p > 0 ? nan_extreme(b, a, dims, true) : nan_extreme(b, a, dims, false);
+  } else if (p == 0) {
+    norm = reduce_dims(b, b.convert(b.convert(x, ElementType::Pred), acc), dims, "add");
+  } else if (p == 1) {
+    norm = reduce_dims(b, a, dims, "add");
+  } else if (p == 2) {
+    norm = b.unary("sqrt", reduce_dims(b, b.binary("multiply", x, x), dims, "add"));
+  } else {
+    Value s = reduce_dims(b, b.binary("power", a, b.splat(p, a.type)), dims, "add");
+    norm = b.binary("power", s, b.splat(1.0 / p, s.type));
+  }
+  Value maxnorm = b.broadcast_to(ctx.scalar_arg(3, acc), norm.shape());
+  Value factor = b.binary("divide", maxnorm, b.binary("add", norm, b.splat(1e-7, norm.type)));
+  factor = b.select(b.compare(norm, maxnorm, CompareDirection::GT), factor, b.splat(1, norm.type));
+  Value r = b.binary("multiply", x, b.broadcast_in_dim(factor, x.shape(), {dim}));
+  return {b.reshape(b.convert(r, out.dtype), out.shape)};
+}
+
+// searchsorted.Tensor / .Scalar(sorted_sequence, self, *, out_int32, right,
+// side, sorter): side "right" means right=True; `sorter` gives the order
+// of an unsorted sequence.
+std::vector<Value> searchsorted(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  const TensorType& out = ctx.out_types.at(0);
+  if (out.numel() == 0) return {zeros(b, out)};
+  const ElementType t = common_type(ctx.tensor(0).dtype(), operand_type(ctx, 1));
+  Value seq = b.convert(ctx.tensor(0), t);
+  Value values = operand(ctx, 1, t);
+  bool right = ctx.bool_arg(3);
+  if (ctx.has(4) && ctx.args[4].kind == Arg::Kind::String) right = ctx.args[4].s == "right";
+  if (ctx.has(5)) {
+    Value sorter = b.convert(ctx.tensor(5), ElementType::S64);
+    ctx.check_in_range(sorter, 0, seq.shape().back(), "searchsorted(): sorter index out of range");
+    seq = gather_last(b, seq, sorter);
+  }
+  return {b.reshape(b.convert(binary_search(b, seq, values, right), out.dtype), out.shape)};
+}
+
+// bucketize.Tensor / .Scalar(self, boundaries, *, out_int32, right): a
+// searchsorted of every value among one 1-d boundary list.
+std::vector<Value> bucketize(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  const TensorType& out = ctx.out_types.at(0);
+  if (ctx.tensor(1).rank() != 1) {  // CPU's check; the meta kernel does not make it
+    throw std::runtime_error("boundaries tensor must be 1 dimension, but got dim(" +
+                             std::to_string(ctx.tensor(1).rank()) + ")");
+  }
+  if (out.numel() == 0) return {zeros(b, out)};
+  const ElementType t = common_type(operand_type(ctx, 0), ctx.tensor(1).dtype());
+  Value values = operand(ctx, 0, t);
+  Value seq = b.convert(ctx.tensor(1), t);
+  return {b.reshape(b.convert(binary_search(b, seq, values, ctx.bool_arg(3)), out.dtype), out.shape)};
+}
+
+// isin(elements, test_elements, *, assume_unique, invert): each element
+// compared with every test element (NaN is in nothing).
+std::vector<Value> isin(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  const TensorType& out = ctx.out_types.at(0);
+  const ElementType t = common_type(operand_type(ctx, 0), operand_type(ctx, 1));
+  Value e = operand(ctx, 0, t), s = operand(ctx, 1, t);
+  const bool invert = ctx.bool_arg(3);
+  const int64_t n = s.type.numel();
+  if (out.numel() == 0 || n == 0) return {full(b, invert ? 1 : 0, out)};
+  Value flat = b.reshape(s, {n});
+  Shape pair = e.shape();
+  pair.push_back(n);
+  std::vector<int64_t> e_dims;
+  for (int64_t d = 0; d < e.rank(); ++d) e_dims.push_back(d);
+  Value eq = b.compare(b.broadcast_in_dim(e, pair, e_dims), b.broadcast_in_dim(flat, pair, {e.rank()}),
+                       CompareDirection::EQ);
+  Value found = b.reduce(eq, b.constant(0, ElementType::Pred), {e.rank()}, "or");
+  if (invert) found = b.unary("not", found);
+  return {b.reshape(found, out.shape)};
+}
+
+}  // namespace torch_tpu::lower

@@ -1,0 +1,24 @@
+// Statistics and searches: nansum, var_mean/std_mean, aminmax,
+// count_nonzero, trace, renorm, searchsorted/bucketize, isin.
+#pragma once
+
+#include "lower/lowering.h"
+
+#ifndef TORCH_TPU_LOWERING
+#define TORCH_TPU_LOWERING(name) std::vector<Value> name(LowerContext& ctx);
+#endif
+
+namespace torch_tpu::lower {
+
+TORCH_TPU_LOWERING(aminmax)
+TORCH_TPU_LOWERING(bucketize)
+TORCH_TPU_LOWERING(count_nonzero)
+TORCH_TPU_LOWERING(isin)
+TORCH_TPU_LOWERING(nansum)
+TORCH_TPU_LOWERING(renorm)
+TORCH_TPU_LOWERING(searchsorted)
+TORCH_TPU_LOWERING(std_mean)
+TORCH_TPU_LOWERING(trace)
+TORCH_TPU_LOWERING(var_mean)
+
+}  // namespace torch_tpu::lower

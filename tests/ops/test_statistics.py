@@ -1,0 +1,132 @@
+"""Statistics and searches on tpu match CPU PyTorch: nansum/nanmean,
+var_mean/std_mean, aminmax, count_nonzero, trace, renorm,
+searchsorted/bucketize, isin, tril/triu_indices, equal and the
+data-dependent ops (unique, bincount, histc, repeat_interleave)."""
+
+import pytest
+import torch
+
+from reference import assert_close, check_op
+
+NAN = float("nan")
+
+
+def make(shape, dtype=torch.float32):
+    if dtype == torch.bool:
+        return torch.rand(shape) > 0.5
+    if not dtype.is_floating_point:
+        return torch.randint(-5, 6, shape, dtype=dtype)
+    return torch.randn(shape).to(dtype)
+
+
+def with_nans(shape):
+    x = torch.randn(shape)
+    x[torch.rand(shape) < 0.3] = NAN
+    return x
+
+
+@pytest.mark.parametrize("dim", [None, 0, -1, (0, 1)])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_nansum_and_nanmean_skip_nan(dim, keepdim):
+    x = with_nans((4, 5))
+    check_op(lambda t: torch.nansum(t, dim=dim, keepdim=keepdim), x, grad=True)
+    check_op(lambda t: torch.nanmean(t, dim=dim, keepdim=keepdim), x, grad=True)
+    check_op(lambda t: torch.nansum(t, dim=dim, keepdim=keepdim), make((4, 5), torch.int64))
+
+
+@pytest.mark.parametrize("op", [torch.var_mean, torch.std_mean])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("dim", [None, 1, (0, 2)])
+@pytest.mark.parametrize("correction", [0, 1, 2])
+def test_var_mean_std_mean_match_cpu(op, dtype, dim, correction):
+    check_op(lambda t: op(t, dim=dim, correction=correction, keepdim=dim == 1), make((3, 4, 5), dtype),
+             grad=dtype == torch.float32)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.bool])
+def test_aminmax_matches_cpu_with_and_without_dim(dtype):
+    x = make((4, 6), dtype)
+    check_op(torch.aminmax, x)
+    check_op(lambda t: torch.aminmax(t, dim=-1, keepdim=True), x)
+    check_op(lambda t: torch.aminmax(t, dim=0), x.t())
+
+
+def test_aminmax_propagates_nan():
+    x = torch.tensor([[1.0, NAN, 2.0], [0.0, 3.0, -1.0]])
+    e, a = torch.aminmax(x, dim=1), torch.aminmax(x.to("tpu"), dim=1)
+    torch.testing.assert_close(a.min.cpu(), e.min, equal_nan=True)
+    torch.testing.assert_close(a.max.cpu(), e.max, equal_nan=True)
+
+
+@pytest.mark.parametrize("dim", [None, 0, (0, 1)])
+def test_count_nonzero(dim):
+    x = torch.randint(0, 3, (4, 5)).float()
+    check_op(lambda t: torch.count_nonzero(t, dim=dim), x)
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (3, 5), (5, 2)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64])
+def test_trace_of_square_and_rectangular(shape, dtype):
+    check_op(torch.trace, make(shape, dtype), grad=dtype == torch.float32)
+
+
+@pytest.mark.parametrize("p", [1, 2, 3.5, float("inf")])
+def test_renorm_matches_cpu(p):
+    check_op(lambda t: torch.renorm(t, p, 0, 1.5), torch.randn(4, 3, 2) * 2, grad=True)
+    check_op(lambda t: torch.renorm(t, p, -1, 0.5), torch.randn(4, 3).to(torch.bfloat16))
+
+
+@pytest.mark.parametrize("right", [False, True])
+def test_searchsorted_1d_batched_scalar_and_sorter(right):
+    seq = torch.tensor([1.0, 2.0, 2.0, 4.0, 7.0])
+    values = torch.tensor([[0.0, 2.0, 3.0], [7.0, 8.0, NAN]])
+    check_op(lambda s, v: torch.searchsorted(s, v, right=right), seq, values)
+    bseq = torch.sort(torch.randn(3, 6), dim=1).values
+    check_op(lambda s, v: torch.searchsorted(s, v, right=right, out_int32=True), bseq, torch.randn(3, 4))
+    check_op(lambda s: torch.searchsorted(s, 2.0, side="right" if right else "left"), seq)
+    unsorted = torch.tensor([4.0, 1.0, 7.0, 2.0])
+    sorter = torch.argsort(unsorted)
+    check_op(lambda s, v, o: torch.searchsorted(s, v, sorter=o, right=right), unsorted, values, sorter)
+
+
+def test_bucketize_matches_cpu():
+    boundaries = torch.tensor([-1.0, 0.0, 0.0, 2.0])
+    check_op(lambda v, b: torch.bucketize(v, b), torch.randn(3, 4), boundaries)
+    check_op(lambda v, b: torch.bucketize(v, b, right=True, out_int32=True), torch.tensor([0.0, 2.0, 5.0]), boundaries)
+    check_op(lambda b: torch.bucketize(1.0, b), boundaries)
+
+
+@pytest.mark.parametrize("invert", [False, True])
+def test_isin_tensor_and_scalar_forms(invert):
+    e, s = torch.randint(0, 6, (3, 4)), torch.tensor([1, 3, 9])
+    check_op(lambda a, b: torch.isin(a, b, invert=invert), e, s)
+    check_op(lambda a: torch.isin(a, 3, invert=invert), e)
+    check_op(lambda b: torch.isin(3, b, invert=invert), s)
+    check_op(lambda a, b: torch.isin(a, b), torch.tensor([1.0, NAN, 2.5]), torch.tensor([NAN, 2.5]))
+
+
+@pytest.mark.parametrize("rows,cols,offset", [(3, 3, 0), (4, 3, 1), (3, 5, -1), (0, 3, 0), (3, 3, -5)])
+def test_tril_and_triu_indices(rows, cols, offset):
+    for fn in (torch.tril_indices, torch.triu_indices):
+        assert_close(fn(rows, cols, offset, device="tpu"), fn(rows, cols, offset))
+
+
+def test_equal_compares_sizes_and_values():
+    x = torch.randn(3, 4)
+    t = x.to("tpu")
+    assert torch.equal(t, x.clone().to("tpu"))
+    assert not torch.equal(t, (x + 1).to("tpu"))
+    assert not torch.equal(t, t[:2])
+    assert not torch.equal(torch.tensor([NAN], device="tpu"), torch.tensor([NAN], device="tpu"))
+
+
+def test_data_dependent_ops_match_cpu():
+    x = torch.tensor([3, 1, 3, 3, 2, 1, 7])
+    for fn in (lambda t: torch.unique(t, return_inverse=True, return_counts=True),
+               lambda t: torch.unique_consecutive(t, return_counts=True),
+               lambda t: torch.bincount(t, minlength=9),
+               lambda t: torch.repeat_interleave(t.abs())):
+        expected, actual = fn(x), fn(x.to("tpu"))
+        assert_close(actual, expected)
+    check_op(lambda t: torch.histc(t, bins=5), torch.randn(20))
+    check_op(lambda t: torch.unique(t, dim=0), torch.tensor([[1, 2], [1, 2], [0, 5]]))
