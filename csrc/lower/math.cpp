@@ -1,0 +1,507 @@
+// Elementwise math: each lowering follows PyTorch's CPU kernel
+// (aten/src/ATen/native/cpu/UnaryOpsKernel.cpp, BinaryOpsKernel.cpp), edge
+// cases included. Float ops compute in float32 for bfloat16/half inputs and
+// round once (opmath), and in float32 for integer inputs.
+#include "lower/math.h"
+
+#include <cmath>
+#include <cstdio>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+namespace torch_tpu::lower {
+
+namespace math {
+
+namespace {
+
+int category(ElementType t) { return t == ElementType::Pred ? 0 : (hlo::is_float(t) ? 2 : 1); }
+
+// c10::promoteTypes.
+ElementType promote_types(ElementType a, ElementType b) {
+  if (a == b) return a;
+  if (a == ElementType::Pred) return b;
+  if (b == ElementType::Pred) return a;
+  if (category(a) != category(b)) return category(a) > category(b) ? a : b;
+  if (hlo::is_float(a)) {
+    return (a == ElementType::F64 || b == ElementType::F64) ? ElementType::F64 : ElementType::F32;
+  }
+  if (hlo::is_unsigned(a) == hlo::is_unsigned(b)) return hlo::byte_size(a) >= hlo::byte_size(b) ? a : b;
+  ElementType u = hlo::is_unsigned(a) ? a : b, s = hlo::is_unsigned(a) ? b : a;
+  if (hlo::byte_size(s) > hlo::byte_size(u)) return s;
+  return hlo::byte_size(u) == 1 ? ElementType::S16 : (hlo::byte_size(u) == 2 ? ElementType::S32 : ElementType::S64);
+}
+
+void update(std::optional<ElementType>& slot, ElementType t) { slot = slot ? promote_types(*slot, t) : t; }
+
+// ResultTypeState: a lower-priority group (0-dim tensors, then Python
+// numbers) only counts when its category is higher.
+std::optional<ElementType> combine(std::optional<ElementType> higher, std::optional<ElementType> lower) {
+  if (!higher) return lower;
+  if (!lower) return higher;
+  if (hlo::is_float(*higher)) return higher;
+  if (*higher == ElementType::Pred || hlo::is_float(*lower)) return promote_types(*higher, *lower);
+  return higher;
+}
+
+const char* torch_dtype_name(ElementType t) {
+  switch (t) {
+    case ElementType::Pred: return "Bool";
+    case ElementType::S8: return "Char";
+    case ElementType::S16: return "Short";
+    case ElementType::S32: return "Int";
+    case ElementType::S64: return "Long";
+    case ElementType::U8: return "Byte";
+    case ElementType::F16: return "Half";
+    case ElementType::BF16: return "BFloat16";
+    case ElementType::F32: return "Float";
+    case ElementType::F64: return "Double";
+    default: return hlo::mlir_name(t);
+  }
+}
+
+}  // namespace
+
+Value Arith::c(double v, const Value& like) const {
+  if (!hlo::is_float(like.dtype()) || !std::isfinite(v)) return b.splat(v, like.type);
+  // Always with a '.': MLIR's lexer reads "1e+17" (the builder's "%.17g" of
+  // 1e17) as an integer.
+  char literal[64];
+  std::snprintf(literal, sizeof(literal), "%.17e", v);
+  return b.broadcast_in_dim(b.constant_bits_like(literal, like.dtype()), like.shape(), {});
+}
+
+Value Arith::polevl(const Value& x, const std::vector<double>& coefficients) const {
+  Value r = c(coefficients.at(0), x);
+  for (size_t i = 1; i < coefficients.size(); ++i) r = add(mul(r, x), coefficients[i]);
+  return r;
+}
+
+Value Arith::p1evl(const Value& x, const std::vector<double>& coefficients) const {
+  Value r = add(x, coefficients.at(0));
+  for (size_t i = 1; i < coefficients.size(); ++i) r = add(mul(r, x), coefficients[i]);
+  return r;
+}
+
+Value Arith::chbevl(const Value& x, const std::vector<double>& coefficients) const {
+  Value b0 = c(coefficients.at(0), x), b1 = c(0, x), b2 = c(0, x);
+  for (size_t i = 1; i < coefficients.size(); ++i) {
+    b2 = b1;
+    b1 = b0;
+    b0 = add(sub(mul(x, b1), b2), coefficients[i]);
+  }
+  return mul(sub(b0, b2), 0.5);
+}
+
+ElementType common_dtype(LowerContext& ctx, std::initializer_list<size_t> idx) {
+  std::optional<ElementType> dim, zero, wrapped;
+  bool dim_f64 = false;
+  for (size_t i : idx) {
+    if (!ctx.has(i)) continue;
+    const Arg& a = ctx.args[i];
+    if (a.kind == Arg::Kind::Tensor && a.tensor) {
+      const ElementType t = a.tensor->dtype();
+      if (a.tensor->rank() == 0) {
+        update(zero, t);
+      } else {
+        update(dim, t);
+        dim_f64 |= t == ElementType::F64;
+      }
+    } else if (a.kind == Arg::Kind::Scalar) {
+      // Python float -> default dtype, int -> int64, bool -> bool.
+      update(wrapped, a.scalar.kind == ScalarArg::Kind::Float  ? ElementType::F32
+                      : a.scalar.kind == ScalarArg::Kind::Bool ? ElementType::Pred
+                                                               : ElementType::S64);
+    }
+  }
+  ElementType t = combine(dim, combine(zero, wrapped)).value_or(ctx.out_types.at(0).dtype);
+  // Python numbers that composite kernels wrapped into f64 0-dim CPU tensors
+  // look like any 0-dim tensor here; PyTorch gives them the default dtype.
+  const ElementType out = ctx.out_types.at(0).dtype;
+  if (t == ElementType::F64 && !dim_f64 && out != ElementType::F64) t = hlo::is_float(out) ? out : ElementType::F32;
+  return t;
+}
+
+ElementType float_opmath(ElementType t) {
+  if (!hlo::is_float(t)) return ElementType::F32;
+  return accumulation_type(t);
+}
+
+Value operand_as(LowerContext& ctx, size_t i, ElementType dtype) {
+  const Arg& a = ctx.args.at(i);
+  const Shape& shape = ctx.out_types.at(0).shape;
+  if (a.kind == Arg::Kind::Scalar) return ctx.b.broadcast_to(ctx.scalar(a.scalar, dtype), shape);
+  return coerce(ctx.b, ctx.tensor(i), {dtype, shape});
+}
+
+std::vector<Value> float_op(LowerContext& ctx, std::initializer_list<size_t> idx, const FloatFn& fn) {
+  const ElementType t = float_opmath(common_dtype(ctx, idx));
+  std::vector<Value> xs;
+  for (size_t i : idx) xs.push_back(operand_as(ctx, i, t));
+  return {ctx.b.convert(fn(Arith{ctx.b}, xs), ctx.out_types.at(0).dtype)};
+}
+
+void not_implemented_for(const char* op, ElementType t) {
+  throw NotImplementedForDtype(std::string("\"") + op + "\" not implemented for '" + torch_dtype_name(t) + "'");
+}
+
+}  // namespace math
+
+namespace {
+
+using math::Arith;
+using math::common_dtype;
+using math::float_op;
+using math::not_implemented_for;
+using math::operand_as;
+
+TensorType out0(LowerContext& ctx) { return ctx.out_types.at(0); }
+
+std::vector<Value> unary(LowerContext& ctx, Value (*fn)(const Arith&, const Value&)) {
+  return float_op(ctx, {0}, [fn](const Arith& m, const std::vector<Value>& x) { return fn(m, x[0]); });
+}
+
+// Binary ops whose CPU kernel exists for floating types only (hypot,
+// logaddexp): integer operands raise instead of promoting.
+void require_float(LowerContext& ctx, const char* op) {
+  const ElementType t = common_dtype(ctx, {0, 1});
+  if (!hlo::is_float(t)) not_implemented_for(op, t);
+}
+
+std::vector<Value> unary_chlo(LowerContext& ctx, const char* name) {
+  return float_op(ctx, {0}, [name](const Arith& m, const std::vector<Value>& x) { return m.b.chlo(name, {x[0]}, x[0].type); });
+}
+
+// The sign bit of a float (set for -0.0 and negative NaNs), through its bits.
+Value sign_bit(Builder& b, const Value& x) {
+  const ElementType bits = hlo::byte_size(x.dtype()) == 8   ? ElementType::S64
+                           : hlo::byte_size(x.dtype()) == 4 ? ElementType::S32
+                                                            : ElementType::S16;
+  Value i = b.bitcast_convert(x, {bits, x.shape()});
+  return b.compare(i, b.splat(0, i.type), hlo::CompareDirection::LT);
+}
+
+// 2^n exactly, for integral float n in [-150, 150]: two factors 2^h with
+// |h| <= 75, each built from its exponent bits.
+Value exact_pow2(const Arith& m, const Value& n) {
+  auto pow2 = [&](const Value& h) {
+    Value e = m.b.convert(m.add(h, 127), ElementType::S32);
+    Value bits = m.b.binary("shift_left", e, m.b.splat(23, e.type));
+    return m.b.bitcast_convert(bits, {ElementType::F32, n.shape()});
+  };
+  Value h1 = m.floor(m.mul(n, 0.5));
+  return m.mul(pow2(h1), pow2(m.sub(n, h1)));
+}
+
+// exp2 in float32 without the error of exp(x * ln2) for large |x|: x = n + f
+// with integral n, exactly; 2^x = exp(f ln2) * 2^n.
+Value exp2_value(const Arith& m, const Value& x) {
+  Value n = m.b.unary("round_nearest_even", x);
+  Value f = m.sub(x, n);
+  Value n_clamped = m.b.clamp(m.c(-150, n), n, m.c(150, n));
+  Value r = m.mul(m.exp(m.mul(f, M_LN2)), exact_pow2(m, n_clamped));
+  r = m.select(m.eq(x, INFINITY), INFINITY, r);
+  return m.select(m.eq(x, -INFINITY), 0.0, r);
+}
+
+}  // namespace
+
+// ---- trigonometric and hyperbolic (CHLO expands them) --------------------------
+std::vector<Value> acos(LowerContext& ctx) { return unary_chlo(ctx, "acos"); }
+std::vector<Value> acosh(LowerContext& ctx) { return unary_chlo(ctx, "acosh"); }
+std::vector<Value> asin(LowerContext& ctx) { return unary_chlo(ctx, "asin"); }
+std::vector<Value> asinh(LowerContext& ctx) { return unary_chlo(ctx, "asinh"); }
+std::vector<Value> atan(LowerContext& ctx) { return unary_chlo(ctx, "atan"); }
+std::vector<Value> atanh(LowerContext& ctx) { return unary_chlo(ctx, "atanh"); }
+std::vector<Value> cosh(LowerContext& ctx) { return unary_chlo(ctx, "cosh"); }
+std::vector<Value> sinh(LowerContext& ctx) { return unary_chlo(ctx, "sinh"); }
+std::vector<Value> erfc(LowerContext& ctx) { return unary_chlo(ctx, "erfc"); }
+std::vector<Value> erfinv(LowerContext& ctx) { return unary_chlo(ctx, "erf_inv"); }
+
+// sin(pi x) / (pi x), 1 at 0 (at::native sinc).
+std::vector<Value> sinc(LowerContext& ctx) {
+  return unary(ctx, [](const Arith& m, const Value& x) {
+    Value product = m.mul(x, M_PI);
+    return m.select(m.eq(x, 0), 1.0, m.div(m.sin(product), product));
+  });
+}
+
+// ---- exponentials and logarithms --------------------------------------------------
+std::vector<Value> log10(LowerContext& ctx) {
+  return unary(ctx, [](const Arith& m, const Value& x) { return m.mul(m.log(x), 1 / M_LN10); });
+}
+
+std::vector<Value> exp2(LowerContext& ctx) {
+  return unary(ctx, [](const Arith& m, const Value& x) {
+    if (x.dtype() != ElementType::F32) return m.exp(m.mul(x, M_LN2));
+    return exp2_value(m, x);
+  });
+}
+
+// log(x / (1 - x)), x clamped to [eps, 1 - eps] when eps >= 0; the bounds are
+// in the input dtype, as the CPU kernel's scalar_t eps.
+std::vector<Value> logit(LowerContext& ctx) {  // (self, eps?)
+  const bool clamp = ctx.has(1) && ctx.double_arg(1) >= 0;
+  const ElementType in = hlo::is_float(ctx.tensor(0).dtype()) ? ctx.tensor(0).dtype() : ElementType::F32;
+  Value lo, hi;
+  if (clamp) {
+    Value eps = ctx.b.constant(ctx.double_arg(1), in);
+    lo = ctx.b.convert(eps, math::float_opmath(in));
+    hi = ctx.b.convert(ctx.b.binary("subtract", ctx.b.constant(1, in), eps), math::float_opmath(in));
+  }
+  return float_op(ctx, {0}, [&](const Arith& m, const std::vector<Value>& v) {
+    Value x = v[0];
+    if (clamp) {
+      Value l = m.b.broadcast_to(lo, x.shape()), h = m.b.broadcast_to(hi, x.shape());
+      x = m.select(m.lt(x, l), l, m.select(m.gt(x, h), h, x));
+    }
+    return m.select(m.eq(x, 1), INFINITY, m.log(m.div(x, m.sub(1, x))));
+  });
+}
+
+// grad / (x (1 - x)); outside [0, 1] NaN, or outside [eps, 1 - eps] zero.
+std::vector<Value> logit_backward(LowerContext& ctx) {  // (grad_output, self, eps?)
+  const bool has_eps = ctx.has(2) && ctx.double_arg(2) >= 0;
+  const double eps = has_eps ? ctx.double_arg(2) : 0;
+  return float_op(ctx, {0, 1}, [&](const Arith& m, const std::vector<Value>& v) {
+    const Value &g = v[0], &x = v[1];
+    Value d = m.div(g, m.mul(x, m.sub(1, x)));
+    Value outside = m.either(m.lt(x, has_eps ? eps : 0), m.gt(x, has_eps ? 1 - eps : 1));
+    return m.select(outside, has_eps ? 0.0 : NAN, d);
+  });
+}
+
+// max(a, b) + log1p(exp(-|a - b|)); equal infinities give themselves.
+static Value logaddexp_value(const Arith& m, const Value& a, const Value& b, bool base2) {
+  Value mx = m.select(m.lt(a, b), b, a);  // std::max
+  Value d = m.neg(m.abs(m.sub(a, b)));
+  Value r = base2 ? m.add(mx, m.mul(m.log1p(m.exp(m.mul(d, M_LN2))), 1 / M_LN2)) : m.add(mx, m.log1p(m.exp(d)));
+  return m.select(m.both(m.isinf(a), m.eq(a, b)), a, r);
+}
+
+std::vector<Value> logaddexp(LowerContext& ctx) {
+  require_float(ctx, "logaddexp_cpu");
+  return float_op(ctx, {0, 1}, [](const Arith& m, const std::vector<Value>& v) { return logaddexp_value(m, v[0], v[1], false); });
+}
+
+std::vector<Value> logaddexp2(LowerContext& ctx) {
+  require_float(ctx, "logaddexp2_cpu");
+  return float_op(ctx, {0, 1}, [](const Arith& m, const std::vector<Value>& v) { return logaddexp_value(m, v[0], v[1], true); });
+}
+
+// ---- sign and magnitude --------------------------------------------------------------
+std::vector<Value> frac(LowerContext& ctx) {
+  if (!hlo::is_float(ctx.tensor(0).dtype())) not_implemented_for("frac_cpu", ctx.tensor(0).dtype());
+  return unary(ctx, [](const Arith& m, const Value& x) { return m.sub(x, m.trunc(x)); });
+}
+
+std::vector<Value> copysign(LowerContext& ctx) {
+  return float_op(ctx, {0, 1}, [](const Arith& m, const std::vector<Value>& v) {
+    Value mag = m.abs(v[0]);
+    return m.select(sign_bit(m.b, v[1]), m.neg(mag), mag);
+  });
+}
+
+// std::hypot: scaled so that large operands do not overflow; an infinity wins
+// over NaN.
+std::vector<Value> hypot(LowerContext& ctx) {
+  require_float(ctx, "hypot_cpu");
+  return float_op(ctx, {0, 1}, [](const Arith& m, const std::vector<Value>& v) {
+    Value a = m.abs(v[0]), b = m.abs(v[1]);
+    Value hi = m.max(a, b), lo = m.min(a, b);
+    Value ratio = m.div(lo, hi);
+    Value r = m.mul(hi, m.sqrt(m.add(m.mul(ratio, ratio), 1)));
+    r = m.select(m.eq(hi, 0), 0.0, r);
+    r = m.select(m.either(m.isnan(a), m.isnan(b)), NAN, r);
+    return m.select(m.either(m.isinf(a), m.isinf(b)), INFINITY, r);
+  });
+}
+
+// angle of a real number: pi for negatives, 0 otherwise, NaN stays.
+std::vector<Value> angle(LowerContext& ctx) {
+  return unary(ctx, [](const Arith& m, const Value& x) {
+    return m.select(m.isnan(x), x, m.select(m.lt(x, 0), M_PI, m.c(0, x)));
+  });
+}
+
+std::vector<Value> signbit(LowerContext& ctx) {
+  const Value& x = ctx.tensor(0);
+  Builder& b = ctx.b;
+  if (hlo::is_float(x.dtype())) return {sign_bit(b, x)};
+  if (hlo::is_unsigned(x.dtype()) || x.dtype() == ElementType::Pred) return {b.splat(0, {ElementType::Pred, x.shape()})};
+  return {b.compare(x, b.splat(0, x.type), hlo::CompareDirection::LT)};
+}
+
+// x == 0 ? values : (x > 0), in the common dtype.
+std::vector<Value> heaviside(LowerContext& ctx) {  // (self, values)
+  const ElementType t = common_dtype(ctx, {0, 1});
+  Builder& b = ctx.b;
+  Value x = operand_as(ctx, 0, t), v = operand_as(ctx, 1, t);
+  Value zero = b.splat(0, x.type);
+  Value step = b.convert(b.compare(x, zero, hlo::CompareDirection::GT), t);
+  return {b.convert(b.select(b.compare(x, zero, hlo::CompareDirection::EQ), v, step), out0(ctx).dtype)};
+}
+
+// fmax/fmin: a NaN operand yields the other one.
+static std::vector<Value> nan_ignoring(LowerContext& ctx, const char* op) {
+  const ElementType t = common_dtype(ctx, {0, 1});
+  Builder& b = ctx.b;
+  Value x = operand_as(ctx, 0, t), y = operand_as(ctx, 1, t);
+  if (t == ElementType::Pred) return {b.convert(b.binary(std::string(op) == "maximum" ? "or" : "and", x, y), out0(ctx).dtype)};
+  Value r = b.binary(op, x, y);
+  if (hlo::is_float(t)) {
+    Arith m{b};
+    r = m.select(m.isnan(x), y, m.select(m.isnan(y), x, r));
+  }
+  return {b.convert(r, out0(ctx).dtype)};
+}
+std::vector<Value> fmax(LowerContext& ctx) { return nan_ignoring(ctx, "maximum"); }
+std::vector<Value> fmin(LowerContext& ctx) { return nan_ignoring(ctx, "minimum"); }
+
+// In the operands' own float dtype: the next representable value of it.
+std::vector<Value> nextafter(LowerContext& ctx) {
+  const ElementType t = common_dtype(ctx, {0, 1});
+  if (!hlo::is_float(t)) not_implemented_for("nextafter_cpu", t);
+  Value x = operand_as(ctx, 0, t), y = operand_as(ctx, 1, t);
+  return {ctx.b.convert(ctx.b.chlo("next_after", {x, y}, x.type), out0(ctx).dtype)};
+}
+
+// NaN -> nan (0), +inf -> posinf (dtype max), -inf -> neginf (dtype lowest);
+// integers are copied.
+std::vector<Value> nan_to_num(LowerContext& ctx) {  // (self, nan?, posinf?, neginf?)
+  const Value& x = ctx.tensor(0);
+  const TensorType t = out0(ctx);
+  Builder& b = ctx.b;
+  if (!hlo::is_float(x.dtype())) return {b.convert(x, t.dtype)};
+  const double max = x.dtype() == ElementType::BF16  ? 3.38953138925153547590e+38
+                     : x.dtype() == ElementType::F16 ? 65504.0
+                     : x.dtype() == ElementType::F32 ? 3.40282346638528859812e+38
+                                                     : 1.79769313486231570815e+308;
+  Arith m{b};
+  Value r = m.select(m.isnan(x), ctx.has(1) ? ctx.double_arg(1) : 0.0, x);
+  r = m.select(m.eq(x, INFINITY), ctx.has(2) ? ctx.double_arg(2) : max, r);
+  r = m.select(m.eq(x, -INFINITY), ctx.has(3) ? ctx.double_arg(3) : -max, r);
+  return {b.convert(r, t.dtype)};
+}
+
+// round(x, decimals): nearbyint(x * 10^d) / 10^d, or nearbyint(x / 10^-d) *
+// 10^-d for negative d, in opmath (at::native round_decimals_kernel).
+std::vector<Value> round_decimals(LowerContext& ctx) {  // (self, decimals)
+  const ElementType in = ctx.tensor(0).dtype();
+  if (!hlo::is_float(in)) not_implemented_for("round_cpu", in);
+  const int64_t decimals = ctx.int_arg(1);
+  double ten_pow = std::pow(10.0, static_cast<double>(decimals < 0 ? -decimals : decimals));
+  if (math::float_opmath(in) == ElementType::F32) ten_pow = static_cast<float>(ten_pow);  // opmath_t, inf if too large
+  return float_op(ctx, {0}, [&](const Arith& m, const std::vector<Value>& v) {
+    auto nearbyint = [&](const Value& y) { return m.b.unary("round_nearest_even", y); };
+    const Value& x = v[0];
+    return decimals < 0 ? m.mul(nearbyint(m.div(x, ten_pow)), ten_pow) : m.div(nearbyint(m.mul(x, ten_pow)), ten_pow);
+  });
+}
+
+// ---- integers ---------------------------------------------------------------------
+// A tensor<i1> that is true when any element of `p` is.
+static Value any_true(Builder& b, const Value& p) {
+  std::vector<int64_t> dims;
+  for (int64_t d = 0; d < p.rank(); ++d) dims.push_back(d);
+  return dims.empty() ? p : b.reduce(p, b.constant(0, ElementType::Pred), dims, "or");
+}
+
+// Euclid's algorithm on |a|, |b| (at::native calc_gcd), all elements in one
+// loop that runs until every remainder is zero.
+static Value gcd_value(Builder& b, const Value& x, const Value& y) {
+  auto abs = [&](const Value& v) { return hlo::is_unsigned(v.dtype()) ? v : b.unary("abs", v); };
+  auto loop = b.while_loop(
+      {abs(x), abs(y)},
+      [&](Builder& r, const std::vector<Value>& v) {
+        return std::vector<Value>{any_true(r, r.compare(v[0], r.splat(0, v[0].type), hlo::CompareDirection::NE))};
+      },
+      [&](Builder& r, const std::vector<Value>& v) {
+        Value nonzero = r.compare(v[0], r.splat(0, v[0].type), hlo::CompareDirection::NE);
+        Value divisor = r.select(nonzero, v[0], r.splat(1, v[0].type));
+        Value rem = r.binary("remainder", v[1], divisor);
+        return std::vector<Value>{r.select(nonzero, rem, v[0]), r.select(nonzero, v[0], v[1])};
+      });
+  return loop[1];
+}
+
+static ElementType integer_dtype(LowerContext& ctx, const char* op) {
+  const ElementType t = common_dtype(ctx, {0, 1});
+  if (!hlo::is_integer(t)) not_implemented_for(op, t);
+  return t;
+}
+
+std::vector<Value> gcd(LowerContext& ctx) {
+  const ElementType t = integer_dtype(ctx, "gcd_cpu");
+  return {ctx.b.convert(gcd_value(ctx.b, operand_as(ctx, 0, t), operand_as(ctx, 1, t)), out0(ctx).dtype)};
+}
+
+// |a / gcd * b|, 0 where the gcd is 0 (at::native calc_lcm).
+std::vector<Value> lcm(LowerContext& ctx) {
+  const ElementType t = integer_dtype(ctx, "lcm_cpu");
+  Builder& b = ctx.b;
+  Value x = operand_as(ctx, 0, t), y = operand_as(ctx, 1, t);
+  Value g = gcd_value(b, x, y);
+  Value zero = b.splat(0, g.type);
+  Value g_is_zero = b.compare(g, zero, hlo::CompareDirection::EQ);
+  Value l = b.binary("multiply", b.binary("divide", x, b.select(g_is_zero, b.splat(1, g.type), g)), y);
+  if (!hlo::is_unsigned(t)) l = b.unary("abs", l);
+  return {b.convert(b.select(g_is_zero, zero, l), out0(ctx).dtype)};
+}
+
+// at::native lshift/rshift: a shift that is negative or not below the bit
+// width gives 0 (left) or the sign fill (right); right shifts of signed
+// types are arithmetic.
+static std::vector<Value> shift(LowerContext& ctx, bool left) {
+  const ElementType t = integer_dtype(ctx, left ? "lshift_cpu" : "rshift_cpu");
+  Builder& b = ctx.b;
+  Value a = operand_as(ctx, 0, t), s = operand_as(ctx, 1, t);
+  const bool is_signed = !hlo::is_unsigned(t);
+  const int64_t bits = 8 * hlo::byte_size(t);
+  const int64_t max_shift = left ? bits : bits - (is_signed ? 1 : 0);
+  Value out_of_range = b.compare(s, b.splat(static_cast<double>(max_shift), s.type), hlo::CompareDirection::GE);
+  if (is_signed) out_of_range = b.binary("or", out_of_range, b.compare(s, b.splat(0, s.type), hlo::CompareDirection::LT));
+  Value safe = b.select(out_of_range, b.splat(0, s.type), s);
+  const char* right_op = is_signed ? "shift_right_arithmetic" : "shift_right_logical";
+  Value shifted = b.binary(left ? "shift_left" : right_op, a, safe);
+  Value fill = left || !is_signed ? b.splat(0, a.type) : b.binary(right_op, a, b.splat(static_cast<double>(bits - 1), a.type));
+  return {b.convert(b.select(out_of_range, fill, shifted), out0(ctx).dtype)};
+}
+std::vector<Value> bitwise_left_shift(LowerContext& ctx) { return shift(ctx, true); }
+std::vector<Value> bitwise_right_shift(LowerContext& ctx) { return shift(ctx, false); }
+
+// ---- frexp -----------------------------------------------------------------------
+// x = mantissa * 2^exponent with |mantissa| in [0.5, 1), read from the
+// float32 bits with integer ops only (XLA flushes subnormal floats to zero,
+// their bits survive): a subnormal's fraction is shifted up to its leading
+// one. 0, inf and NaN give themselves and exponent 0, as std::frexp.
+std::vector<Value> frexp(LowerContext& ctx) {
+  const ElementType in = ctx.tensor(0).dtype();
+  if (!hlo::is_float(in)) throw std::invalid_argument("torch.frexp() only supports floating-point dtypes");
+  if (in == ElementType::F64) not_implemented_for("frexp", in);
+  Builder& b = ctx.b;
+  Value x = b.convert(ctx.tensor(0), ElementType::F32);
+  const TensorType ints{ElementType::S32, x.shape()};
+  auto k = [&](int64_t v) { return b.splat(static_cast<double>(v), ints); };
+  auto eq = [&](const Value& a, const Value& c) { return b.compare(a, c, hlo::CompareDirection::EQ); };
+  Value bits = b.bitcast_convert(x, ints);
+  Value sign = b.binary("and", bits, k(static_cast<int32_t>(0x80000000u)));
+  Value biased = b.binary("and", b.binary("shift_right_logical", bits, k(23)), k(0xff));
+  Value fraction = b.binary("and", bits, k(0x7fffff));
+  // Subnormal: value = fraction * 2^-149 with the leading one at bit (31 - clz).
+  Value clz = b.unary("count_leading_zeros", fraction);
+  Value shift = b.binary("subtract", clz, k(8));  // moves the leading one to bit 23
+  Value normalized = b.binary("and", b.binary("shift_left", fraction, shift), k(0x7fffff));
+  Value subnormal = b.binary("and", eq(biased, k(0)), b.compare(fraction, k(0), hlo::CompareDirection::NE));
+  Value exponent = b.select(subnormal, b.binary("subtract", k(-125), shift), b.binary("subtract", biased, k(126)));
+  Value mantissa_fraction = b.select(subnormal, normalized, fraction);
+  Value mantissa_bits = b.binary("or", b.binary("or", sign, mantissa_fraction), k(126 << 23));
+  Value mantissa = b.bitcast_convert(mantissa_bits, x.type);
+  Value special = b.binary("or", eq(biased, k(0xff)), b.binary("and", eq(biased, k(0)), eq(fraction, k(0))));
+  mantissa = b.select(special, x, mantissa);
+  exponent = b.select(special, k(0), exponent);
+  return {b.convert(mantissa, ctx.out_types.at(0).dtype), b.convert(exponent, ctx.out_types.at(1).dtype)};
+}
+
+}  // namespace torch_tpu::lower
