@@ -24,13 +24,16 @@ def _updates_in_place(*args, **kwargs):
     return None  # in-place on its arguments, returns nothing: no result shapes to infer
 
 
-# The gradient of a margin loss has its input's shape. The fused optimizer
+# The gradient of a margin loss or of fractional max pooling has its input's
+# shape. The fused optimizer
 # steps PyTorch lacks Meta kernels for update their arguments in place.
 _MISSING = {
     "_fused_sgd_": _updates_in_place,
     "_fused_sgd_.tensor_lr": _updates_in_place,
     "_fused_adam_.tensor_lr": _updates_in_place,
     "_fused_adamw_.tensor_lr": _updates_in_place,
+    "fractional_max_pool3d_backward": _like_self,
+    "fractional_max_pool3d_backward.grad_input": _like_self_out,
     "multi_margin_loss_backward": _like_self,
     "multi_margin_loss_backward.grad_input": _like_self_out,
     "multilabel_margin_loss_backward": _like_self,

@@ -15,6 +15,7 @@
 #include "lower/foreach.h"
 #include "lower/linalg.h"
 #include "lower/activation.h"
+#include "lower/im2col.h"
 #include "lower/math.h"
 #include "lower/pointwise_loss.h"
 #include "lower/distance.h"
@@ -23,8 +24,11 @@
 #include "lower/statistics.h"
 #include "lower/random_distributions.h"
 #include "lower/special.h"
+#include "lower/padding.h"
 #include "lower/scan.h"
 #include "lower/sort.h"
+#include "lower/unpool.h"
+#include "lower/resample.h"
 
 namespace torch_tpu::device {
 
@@ -44,6 +48,9 @@ const OpEntry kLoweredOps[] = {
     {L::adaptive_avg_pool, "_adaptive_avg_pool2d _adaptive_avg_pool2d.out _adaptive_avg_pool3d _adaptive_avg_pool3d.out"},
     {L::adaptive_avg_pool2d_backward, "_adaptive_avg_pool2d_backward _adaptive_avg_pool2d_backward.out"},
     {L::adaptive_avg_pool3d_backward, "_adaptive_avg_pool3d_backward _adaptive_avg_pool3d_backward.out"},
+    {L::adaptive_max_pool, "adaptive_max_pool2d adaptive_max_pool2d.out adaptive_max_pool3d adaptive_max_pool3d.out"},
+    {L::adaptive_max_pool2d_backward, "adaptive_max_pool2d_backward adaptive_max_pool2d_backward.grad_input"},
+    {L::adaptive_max_pool3d_backward, "adaptive_max_pool3d_backward adaptive_max_pool3d_backward.grad_input"},
     {L::add, "add.Tensor add_.Tensor add.out add.Scalar add_.Scalar"},
     {L::addcdiv, "addcdiv addcdiv_ addcdiv.out"},
     {L::addcmul, "addcmul addcmul_ addcmul.out"},
@@ -82,11 +89,13 @@ const OpEntry kLoweredOps[] = {
     {L::cdist_backward, "_cdist_backward _cdist_backward.out"},
     {L::cdist_forward, "_cdist_forward _cdist_forward.out"},
     {L::ceil, "ceil ceil_ ceil.out"},
+    {L::channel_shuffle, "channel_shuffle channel_shuffle.out"},
     {L::cholesky_inverse, "cholesky_inverse cholesky_inverse.out"},
     {L::cholesky_solve_helper, "_cholesky_solve_helper _cholesky_solve_helper.out"},
     {L::clamp, "clamp clamp_ clamp.out clamp.Tensor clamp_.Tensor clamp.Tensor_out"},
     {L::clamp_max, "clamp_max clamp_max_ clamp_max.out clamp_max.Tensor clamp_max_.Tensor clamp_max.Tensor_out"},
     {L::clamp_min, "clamp_min clamp_min_ clamp_min.out clamp_min.Tensor clamp_min_.Tensor clamp_min.Tensor_out"},
+    {L::col2im, "col2im col2im.out"},
     {L::conj_physical, "conj_physical.out conj_physical_ _conj_physical _conj_physical.out"},
     // The overrideable twins at::_convolution calls for PrivateUse1 have no meta kernel.
     {L::convolution, "convolution convolution.out"},
@@ -168,6 +177,8 @@ const OpEntry kLoweredOps[] = {
     {L::foreach_trunc, "_foreach_trunc _foreach_trunc_"},
     {L::foreach_zero, "_foreach_zero _foreach_zero_"},
     {L::frac, "frac frac_ frac.out"},
+    {L::fractional_max_pool, "fractional_max_pool2d fractional_max_pool2d.output fractional_max_pool3d fractional_max_pool3d.output"},
+    {L::fractional_max_pool_backward, "fractional_max_pool2d_backward fractional_max_pool2d_backward.grad_input fractional_max_pool3d_backward fractional_max_pool3d_backward.grad_input"},  // 3d backward: Meta kernel from torch_tpu/_meta_kernels.py
     {L::frexp, "frexp.Tensor frexp.Tensor_out"},
     {L::fused_adam, "_fused_adam_ _fused_adam_.tensor_lr"},
     {L::fused_adamw, "_fused_adamw_ _fused_adamw_.tensor_lr"},
@@ -181,6 +192,8 @@ const OpEntry kLoweredOps[] = {
     {L::geqrf, "geqrf geqrf.a"},
     {L::glu, "glu glu.out"},
     {L::glu_backward, "glu_backward glu_backward.grad_input"},
+    {L::grid_sampler, "grid_sampler_2d grid_sampler_2d.out grid_sampler_3d grid_sampler_3d.out"},
+    {L::grid_sampler_backward, "grid_sampler_2d_backward grid_sampler_2d_backward.out grid_sampler_3d_backward grid_sampler_3d_backward.out"},
     {L::gt, "gt.Tensor gt_.Tensor gt.Tensor_out gt.Scalar gt_.Scalar gt.Scalar_out"},
     {L::hardshrink, "hardshrink hardshrink.out"},
     {L::hardshrink_backward, "hardshrink_backward hardshrink_backward.grad_input"},
@@ -197,6 +210,7 @@ const OpEntry kLoweredOps[] = {
     {L::i0, "i0 i0_ i0.out"},
     {L::igamma, "igamma igamma_ igamma.out"},
     {L::igammac, "igammac igammac_ igammac.out"},
+    {L::im2col, "im2col im2col.out"},
     {L::index, "index.Tensor index.Tensor_out"},
     {L::index_add, "index_add index_add_ index_add.out"},
     {L::index_copy, "index_copy index_copy_ index_copy.out"},
@@ -259,6 +273,7 @@ const OpEntry kLoweredOps[] = {
     {L::max_dim, "max.dim max.dim_max"},
     {L::max_pool_with_indices, "max_pool2d_with_indices max_pool2d_with_indices.out max_pool3d_with_indices max_pool3d_with_indices.out"},
     {L::max_pool_with_indices_backward, "max_pool2d_with_indices_backward max_pool2d_with_indices_backward.grad_input max_pool3d_with_indices_backward max_pool3d_with_indices_backward.grad_input"},
+    {L::max_unpool, "max_unpool2d max_unpool2d.out max_unpool3d max_unpool3d.out"},
     {L::maximum, "maximum maximum.out"},
     {L::mean, "mean mean.dim mean.out"},
     {L::median_all, "median"},
@@ -311,9 +326,13 @@ const OpEntry kLoweredOps[] = {
     {L::random, "random_ random_.from random_.to"},
     {L::randperm, "randperm.generator_out randperm.out"},
     {L::reciprocal, "reciprocal reciprocal_ reciprocal.out"},
+    {L::reflection_pad, "reflection_pad1d reflection_pad1d.out reflection_pad2d reflection_pad2d.out reflection_pad3d reflection_pad3d.out"},
+    {L::reflection_pad_backward, "reflection_pad1d_backward reflection_pad1d_backward.grad_input reflection_pad2d_backward reflection_pad2d_backward.grad_input reflection_pad3d_backward reflection_pad3d_backward.grad_input"},
     {L::relu, "relu relu_"},
     {L::remainder, "remainder.Tensor remainder_.Tensor remainder.Tensor_out remainder.Scalar_Tensor"},
     {L::renorm, "renorm renorm_ renorm.out"},
+    {L::replication_pad, "replication_pad1d replication_pad1d.out replication_pad2d replication_pad2d.out replication_pad3d replication_pad3d.out"},
+    {L::replication_pad_backward, "replication_pad1d_backward replication_pad1d_backward.grad_input replication_pad2d_backward replication_pad2d_backward.grad_input replication_pad3d_backward replication_pad3d_backward.grad_input"},
     {L::roll, "roll roll.out"},
     {L::round, "round round_ round.out"},
     {L::round_decimals, "round.decimals round_.decimals round.decimals_out"},
@@ -397,6 +416,18 @@ const OpEntry kLoweredOps[] = {
     {L::triu, "triu triu_ triu.out"},
     {L::trunc, "trunc trunc_ trunc.out"},
     {L::uniform, "uniform_"},
+    {L::upsample_bicubic, "upsample_bicubic2d upsample_bicubic2d.out"},
+    {L::upsample_bicubic_aa, "_upsample_bicubic2d_aa _upsample_bicubic2d_aa.out"},
+    {L::upsample_bicubic_aa_backward, "_upsample_bicubic2d_aa_backward _upsample_bicubic2d_aa_backward.grad_input"},
+    {L::upsample_bicubic_backward, "upsample_bicubic2d_backward upsample_bicubic2d_backward.grad_input"},
+    {L::upsample_bilinear_aa, "_upsample_bilinear2d_aa _upsample_bilinear2d_aa.out"},
+    {L::upsample_bilinear_aa_backward, "_upsample_bilinear2d_aa_backward _upsample_bilinear2d_aa_backward.grad_input"},
+    {L::upsample_linear, "upsample_linear1d upsample_linear1d.out upsample_bilinear2d upsample_bilinear2d.out upsample_trilinear3d upsample_trilinear3d.out"},
+    {L::upsample_linear_backward, "upsample_linear1d_backward upsample_linear1d_backward.grad_input upsample_bilinear2d_backward upsample_bilinear2d_backward.grad_input upsample_trilinear3d_backward upsample_trilinear3d_backward.grad_input"},
+    {L::upsample_nearest, "upsample_nearest1d upsample_nearest1d.out upsample_nearest2d upsample_nearest2d.out upsample_nearest3d upsample_nearest3d.out"},
+    {L::upsample_nearest_backward, "upsample_nearest1d_backward upsample_nearest1d_backward.grad_input upsample_nearest2d_backward upsample_nearest2d_backward.grad_input upsample_nearest3d_backward upsample_nearest3d_backward.grad_input"},
+    {L::upsample_nearest_exact, "_upsample_nearest_exact1d _upsample_nearest_exact1d.out _upsample_nearest_exact2d _upsample_nearest_exact2d.out _upsample_nearest_exact3d _upsample_nearest_exact3d.out"},
+    {L::upsample_nearest_exact_backward, "_upsample_nearest_exact1d_backward _upsample_nearest_exact1d_backward.grad_input _upsample_nearest_exact2d_backward _upsample_nearest_exact2d_backward.grad_input _upsample_nearest_exact3d_backward _upsample_nearest_exact3d_backward.grad_input"},
     {L::var, "var.correction var.correction_out"},
     {L::var_mean, "var_mean.correction var_mean.correction_out"},
     {L::where, "where.self where.self_out"},

@@ -1,0 +1,767 @@
+// Resampling: upsample_{nearest,linear,bilinear,bicubic,trilinear} (and the
+// nearest-exact and antialiased variants) with their backward ops, and
+// grid_sampler_{2,3}d.
+//   - Upsampling is separable: each spatial dim is resampled alone with
+//     weights that depend only on sizes, align_corners and the given scale,
+//     so they are computed here, on the host, with PyTorch's formulas and in
+//     its float arithmetic (aten/src/ATen/native/UpSample.h), and applied as
+//     an [out, in] matrix (dot_general), or as weighted gathers when the
+//     matrix would be large; the backward applies the transpose.
+//     Nearest modes gather (exact for NaN and infinities).
+//   - Half-width floats compute in f32 and round once (PyTorch's CPU kernels
+//     keep some intermediates in the input dtype; results can differ by an
+//     ulp of it).
+#include "lower/resample.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "lower/ops.h"
+
+namespace torch_tpu::lower {
+
+namespace spatial {
+
+Value constant_vector(Builder& b, const std::vector<double>& values, ElementType dtype) {
+  TensorType t{dtype, {static_cast<int64_t>(values.size())}};
+  std::string lit = "dense<[";
+  char buf[64];
+  for (size_t i = 0; i < values.size(); ++i) {
+    std::snprintf(buf, sizeof(buf), "%.17g", values[i]);
+    std::string s(buf);
+    if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+    lit += (i ? ", " : "") + s;
+  }
+  return b.op("constant", {}, t, "value = " + lit + "]> : " + t.str());
+}
+
+Value constant_indices(Builder& b, const std::vector<int64_t>& values) {
+  TensorType t{ElementType::S64, {static_cast<int64_t>(values.size())}};
+  std::string lit = "dense<[";
+  for (size_t i = 0; i < values.size(); ++i) lit += (i ? ", " : "") + std::to_string(values[i]);
+  return b.op("constant", {}, t, "value = " + lit + "]> : " + t.str());
+}
+
+Value take_along(Builder& b, const Value& x, int64_t d, const std::vector<int64_t>& idx) {
+  const int64_t n = static_cast<int64_t>(idx.size());
+  Shape shape = x.shape();
+  shape[d] = n;
+  if (n == 0 || x.type.numel() == 0) return b.splat(0, {x.dtype(), shape});
+  Value indices = b.reshape(constant_indices(b, idx), {n, 1});
+  std::vector<int64_t> offset_dims, slice_sizes = x.shape();
+  for (int64_t i = 0; i < x.rank(); ++i) {
+    if (i != d) offset_dims.push_back(i);
+  }
+  slice_sizes[d] = 1;
+  std::string offs;
+  for (size_t i = 0; i < offset_dims.size(); ++i) offs += (i ? ", " : "") + std::to_string(offset_dims[i]);
+  return b.op("gather", {x, indices}, {x.dtype(), shape},
+              "dimension_numbers = #stablehlo.gather<offset_dims = [" + offs + "], collapsed_slice_dims = [" +
+                  std::to_string(d) + "], start_index_map = [" + std::to_string(d) +
+                  "], index_vector_dim = 1>, indices_are_sorted = false, slice_sizes = " +
+                  Builder::dims_attr(slice_sizes));
+}
+
+Value contract_along(Builder& b, const Value& x, const std::vector<double>& m, int64_t rows, int64_t cols, int64_t d,
+                     int64_t contract, std::optional<ElementType> weight_dtype) {
+  const int64_t kept_size = contract == 1 ? rows : cols;
+  Shape out_shape = x.shape();
+  out_shape[d] = kept_size;
+  if (x.type.numel() == 0 || kept_size == 0 || x.shape()[d] == 0) return b.splat(0, {x.dtype(), out_shape});
+  Value mat = b.reshape(b.convert(constant_vector(b, m, weight_dtype.value_or(x.dtype())), x.dtype()), {rows, cols});
+  // dot_general puts x's free dims first, then the matrix's kept dim.
+  Shape shape;
+  std::vector<int64_t> perm;
+  for (int64_t i = 0; i < x.rank(); ++i) {
+    if (i != d) shape.push_back(x.shape()[i]);
+  }
+  shape.push_back(kept_size);
+  Value r = b.dot_general(x, mat, {}, {}, {d}, {contract}, {x.dtype(), shape}, "HIGHEST");
+  for (int64_t i = 0, free = 0; i < x.rank(); ++i) perm.push_back(i == d ? x.rank() - 1 : free++);
+  return b.transpose(r, perm);
+}
+
+namespace {
+
+// Matrices up to this many entries are applied densely (one dot_general, the
+// fastest form on XLA); larger ones as one gather (or scatter-add) per tap.
+constexpr int64_t kDenseLimit = int64_t{1} << 16;
+
+std::vector<double> dense(const Rows& rows, int64_t in) {
+  std::vector<double> m(rows.size() * static_cast<size_t>(in), 0.0);
+  for (size_t o = 0; o < rows.size(); ++o) {
+    for (const auto& [i, w] : rows[o]) m[o * in + i] += w;
+  }
+  return m;
+}
+
+// Tap k of every row (index, weight); rows with fewer taps add weight 0.
+void tap(const Rows& rows, size_t k, std::vector<int64_t>& idx, std::vector<double>& w) {
+  idx.clear();
+  w.clear();
+  for (const auto& row : rows) {
+    idx.push_back(k < row.size() ? row[k].first : 0);
+    w.push_back(k < row.size() ? row[k].second : 0.0);
+  }
+}
+
+size_t widest(const Rows& rows) {
+  size_t k = 0;
+  for (const auto& row : rows) k = std::max(k, row.size());
+  return k;
+}
+
+Value weights_along(Builder& b, const std::vector<double>& w, ElementType dtype, ElementType compute,
+                    const Shape& shape, int64_t d) {
+  return b.broadcast_in_dim(b.convert(constant_vector(b, w, dtype), compute), shape, {d});
+}
+
+}  // namespace
+
+Value apply_rows(Builder& b, const Value& x, int64_t d, const Rows& rows, std::optional<ElementType> weight_dtype) {
+  const int64_t out = static_cast<int64_t>(rows.size()), in = x.shape()[d];
+  if (out * in <= kDenseLimit) return contract_along(b, x, dense(rows, in), out, in, d, 1, weight_dtype);
+  Shape shape = x.shape();
+  shape[d] = out;
+  Value sum = b.splat(0, {x.dtype(), shape});
+  std::vector<int64_t> idx;
+  std::vector<double> w;
+  for (size_t k = 0; k < widest(rows); ++k) {
+    tap(rows, k, idx, w);
+    Value term = b.binary("multiply", take_along(b, x, d, idx),
+                          weights_along(b, w, weight_dtype.value_or(x.dtype()), x.dtype(), shape, d));
+    sum = b.binary("add", sum, term);
+  }
+  return sum;
+}
+
+Value apply_rows_transposed(Builder& b, const Value& g, int64_t d, const Rows& rows, int64_t in) {
+  const int64_t out = static_cast<int64_t>(rows.size());
+  if (out * in <= kDenseLimit) return contract_along(b, g, dense(rows, in), out, in, d, 0);
+  Shape shape = g.shape();
+  shape[d] = in;
+  Value sum = b.splat(0, {g.dtype(), shape});
+  if (g.type.numel() == 0 || out == 0) return sum;
+  std::string window;
+  for (int64_t i = 0; i < g.rank(); ++i) {
+    if (i != d) window += (window.empty() ? "" : ", ") + std::to_string(i);
+  }
+  const TensorType scalar{g.dtype(), {}};
+  std::vector<int64_t> idx;
+  std::vector<double> w;
+  for (size_t k = 0; k < widest(rows); ++k) {
+    tap(rows, k, idx, w);
+    Value upd = b.binary("multiply", g, weights_along(b, w, g.dtype(), g.dtype(), g.shape(), d));
+    Value indices = b.reshape(constant_indices(b, idx), {out, 1});
+    sum = b.op_with_region(
+        "scatter", {sum, indices, upd}, {sum.type},
+        "indices_are_sorted = false, scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [" + window +
+            "], inserted_window_dims = [" + std::to_string(d) + "], scatter_dims_to_operand_dims = [" +
+            std::to_string(d) + "], index_vector_dim = 1>, unique_indices = false",
+        {scalar, scalar},
+        [](Builder& rb, const std::vector<Value>& a) { return std::vector<Value>{rb.binary("add", a[0], a[1])}; })[0];
+  }
+  return sum;
+}
+
+Value scatter_add_along(Builder& b, const Value& x, int64_t d, const std::vector<int64_t>& idx, int64_t size) {
+  Rows rows;
+  for (int64_t i : idx) rows.push_back({{i, 1.0}});
+  return apply_rows_transposed(b, x, d, rows, size);
+}
+
+}  // namespace spatial
+
+namespace {
+
+using spatial::take_along;
+
+void require_float(ElementType t, const char* op) {
+  if (!hlo::is_float(t)) throw NotImplementedForDtype(std::string(op) + ": only floating point inputs are supported");
+}
+
+std::optional<double> optional_double(const LowerContext& ctx, size_t i) {
+  if (!ctx.has(i)) return std::nullopt;
+  return ctx.double_arg(i);
+}
+
+// compute_scales_value<float>: a given positive scale means 1/scale, else in/out.
+float scales_value(std::optional<double> scale, int64_t in, int64_t out) {
+  return (scale && *scale > 0.) ? static_cast<float>(1.0 / *scale) : static_cast<float>(in) / out;
+}
+
+// area_pixel_compute_scale<float>.
+float area_scale(int64_t in, int64_t out, bool align_corners, std::optional<double> scale) {
+  if (align_corners) return out > 1 ? static_cast<float>(in - 1) / (out - 1) : 0.f;
+  return scales_value(scale, in, out);
+}
+
+// area_pixel_compute_source_index<float>.
+float source_index(float scale, int64_t o, bool align_corners, bool cubic) {
+  if (align_corners) return scale * o;
+  const float src = scale * (o + 0.5f) - 0.5f;
+  return (!cubic && src < 0.f) ? 0.f : src;
+}
+
+// nearest_idx / nearest_exact_idx (the legacy mode keeps its 1x and 2x shortcuts).
+int64_t nearest_index(int64_t o, int64_t in, int64_t out, std::optional<double> scale, bool exact) {
+  if (!exact) {
+    if (out == in) return o;
+    if (out == 2 * in) return o >> 1;
+    const float s = scales_value(scale, in, out);
+    return std::min(static_cast<int64_t>(std::floor(static_cast<float>(o) * s)), in - 1);
+  }
+  const float s = scales_value(scale, in, out);
+  return std::min(static_cast<int64_t>(std::floor(static_cast<float>((o + 0.5) * s))), in - 1);
+}
+
+// guard_index_and_lambda.
+void guard_index(float real, int64_t in, int64_t& index, float& lambda) {
+  index = std::min(static_cast<int64_t>(std::floor(real)), in - 1);
+  lambda = std::min(std::max(real - static_cast<float>(index), 0.f), 1.f);
+}
+
+enum class Mode { Nearest, NearestExact, Linear, Cubic, LinearAA, CubicAA };
+
+// The antialiasing filters of _upsample_{bilinear,bicubic}2d_aa (PyTorch's
+// aa_filter: a triangle, and Keys' cubic with a = -0.5 as Pillow).
+double aa_filter(Mode mode, double x) {
+  x = std::abs(x);
+  if (mode == Mode::LinearAA) return x < 1.0 ? 1.0 - x : 0.0;
+  const double a = -0.5;
+  if (x < 1.0) return ((a + 2) * x - (a + 3)) * x * x + 1;
+  if (x < 2.0) return (((x - 5) * x + 8) * x - 4) * a;
+  return 0.0;
+}
+
+// One row per output of the antialiased resampling: the filter, stretched by
+// the scale when downsampling, centred on the output's source position,
+// clipped to the input and normalized to sum 1
+// (_compute_indices_min_size_weights_aa in UpSampleKernel.cpp).
+void aa_rows(Mode mode, int64_t in, int64_t out, float scale, spatial::Rows& rows) {
+  const double interp_size = mode == Mode::LinearAA ? 2.0 : 4.0;
+  const float support = scale >= 1.0f ? static_cast<float>(interp_size * 0.5 * scale) : static_cast<float>(interp_size * 0.5);
+  const int64_t max_size = static_cast<int64_t>(std::ceil(support)) * 2 + 1;
+  const float invscale = scale >= 1.0f ? 1.0f / scale : 1.0f;
+  for (int64_t o = 0; o < out; ++o) {
+    const float center = static_cast<float>(scale * (o + 0.5));
+    const int64_t xmin = std::max(static_cast<int64_t>(center - support + 0.5), int64_t{0});
+    const int64_t xsize = std::clamp(std::min(static_cast<int64_t>(center + support + 0.5), in) - xmin, int64_t{0}, max_size);
+    std::vector<float> w(static_cast<size_t>(xsize));
+    float total = 0.f;
+    for (int64_t j = 0; j < xsize; ++j) {
+      w[j] = static_cast<float>(aa_filter(mode, (j + xmin - center + 0.5) * invscale));
+      total += w[j];
+    }
+    for (int64_t j = 0; j < xsize; ++j) rows[o].push_back({xmin + j, total != 0.f ? w[j] / total : w[j]});
+  }
+}
+
+std::vector<int64_t> nearest_indices(int64_t in, int64_t out, std::optional<double> scale, bool exact) {
+  std::vector<int64_t> idx;
+  for (int64_t o = 0; o < out; ++o) idx.push_back(nearest_index(o, in, out, scale, exact));
+  return idx;
+}
+
+// The input positions and weights each output of one dim reads.
+spatial::Rows resample_rows(Mode mode, int64_t in, int64_t out, bool align_corners, std::optional<double> scale) {
+  spatial::Rows rows(static_cast<size_t>(out));
+  if (mode == Mode::Nearest || mode == Mode::NearestExact) {
+    const auto idx = nearest_indices(in, out, scale, mode == Mode::NearestExact);
+    for (int64_t o = 0; o < out; ++o) rows[o].push_back({idx[o], 1.0});
+    return rows;
+  }
+  const float s = area_scale(in, out, align_corners, scale);
+  if (mode == Mode::LinearAA || mode == Mode::CubicAA) {
+    aa_rows(mode, in, out, s, rows);
+    return rows;
+  }
+  for (int64_t o = 0; o < out; ++o) {
+    if (mode == Mode::Linear) {
+      // compute_source_index_and_lambda: equal sizes copy.
+      if (out == in) {
+        rows[o].push_back({o, 1.0});
+        continue;
+      }
+      int64_t i0;
+      float l1;
+      guard_index(source_index(s, o, align_corners, false), in, i0, l1);
+      const int64_t i1 = i0 + (i0 < in - 1 ? 1 : 0);
+      rows[o].push_back({i0, static_cast<double>(1.f - l1)});
+      rows[o].push_back({i1, static_cast<double>(l1)});
+      continue;
+    }
+    // Cubic: get_cubic_upsample_coefficients with A = -0.75, taps clamped to the edge.
+    int64_t i0;
+    float t;
+    guard_index(source_index(s, o, align_corners, true), in, i0, t);
+    const float A = -0.75f;
+    auto conv1 = [A](float x) { return ((A + 2) * x - (A + 3)) * x * x + 1; };
+    auto conv2 = [A](float x) { return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A; };
+    const float x2 = 1.f - t;
+    const float c[4] = {conv2(t + 1.f), conv1(t), conv1(x2), conv2(x2 + 1.f)};
+    for (int64_t j = 0; j < 4; ++j) rows[o].push_back({std::max<int64_t>(std::min(i0 - 1 + j, in - 1), 0), c[j]});
+  }
+  return rows;
+}
+
+struct ResampleArgs {
+  Mode mode;
+  size_t align_arg;    // 0: none (nearest)
+  size_t scale_first;  // index of the first scales_* argument
+};
+
+// upsample_*(self, output_size, [align_corners,] scales...)
+std::vector<Value> resample_forward(LowerContext& ctx, const ResampleArgs& a) {
+  Builder& b = ctx.b;
+  const TensorType& out = ctx.out_types.at(0);
+  const Value& self = ctx.tensor(0);
+  const int64_t n = static_cast<int64_t>(ctx.ints(1).size());
+  const int64_t first = out.rank() - n;
+  const bool align = a.align_arg ? ctx.bool_arg(a.align_arg) : false;
+  if (out.numel() == 0) return {zeros(b, out)};
+  const bool nearest = a.mode == Mode::Nearest || a.mode == Mode::NearestExact;
+  if (!nearest) require_float(out.dtype, "upsample");
+  const ElementType acc = accumulation_type(self.dtype());
+  Value x = nearest ? self : b.convert(self, acc);
+  for (int64_t k = n - 1; k >= 0; --k) {
+    const int64_t d = first + k, in_d = x.shape()[d], out_d = out.shape[d];
+    const auto scale = optional_double(ctx, a.scale_first + k);
+    if (nearest) {
+      x = take_along(b, x, d, nearest_indices(in_d, out_d, scale, a.mode == Mode::NearestExact));
+    } else {
+      x = spatial::apply_rows(b, x, d, resample_rows(a.mode, in_d, out_d, align, scale));
+    }
+  }
+  return {b.convert(x, out.dtype)};
+}
+
+// upsample_*_backward(grad_output, output_size, input_size, [align_corners,] scales...)
+std::vector<Value> resample_backward(LowerContext& ctx, const ResampleArgs& a) {
+  Builder& b = ctx.b;
+  const TensorType& out = ctx.out_types.at(0);
+  require_float(out.dtype, "upsample_backward");
+  const int64_t n = static_cast<int64_t>(ctx.ints(1).size());
+  const int64_t first = out.rank() - n;
+  const bool align = a.align_arg ? ctx.bool_arg(a.align_arg) : false;
+  Value g = b.convert(ctx.tensor(0), accumulation_type(out.dtype));
+  if (out.numel() == 0) return {zeros(b, out)};
+  for (int64_t k = 0; k < n; ++k) {
+    const int64_t d = first + k, in_d = out.shape[d], out_d = g.shape()[d];
+    const auto rows = resample_rows(a.mode, in_d, out_d, align, optional_double(ctx, a.scale_first + k));
+    g = spatial::apply_rows_transposed(b, g, d, rows, in_d);
+  }
+  return {b.convert(g, out.dtype)};
+}
+
+}  // namespace
+
+// upsample_nearest{1,2,3}d(self, output_size, scales...)
+std::vector<Value> upsample_nearest(LowerContext& ctx) { return resample_forward(ctx, {Mode::Nearest, 0, 2}); }
+
+// _upsample_nearest_exact{1,2,3}d(self, output_size, scales...)
+std::vector<Value> upsample_nearest_exact(LowerContext& ctx) {
+  return resample_forward(ctx, {Mode::NearestExact, 0, 2});
+}
+
+// upsample_{linear1d,bilinear2d,trilinear3d}(self, output_size, align_corners, scales...)
+std::vector<Value> upsample_linear(LowerContext& ctx) { return resample_forward(ctx, {Mode::Linear, 2, 3}); }
+
+// upsample_bicubic2d(self, output_size, align_corners, scales_h, scales_w)
+std::vector<Value> upsample_bicubic(LowerContext& ctx) { return resample_forward(ctx, {Mode::Cubic, 2, 3}); }
+
+// _upsample_{bilinear,bicubic}2d_aa(self, output_size, align_corners, scales_h, scales_w)
+std::vector<Value> upsample_bilinear_aa(LowerContext& ctx) { return resample_forward(ctx, {Mode::LinearAA, 2, 3}); }
+std::vector<Value> upsample_bicubic_aa(LowerContext& ctx) { return resample_forward(ctx, {Mode::CubicAA, 2, 3}); }
+std::vector<Value> upsample_bilinear_aa_backward(LowerContext& ctx) {
+  return resample_backward(ctx, {Mode::LinearAA, 3, 4});
+}
+std::vector<Value> upsample_bicubic_aa_backward(LowerContext& ctx) {
+  return resample_backward(ctx, {Mode::CubicAA, 3, 4});
+}
+
+std::vector<Value> upsample_nearest_backward(LowerContext& ctx) {
+  return resample_backward(ctx, {Mode::Nearest, 0, 3});
+}
+
+std::vector<Value> upsample_nearest_exact_backward(LowerContext& ctx) {
+  return resample_backward(ctx, {Mode::NearestExact, 0, 3});
+}
+
+std::vector<Value> upsample_linear_backward(LowerContext& ctx) { return resample_backward(ctx, {Mode::Linear, 3, 4}); }
+
+std::vector<Value> upsample_bicubic_backward(LowerContext& ctx) { return resample_backward(ctx, {Mode::Cubic, 3, 4}); }
+
+}  // namespace torch_tpu::lower
+
+// ---- grid_sampler_{2,3}d ----------------------------------------------------
+// PyTorch's GridSampler.h: a grid point (x, y[, z]) in [-1, 1] is unnormalized
+// to a source position per dim, then border-clipped or reflected (padding
+// modes zeros=0, border=1, reflection=2); bilinear (0) weighs the 2^n
+// neighbours, nearest (1) rounds half to even, bicubic (2, 2d only) weighs
+// 4x4 taps whose indices are padded one by one. Out-of-range taps read 0.
+// Values are gathered channels-last ([N, spatial..., C]) per tap; the
+// backward scatter-adds into the input and differentiates the weights
+// (times the derivative of the source position) for the grid.
+namespace torch_tpu::lower {
+
+namespace {
+
+using hlo::CompareDirection;
+
+// Elementwise arithmetic on f32 values of one shape. With `round_to` (the
+// input's half-width dtype) every result is rounded to it, as PyTorch's CPU
+// kernel computes those dtypes in scalar_t, operation by operation.
+struct Arith {
+  Builder& b;
+  TensorType t;
+  std::optional<ElementType> round_to;
+  Value r(const Value& v) const { return round_to ? b.convert(b.convert(v, *round_to), v.dtype()) : v; }
+  Value c(double v) const { return r(b.splat(v, t)); }
+  Value add(const Value& x, const Value& y) const { return r(b.binary("add", x, y)); }
+  Value sub(const Value& x, const Value& y) const { return r(b.binary("subtract", x, y)); }
+  Value mul(const Value& x, const Value& y) const { return r(b.binary("multiply", x, y)); }
+  Value div(const Value& x, const Value& y) const { return r(b.binary("divide", x, y)); }
+  Value lt(const Value& x, const Value& y) const { return b.compare(x, y, CompareDirection::LT); }
+  Value le(const Value& x, const Value& y) const { return b.compare(x, y, CompareDirection::LE); }
+  Value ge(const Value& x, const Value& y) const { return b.compare(x, y, CompareDirection::GE); }
+  Value sel(const Value& p, const Value& x, const Value& y) const { return b.select(p, x, y); }
+  Value floor(const Value& x) const { return b.unary("floor", x); }
+};
+
+struct SourceCoord {
+  Value pos;   // source position (f32)
+  Value grad;  // d pos / d grid coordinate
+};
+
+// clip_coordinates_set_grad.
+SourceCoord clip(const Arith& m, const SourceCoord& s, int64_t size) {
+  Value hi = m.c(static_cast<double>(size - 1));
+  Value inside = m.b.binary("and", m.lt(m.c(0), s.pos), m.lt(s.pos, hi));
+  Value pos = m.sel(m.le(s.pos, m.c(0)), m.c(0), m.sel(m.ge(s.pos, hi), hi, s.pos));
+  return {pos, m.sel(inside, s.grad, m.c(0))};
+}
+
+// reflect_coordinates_set_grad over [twice_low / 2, twice_high / 2].
+SourceCoord reflect(const Arith& m, const SourceCoord& s, int64_t twice_low, int64_t twice_high) {
+  if (twice_low == twice_high) return {m.c(0), m.c(0)};
+  const double lo = twice_low / 2.0, span = (twice_high - twice_low) / 2.0;
+  Value in = m.sub(s.pos, m.c(lo));
+  Value negative = m.lt(in, m.c(0));
+  Value sign = m.sel(negative, m.c(-1), m.c(1));
+  in = m.b.unary("abs", in);
+  Value extra = m.r(m.b.binary("remainder", in, m.c(span)));
+  Value flips = m.floor(m.div(in, m.c(span)));
+  Value even = m.b.compare(m.b.binary("remainder", flips, m.c(2)), m.c(0), CompareDirection::EQ);
+  Value pos = m.sel(even, m.add(extra, m.c(lo)), m.add(m.sub(m.c(span), extra), m.c(lo)));
+  Value g = m.mul(s.grad, m.sel(even, sign, m.sub(m.c(0), sign)));
+  return {pos, g};
+}
+
+// compute_coordinates: the padding mode applied to a source position.
+SourceCoord pad_coordinate(const Arith& m, SourceCoord s, int64_t size, int64_t padding, bool align) {
+  if (padding == 1) return clip(m, s, size);
+  if (padding == 2) {
+    s = align ? reflect(m, s, 0, 2 * (size - 1)) : reflect(m, s, -1, 2 * size - 1);
+    return clip(m, s, size);
+  }
+  return s;
+}
+
+// grid_sampler_unnormalize_set_grad.
+SourceCoord unnormalize(const Arith& m, const Value& coord, int64_t size, bool align) {
+  if (align) return {m.mul(m.div(m.add(coord, m.c(1)), m.c(2)), m.c(static_cast<double>(size - 1))), m.c((size - 1) / 2.0)};
+  return {m.div(m.sub(m.mul(m.add(coord, m.c(1)), m.c(static_cast<double>(size))), m.c(1)), m.c(2)), m.c(size / 2.0)};
+}
+
+// One tap: an integer position per spatial dim (spatial order), its weight,
+// and d weight / d source position per dim (grid order: x first).
+struct Tap {
+  std::vector<Value> index;  // f32 holding integers, [N, O...]
+  Value weight;
+  std::vector<Value> dweight;
+};
+
+// Keys' cubic coefficients (A = -0.75) for offsets -1..2 and their derivatives in t.
+std::vector<Value> cubic_coeffs(const Arith& m, const Value& t, bool derivative) {
+  const double A = -0.75;
+  auto conv1 = [&](const Value& x) {  // ((A+2)x - (A+3))x^2 + 1, |x| <= 1
+    return m.add(m.mul(m.mul(m.sub(m.mul(m.c(A + 2), x), m.c(A + 3)), x), x), m.c(1));
+  };
+  auto conv2 = [&](const Value& x) {  // ((Ax - 5A)x + 8A)x - 4A, 1 < |x| < 2
+    return m.sub(m.mul(m.add(m.mul(m.sub(m.mul(m.c(A), x), m.c(5 * A)), x), m.c(8 * A)), x), m.c(4 * A));
+  };
+  auto dconv1 = [&](const Value& x) {  // 3(A+2)x^2 - 2(A+3)x
+    return m.mul(m.sub(m.mul(m.c(3 * (A + 2)), x), m.c(2 * (A + 3))), x);
+  };
+  auto dconv2 = [&](const Value& x) {  // 3Ax^2 - 10Ax + 8A
+    return m.add(m.mul(m.sub(m.mul(m.c(3 * A), x), m.c(10 * A)), x), m.c(8 * A));
+  };
+  Value x0 = m.add(t, m.c(1)), x1 = t, x2 = m.sub(m.c(1), t), x3 = m.add(x2, m.c(1));
+  if (!derivative) return {conv2(x0), conv1(x1), conv1(x2), conv2(x3)};
+  Value neg = m.c(-1);
+  return {dconv2(x0), dconv1(x1), m.mul(neg, dconv1(x2)), m.mul(neg, dconv2(x3))};
+}
+
+struct GridSample {
+  int64_t n = 0;  // spatial dims
+  Shape spatial;  // input spatial sizes (D, H, W order)
+  std::vector<Tap> taps;
+  std::vector<std::vector<Value>> weights_1d;  // per spatial dim, per tap offset
+  std::vector<Value> coord_grad;  // d source position / d grid coordinate, per spatial dim
+};
+
+// Taps of every grid point. Spatial dim k (0 = first, e.g. H of HxW) reads
+// grid component n - 1 - k.
+GridSample grid_taps(LowerContext& ctx, const Value& input, const Value& grid, int64_t mode, int64_t padding, bool align,
+                     std::optional<ElementType> round_to) {
+  Builder& b = ctx.b;
+  GridSample g;
+  g.n = input.rank() - 2;
+  g.spatial.assign(input.shape().begin() + 2, input.shape().end());
+  Shape pts(grid.shape().begin(), grid.shape().end() - 1);
+  const Arith m{b, {ElementType::F32, pts}, round_to};
+  std::vector<Value> pos(g.n), grad(g.n);
+  for (int64_t k = 0; k < g.n; ++k) {
+    const int64_t comp = g.n - 1 - k;
+    Shape start(grid.rank(), 0), limit = grid.shape(), strides(grid.rank(), 1);
+    start.back() = comp;
+    limit.back() = comp + 1;
+    Value coord = b.reshape(b.slice(grid, start, limit, strides), pts);
+    SourceCoord s = unnormalize(m, coord, g.spatial[k], align);
+    if (mode != 2) s = pad_coordinate(m, s, g.spatial[k], padding, align);
+    pos[k] = s.pos;
+    grad[k] = s.grad;
+  }
+  g.coord_grad = grad;
+  if (mode == 1) {  // nearest: round half to even
+    Tap t;
+    for (int64_t k = 0; k < g.n; ++k) t.index.push_back(b.unary("round_nearest_even", pos[k]));
+    t.weight = m.c(1);
+    for (int64_t k = 0; k < g.n; ++k) t.dweight.push_back(m.c(0));
+    g.taps.push_back(t);
+    return g;
+  }
+  // Per dim: the candidate indices, their 1-d weights and derivatives.
+  std::vector<std::vector<Value>> idx(g.n), w(g.n), dw(g.n);
+  for (int64_t k = 0; k < g.n; ++k) {
+    Value base = m.floor(pos[k]);
+    Value frac = m.sub(pos[k], base);
+    if (mode == 0) {
+      // PyTorch's (ix_se - ix) and (ix - ix_nw).
+      idx[k] = {base, m.add(base, m.c(1))};
+      w[k] = {m.sub(idx[k][1], pos[k]), frac};
+      dw[k] = {m.c(-1), m.c(1)};
+    } else {
+      w[k] = cubic_coeffs(m, frac, false);
+      dw[k] = cubic_coeffs(m, frac, true);
+      for (int64_t j = 0; j < 4; ++j) {
+        // get_value_bounded: the padding mode applied to each tap's index.
+        SourceCoord tap{m.add(base, m.c(static_cast<double>(j - 1))), m.c(0)};
+        Value p = pad_coordinate(m, tap, g.spatial[k], padding, align).pos;
+        idx[k].push_back(padding == 0 ? p : m.b.unary("floor", p));
+      }
+    }
+  }
+  g.weights_1d = w;
+  const int64_t per_dim = mode == 0 ? 2 : 4;
+  int64_t count = 1;
+  for (int64_t k = 0; k < g.n; ++k) count *= per_dim;
+  for (int64_t c = 0; c < count; ++c) {
+    Tap t;
+    std::vector<int64_t> sel(g.n);
+    for (int64_t k = g.n - 1, r = c; k >= 0; --k, r /= per_dim) sel[k] = r % per_dim;
+    // PyTorch multiplies the x weight first: (wx * wy) * wz.
+    t.weight = w[g.n - 1][sel[g.n - 1]];
+    for (int64_t k = g.n - 2; k >= 0; --k) t.weight = m.mul(t.weight, w[k][sel[k]]);
+    for (int64_t k = 0; k < g.n; ++k) t.index.push_back(idx[k][sel[k]]);
+    for (int64_t k = 0; k < g.n; ++k) {
+      Value d = dw[k][sel[k]];
+      for (int64_t j = 0; j < g.n; ++j) {
+        if (j != k) d = m.mul(d, w[j][sel[j]]);
+      }
+      t.dweight.push_back(d);
+    }
+    g.taps.push_back(t);
+  }
+  return g;
+}
+
+// Tap positions as gather/scatter indices [N, O..., 1 + n] (batch, spatial...),
+// clamped in range, and whether the tap lies inside the input.
+std::pair<Value, Value> tap_indices(Builder& b, const GridSample& g, const Tap& t) {
+  const Shape& pts = t.weight.shape();
+  const TensorType f{ElementType::F32, pts};
+  Shape one = pts;
+  one.push_back(1);
+  Value inside = b.splat(1, {ElementType::Pred, pts});
+  std::vector<Value> parts{b.reshape(b.iota({ElementType::S64, pts}, 0), one)};
+  for (int64_t k = 0; k < g.n; ++k) {
+    const Value& i = t.index[k];
+    Value hi = b.splat(static_cast<double>(g.spatial[k] - 1), f);
+    inside = b.binary("and", inside, b.binary("and", b.compare(i, b.splat(0, f), CompareDirection::GE),
+                                                  b.compare(i, hi, CompareDirection::LE)));
+    Value clamped = b.clamp(b.splat(0, f), i, hi);
+    parts.push_back(b.reshape(b.convert(clamped, ElementType::S64), one));
+  }
+  return {b.concatenate(parts, static_cast<int64_t>(pts.size())), inside};
+}
+
+std::string tap_dims(const char* kind, int64_t n, int64_t rank) {
+  std::string lead;
+  for (int64_t k = 0; k <= n; ++k) lead += (k ? ", " : "") + std::to_string(k);
+  const std::string window = std::to_string(rank - 1);
+  if (std::string(kind) == "gather") {
+    return "dimension_numbers = #stablehlo.gather<offset_dims = [" + window + "], collapsed_slice_dims = [" + lead +
+           "], start_index_map = [" + lead + "], index_vector_dim = " + window + ">, indices_are_sorted = false";
+  }
+  return "indices_are_sorted = false, scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [" + window +
+         "], inserted_window_dims = [" + lead + "], scatter_dims_to_operand_dims = [" + lead +
+         "], index_vector_dim = " + window + ">, unique_indices = false";
+}
+
+// input [N, C, S...] -> [N, S..., C] and back.
+std::vector<int64_t> to_channels_last(int64_t rank) {
+  std::vector<int64_t> p{0};
+  for (int64_t d = 2; d < rank; ++d) p.push_back(d);
+  p.push_back(1);
+  return p;
+}
+std::vector<int64_t> to_channels_first(int64_t rank) {
+  std::vector<int64_t> p{0, rank - 1};
+  for (int64_t d = 1; d < rank - 1; ++d) p.push_back(d);
+  return p;
+}
+
+// Tap values [N, O..., C], zero outside the input.
+Value gather_tap(Builder& b, const Value& cl, const GridSample& g, const Tap& t) {
+  auto [indices, inside] = tap_indices(b, g, t);
+  Shape shape = t.weight.shape();
+  const int64_t C = cl.shape().back();
+  shape.push_back(C);
+  Shape slice(g.n + 1, 1);
+  slice.push_back(C);
+  Value v = b.op("gather", {cl, indices}, {cl.dtype(), shape},
+                 tap_dims("gather", g.n, static_cast<int64_t>(shape.size())) + ", slice_sizes = " + Builder::dims_attr(slice));
+  Value mask = b.broadcast_in_dim(inside, shape, [&] {
+    std::vector<int64_t> d;
+    for (int64_t i = 0; i < static_cast<int64_t>(shape.size()) - 1; ++i) d.push_back(i);
+    return d;
+  }());
+  return b.select(mask, v, b.splat(0, v.type));
+}
+
+Value along_channels(Builder& b, const Value& per_point, const Shape& shape) {
+  std::vector<int64_t> d;
+  for (int64_t i = 0; i < per_point.rank(); ++i) d.push_back(i);
+  return b.broadcast_in_dim(per_point, shape, d);
+}
+
+}  // namespace
+
+// grid_sampler_{2,3}d(input, grid, interpolation_mode, padding_mode, align_corners)
+std::vector<Value> grid_sampler(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  const TensorType& out = ctx.out_types.at(0);
+  require_float(out.dtype, "grid_sampler");
+  if (out.numel() == 0) return {zeros(b, out)};
+  Value input = b.convert(ctx.tensor(0), ElementType::F32);
+  Value grid = b.convert(ctx.tensor(1), ElementType::F32);
+  if (input.type.numel() == 0) return {zeros(b, out)};
+  std::optional<ElementType> round_to;
+  if (accumulation_type(out.dtype) != out.dtype) round_to = out.dtype;
+  const GridSample g = grid_taps(ctx, input, grid, ctx.int_arg(2), ctx.int_arg(3), ctx.bool_arg(4), round_to);
+  Value cl = b.transpose(input, to_channels_last(input.rank()));
+  Value sum;
+  if (ctx.int_arg(2) == 2) {
+    // Bicubic: PyTorch interpolates each of the 4 rows along x, then the rows along y.
+    auto interp = [&](const std::vector<Value>& vs, const std::vector<Value>& w) {
+      const Arith m{b, vs[0].type, round_to};
+      Value r = m.mul(vs[0], along_channels(b, w[0], vs[0].shape()));
+      for (size_t j = 1; j < vs.size(); ++j) r = m.add(r, m.mul(vs[j], along_channels(b, w[j], vs[j].shape())));
+      return r;
+    };
+    std::vector<Value> rows;
+    for (size_t i = 0; i < 4; ++i) {
+      std::vector<Value> vs;
+      for (size_t j = 0; j < 4; ++j) vs.push_back(gather_tap(b, cl, g, g.taps[i * 4 + j]));
+      rows.push_back(interp(vs, g.weights_1d[1]));
+    }
+    sum = interp(rows, g.weights_1d[0]);
+  } else {
+    for (const Tap& t : g.taps) {
+      Value v = gather_tap(b, cl, g, t);
+      const Arith m{b, v.type, round_to};
+      Value term = m.mul(v, along_channels(b, t.weight, v.shape()));
+      sum = sum.name.empty() ? term : m.add(sum, term);
+    }
+  }
+  return {b.convert(b.transpose(sum, to_channels_first(sum.rank())), out.dtype)};
+}
+
+// grid_sampler_{2,3}d_backward(grad_output, input, grid, interpolation_mode,
+// padding_mode, align_corners, output_mask) -> (grad_input?, grad_grid)
+std::vector<Value> grid_sampler_backward(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  const std::vector<int64_t>& mask = ctx.ints(6);
+  const bool want_input = mask.empty() || mask[0];
+  const TensorType& in_t = ctx.tensor(1).type;
+  const TensorType& grid_t = ctx.tensor(2).type;
+  require_float(grid_t.dtype, "grid_sampler_backward");
+  Value input = b.convert(ctx.tensor(1), ElementType::F32);
+  Value grid = b.convert(ctx.tensor(2), ElementType::F32);
+  Value go = b.convert(ctx.tensor(0), ElementType::F32);
+  const int64_t mode = ctx.int_arg(3);
+  if (go.type.numel() == 0 || input.type.numel() == 0) {
+    std::vector<Value> r;
+    if (want_input) r.push_back(zeros(b, in_t));
+    r.push_back(zeros(b, grid_t));
+    return r;
+  }
+  const GridSample g = grid_taps(ctx, input, grid, mode, ctx.int_arg(4), ctx.bool_arg(5), std::nullopt);
+  Value cl = b.transpose(input, to_channels_last(input.rank()));
+  Value gcl = b.transpose(go, to_channels_last(go.rank()));  // [N, O..., C]
+  const Shape& pts = g.taps[0].weight.shape();
+  const Arith m{b, {ElementType::F32, pts}, std::nullopt};
+  std::vector<Value> dpos(g.n, m.c(0));
+  Value grad_cl = b.splat(0, cl.type);
+  const TensorType scalar{ElementType::F32, {}};
+  const std::vector<int64_t> channel_dim{static_cast<int64_t>(pts.size())};
+  std::vector<Value> all_indices, all_updates;  // every tap's, scattered at once
+  for (const Tap& t : g.taps) {
+    auto [indices, inside] = tap_indices(b, g, t);
+    if (want_input) {
+      all_indices.push_back(indices);
+      all_updates.push_back(b.binary("multiply", gcl, along_channels(b, m.sel(inside, t.weight, m.c(0)), gcl.shape())));
+    }
+    if (mode == 1) continue;  // nearest: the grid gets no gradient
+    Value v = gather_tap(b, cl, g, t);
+    Value gv = b.reduce(b.binary("multiply", v, gcl), b.constant(0, ElementType::F32), channel_dim, "add");
+    for (int64_t k = 0; k < g.n; ++k) dpos[k] = m.add(dpos[k], m.mul(gv, t.dweight[k]));
+  }
+  if (want_input) {
+    Value indices = all_indices.size() == 1 ? all_indices[0] : b.concatenate(all_indices, 0);
+    Value updates = all_updates.size() == 1 ? all_updates[0] : b.concatenate(all_updates, 0);
+    grad_cl = b.op_with_region("scatter", {grad_cl, indices, updates}, {grad_cl.type},
+                               tap_dims("scatter", g.n, gcl.rank()), {scalar, scalar},
+                               [](Builder& rb, const std::vector<Value>& a) {
+                                 return std::vector<Value>{rb.binary("add", a[0], a[1])};
+                               })[0];
+  }
+  std::vector<Value> r;
+  if (want_input) r.push_back(b.convert(b.transpose(grad_cl, to_channels_first(grad_cl.rank())), in_t.dtype));
+  Shape one = pts;
+  one.push_back(1);
+  std::vector<Value> comps(g.n);
+  for (int64_t k = 0; k < g.n; ++k) {
+    comps[g.n - 1 - k] = b.reshape(mode == 1 ? m.c(0) : m.mul(dpos[k], g.coord_grad[k]), one);
+  }
+  r.push_back(b.convert(b.concatenate(comps, static_cast<int64_t>(pts.size())), grid_t.dtype));
+  return r;
+}
+
+}  // namespace torch_tpu::lower
