@@ -69,6 +69,25 @@ def _flush_after_optimizer_step(optimizer, args, kwargs):
         _C._flush("optimizer_step")
 
 
+def _wait_at_exit():
+    # Programs still running at exit would race the plugin's static
+    # destructors; pending DeferAndFuse work nobody can read any more is
+    # dropped, not run.
+    if _C._initialized():
+        _C._wait_in_flight()
+
+
 def install():
+    import atexit
+
     from torch.optim.optimizer import register_optimizer_step_post_hook
     register_optimizer_step_post_hook(_flush_after_optimizer_step)
+    atexit.register(_wait_at_exit)
+    # Backward runs on the thread that calls it, not on autograd's per-device
+    # thread: tpu ops only enqueue work, so that thread gains nothing, and it
+    # drops its last reference to a finished graph task after waking the
+    # caller. When that reference holds a Python object (it can, after
+    # torch.compile) and the interpreter is already exiting, the thread dies
+    # inside a destructor: "terminate called without an active exception".
+    # The setting is PyTorch's thread-local one, for the importing thread.
+    torch.autograd.set_multithreading_enabled(False)

@@ -22,6 +22,10 @@ PYBIND11_MODULE(_C, m) {
     DeviceRuntime::get().configure(plugin_path, num_devices, error);
   });
   m.def("_initialized", []() { return DeviceRuntime::get().initialized(); });
+  m.def("_wait_in_flight", []() {
+    py::gil_scoped_release release;
+    DeviceRuntime::get().wait_in_flight();
+  });
   m.def("_device_count", []() {
     py::gil_scoped_release release;
     return DeviceRuntime::get().device_count();

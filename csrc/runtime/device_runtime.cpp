@@ -107,6 +107,12 @@ void DeviceRuntime::note_output(int device, const BufferPtr& b) {
 
 void DeviceRuntime::synchronize(int device) {
   if (before_sync_) before_sync_();
+  wait_for(device);
+}
+
+void DeviceRuntime::wait_in_flight() { wait_for(-1); }
+
+void DeviceRuntime::wait_for(int device) {
   if (!client_) return;
   std::vector<BufferPtr> pending;
   {

@@ -44,10 +44,14 @@ class DeviceRuntime {
   void set_before_sync(std::function<void()> hook) { before_sync_ = std::move(hook); }
   // Waits for every buffer produced so far on `device` (-1: all).
   void synchronize(int device);
+  // Waits for programs already launched, launching nothing (at exit: the
+  // plugin's threads must be idle before its static objects are destroyed).
+  void wait_in_flight();
   // Remembers the newest output per device so synchronize() can wait on it.
   void note_output(int device, const BufferPtr& b);
 
  private:
+  void wait_for(int device);
   std::mutex mutex_;
   std::string plugin_path_, config_error_;
   int num_devices_ = 1;
