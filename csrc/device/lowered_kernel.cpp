@@ -183,16 +183,14 @@ void check_arguments(const c10::FunctionSchema& schema, const std::vector<c10::I
                         "tensors used as indices must be long, int, byte or bool tensors");
     }
   }
-  // amax/amin over an empty dim: CPU and CUDA raise IndexError (the Python
-  // meta kernel RuntimeError).
+  // amax/amin over an explicitly named empty dim: CPU and CUDA raise
+  // IndexError (the Python meta kernel RuntimeError, which is also what CPU
+  // raises when no dim is named).
   if ((schema.name() == "aten::amax" || schema.name() == "aten::amin" || schema.name() == "aten::aminmax") &&
       args.size() > 1 && args[0].isTensor() && args[0].toTensor().numel() == 0 &&
       (args[1].isIntList() || args[1].isInt())) {
     const at::Tensor& self = args[0].toTensor();
     std::vector<int64_t> dims = args[1].isInt() ? std::vector<int64_t>{args[1].toInt()} : args[1].toIntVector();
-    if (dims.empty()) {
-      for (int64_t d = 0; d < self.dim(); ++d) dims.push_back(d);
-    }
     for (int64_t d : dims) {
       const int64_t w = at::maybe_wrap_dim(d, self.dim());
       TORCH_CHECK_INDEX(self.size(w) != 0, schema.name().substr(6), "(): Expected reduction dim ", w,
