@@ -333,7 +333,14 @@ void LoweredKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
   if (debug) check_index_ranges(schema, args);
 
   // 1. PyTorch's meta kernel: argument checks, result shapes and dtypes.
-  const MetaResult meta = infer_meta(op, args);
+  MetaResult meta = infer_meta(op, args);
+  // Batch norm in evaluation saves no statistics: CPU and CUDA return empty
+  // save_mean/save_invstd where the Python meta kernel gives (C,).
+  if ((schema.name() == "aten::_native_batch_norm_legit" || schema.name() == "aten::native_batch_norm") &&
+      schema.overload_name().empty() && args.size() > 5 && args[5].isBool() && !args[5].toBool() &&
+      meta.returns.size() == 3) {
+    for (size_t r = 1; r < 3; ++r) meta.returns[r][0].sizes = {0}, meta.returns[r][0].strides = {1};
+  }
 
   // 2. out= arguments take the meta kernel's resize.
   for (const auto& [i, m] : meta.written_args) {

@@ -82,9 +82,11 @@ std::vector<Value> batch_norm_forward(LowerContext& ctx, bool training, double m
                      per_channel(b, invstd, shape, acc));
   if (ctx.has(1)) y = b.binary("multiply", y, per_channel(b, ctx.tensor(1), shape, acc));
   if (ctx.has(2)) y = b.binary("add", y, per_channel(b, ctx.tensor(2), shape, acc));
+  if (!training) {  // no statistics saved for backward: empty tensors, as CPU returns
+    return {b.convert(y, out_t.dtype), zeros(b, ctx.out_types.at(1)), zeros(b, ctx.out_types.at(2))};
+  }
   std::vector<Value> results{b.convert(y, out_t.dtype), b.reshape(mean, ctx.out_types.at(1).shape),
                              b.reshape(invstd, ctx.out_types.at(2).shape)};
-  if (!training) return results;
   const int64_t n = stat_count(shape);
   Value unbiased = b.binary("multiply", var, b.splat(static_cast<double>(n) / static_cast<double>(n - 1), var.type));
   if (ctx.has(3)) results.push_back(mix(b, ctx.tensor(3), mean, momentum));
