@@ -7,10 +7,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 include=${1:?usage: check_torch_headers.sh TORCH_INCLUDE_DIR}
 pjrt=$(.venv/bin/python -c "import xla_plugins.xla_cpu_pjrt as p, os; print(os.path.join(os.path.dirname(p.__file__), 'include'))")
+python_include=$(.venv/bin/python -c "import sysconfig; print(sysconfig.get_paths()['include'])")
 status=0
-for f in csrc/device/*.cpp; do
+# csrc/python/graph_bindings.cpp includes torch's Python binding headers.
+for f in csrc/device/*.cpp csrc/python/graph_bindings.cpp; do
   if ! g++ -std=gnu++17 -fsyntax-only -D_GLIBCXX_USE_CXX11_ABI=1 -Icsrc -I"$pjrt" -I"$include" \
-       -I"$include/torch/csrc/api/include" "$f"; then
+       -I"$include/torch/csrc/api/include" -I"$python_include" "$f"; then
     echo "FAILED: $f" >&2
     status=1
   fi
