@@ -5,6 +5,8 @@
 
 #include <ATen/ATen.h>
 #include <ATen/EmptyTensor.h>
+#include <ATen/MemoryOverlap.h>
+#include <ATen/native/Resize.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/unfold_native.h>
@@ -216,8 +218,22 @@ at::Tensor masked_select(const at::Tensor& self, const at::Tensor& mask) {
   TORCH_CHECK(mask.scalar_type() == at::kBool || mask.scalar_type() == at::kByte,
               "masked_select: expected BoolTensor for mask");
   std::vector<int64_t> shape = at::infer_size(self.sizes(), mask.sizes());
+  // A 0-d mask selects from a 0-d input like a 1-element one (CPU returns 1-d).
+  if (shape.empty()) shape = {1};
   // Advanced indexing by a mask takes the coordinates of its true elements.
   return at::index(self.expand(shape), c10::List<std::optional<at::Tensor>>({mask.expand(shape)}));
+}
+
+at::Tensor& masked_select_out(const at::Tensor& self, const at::Tensor& mask, at::Tensor& out) {
+  // CPU's kernel refuses an out= that shares memory with an input at all.
+  at::assert_no_internal_overlap(out);
+  at::assert_no_overlap(out, self);
+  at::assert_no_overlap(out, mask);
+  TORCH_CHECK(out.scalar_type() == self.scalar_type(), "masked_select(): self and result must have the same scalar type");
+  at::Tensor result = torch_tpu::device::masked_select(self, mask);
+  at::native::resize_output(out, result.sizes());
+  out.copy_(result);
+  return out;
 }
 
 // nn.Module.to() keeps shared (tied) parameters shared only when it may

@@ -29,5 +29,6 @@ at::Scalar local_scalar_dense(const at::Tensor& self);
 bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& from);
 at::Tensor nonzero(const at::Tensor& self);
 at::Tensor masked_select(const at::Tensor& self, const at::Tensor& mask);
+at::Tensor& masked_select_out(const at::Tensor& self, const at::Tensor& mask, at::Tensor& out);
 
 }  // namespace torch_tpu::device

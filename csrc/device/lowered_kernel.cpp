@@ -146,6 +146,20 @@ at::ScalarType promoted_type(const c10::FunctionSchema& schema, const std::vecto
   return t;
 }
 
+// multinomial's distribution checks, as PyTorch makes them on every device
+// (native/Distributions.cpp): they read reductions of the probabilities back
+// to the host, so a call waits for its input like CUDA's does. CUDA checks
+// only the no-replacement / single-sample path on the host (the other path
+// asserts inside its kernel, which would abort); we check every path and
+// raise CPU's RuntimeError.
+void check_multinomial_distribution(const at::Tensor& probs) {
+  if (probs.numel() == 0 || !at::isFloatingType(probs.scalar_type())) return;
+  const at::Tensor valid = (probs.max() < INFINITY).logical_and(probs.min() >= 0);
+  TORCH_CHECK(valid.item<bool>(), "probability tensor contains either `inf`, `nan` or element < 0");
+  const at::Tensor row_sums = probs.dim() == 1 ? probs.sum() : probs.sum(1);
+  TORCH_CHECK(!(row_sums == 0).any().item<bool>(), "invalid multinomial distribution (sum of probabilities <= 0)");
+}
+
 // Checks CUDA makes before any kernel runs that the meta kernels skip.
 void check_arguments(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args) {
   std::vector<at::Tensor> inputs;  // tensors the op reads
@@ -163,10 +177,10 @@ void check_arguments(const c10::FunctionSchema& schema, const std::vector<c10::I
     // TensorIterator's rule: a written tensor may be an input exactly
     // (x.add_(y), add(x, y, out=x)) but may not overlap one partially.
     for (const at::Tensor& in : inputs) {
-      if (!in.defined() || !is_tpu(in) || in.is_same(t)) continue;
+      if (!in.defined() || !is_tpu(in)) continue;
       if (no_alias_at_all && schema.arguments()[i].is_out()) {
         at::assert_no_overlap(t, in);
-      } else {
+      } else if (!in.is_same(t)) {
         at::assert_no_partial_overlap(t, in);
       }
     }
@@ -211,6 +225,9 @@ void check_arguments(const c10::FunctionSchema& schema, const std::vector<c10::I
     std::vector<at::Tensor> inputs;
     collect_tensors(args[0], inputs);
     for (const at::Tensor& t : inputs) at::assert_no_overlap(args[2].toTensor(), t);
+  }
+  if (schema.name() == "aten::multinomial" && !args.empty() && args[0].isTensor()) {
+    check_multinomial_distribution(args[0].toTensor());
   }
   if (schema.name() == "aten::index_select" && args.size() > 2 && args[2].isTensor()) {
     at::ScalarType t = args[2].toTensor().scalar_type();

@@ -463,6 +463,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("equal", TORCH_FN(equal));
   m.impl("histc", TORCH_FN(histc));
   m.impl("masked_select", TORCH_FN(masked_select));
+  m.impl("masked_select.out", TORCH_FN(masked_select_out));
   m.impl("nonzero", TORCH_FN(nonzero));
   m.impl("repeat_interleave.Tensor", TORCH_FN(repeat_interleave_tensor));
   m.impl("resize_", TORCH_FN(resize_));

@@ -185,6 +185,11 @@ def _map_tensors(tree, fn):
 
 
 def _to_tpu(t):
+    # Samples are generated for "cpu"; a tensor a sample places on another
+    # device on purpose (error inputs with a "meta" tensor) stays there, as it
+    # does when PyTorch's own suite generates the samples for the device under test.
+    if t.device.type != "cpu":
+        return t
     return t.detach().to("tpu").requires_grad_(t.requires_grad)
 
 

@@ -179,3 +179,30 @@ def test_embedding_bag_include_last_offset_short_of_the_end(mode):
     fn = lambda w: torch.nn.functional.embedding_bag(indices.to(w.device), w, offsets.to(w.device), mode=mode,
                                                      include_last_offset=True)
     check_op(fn, weight)
+
+
+def test_take_out_may_not_alias_its_input():
+    x = torch.randn(6, device="tpu")
+    with pytest.raises(RuntimeError, match="unsupported operation"):
+        torch.take(x, torch.tensor([0, 1, 2], device="tpu"), out=x)
+
+
+@pytest.mark.parametrize("shape,mask_shape", [((), ()), ((3, 4), (4,)), ((4,), (3, 4)), ((2, 0), (2, 0))])
+def test_masked_select_matches_cpu_with_broadcast_and_0d(shape, mask_shape):
+    x = torch.randn(shape)
+    mask = torch.rand(mask_shape) > 0.5
+    check_op(lambda t: torch.masked_select(t, mask.to(t.device)), x, grad=x.numel() > 0)
+    check_op(lambda t: torch.masked_select(t, torch.ones((), dtype=torch.bool, device=t.device)), x)
+
+
+def test_masked_select_out_resizes_and_refuses_aliasing():
+    x = torch.arange(6.0)
+    mask = x > 2
+    out = torch.empty(0, device="tpu")
+    torch.masked_select(x.to("tpu"), mask.to("tpu"), out=out)
+    assert torch.equal(out.cpu(), torch.masked_select(x, mask))
+    xt = x.to("tpu")
+    with pytest.raises(RuntimeError, match="unsupported operation"):
+        torch.masked_select(xt, mask.to("tpu"), out=xt)
+    with pytest.raises(RuntimeError):
+        torch.masked_select(xt, mask.to("tpu"), out=torch.empty(0, dtype=torch.int64, device="tpu"))

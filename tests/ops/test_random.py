@@ -635,6 +635,24 @@ def test_multinomial_errors_like_cpu():
         torch.multinomial(torch.ones(2, device="tpu"), 1, out=torch.empty(1, device="tpu"))
 
 
+@pytest.mark.parametrize("replacement", [False, True])
+@pytest.mark.parametrize("probs,match", [
+    ([0.5, float("inf"), 0.5], "inf"),
+    ([0.5, float("nan"), 0.5], "inf"),
+    ([0.5, -0.1, 0.5], "element < 0"),
+    ([[0.5, 0.5], [0.0, 0.0]], "sum of probabilities"),
+])
+def test_multinomial_invalid_distribution_raises_like_cpu(probs, match, replacement):
+    for device in ("cpu", "tpu"):
+        with pytest.raises(RuntimeError, match=match if device == "tpu" else None):
+            torch.multinomial(torch.tensor(probs, device=device), 2, replacement=replacement)
+
+
+def test_multinomial_check_leaves_valid_rows_sampling():
+    w = torch.tensor([[0.0, 1.0], [1.0, 0.0]], device="tpu")
+    assert torch.multinomial(w, 1).cpu().flatten().tolist() == [1, 0]
+
+
 # ---- randperm -----------------------------------------------------------------------
 @pytest.mark.parametrize("n,dtype", [(0, torch.int64), (1, torch.int64), (10, torch.int64), (1000, torch.int32),
                                      (300, torch.float32), (5000, torch.int64)])
