@@ -10,6 +10,8 @@
 #include <string>
 
 #include "lower/activation.h"
+#include "lower/random_distributions.h"
+#include "lower/type_promotion.h"
 
 namespace torch_tpu::lower {
 
@@ -17,22 +19,10 @@ namespace {
 
 using hlo::CompareDirection;
 
-const char* torch_dtype_name(ElementType t) {
-  switch (t) {
-    case ElementType::Pred: return "Bool";
-    case ElementType::S8: return "Char";
-    case ElementType::S16: return "Short";
-    case ElementType::S32: return "Int";
-    case ElementType::S64: return "Long";
-    case ElementType::U8: return "Byte";
-    default: return hlo::mlir_name(t);
-  }
-}
-
 // The CPU kernels of float-only activations dispatch on float types only.
 void require_float(const Value& x, const char* op) {
   if (!hlo::is_float(x.dtype())) {
-    throw NotImplementedForDtype(std::string("\"") + op + "\" not implemented for '" + torch_dtype_name(x.dtype()) + "'");
+    not_implemented_for(op, x.dtype());
   }
 }
 
@@ -105,38 +95,6 @@ std::pair<Value, Value> halves(Builder& b, const Value& x, int64_t dim) {
   start[dim] = n;
   limit[dim] = 2 * n;
   return {first, b.slice(x, start, limit, strides)};
-}
-
-// ---- random slopes for rrelu in training mode --------------------------------
-// random.cpp keeps its generator helpers to itself; this follows its scheme:
-// THREE_FRY keyed by a splitmix64 hash of the device generator's (seed,
-// counter), so consecutive ops get independent streams.
-Value u64(Builder& b, uint64_t v, const Shape& shape) {
-  return b.broadcast_to(b.constant_int(static_cast<int64_t>(v), ElementType::U64), shape);
-}
-
-Value splitmix64(Builder& b, const Value& x) {
-  const Shape& s = x.shape();
-  auto xor_shift = [&](const Value& z, uint64_t k) { return b.binary("xor", z, b.binary("shift_right_logical", z, u64(b, k, s))); };
-  Value z = add(b, x, u64(b, 0x9e3779b97f4a7c15ULL, s));
-  z = mul(b, xor_shift(z, 30), u64(b, 0xbf58476d1ce4e5b9ULL, s));
-  z = mul(b, xor_shift(z, 27), u64(b, 0x94d049bb133111ebULL, s));
-  return xor_shift(z, 31);
-}
-
-// Uniform f32 in [0, 1) from 24 random bits (PyTorch's uniform_real for float).
-Value uniform01(LowerContext& ctx, const Shape& shape) {
-  Builder& b = ctx.b;
-  TensorType f32{ElementType::F32, shape};
-  const int64_t n = f32.numel();
-  if (n == 0) return b.splat(0, f32);
-  Value state = ctx.rng_state();
-  Value key = splitmix64(b, b.binary("xor", b.slice(state, {0}, {1}, {1}), splitmix64(b, b.slice(state, {1}, {2}, {1}))));
-  Value keyed = b.concatenate({key, u64(b, 0, {1})}, 0);
-  auto r = b.op_multi("rng_bit_generator", {keyed}, {keyed.type, {ElementType::U32, {n}}},
-                      "rng_algorithm = #stablehlo<rng_algorithm THREE_FRY>");
-  Value bits = b.binary("shift_right_logical", r[1], b.broadcast_to(b.constant_int(8, ElementType::U32), {n}));
-  return b.reshape(mul(b, b.convert(bits, ElementType::F32), b.splat(std::ldexp(1.0, -24), {ElementType::F32, {n}})), shape);
 }
 
 // x > 0 ? g : g * slope (leaky_relu_backward; rrelu's eval-mode backward).
@@ -393,7 +351,7 @@ std::vector<Value> rrelu_with_noise(LowerContext& ctx) {
     Value slope = host_number(ctx, (lower + upper) / 2, x);
     return result(ctx, b.select(greater(b, x, number(b, 0, x)), x, mul(b, x, slope)));
   }
-  Value u = b.convert(uniform01(ctx, x.shape()), x.dtype());
+  Value u = b.convert(uniform01(ctx, x.shape(), ElementType::F32), x.dtype());
   Value r = add(b, host_number(ctx, lower, x), mul(b, u, host_number(ctx, upper - lower, x)));
   std::vector<Value> out = result(ctx, b.select(neg, mul(b, x, r), x));
   out.push_back(b.convert(b.select(neg, r, number(b, 1, r)), ctx.tensor(1).dtype()));

@@ -3,6 +3,7 @@
 // cases included. Float ops compute in float32 for bfloat16/half inputs and
 // round once (opmath), and in float32 for integer inputs.
 #include "lower/math.h"
+#include "lower/type_promotion.h"
 
 #include <cmath>
 #include <cstdio>
@@ -13,55 +14,6 @@
 namespace torch_tpu::lower {
 
 namespace math {
-
-namespace {
-
-int category(ElementType t) { return t == ElementType::Pred ? 0 : (hlo::is_float(t) ? 2 : 1); }
-
-// c10::promoteTypes.
-ElementType promote_types(ElementType a, ElementType b) {
-  if (a == b) return a;
-  if (a == ElementType::Pred) return b;
-  if (b == ElementType::Pred) return a;
-  if (category(a) != category(b)) return category(a) > category(b) ? a : b;
-  if (hlo::is_float(a)) {
-    return (a == ElementType::F64 || b == ElementType::F64) ? ElementType::F64 : ElementType::F32;
-  }
-  if (hlo::is_unsigned(a) == hlo::is_unsigned(b)) return hlo::byte_size(a) >= hlo::byte_size(b) ? a : b;
-  ElementType u = hlo::is_unsigned(a) ? a : b, s = hlo::is_unsigned(a) ? b : a;
-  if (hlo::byte_size(s) > hlo::byte_size(u)) return s;
-  return hlo::byte_size(u) == 1 ? ElementType::S16 : (hlo::byte_size(u) == 2 ? ElementType::S32 : ElementType::S64);
-}
-
-void update(std::optional<ElementType>& slot, ElementType t) { slot = slot ? promote_types(*slot, t) : t; }
-
-// ResultTypeState: a lower-priority group (0-dim tensors, then Python
-// numbers) only counts when its category is higher.
-std::optional<ElementType> combine(std::optional<ElementType> higher, std::optional<ElementType> lower) {
-  if (!higher) return lower;
-  if (!lower) return higher;
-  if (hlo::is_float(*higher)) return higher;
-  if (*higher == ElementType::Pred || hlo::is_float(*lower)) return promote_types(*higher, *lower);
-  return higher;
-}
-
-const char* torch_dtype_name(ElementType t) {
-  switch (t) {
-    case ElementType::Pred: return "Bool";
-    case ElementType::S8: return "Char";
-    case ElementType::S16: return "Short";
-    case ElementType::S32: return "Int";
-    case ElementType::S64: return "Long";
-    case ElementType::U8: return "Byte";
-    case ElementType::F16: return "Half";
-    case ElementType::BF16: return "BFloat16";
-    case ElementType::F32: return "Float";
-    case ElementType::F64: return "Double";
-    default: return hlo::mlir_name(t);
-  }
-}
-
-}  // namespace
 
 Value Arith::c(double v, const Value& like) const {
   if (!hlo::is_float(like.dtype()) || !std::isfinite(v)) return b.splat(v, like.type);
@@ -94,35 +46,6 @@ Value Arith::chbevl(const Value& x, const std::vector<double>& coefficients) con
   return mul(sub(b0, b2), 0.5);
 }
 
-ElementType common_dtype(LowerContext& ctx, std::initializer_list<size_t> idx) {
-  std::optional<ElementType> dim, zero, wrapped;
-  bool dim_f64 = false;
-  for (size_t i : idx) {
-    if (!ctx.has(i)) continue;
-    const Arg& a = ctx.args[i];
-    if (a.kind == Arg::Kind::Tensor && a.tensor) {
-      const ElementType t = a.tensor->dtype();
-      if (a.tensor->rank() == 0) {
-        update(zero, t);
-      } else {
-        update(dim, t);
-        dim_f64 |= t == ElementType::F64;
-      }
-    } else if (a.kind == Arg::Kind::Scalar) {
-      // Python float -> default dtype, int -> int64, bool -> bool.
-      update(wrapped, a.scalar.kind == ScalarArg::Kind::Float  ? ElementType::F32
-                      : a.scalar.kind == ScalarArg::Kind::Bool ? ElementType::Pred
-                                                               : ElementType::S64);
-    }
-  }
-  ElementType t = combine(dim, combine(zero, wrapped)).value_or(ctx.out_types.at(0).dtype);
-  // Python numbers that composite kernels wrapped into f64 0-dim CPU tensors
-  // look like any 0-dim tensor here; PyTorch gives them the default dtype.
-  const ElementType out = ctx.out_types.at(0).dtype;
-  if (t == ElementType::F64 && !dim_f64 && out != ElementType::F64) t = hlo::is_float(out) ? out : ElementType::F32;
-  return t;
-}
-
 ElementType float_opmath(ElementType t) {
   if (!hlo::is_float(t)) return ElementType::F32;
   return accumulation_type(t);
@@ -136,24 +59,19 @@ Value operand_as(LowerContext& ctx, size_t i, ElementType dtype) {
 }
 
 std::vector<Value> float_op(LowerContext& ctx, std::initializer_list<size_t> idx, const FloatFn& fn) {
-  const ElementType t = float_opmath(common_dtype(ctx, idx));
+  const ElementType t = float_opmath(result_type(ctx, idx));
   std::vector<Value> xs;
   for (size_t i : idx) xs.push_back(operand_as(ctx, i, t));
   return {ctx.b.convert(fn(Arith{ctx.b}, xs), ctx.out_types.at(0).dtype)};
 }
 
-void not_implemented_for(const char* op, ElementType t) {
-  throw NotImplementedForDtype(std::string("\"") + op + "\" not implemented for '" + torch_dtype_name(t) + "'");
-}
 
 }  // namespace math
 
 namespace {
 
 using math::Arith;
-using math::common_dtype;
 using math::float_op;
-using math::not_implemented_for;
 using math::operand_as;
 
 TensorType out0(LowerContext& ctx) { return ctx.out_types.at(0); }
@@ -165,7 +83,7 @@ std::vector<Value> unary(LowerContext& ctx, Value (*fn)(const Arith&, const Valu
 // Binary ops whose CPU kernel exists for floating types only (hypot,
 // logaddexp): integer operands raise instead of promoting.
 void require_float(LowerContext& ctx, const char* op) {
-  const ElementType t = common_dtype(ctx, {0, 1});
+  const ElementType t = result_type(ctx, {0, 1});
   if (!hlo::is_float(t)) not_implemented_for(op, t);
 }
 
@@ -335,7 +253,7 @@ std::vector<Value> signbit(LowerContext& ctx) {
 
 // x == 0 ? values : (x > 0), in the common dtype.
 std::vector<Value> heaviside(LowerContext& ctx) {  // (self, values)
-  const ElementType t = common_dtype(ctx, {0, 1});
+  const ElementType t = result_type(ctx, {0, 1});
   Builder& b = ctx.b;
   Value x = operand_as(ctx, 0, t), v = operand_as(ctx, 1, t);
   Value zero = b.splat(0, x.type);
@@ -345,7 +263,7 @@ std::vector<Value> heaviside(LowerContext& ctx) {  // (self, values)
 
 // fmax/fmin: a NaN operand yields the other one.
 static std::vector<Value> nan_ignoring(LowerContext& ctx, const char* op) {
-  const ElementType t = common_dtype(ctx, {0, 1});
+  const ElementType t = result_type(ctx, {0, 1});
   Builder& b = ctx.b;
   Value x = operand_as(ctx, 0, t), y = operand_as(ctx, 1, t);
   if (t == ElementType::Pred) return {b.convert(b.binary(std::string(op) == "maximum" ? "or" : "and", x, y), out0(ctx).dtype)};
@@ -361,7 +279,7 @@ std::vector<Value> fmin(LowerContext& ctx) { return nan_ignoring(ctx, "minimum")
 
 // In the operands' own float dtype: the next representable value of it.
 std::vector<Value> nextafter(LowerContext& ctx) {
-  const ElementType t = common_dtype(ctx, {0, 1});
+  const ElementType t = result_type(ctx, {0, 1});
   if (!hlo::is_float(t)) not_implemented_for("nextafter_cpu", t);
   Value x = operand_as(ctx, 0, t), y = operand_as(ctx, 1, t);
   return {ctx.b.convert(ctx.b.chlo("next_after", {x, y}, x.type), out0(ctx).dtype)};
@@ -427,7 +345,7 @@ static Value gcd_value(Builder& b, const Value& x, const Value& y) {
 }
 
 static ElementType integer_dtype(LowerContext& ctx, const char* op) {
-  const ElementType t = common_dtype(ctx, {0, 1});
+  const ElementType t = result_type(ctx, {0, 1});
   if (!hlo::is_integer(t)) not_implemented_for(op, t);
   return t;
 }

@@ -114,10 +114,6 @@ struct Arith {
   Value chbevl(const Value& x, const std::vector<double>& coefficients) const;
 };
 
-// PyTorch's type promotion (at::native::result_type) over the tensor and
-// Scalar arguments `idx`.
-ElementType common_dtype(LowerContext& ctx, std::initializer_list<size_t> idx);
-
 // Where PyTorch's kernel computes: integer and bool inputs of float ops in
 // float32 (promote_integer_inputs_to_float), bfloat16/half in float32 (opmath).
 ElementType float_opmath(ElementType t);
@@ -131,9 +127,6 @@ Value operand_as(LowerContext& ctx, size_t i, ElementType dtype);
 // dtype once.
 using FloatFn = std::function<Value(const Arith&, const std::vector<Value>&)>;
 std::vector<Value> float_op(LowerContext& ctx, std::initializer_list<size_t> idx, const FloatFn& fn);
-
-// The CPU kernel has no instance for this dtype: NotImplementedError.
-[[noreturn]] void not_implemented_for(const char* op, ElementType t);
 
 }  // namespace math
 

@@ -61,19 +61,6 @@ Value random_bits(LowerContext& ctx, const Shape& shape, ElementType bits) {
   return b.reshape(r[1], shape);
 }
 
-// Uniform in [0, 1) as f32 (24 random bits, as PyTorch's uniform_real for
-// float) or f64 (53 bits).
-Value uniform01(LowerContext& ctx, const Shape& shape, ElementType acc) {
-  Builder& b = ctx.b;
-  const bool wide = acc == ElementType::F64;
-  const ElementType bits_t = wide ? ElementType::U64 : ElementType::U32;
-  const int keep = wide ? 53 : 24;
-  Value bits = random_bits(ctx, shape, bits_t);
-  Value top = b.binary("shift_right_logical", bits, b.broadcast_to(b.constant_int(wide ? 64 - keep : 32 - keep, bits_t), shape));
-  Value f = b.convert(top, acc);
-  return b.binary("multiply", f, b.splat(std::ldexp(1.0, -keep), {acc, shape}));
-}
-
 // f64 for f64 results, f32 otherwise (bf16/f16 are drawn in f32 then rounded).
 ElementType draw_type(ElementType t) { return t == ElementType::F64 ? ElementType::F64 : ElementType::F32; }
 
@@ -213,6 +200,19 @@ Value random_from_to(LowerContext& ctx, const TensorType& out, int64_t from, std
 }
 
 }  // namespace
+
+// Uniform in [0, 1) as f32 (24 random bits, as PyTorch's uniform_real for
+// float) or f64 (53 bits).
+Value uniform01(LowerContext& ctx, const Shape& shape, ElementType acc) {
+  Builder& b = ctx.b;
+  const bool wide = acc == ElementType::F64;
+  const ElementType bits_t = wide ? ElementType::U64 : ElementType::U32;
+  const int keep = wide ? 53 : 24;
+  Value bits = random_bits(ctx, shape, bits_t);
+  Value top = b.binary("shift_right_logical", bits, b.broadcast_to(b.constant_int(wide ? 64 - keep : 32 - keep, bits_t), shape));
+  Value f = b.convert(top, acc);
+  return b.binary("multiply", f, b.splat(std::ldexp(1.0, -keep), {acc, shape}));
+}
 
 // uniform_(self, from, to): from + u * (to - from) in f32 (f64 for double).
 // A value that rounds up to `to` becomes `from`, as CUDA's uniform_ does, so

@@ -12,6 +12,11 @@
 
 namespace torch_tpu::lower {
 
+// Uniform in [0, 1) as f32 (24 random bits, as PyTorch's uniform_real for
+// float) or f64 (53 bits), from the op's own generator stream. Shared with
+// rrelu's training-mode slopes (activation.cpp).
+Value uniform01(LowerContext& ctx, const Shape& shape, ElementType acc);
+
 TORCH_TPU_LOWERING(cauchy)
 TORCH_TPU_LOWERING(exponential)
 TORCH_TPU_LOWERING(geometric)

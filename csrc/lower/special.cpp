@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "lower/math.h"
+#include "lower/type_promotion.h"
 
 namespace torch_tpu::lower {
 
@@ -806,8 +807,8 @@ std::pair<Value, Value> incomplete_gamma(const Arith& m, const Value& a, const V
 }
 
 std::vector<Value> incomplete_gamma_op(LowerContext& ctx, bool upper, const char* name) {
-  const ElementType t = math::common_dtype(ctx, {0, 1});
-  if (!hlo::is_float(t)) math::not_implemented_for(name, t);
+  const ElementType t = result_type(ctx, {0, 1});
+  if (!hlo::is_float(t)) not_implemented_for(name, t);
   return float_op(ctx, {0, 1}, [upper](const Arith& m, const std::vector<Value>& v) {
     auto pq = incomplete_gamma(m, v[0], v[1]);
     return upper ? pq.second : pq.first;
