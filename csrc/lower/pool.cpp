@@ -19,6 +19,8 @@
 #include <string>
 
 #include "lower/ops.h"
+#include "lower/resample.h"
+#include "lower/unpool.h"
 
 namespace torch_tpu::lower {
 
@@ -140,20 +142,6 @@ Value plane_index(Builder& b, const PoolParams& p, const Shape& shape) {
   return index;
 }
 
-// A 1-D constant of doubles in `dtype`.
-Value constant_vector(Builder& b, const std::vector<double>& values, ElementType dtype) {
-  TensorType t{dtype, {static_cast<int64_t>(values.size())}};
-  std::string lit = "dense<[";
-  char buf[64];
-  for (size_t i = 0; i < values.size(); ++i) {
-    std::snprintf(buf, sizeof(buf), "%.17g", values[i]);
-    std::string s(buf);
-    if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
-    lit += (i ? ", " : "") + s;
-  }
-  return b.op("constant", {}, t, "value = " + lit + "]> : " + t.str());
-}
-
 // PyTorch's avg_pool divisor for each output position (separable per dim):
 // the window clipped to the padded input with count_include_pad, to the input
 // without; divisor_override replaces both.
@@ -169,7 +157,7 @@ Value avg_divisor(Builder& b, const PoolParams& p, const Shape& in, const Tensor
       const int64_t end = std::min(start + p.kernel[i], in[d] + p.padding[i]);
       counts.push_back(include_pad ? end - start : std::min(end, in[d]) - std::max<int64_t>(start, 0));
     }
-    Value c = b.broadcast_in_dim(constant_vector(b, counts, out.dtype), out.shape, {d});
+    Value c = b.broadcast_in_dim(spatial::constant_vector(b, counts, out.dtype), out.shape, {d});
     divisor = b.binary("multiply", divisor, c);
   }
   return divisor;
@@ -188,7 +176,7 @@ Value adaptive_matrix(Builder& b, int64_t in, int64_t out, ElementType dtype) {
     const int64_t start = (o * in) / out, end = ((o + 1) * in + out - 1) / out;
     for (int64_t h = start; h < end; ++h) m[o * in + h] = 1.0 / static_cast<double>(end - start);
   }
-  return b.reshape(constant_vector(b, m, dtype), {out, in});
+  return b.reshape(spatial::constant_vector(b, m, dtype), {out, in});
 }
 
 // Contracts dim `d` of x with dim `contract` of the [out, in] matrix m and puts
@@ -254,37 +242,10 @@ std::vector<Value> max_pool_with_indices(LowerContext& ctx) {
 // max_pool{2,3}d_with_indices_backward(grad_output, self, kernel_size, stride,
 // padding, dilation, ceil_mode, indices) -> grad_input
 std::vector<Value> max_pool_with_indices_backward(LowerContext& ctx) {
-  Builder& b = ctx.b;
   const TensorType& out = ctx.out_types.at(0);
   require_float(out.dtype, "max_pool_backward");
-  const ElementType acc = accumulation_type(out.dtype);
-  const Value& g = ctx.tensor(0);
-  const size_t n = ctx.ints(2).size();
-  int64_t planes = 1, plane_in = 1, plane_out = 1;
-  for (size_t d = 0; d < out.shape.size(); ++d) {
-    if (d + n < out.shape.size()) {
-      planes *= out.shape[d];
-    } else {
-      plane_in *= out.shape[d];
-      plane_out *= g.shape()[d];
-    }
-  }
-  if (out.numel() == 0 || g.type.numel() == 0) return {zeros(b, out)};
-  // Global position = plane * plane size + index within the plane.
-  Value idx = b.reshape(b.convert(ctx.tensor(7), ElementType::S64), {planes, plane_out});
-  TensorType idx_t{ElementType::S64, {planes, plane_out}};
-  Value base = b.binary("multiply", b.iota(idx_t, 0), b.splat(static_cast<double>(plane_in), idx_t));
-  Value flat_idx = b.reshape(b.binary("add", idx, base), {planes * plane_out, 1});
-  Value updates = b.reshape(b.convert(g, acc), {planes * plane_out});
-  Value operand = b.splat(0, {acc, {planes * plane_in}});
-  TensorType scalar{acc, {}};
-  Value r = b.op_with_region(
-      "scatter", {operand, flat_idx, updates}, {operand.type},
-      "indices_are_sorted = false, scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [], "
-      "inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1>, unique_indices = false",
-      {scalar, scalar},
-      [](Builder& rb, const std::vector<Value>& a) { return std::vector<Value>{rb.binary("add", a[0], a[1])}; })[0];
-  return {b.convert(b.reshape(r, out.shape), out.dtype)};
+  const int64_t n = static_cast<int64_t>(ctx.ints(2).size());
+  return {scatter_add_planes(ctx.b, ctx.tensor(0), ctx.tensor(7), out, n)};
 }
 
 // avg_pool{2,3}d(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override?)

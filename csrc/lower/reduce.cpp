@@ -12,22 +12,23 @@
 #include <string>
 
 #include "lower/ops.h"
+#include "lower/reduction.h"
 
 namespace torch_tpu::lower {
 
+// ---- shared reduction helpers (declared in lower/reduction.h) ----
+
 namespace {
-
-using hlo::CompareDirection;
-
-TensorType out0(LowerContext& ctx) { return ctx.out_types.at(0); }
+Value is_nan(Builder& b, const Value& v) { return b.compare(v, v, hlo::CompareDirection::NE); }
+}  // namespace
 
 // The dims argument `i` names: an int, an int list, or None. None, or an
 // overload without a dim argument (`present` false) mean every dim. An empty
 // list means every dim for sum/mean/amax/var ... (`empty_is_all`), but
 // nothing for all.dims/any.dims (PyTorch 2.2+). A 0-d tensor accepts dim
 // 0 / -1 and has nothing to reduce.
-std::vector<int64_t> reduction_dims(const LowerContext& ctx, size_t i, int64_t rank, bool present = true,
-                                    bool empty_is_all = true) {
+std::vector<int64_t> reduction_dims(const LowerContext& ctx, size_t i, int64_t rank, bool present,
+                                    bool empty_is_all) {
   std::vector<int64_t> dims;
   if (rank == 0) return dims;
   const bool given = present && ctx.has(i) &&
@@ -72,8 +73,6 @@ Value reduce_with(Builder& b, const Value& x, const std::vector<int64_t>& dims, 
   return b.reduce(x, reduce_init(b, combiner, x.dtype()), dims, combiner);
 }
 
-Value is_nan(Builder& b, const Value& v) { return b.compare(v, v, CompareDirection::NE); }
-
 // max/min that propagate NaN (PyTorch's amax, max, maximum): XLA's
 // maximum/minimum is not guaranteed to on every backend.
 Value nan_max_min(Builder& b, const Value& x, const std::vector<int64_t>& dims, bool is_max) {
@@ -105,6 +104,12 @@ Value sum_to(Builder& b, const Value& x, const std::vector<int64_t>& dims, const
 Value expand_back(Builder& b, const Value& reduced, const Value& like, const std::vector<int64_t>& dims) {
   return b.broadcast_in_dim(b.reshape(reduced, kept_shape(like, dims)), like.shape(), kept_dims(like.rank(), dims));
 }
+
+namespace {
+
+using hlo::CompareDirection;
+
+TensorType out0(LowerContext& ctx) { return ctx.out_types.at(0); }
 
 // Value and index of the first max (or min) along `dims` (a single dim, or
 // every dim of a flattened input). NaN counts as larger (and smaller) than

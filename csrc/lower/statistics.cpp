@@ -11,6 +11,7 @@
 #include <string>
 
 #include "lower/ops.h"
+#include "lower/reduction.h"
 
 namespace torch_tpu::lower {
 
@@ -20,82 +21,19 @@ using hlo::CompareDirection;
 
 Value is_nan(Builder& b, const Value& v) { return b.compare(v, v, CompareDirection::NE); }
 
-// The dims an `int[1]? dim` / `int? dim` / `int[] dim` argument names: None
-// or an empty list mean every dim (a 0-d input has none to reduce).
-std::vector<int64_t> dims_of(const LowerContext& ctx, size_t i, int64_t rank) {
-  std::vector<int64_t> dims;
-  if (rank == 0) return dims;
-  const bool given = ctx.has(i) && (ctx.args[i].kind == Arg::Kind::Int ||
-                                    (ctx.args[i].kind == Arg::Kind::IntList && !ctx.args[i].ints.empty()));
-  if (!given) {
-    for (int64_t d = 0; d < rank; ++d) dims.push_back(d);
-    return dims;
-  }
-  if (ctx.args[i].kind == Arg::Kind::Int) {
-    dims.push_back(wrap_dim(ctx.args[i].i, rank));
-  } else {
-    for (int64_t d : ctx.args[i].ints) dims.push_back(wrap_dim(d, rank));
-  }
-  std::sort(dims.begin(), dims.end());
-  dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
-  return dims;
-}
-
-Value reduce_dims(Builder& b, const Value& x, const std::vector<int64_t>& dims, const std::string& combiner) {
-  if (dims.empty()) return x;
-  return b.reduce(x, reduce_init(b, combiner, x.dtype()), dims, combiner);
-}
-
-int64_t count_of(const Value& x, const std::vector<int64_t>& dims) {
-  int64_t n = 1;
-  for (int64_t d : dims) n *= x.shape()[d];
-  return n;
-}
-
-std::vector<int64_t> kept(int64_t rank, const std::vector<int64_t>& dims) {
-  std::vector<int64_t> k;
-  for (int64_t d = 0; d < rank; ++d) {
-    if (std::find(dims.begin(), dims.end(), d) == dims.end()) k.push_back(d);
-  }
-  return k;
-}
-
-// A reduced value broadcast back over `like`.
-Value expand_back(Builder& b, const Value& reduced, const Value& like, const std::vector<int64_t>& dims) {
-  return b.broadcast_in_dim(reduced, like.shape(), kept(like.rank(), dims));
-}
-
-// max/min that propagate NaN.
-Value nan_extreme(Builder& b, const Value& x, const std::vector<int64_t>& dims, bool is_max) {
-  if (dims.empty()) return x;
-  const ElementType t = x.dtype();
-  if (t == ElementType::Pred) return reduce_dims(b, x, dims, is_max ? "or" : "and");
-  const std::string comb = is_max ? "maximum" : "minimum";
-  if (!hlo::is_float(t)) return reduce_dims(b, x, dims, comb);
-  Shape shape;
-  for (int64_t d : kept(x.rank(), dims)) shape.push_back(x.shape()[d]);
-  TensorType s{t, {}};
-  return b.op_with_region("reduce", {x, reduce_init(b, comb, t)}, {{t, shape}}, "dimensions = " + Builder::dims_attr(dims),
-                          {s, s}, [&](Builder& rb, const std::vector<Value>& a) {
-                            Value m = rb.binary(comb, a[0], a[1]);
-                            m = rb.select(is_nan(rb, a[1]), a[1], m);
-                            return std::vector<Value>{rb.select(is_nan(rb, a[0]), a[0], m)};
-                          })[0];
-}
-
 // (variance, mean) over dims in the accumulation type; the divisor is
 // max(N - correction, 0), correction None meaning 1 (Bessel).
 std::pair<Value, Value> variance_and_mean(LowerContext& ctx) {
   Builder& b = ctx.b;
   const ElementType acc = accumulation_type(ctx.out_types.at(0).dtype);
   Value x = b.convert(ctx.tensor(0), acc);
-  std::vector<int64_t> dims = dims_of(ctx, 1, x.rank());
-  const double n = static_cast<double>(count_of(x, dims));
+  std::vector<int64_t> dims = reduction_dims(ctx, 1, x.rank());
+  const double n = static_cast<double>(reduced_count(x, dims));
   const double correction = ctx.has(2) ? ctx.double_arg(2) : 1.0;
-  Value s = reduce_dims(b, x, dims, "add");
+  Value s = reduce_with(b, x, dims, "add");
   Value mean = b.binary("divide", s, b.splat(n, s.type));
   Value d = b.binary("subtract", x, expand_back(b, mean, x, dims));
-  Value ss = reduce_dims(b, b.binary("multiply", d, d), dims, "add");
+  Value ss = reduce_with(b, b.binary("multiply", d, d), dims, "add");
   Value var = b.binary("divide", ss, b.splat(std::max(n - correction, 0.0), ss.type));
   return {var, mean};
 }
@@ -181,7 +119,7 @@ std::vector<Value> nansum(LowerContext& ctx) {
   const ElementType acc = accumulation_type(out.dtype);
   Value x = b.convert(ctx.tensor(0), acc);
   if (hlo::is_float(acc)) x = b.select(is_nan(b, x), zeros(b, x.type), x);
-  Value s = reduce_dims(b, x, dims_of(ctx, 1, x.rank()), acc == ElementType::Pred ? "or" : "add");
+  Value s = reduce_with(b, x, reduction_dims(ctx, 1, x.rank()), acc == ElementType::Pred ? "or" : "add");
   return {b.reshape(b.convert(s, out.dtype), out.shape)};
 }
 
@@ -197,7 +135,7 @@ std::vector<Value> aminmax(LowerContext& ctx) {
     throw std::runtime_error(
         "aminmax(): cannot compute aminmax over an empty dimension as the operation has no identity.");
   }
-  std::vector<int64_t> dims = dims_of(ctx, 1, x.rank());
+  std::vector<int64_t> dims = reduction_dims(ctx, 1, x.rank());
   const TensorType& t0 = ctx.out_types.at(0);
   const TensorType& t1 = ctx.out_types.at(1);
   // CPU's structured kernel requires out= results of self's dtype (meta lets others through).
@@ -207,7 +145,7 @@ std::vector<Value> aminmax(LowerContext& ctx) {
                                ", but got " + hlo::mlir_name(t->dtype) + " instead");
     }
   }
-  return {b.reshape(nan_extreme(b, x, dims, false), t0.shape), b.reshape(nan_extreme(b, x, dims, true), t1.shape)};
+  return {b.reshape(nan_max_min(b, x, dims, false), t0.shape), b.reshape(nan_max_min(b, x, dims, true), t1.shape)};
 }
 
 // count_nonzero.dim_IntList(self, dim[]): an empty list counts everything.
@@ -216,7 +154,7 @@ std::vector<Value> count_nonzero(LowerContext& ctx) {
   const TensorType& out = ctx.out_types.at(0);
   Value x = ctx.tensor(0);
   Value nz = b.convert(b.convert(x, ElementType::Pred), ElementType::S64);
-  return {b.reshape(b.convert(reduce_dims(b, nz, dims_of(ctx, 1, x.rank()), "add"), out.dtype), out.shape)};
+  return {b.reshape(b.convert(reduce_with(b, nz, reduction_dims(ctx, 1, x.rank()), "add"), out.dtype), out.shape)};
 }
 
 // trace(self): the sum of the main diagonal of a matrix; integers sum to int64.
@@ -228,7 +166,7 @@ std::vector<Value> trace(LowerContext& ctx) {
   Value on_diagonal = b.compare(b.iota({ElementType::S64, x.shape()}, 0), b.iota({ElementType::S64, x.shape()}, 1),
                                 CompareDirection::EQ);
   Value d = b.select(on_diagonal, x, zeros(b, x.type));
-  return {b.reshape(b.convert(reduce_dims(b, d, {0, 1}, acc == ElementType::Pred ? "or" : "add"), out.dtype), out.shape)};
+  return {b.reshape(b.convert(reduce_with(b, d, {0, 1}, acc == ElementType::Pred ? "or" : "add"), out.dtype), out.shape)};
 }
 
 // renorm(self, p, dim, maxnorm): each slice along `dim` whose p-norm exceeds
@@ -249,15 +187,15 @@ std::vector<Value> renorm(LowerContext& ctx) {
   Value a = b.unary("abs", x);
   Value norm;
   if (std::isinf(p)) {
-    norm = p > 0 ? nan_extreme(b, a, dims, true) : nan_extreme(b, a, dims, false);
+    norm = p > 0 ? nan_max_min(b, a, dims, true) : nan_max_min(b, a, dims, false);
   } else if (p == 0) {
-    norm = reduce_dims(b, b.convert(b.convert(x, ElementType::Pred), acc), dims, "add");
+    norm = reduce_with(b, b.convert(b.convert(x, ElementType::Pred), acc), dims, "add");
   } else if (p == 1) {
-    norm = reduce_dims(b, a, dims, "add");
+    norm = reduce_with(b, a, dims, "add");
   } else if (p == 2) {
-    norm = b.unary("sqrt", reduce_dims(b, b.binary("multiply", x, x), dims, "add"));
+    norm = b.unary("sqrt", reduce_with(b, b.binary("multiply", x, x), dims, "add"));
   } else {
-    Value s = reduce_dims(b, b.binary("power", a, b.splat(p, a.type)), dims, "add");
+    Value s = reduce_with(b, b.binary("power", a, b.splat(p, a.type)), dims, "add");
     norm = b.binary("power", s, b.splat(1.0 / p, s.type));
   }
   Value maxnorm = b.broadcast_to(ctx.scalar_arg(3, acc), norm.shape());

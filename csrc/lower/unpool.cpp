@@ -64,6 +64,12 @@ std::vector<Value> max_with_index(Builder& b, const Value& v, const Value& idx, 
                           "dimensions = " + Builder::dims_attr(dims), {sv, si, sv, si}, body);
 }
 
+void require_float(ElementType t, const char* op) {
+  if (!hlo::is_float(t)) throw NotImplementedForDtype(std::string(op) + ": only floating point inputs are supported");
+}
+
+}  // namespace
+
 // grad (planes..., pooled...) added into a zero tensor of `out` at `indices`
 // (flat positions within each plane of out's trailing n dims).
 Value scatter_add_planes(Builder& b, const Value& grad, const Value& indices, const TensorType& out, int64_t n) {
@@ -93,12 +99,6 @@ Value scatter_add_planes(Builder& b, const Value& grad, const Value& indices, co
       [](Builder& rb, const std::vector<Value>& a) { return std::vector<Value>{rb.binary("add", a[0], a[1])}; })[0];
   return b.convert(b.reshape(r, out.shape), out.dtype);
 }
-
-void require_float(ElementType t, const char* op) {
-  if (!hlo::is_float(t)) throw NotImplementedForDtype(std::string(op) + ": only floating point inputs are supported");
-}
-
-}  // namespace
 
 // adaptive_max_pool{2,3}d(self, output_size) -> (output, indices)
 std::vector<Value> adaptive_max_pool(LowerContext& ctx) {

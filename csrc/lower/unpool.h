@@ -11,6 +11,11 @@
 
 namespace torch_tpu::lower {
 
+// grad (planes..., pooled...) added into a zero tensor of `out` at `indices`
+// (flat positions within each plane of out's trailing n dims): the backward
+// of every max pooling that returns indices, and max_unpool's scatter.
+Value scatter_add_planes(Builder& b, const Value& grad, const Value& indices, const TensorType& out, int64_t n);
+
 // unpool.cpp
 TORCH_TPU_LOWERING(adaptive_max_pool)
 TORCH_TPU_LOWERING(adaptive_max_pool2d_backward)

@@ -1,0 +1,44 @@
+// Reduction helpers shared by the reduction families (reduce.cpp,
+// statistics.cpp): which dims a dim argument names, shapes around a
+// reduction, NaN-propagating max/min and accumulating sums.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "lower/lowering.h"
+
+namespace torch_tpu::lower {
+
+// The dims argument `i` names: an int, an int list, or None. None, or an
+// overload without a dim argument (`present` false) mean every dim. An empty
+// list means every dim for sum/mean/amax/var ... (`empty_is_all`), but
+// nothing for all.dims/any.dims (PyTorch 2.2+). A 0-d tensor accepts dim
+// 0 / -1 and has nothing to reduce. Sorted, without repeats.
+std::vector<int64_t> reduction_dims(const LowerContext& ctx, size_t i, int64_t rank, bool present = true,
+                                    bool empty_is_all = true);
+
+// How many elements of `x` each reduced element combines.
+int64_t reduced_count(const Value& x, const std::vector<int64_t>& dims);
+
+// Dims of a rank-`rank` value that survive a reduction over `dims`, and
+// their sizes in `x`.
+std::vector<int64_t> kept_dims(int64_t rank, const std::vector<int64_t>& dims);
+Shape kept_shape(const Value& x, const std::vector<int64_t>& dims);
+
+// stablehlo.reduce with `combiner`'s identity; no dims: `x` itself.
+Value reduce_with(Builder& b, const Value& x, const std::vector<int64_t>& dims, const std::string& combiner);
+
+// max/min that propagate NaN (PyTorch's amax, max, maximum): XLA's
+// maximum/minimum is not guaranteed to on every backend.
+Value nan_max_min(Builder& b, const Value& x, const std::vector<int64_t>& dims, bool is_max);
+
+// Sum in the accumulation type of `out`, converted to `out` (a bf16 sum
+// adds in f32; a bool or int sum arrives with an int64 `out`).
+Value sum_to(Builder& b, const Value& x, const std::vector<int64_t>& dims, const TensorType& out);
+
+// A reduced value (the reduce's own shape or the keepdim shape) broadcast
+// back over `like`'s shape.
+Value expand_back(Builder& b, const Value& reduced, const Value& like, const std::vector<int64_t>& dims);
+
+}  // namespace torch_tpu::lower
