@@ -23,6 +23,16 @@ def to_device(obj, device):
         return {k: to_device(v, device) for k, v in obj.items()}
     return obj
 
+def make_input(shape, dtype=torch.float32, int_range=(-5, 6)):
+    """A random CPU test input: standard-normal floats, integers drawn from
+    [int_range[0], int_range[1]) (small, so values repeat: ties and duplicates
+    get exercised), bools half true."""
+    if dtype == torch.bool:
+        return torch.rand(shape) > 0.5
+    if not dtype.is_floating_point:
+        return torch.randint(*int_range, shape, dtype=dtype)
+    return torch.randn(shape).to(dtype)
+
 
 def assert_close(actual, expected, atol=None, rtol=None, msg=""):
     if isinstance(expected, (list, tuple)):

@@ -7,17 +7,9 @@ in-place/out= forms and gradients."""
 import pytest
 import torch
 
-from reference import assert_close, check_op
+from reference import assert_close, check_op, make_input as make
 
 REDUCES = ["sum", "prod", "mean", "amax", "amin"]
-
-
-def make(shape, dtype=torch.float32):
-    if dtype == torch.bool:
-        return torch.rand(shape) > 0.5
-    if not dtype.is_floating_point:
-        return torch.randint(-5, 6, shape, dtype=dtype)
-    return torch.randn(shape).to(dtype)
 
 
 @pytest.mark.parametrize("reduce", REDUCES)

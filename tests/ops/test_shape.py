@@ -3,15 +3,11 @@
 import pytest
 import torch
 
-from reference import assert_close, check_op
+from reference import assert_close, check_op, make_input
 
 
 def make(shape, dtype):
-    if dtype == torch.bool:
-        return torch.randn(shape) > 0
-    if dtype == torch.int64:
-        return torch.randint(-50, 50, shape)
-    return torch.randn(shape).to(dtype)
+    return make_input(shape, dtype, int_range=(-50, 50))
 
 
 ALL_DTYPES = [torch.float32, torch.bfloat16, torch.int64, torch.bool]

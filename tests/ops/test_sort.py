@@ -5,17 +5,9 @@ indices, dims/keepdim, dtypes, non-contiguous inputs and gradients."""
 import pytest
 import torch
 
-from reference import assert_close, check_op
+from reference import assert_close, check_op, make_input as make
 
 NAN = float("nan")
-
-
-def make(shape, dtype=torch.float32):
-    if dtype == torch.bool:
-        return torch.rand(shape) > 0.5
-    if not dtype.is_floating_point:
-        return torch.randint(-5, 6, shape, dtype=dtype)
-    return torch.randn(shape).to(dtype)
 
 
 def with_nans(shape):
