@@ -20,6 +20,8 @@
 #include "lower/pointwise_loss.h"
 #include "lower/distance.h"
 #include "lower/ops.h"
+#include "lower/batch_norm.h"
+#include "lower/unfold_backward.h"
 #include "lower/index_reduce.h"
 #include "lower/statistics.h"
 #include "lower/random_distributions.h"
@@ -73,6 +75,7 @@ const OpEntry kLoweredOps[] = {
     {L::avg_pool, "avg_pool2d avg_pool2d.out avg_pool3d avg_pool3d.out"},
     {L::avg_pool_backward, "avg_pool2d_backward avg_pool2d_backward.grad_input avg_pool3d_backward avg_pool3d_backward.grad_input"},
     {L::baddbmm, "baddbmm baddbmm_ baddbmm.out"},
+    {L::batch_norm_with_update, "_batch_norm_with_update"},
     {L::bernoulli, "bernoulli bernoulli_.float bernoulli_.Tensor"},
     {L::binary_cross_entropy, "binary_cross_entropy binary_cross_entropy.out"},
     {L::binary_cross_entropy_backward, "binary_cross_entropy_backward binary_cross_entropy_backward.grad_input"},
@@ -298,7 +301,8 @@ const OpEntry kLoweredOps[] = {
     {L::nanmedian_dim, "nanmedian.dim nanmedian.dim_values"},
     {L::nansum, "nansum nansum.out"},
     {L::native_batch_norm, "native_batch_norm _native_batch_norm_legit"},
-    {L::native_batch_norm_backward, "native_batch_norm_backward"},
+    {L::native_batch_norm_backward, "native_batch_norm_backward batch_norm_backward"},
+    {L::native_batch_norm_no_stats, "_native_batch_norm_legit.no_stats"},
     {L::native_batch_norm_no_training, "_native_batch_norm_legit_no_training"},
     {L::native_dropout, "native_dropout"},
     {L::native_dropout_backward, "native_dropout_backward"},
@@ -415,6 +419,7 @@ const OpEntry kLoweredOps[] = {
     {L::tril, "tril tril_ tril.out"},
     {L::triu, "triu triu_ triu.out"},
     {L::trunc, "trunc trunc_ trunc.out"},
+    {L::unfold_backward, "unfold_backward unfold_backward.out"},
     {L::uniform, "uniform_"},
     {L::upsample_bicubic, "upsample_bicubic2d upsample_bicubic2d.out"},
     {L::upsample_bicubic_aa, "_upsample_bicubic2d_aa _upsample_bicubic2d_aa.out"},

@@ -1,7 +1,8 @@
 // Batch normalization, forward and backward. nn.BatchNorm{1,2,3}d and
 // F.batch_norm reach the device as native_batch_norm (eager) and
 // native_batch_norm_backward; torch.compile's decompositions produce the
-// _native_batch_norm_legit family. Statistics are per channel (dim 1) over
+// _native_batch_norm_legit family, export's _batch_norm_with_update (with
+// batch_norm_backward). Statistics are per channel (dim 1) over
 // every other dim, in f32 for bf16/f16 inputs, as PyTorch's kernels; the
 // saved statistics are the batch mean and 1/sqrt(biased var + eps).
 //
@@ -15,6 +16,7 @@
 // layer writes them back.
 #include <stdexcept>
 
+#include "lower/batch_norm.h"
 #include "lower/ops.h"
 
 namespace torch_tpu::lower {
@@ -57,14 +59,18 @@ Value mix(Builder& b, const Value& running, const Value& batch, double momentum)
   return b.convert(b.binary("add", keep, add), t);
 }
 
-// (input, weight?, bias?, running_mean?, running_var?) at 0..4; the rest given.
-std::vector<Value> batch_norm_forward(LowerContext& ctx, bool training, double momentum, double eps) {
+// (input, weight?, bias?) at 0..2, then (running_mean?, running_var?) at 3..4
+// when `running_stats`; the rest given.
+std::vector<Value> batch_norm_forward(LowerContext& ctx, bool training, double momentum, double eps,
+                                      bool running_stats = true) {
   Builder& b = ctx.b;
   const Value& input = ctx.tensor(0);
   const Shape& shape = input.shape();
   const TensorType& out_t = ctx.out_types.at(0);
-  const ElementType acc = ctx.out_types.at(1).dtype;
+  // Statistics in f32 for bf16/f16 (opmath), whatever dtype they are saved in.
+  const ElementType acc = accumulation_type(input.dtype());
   const Shape stat_shape{shape.at(1)};
+  const bool has_mean = running_stats && ctx.has(3), has_var = running_stats && ctx.has(4);
   Value x = b.convert(input, acc);
 
   Value mean, var, invstd;
@@ -85,12 +91,12 @@ std::vector<Value> batch_norm_forward(LowerContext& ctx, bool training, double m
   if (!training) {  // no statistics saved for backward: empty tensors, as CPU returns
     return {b.convert(y, out_t.dtype), zeros(b, ctx.out_types.at(1)), zeros(b, ctx.out_types.at(2))};
   }
-  std::vector<Value> results{b.convert(y, out_t.dtype), b.reshape(mean, ctx.out_types.at(1).shape),
-                             b.reshape(invstd, ctx.out_types.at(2).shape)};
+  std::vector<Value> results{b.convert(y, out_t.dtype), coerce(b, mean, ctx.out_types.at(1)),
+                             coerce(b, invstd, ctx.out_types.at(2))};
   const int64_t n = stat_count(shape);
   Value unbiased = b.binary("multiply", var, b.splat(static_cast<double>(n) / static_cast<double>(n - 1), var.type));
-  if (ctx.has(3)) results.push_back(mix(b, ctx.tensor(3), mean, momentum));
-  if (ctx.has(4)) results.push_back(mix(b, ctx.tensor(4), unbiased, momentum));
+  if (has_mean) results.push_back(mix(b, ctx.tensor(3), mean, momentum));
+  if (has_var) results.push_back(mix(b, ctx.tensor(4), unbiased, momentum));
   return results;
 }
 
@@ -102,6 +108,22 @@ std::vector<Value> native_batch_norm(LowerContext& ctx) {
   return batch_norm_forward(ctx, ctx.bool_arg(5), ctx.double_arg(6), ctx.double_arg(7));
 }
 
+// _native_batch_norm_legit.no_stats(input, weight?, bias?, training, momentum, eps):
+// batch statistics only, nothing to update.
+std::vector<Value> native_batch_norm_no_stats(LowerContext& ctx) {
+  return batch_norm_forward(ctx, ctx.bool_arg(3), ctx.double_arg(4), ctx.double_arg(5), false);
+}
+
+// _batch_norm_with_update(input, weight?, bias?, running_mean!, running_var!, momentum, eps)
+//   -> (out, save_mean, save_invstd, reserve): training batch norm; reserve is
+// cuDNN's workspace, empty (uint8) on every other backend; the updated running
+// statistics follow the returns, as for _native_batch_norm_legit.
+std::vector<Value> batch_norm_with_update(LowerContext& ctx) {
+  std::vector<Value> r = batch_norm_forward(ctx, true, ctx.double_arg(5), ctx.double_arg(6));
+  r.insert(r.begin() + 3, zeros(ctx.b, ctx.out_types.at(3)));
+  return r;
+}
+
 // _native_batch_norm_legit_no_training(input, weight?, bias?, running_mean, running_var, momentum, eps)
 std::vector<Value> native_batch_norm_no_training(LowerContext& ctx) {
   return batch_norm_forward(ctx, false, ctx.double_arg(5), ctx.double_arg(6));
@@ -109,6 +131,8 @@ std::vector<Value> native_batch_norm_no_training(LowerContext& ctx) {
 
 // native_batch_norm_backward(grad_out, input, weight?, running_mean?, running_var?,
 // save_mean?, save_invstd?, train, eps, output_mask[3]) -> (grad_input, grad_weight, grad_bias)
+// batch_norm_backward (_batch_norm_with_update's) has the same arguments, then
+// the unused cuDNN `reserve`; its `update` is `train` and `save_var` the invstd.
 // Formula: torch/_decomp/decompositions.py native_batch_norm_backward.
 std::vector<Value> native_batch_norm_backward(LowerContext& ctx) {
   Builder& b = ctx.b;

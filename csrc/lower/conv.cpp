@@ -88,11 +88,21 @@ std::string standard_dims(size_t spatial) {
   return layout("b", "f", spatial) + "x" + layout("o", "i", spatial) + "->" + layout("b", "f", spatial);
 }
 
-// y[n, o, *] of a plain convolution: x [N, C, *], w [O, C/g, *K].
+// y[n, o, *] of a plain convolution: x [N, C, *], w [O, C/g, *K], y of type `out`.
 Value conv_forward(LowerContext& ctx, const Value& x, const Value& w, const ConvParams& p, const TensorType& out) {
   const size_t spatial = x.rank() - 2;
-  // StableHLO's output size rule is PyTorch's: floor((in + 2p - d(k-1) - 1) / s) + 1.
-  ConvWindow win{p.stride, p.padding, p.padding, std::vector<int64_t>(spatial, 1), p.dilation, p.groups, 1};
+  ConvWindow win{p.stride, p.padding, {}, std::vector<int64_t>(spatial, 1), p.dilation, p.groups, 1};
+  for (size_t i = 0; i < spatial; ++i) {
+    // The last window starts at (o-1)*s and spans d(k-1)+1; padding past it
+    // is unread. For a forward convolution this is `padding` less the unread
+    // tail (PyTorch's floor((in + 2p - d(k-1) - 1) / s) + 1). As grad_input of
+    // a transposed convolution, grad_output also holds the output_padding
+    // rows, which no input row reached when output_padding >= stride (allowed
+    // where dilation > output_padding), so the high padding is cut by them
+    // (negative where they exceed `padding`).
+    const int64_t in = x.shape()[i + 2], k = w.shape()[i + 2], o = out.shape[i + 2];
+    win.pad_hi.push_back((o - 1) * p.stride[i] + p.dilation[i] * (k - 1) + 1 - in - p.padding[i]);
+  }
   return convolution_op(ctx, x, w, win, standard_dims(spatial), out);
 }
 

@@ -65,11 +65,17 @@ BACKWARD_TOLERANCE = (1e-4, 1e-4)
 # {opkey: {dtype name or "backward": (atol, rtol, reason)}}.
 _SUM_ORDER = "a sum over many products (conv window, attention row) in another order than CPU's kernel"
 _F32_PRODUCT_KEPT = "CPU rounds the product to the dtype before adding; XLA keeps it in float32 (one rounding fewer)"
+_PARTIAL_SUMS_ROUNDED = ("CPU's slow transposed convolution (groups + dilation samples) rounds partial sums to the "
+                         "dtype (its error against the float32 result is ~2x ours); XLA sums in float32 and rounds once")
 _SCATTER_ADD_ORDER = "duplicate indices accumulate in another order, and in float32, where CPU adds one by one in the dtype"
 TOLERANCE_OVERRIDES = {
     "nn.functional.conv2d": {"float32": (1e-4, 1.3e-5, _SUM_ORDER)},
     "nn.functional.conv3d": {"float32": (1e-4, 1.3e-5, _SUM_ORDER)},
-    "nn.functional.conv_transpose3d": {"float32": (1e-4, 1.3e-5, _SUM_ORDER)},
+    "nn.functional.conv_transpose2d": {"bfloat16": (1e-1, 1.6e-2, _PARTIAL_SUMS_ROUNDED),
+                                       "float16": (2.5e-2, 1e-3, _PARTIAL_SUMS_ROUNDED)},
+    "nn.functional.conv_transpose3d": {"float32": (1e-4, 1.3e-5, _SUM_ORDER),
+                                       "bfloat16": (3e-1, 1.6e-2, _PARTIAL_SUMS_ROUNDED),
+                                       "float16": (5e-2, 1e-3, _PARTIAL_SUMS_ROUNDED)},
     "nn.functional.scaled_dot_product_attention": {"float32": (1e-4, 1.3e-5, _SUM_ORDER)},
     "addr": {"bfloat16": (6.25e-2, 1.6e-2, _F32_PRODUCT_KEPT), "float16": (1e-2, 1e-3, _F32_PRODUCT_KEPT)},
     "_unsafe_masked_index_put_accumulate": {"bfloat16": (1.25e-1, 1.6e-2, _SCATTER_ADD_ORDER),

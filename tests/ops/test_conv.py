@@ -69,6 +69,38 @@ def test_conv_transpose_forward_and_backward(x_shape, w_shape, kwargs):
              torch.randn(w_shape[1] * groups), grad=True, atol=1e-4, rtol=1e-5)
 
 
+# output_padding as PyTorch allows it: below the stride OR below the dilation.
+# Where it reaches the stride, grad_output holds rows no input row touched.
+CONV_T_OUTPUT_PADDING_CASES = [
+    ((2, 4, 5), (4, 3, 3), dict(stride=3, padding=1, output_padding=2)),
+    ((2, 4, 5), (4, 3, 3), dict(stride=2, dilation=3, output_padding=2)),  # op >= stride, no padding to cut
+    ((2, 4, 6), (4, 2, 2), dict(stride=2, padding=2, output_padding=3, dilation=4, groups=2)),
+    ((2, 2, 4, 4), (2, 2, 4, 5), dict(stride=(3, 2), padding=(1, 2), output_padding=(2, 3), groups=2, dilation=(4, 4))),
+    ((1, 3, 4, 5), (3, 2, 3, 3), dict(stride=3, padding=0, output_padding=(2, 1), dilation=(1, 2))),
+    ((2, 4, 3, 3), (4, 1, 2, 3), dict(stride=1, output_padding=1, dilation=2, groups=4)),
+    ((2, 2, 4, 4, 4), (2, 2, 4, 5, 6), dict(stride=(3, 2, 1), padding=(1, 2, 3), output_padding=(2, 3, 1), groups=2,
+                                           dilation=(4, 4, 4))),
+    ((1, 2, 3, 2, 3), (2, 3, 2, 2, 2), dict(stride=(3, 2, 2), padding=(0, 1, 0), output_padding=(2, 2, 1),
+                                           dilation=(1, 3, 2))),
+]
+
+
+@pytest.mark.parametrize("x_shape,w_shape,kwargs", CONV_T_OUTPUT_PADDING_CASES)
+def test_conv_transpose_with_output_padding_forward_and_backward(x_shape, w_shape, kwargs):
+    groups = kwargs.get("groups", 1)
+    fn = CONV_T_FNS[len(x_shape)]
+    check_op(lambda x, w, b: fn(x, w, b, **kwargs), torch.randn(x_shape), torch.randn(w_shape),
+             torch.randn(w_shape[1] * groups), grad=True, atol=1e-4, rtol=1e-5)
+
+
+@pytest.mark.parametrize("x_shape,w_shape,kwargs", CONV_T_OUTPUT_PADDING_CASES[1::3])
+def test_conv_transpose_with_output_padding_grad_of_input_only(x_shape, w_shape, kwargs):
+    # output_mask (True, False, False): grad_input alone, without bias.
+    fn = CONV_T_FNS[len(x_shape)]
+    w = torch.randn(w_shape)
+    check_op(lambda x: fn(x, w.to(x.device), **kwargs), torch.randn(x_shape), grad=True, atol=1e-4, rtol=1e-5)
+
+
 def test_conv_transpose_bfloat16_forward():
     x, w = torch.randn(2, 4, 5, 5), torch.randn(4, 3, 3, 3)
     check_op(lambda x_, w_: F.conv_transpose2d(x_, w_, stride=2, padding=1, output_padding=1), x.bfloat16(),

@@ -289,3 +289,90 @@ def test_small_cnn_trains_like_cpu_for_five_sgd_steps():
         assert abs(loss_t.item() - loss_c.item()) <= 1e-4 * abs(loss_c.item()), (loss_t.item(), loss_c.item())
     for (name, p_c), p_t in zip(cpu.state_dict().items(), tpu.state_dict().values()):
         assert_close(p_t, p_c, atol=1e-4, rtol=1e-4, msg=name)
+
+
+# ---- _batch_norm_with_update / _native_batch_norm_legit.no_stats -----------------
+def _batch_norm_with_update_on(device, x, w, b, rm, rv, momentum=0.1, eps=1e-5):
+    args = [t.to(device) if t is not None else None for t in (x, w, b, rm, rv)]
+    results = torch.ops.aten._batch_norm_with_update(*args, momentum, eps)
+    return results, args[3], args[4]
+
+
+# weight and bias are always given: PyTorch's own meta kernel for this op
+# (torch/_decomp _get_batch_norm_reserve_tensor) rejects None for them.
+@pytest.mark.parametrize("shape", [(4, 3), (4, 3, 7), (2, 3, 4, 5), (2, 3, 2, 3, 2)])
+def test_batch_norm_with_update_matches_cpu_and_updates_running_statistics(shape):
+    c = shape[1]
+    x = torch.randn(shape) * 2 + 1
+    w, b = torch.randn(c), torch.randn(c)
+    rm, rv = torch.randn(c), torch.rand(c) + 0.5
+    expected, rm_e, rv_e = _batch_norm_with_update_on("cpu", x, w, b, rm.clone(), rv.clone(), momentum=0.3)
+    actual, rm_a, rv_a = _batch_norm_with_update_on("tpu", x, w, b, rm.clone(), rv.clone(), momentum=0.3)
+    assert_close(list(actual[:3]), list(expected[:3]), atol=1e-5, rtol=1e-5)
+    # reserve is cuDNN's workspace: empty uint8 on every other backend.
+    assert actual[3].dtype == torch.uint8 and actual[3].shape == expected[3].shape == (0,)
+    # running_var takes the unbiased batch variance, in place.
+    assert_close(rm_a, rm_e)
+    assert_close(rv_a, rv_e)
+
+
+def test_batch_norm_with_update_backward_matches_cpu():
+    # Autograd of _batch_norm_with_update calls aten::batch_norm_backward.
+    rm, rv = torch.randn(3), torch.rand(3) + 0.5
+
+    def fn(x, w, b):
+        stats = (rm.clone().to(x.device), rv.clone().to(x.device))
+        return torch.ops.aten._batch_norm_with_update(x, w, b, *stats, 0.1, 1e-5)[0]
+
+    check_op(fn, torch.randn(4, 3, 5) * 2 + 1, torch.randn(3), torch.randn(3), grad=True, atol=1e-4, rtol=1e-4)
+
+
+def test_batch_norm_with_update_bfloat16_output_and_running_statistics():
+    x = torch.randn(4, 3, 5, 5).bfloat16()
+    w, b = torch.randn(3).bfloat16(), torch.randn(3).bfloat16()
+    rm, rv = torch.randn(3).bfloat16(), (torch.rand(3) + 0.5).bfloat16()
+    expected, rm_e, rv_e = _batch_norm_with_update_on("cpu", x, w, b, rm.clone(), rv.clone())
+    actual, rm_a, rv_a = _batch_norm_with_update_on("tpu", x, w, b, rm.clone(), rv.clone())
+    assert_close(actual[0], expected[0], **BF16_TOL)
+    assert_close(rm_a, rm_e, **BF16_TOL)
+    assert_close(rv_a, rv_e, **BF16_TOL)
+
+
+def test_batch_norm_with_update_functional_returns_new_running_statistics():
+    # CompositeExplicitAutograd: runs _batch_norm_with_update on copies of the stats.
+    x, w, b, rm, rv = torch.randn(4, 3, 5), torch.randn(3), torch.randn(3), torch.randn(3), torch.rand(3) + 0.5
+    expected = torch.ops.aten._batch_norm_with_update_functional(x, w, b, rm, rv, 0.1, 1e-5)
+    rm_t, rv_t = rm.to("tpu"), rv.to("tpu")
+    actual = torch.ops.aten._batch_norm_with_update_functional(x.to("tpu"), w.to("tpu"), b.to("tpu"), rm_t, rv_t, 0.1,
+                                                               1e-5)
+    assert_close([actual[i] for i in (0, 1, 2, 4, 5)], [expected[i] for i in (0, 1, 2, 4, 5)], atol=1e-5, rtol=1e-5)
+    assert actual[3].dtype == torch.uint8 and actual[3].numel() == 0
+    assert_close(rm_t, rm)  # inputs untouched
+    assert_close(rv_t, rv)
+
+
+def test_batch_norm_with_update_out_variant_is_not_lowered():
+    # PyTorch has no meta kernel for the out= overload, so the device cannot
+    # size or check its results; it is not registered.
+    x, w, b, rm, rv = (t.to("tpu") for t in (torch.randn(4, 3), torch.randn(3), torch.randn(3), torch.zeros(3),
+                                             torch.ones(3)))
+    outs = [torch.empty(0, device="tpu") for _ in range(3)] + [torch.empty(0, dtype=torch.uint8, device="tpu")]
+    with pytest.raises(NotImplementedError):
+        torch.ops.aten._batch_norm_with_update.out(x, w, b, rm, rv, 0.1, 1e-5, out=outs[0], save_mean=outs[1],
+                                                   save_invstd=outs[2], reserve=outs[3])
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (2, 3, 4, 5)])
+def test_native_batch_norm_legit_no_stats_forward_and_backward(shape):
+    c = shape[1]
+    check_op(lambda x, w, b: torch.ops.aten._native_batch_norm_legit.no_stats(x, w, b, True, 0.1, 1e-5),
+             torch.randn(shape) * 2 + 1, torch.randn(c), torch.randn(c), grad=True, atol=1e-4, rtol=1e-4)
+    check_op(lambda x: torch.ops.aten._native_batch_norm_legit.no_stats(x, None, None, True, 0.1, 1e-5)[0],
+             torch.randn(shape), grad=True, atol=1e-4, rtol=1e-4)
+
+
+def test_native_batch_norm_legit_no_stats_in_evaluation_mode_raises():
+    # Evaluation needs running statistics: PyTorch's meta kernel refuses it
+    # (CPU's kernel reads the missing statistics anyway, and crashes).
+    with pytest.raises(AssertionError, match="running_mean and running_var must not be None"):
+        torch.ops.aten._native_batch_norm_legit.no_stats(torch.randn(4, 3, device="tpu"), None, None, False, 0.1, 1e-5)
