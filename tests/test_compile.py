@@ -238,9 +238,6 @@ def test_training_steps_replay_captured_programs_without_lowering_any_graph_op()
 
 
 def test_input_with_another_storage_offset_is_traced_again_and_stays_correct():
-    # No Python-number constants in the graph: after other compiles in the
-    # same process AOTAutograd may lift them into CPU tensor constants, and a
-    # graph reading CPU tensors is traced every call (see the trace reasons).
     f = torch.compile(lambda x: x.sin() * x, backend="tpu")
     a = torch.randn(5, 8)
     ta = a.tpu()
@@ -255,6 +252,40 @@ def test_input_with_another_storage_offset_is_traced_again_and_stays_correct():
     assert any("offset" in reason for reason in after["trace_reasons"]), after["trace_reasons"]
     torch.testing.assert_close(f(ta[:-1]).cpu(), a[:-1].sin() * a[:-1])  # its own capture now
     assert tpu_compile.stats()["graph_replays"] == after["graph_replays"] + 1
+
+
+class _ScaledLinear(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(4, 4)
+
+    def forward(self, x):
+        # A Python number (wrapped into a fresh 0-d CPU tensor on every call),
+        # a CPU tensor constant and a tensor made on the device in forward
+        # (both lifted by AOTAutograd into attributes of the graph module).
+        y = self.linear(x) * 2.5 - torch.tensor(0.25)
+        return y + torch.tensor([1.0, 2.0, 3.0, 4.0], device=x.device)
+
+
+def test_graphs_with_python_numbers_and_tensor_constants_are_replayed():
+    torch.manual_seed(0)
+    model = _ScaledLinear()
+    model_tpu = _ScaledLinear().to("tpu")
+    model_tpu.load_state_dict(model.state_dict())
+    compiled = torch.compile(model_tpu, backend="tpu")
+    x = torch.randn(3, 4)
+    before = tpu_compile.stats()
+    for _ in range(3):
+        out = compiled(x.to("tpu"))
+        out.sum().backward()
+    expected = model(x)
+    expected.sum().backward()
+    torch.testing.assert_close(out.cpu(), expected)
+    torch.testing.assert_close(model_tpu.linear.weight.grad.cpu(), 3 * model.linear.weight.grad)
+    after = tpu_compile.stats()
+    # Forward and backward graphs: traced on the first call, replayed on the next two.
+    assert after["graph_replays"] - before["graph_replays"] == 4, after["trace_reasons"]
+    assert not any(r.startswith("not replayable") for r in after["trace_reasons"]), after["trace_reasons"]
 
 
 def test_graph_that_mutates_its_input_writes_it_back_on_every_call():

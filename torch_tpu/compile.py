@@ -150,11 +150,67 @@ def _check_lowerings(gm):
                   "it into several programs", stacklevel=2)
 
 
+def _constants_as_inputs(gm):
+    """Turns the tensors a graph module holds (AOTAutograd lifts tensors made
+    in user code, `torch.tensor(0.25)` or a tensor built on tpu inside
+    forward, into attributes read by get_attr nodes) into trailing graph
+    inputs, and returns them. A captured program binds its parameters to the
+    graph's inputs; a tensor it reads from anywhere else would make every
+    call trace the graph again.
+
+    `lift_fresh_copy` of such a constant, there so that mutating the result
+    cannot change the constant, is dropped when its result is neither
+    returned nor written: the graphs are functional, so only the program
+    reads it."""
+    graph = gm.graph
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    anchor = placeholders[-1] if placeholders else None
+    constants, const_nodes = [], set()
+    for node in list(graph.nodes):
+        if node.op != "get_attr":
+            continue
+        value = gm
+        for part in node.target.split("."):
+            value = getattr(value, part, None)
+        if not isinstance(value, torch.Tensor):
+            continue
+        if anchor is None:
+            with graph.inserting_before(next(iter(graph.nodes))):
+                placeholder = graph.placeholder(f"_graph_constant_{len(constants)}")
+        else:
+            with graph.inserting_after(anchor):
+                placeholder = graph.placeholder(f"_graph_constant_{len(constants)}")
+        placeholder.meta.update(node.meta)
+        node.replace_all_uses_with(placeholder)
+        graph.erase_node(node)
+        constants.append(value)
+        const_nodes.add(placeholder)
+        anchor = placeholder
+    for node in list(graph.nodes):
+        if (node.op == "call_function" and node.target is torch.ops.aten.lift_fresh_copy.default
+                and node.args[0] in const_nodes and all(user.op != "output" for user in node.users)):
+            node.replace_all_uses_with(node.args[0])
+            graph.erase_node(node)
+    if constants:
+        graph.lint()
+        gm.recompile()
+    return constants
+
+
 def _graph_compiler(gm, example_inputs):
     _check_lowerings(gm)
     _stats["graphs_compiled"] += 1
+    constants = _constants_as_inputs(gm)
     # The float32 matmul precision in force when the graph was compiled.
-    return _run_fused(gm, precision.get_matmul_precision())
+    run = _run_fused(gm, precision.get_matmul_precision())
+    if not constants:
+        return run
+
+    def run_with_constants(args):
+        return run(list(args) + constants)
+
+    run_with_constants._boxed_call = True
+    return run_with_constants
 
 
 @functools.lru_cache(None)

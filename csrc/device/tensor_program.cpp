@@ -326,7 +326,12 @@ Value TensorProgram::host_input(const at::Tensor& cpu) {
   ElementType dtype = element_type(c.scalar_type());
   Value p = state_->b.parameter({dtype, c.sizes().vec()});
   ParamSource source;
-  source.kind = ParamSource::Kind::HostTensor;
+  // A Python number the dispatcher wrapped into a 0-d tensor (x * 2.5 in a
+  // graph's code) is a fresh tensor on every call but the same value: a
+  // captured graph keeps it as a constant parameter instead of refusing to
+  // replay a program that reads a CPU tensor it was not given.
+  source.kind = cpu.unsafeGetTensorImpl()->is_wrapped_number() ? ParamSource::Kind::Constant
+                                                                : ParamSource::Kind::HostTensor;
   source.host = cpu.unsafeGetTensorImpl();
   bind(p, runtime::DeviceRuntime::get().upload(c.data_ptr(), pjrt_type(dtype), c.sizes().vec(), device_),
        std::move(source));
