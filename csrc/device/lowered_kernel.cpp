@@ -226,6 +226,16 @@ void check_arguments(const c10::FunctionSchema& schema, const std::vector<c10::I
     collect_tensors(args[0], inputs);
     for (const at::Tensor& t : inputs) at::assert_no_overlap(args[2].toTensor(), t);
   }
+  // complex(real, imag): CPU's kernel checks the parts (the Python meta
+  // kernel asserts, or promotes float32 with float64 to complex128).
+  if (schema.name() == "aten::complex" && args.size() > 1 && args[0].isTensor() && args[1].isTensor()) {
+    const at::Tensor &re = args[0].toTensor(), &im = args[1].toTensor();
+    TORCH_CHECK(re.is_floating_point() && im.is_floating_point(),
+                "Expected both inputs to be Half, Float or Double tensors but got ", re.scalar_type(), " and ",
+                im.scalar_type());
+    TORCH_CHECK(re.scalar_type() == im.scalar_type(), "Expected object of scalar type ", re.scalar_type(),
+                " but got scalar type ", im.scalar_type(), " for second argument");
+  }
   if (schema.name() == "aten::multinomial" && !args.empty() && args[0].isTensor()) {
     check_multinomial_distribution(args[0].toTensor());
   }

@@ -22,6 +22,9 @@
 #include "lower/ops.h"
 #include "lower/batch_norm.h"
 #include "lower/unfold_backward.h"
+#include "lower/blas_extra.h"
+#include "lower/complex_construct.h"
+#include "lower/creation_extra.h"
 #include "lower/index_reduce.h"
 #include "lower/statistics.h"
 #include "lower/random_distributions.h"
@@ -54,6 +57,7 @@ const OpEntry kLoweredOps[] = {
     {L::adaptive_max_pool2d_backward, "adaptive_max_pool2d_backward adaptive_max_pool2d_backward.grad_input"},
     {L::adaptive_max_pool3d_backward, "adaptive_max_pool3d_backward adaptive_max_pool3d_backward.grad_input"},
     {L::add, "add.Tensor add_.Tensor add.out add.Scalar add_.Scalar"},
+    {L::addbmm, "addbmm addbmm_ addbmm.out"},
     {L::addcdiv, "addcdiv addcdiv_ addcdiv.out"},
     {L::addcmul, "addcmul addcmul_ addcmul.out"},
     {L::addmm, "addmm addmm_ addmm.out"},
@@ -99,6 +103,7 @@ const OpEntry kLoweredOps[] = {
     {L::clamp_max, "clamp_max clamp_max_ clamp_max.out clamp_max.Tensor clamp_max_.Tensor clamp_max.Tensor_out"},
     {L::clamp_min, "clamp_min clamp_min_ clamp_min.out clamp_min.Tensor clamp_min_.Tensor clamp_min.Tensor_out"},
     {L::col2im, "col2im col2im.out"},
+    {L::complex, "complex complex.out"},
     {L::conj_physical, "conj_physical.out conj_physical_ _conj_physical _conj_physical.out"},
     // The overrideable twins at::_convolution calls for PrivateUse1 have no meta kernel.
     {L::convolution, "convolution convolution.out"},
@@ -206,6 +211,7 @@ const OpEntry kLoweredOps[] = {
     {L::hardswish_backward, "hardswish_backward hardswish_backward.out"},
     {L::hardtanh, "hardtanh hardtanh_ hardtanh.out"},
     {L::hardtanh_backward, "hardtanh_backward hardtanh_backward.grad_input"},
+    {L::hash_tensor, "hash_tensor hash_tensor.out"},
     {L::heaviside, "heaviside heaviside_ heaviside.out"},
     {L::huber_loss, "huber_loss huber_loss.out"},
     {L::huber_loss_backward, "huber_loss_backward huber_loss_backward.out"},
@@ -267,6 +273,7 @@ const OpEntry kLoweredOps[] = {
     {L::logical_xor, "logical_xor logical_xor_ logical_xor.out"},
     {L::logit, "logit logit_ logit.out"},
     {L::logit_backward, "logit_backward logit_backward.grad_input"},
+    {L::logspace, "logspace.out"},
     {L::logsumexp, "logsumexp logsumexp.out"},
     {L::lt, "lt.Tensor lt_.Tensor lt.Tensor_out lt.Scalar lt_.Scalar lt.Scalar_out"},
     {L::lu_unpack, "lu_unpack lu_unpack.out"},
@@ -316,11 +323,13 @@ const OpEntry kLoweredOps[] = {
     {L::nextafter, "nextafter nextafter_ nextafter.out"},
     {L::nll_loss_backward, "nll_loss_backward nll_loss_backward.grad_input nll_loss2d_backward nll_loss2d_backward.grad_input"},
     {L::nll_loss_forward, "nll_loss_forward nll_loss_forward.output nll_loss2d_forward nll_loss2d_forward.output"},
+    {L::nonzero_static, "nonzero_static nonzero_static.out"},
     {L::norm, "norm.Scalar norm.Scalar_out norm.ScalarOpt_dim norm.out norm.ScalarOpt_dim_dtype norm.dtype_out norm.ScalarOpt_dtype norm.ScalarOpt_dtype_out"},
     {L::normal, "normal_"},
     {L::normal_tensor, "normal.Tensor_Tensor normal.Tensor_Tensor_out normal.Tensor_float normal.Tensor_float_out normal.float_Tensor normal.float_Tensor_out"},
     {L::pdist_backward, "_pdist_backward _pdist_backward.out"},
     {L::pdist_forward, "_pdist_forward _pdist_forward.out"},
+    {L::polar, "polar polar.out"},
     {L::polygamma, "polygamma polygamma.out"},
     {L::pow, "pow.Tensor_Tensor pow_.Tensor pow.Tensor_Tensor_out pow.Tensor_Scalar pow_.Scalar pow.Tensor_Scalar_out pow.Scalar pow.Scalar_out"},
     {L::prelu_kernel, "_prelu_kernel"},
@@ -435,6 +444,7 @@ const OpEntry kLoweredOps[] = {
     {L::upsample_nearest_exact_backward, "_upsample_nearest_exact1d_backward _upsample_nearest_exact1d_backward.grad_input _upsample_nearest_exact2d_backward _upsample_nearest_exact2d_backward.grad_input _upsample_nearest_exact3d_backward _upsample_nearest_exact3d_backward.grad_input"},
     {L::var, "var.correction var.correction_out"},
     {L::var_mean, "var_mean.correction var_mean.correction_out"},
+    {L::vdot, "vdot vdot.out"},
     {L::where, "where.self where.self_out"},
     {L::xlogy, "xlogy.Tensor xlogy_.Tensor xlogy.OutTensor xlogy.Scalar_Other xlogy_.Scalar_Other xlogy.OutScalar_Other xlogy.Scalar_Self xlogy.OutScalar_Self"},
     {L::zero, "zero_"},
