@@ -261,6 +261,7 @@ Arg to_arg(TensorProgram& prog, const c10::Argument& schema_arg, const c10::IVal
   if (v.isTensor()) {
     a.kind = Arg::Kind::Tensor;
     a.tensor = tensor_value(v.toTensor());
+    a.contiguous = v.toTensor().defined() && v.toTensor().is_contiguous();
     if (!v.toTensor().defined()) a.kind = Arg::Kind::None;
   } else if (v.isTensorList()) {
     a.kind = Arg::Kind::TensorList;
@@ -302,7 +303,10 @@ Arg to_arg(TensorProgram& prog, const c10::Argument& schema_arg, const c10::IVal
     } else if (v.isInt() || v.isSymInt()) {
       a.scalar.i = v.isInt() ? v.toInt() : v.toSymInt().guard_int(__FILE__, __LINE__);
     } else {
-      TORCH_CHECK_NOT_IMPLEMENTED(false, "tpu: complex scalars are not supported yet");
+      const c10::complex<double> z = v.toComplexDouble();
+      a.scalar.kind = lower::ScalarArg::Kind::Complex;
+      a.scalar.f = z.real();
+      a.scalar.imag = z.imag();
     }
   } else if (v.isInt() || v.isSymInt()) {
     a.kind = Arg::Kind::Int;

@@ -481,9 +481,13 @@ Value permutation_sign(Builder& b, const Value& piv) {
 
 // The LU factors _linalg_det and _linalg_slogdet return, which their
 // backward formulas read: PyTorch factors A^T when A is contiguous and real
-// (det(A^T) = det(A)) and A otherwise. Lowerings do not see strides, so
-// this assumes the usual contiguous input.
-LU det_factors(Builder& b, const Value& a) { return lu_factor(b, mT(b, flatten_batch(b, a))); }
+// (det(A^T) = det(A); linalg_det_backward checks A.is_contiguous() to know
+// which) and A otherwise.
+LU det_factors(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  Value a = flatten_batch(b, ctx.tensor(0));
+  return lu_factor(b, ctx.args[0].contiguous ? mT(b, a) : a);
+}
 
 }  // namespace
 
@@ -492,7 +496,7 @@ std::vector<Value> linalg_det(LowerContext& ctx) {
   Builder& b = ctx.b;
   const auto& t = ctx.out_types;
   if (t[1].numel() == 0) return {full(b, 1, t[0]), zeros(b, t[1]), zeros(b, t[2])};
-  LU f = det_factors(b, ctx.tensor(0));
+  LU f = det_factors(ctx);
   Value d = b.reduce(diagonal(b, f.lu), b.constant(1, ElementType::F32), {1}, "multiply");
   Value det = b.binary("multiply", d, permutation_sign(b, f.piv));
   return {reshape_as(b, det, t[0]), reshape_as(b, f.lu, t[1]), reshape_as(b, f.piv, t[2])};
@@ -503,7 +507,7 @@ std::vector<Value> linalg_slogdet(LowerContext& ctx) {
   Builder& b = ctx.b;
   const auto& t = ctx.out_types;
   if (t[2].numel() == 0) return {full(b, 1, t[0]), zeros(b, t[1]), zeros(b, t[2]), zeros(b, t[3])};
-  LU f = det_factors(b, ctx.tensor(0));
+  LU f = det_factors(ctx);
   Value d = diagonal(b, f.lu);
   Value sign = b.reduce(b.unary("sign", d), b.constant(1, ElementType::F32), {1}, "multiply");
   sign = b.binary("multiply", sign, permutation_sign(b, f.piv));

@@ -24,16 +24,22 @@ using hlo::Value;
 
 // A Python number passed where the schema says `Scalar`.
 struct ScalarArg {
-  enum class Kind { Float, Int, Bool } kind = Kind::Int;
+  // Complex: a Python complex number, real part in `f`, imaginary in `imag`.
+  enum class Kind { Float, Int, Bool, Complex } kind = Kind::Int;
   double f = 0;
   int64_t i = 0;
-  double as_double() const { return kind == Kind::Float ? f : static_cast<double>(i); }
+  double imag = 0;
+  double as_double() const { return kind == Kind::Float || kind == Kind::Complex ? f : static_cast<double>(i); }
 };
 
 struct Arg {
   enum class Kind { None, Tensor, TensorList, Int, Double, Bool, Scalar, IntList, DoubleList, String, Other };
   Kind kind = Kind::None;
   std::optional<Value> tensor;
+  // Tensor: whether its memory is contiguous. Values are read through their
+  // view layout, so semantics never depend on it; a few of PyTorch's kernels
+  // return results that do (det/slogdet factor A^T for a contiguous A).
+  bool contiguous = true;
   std::vector<std::optional<Value>> tensors;  // Tensor[] and Tensor?[]
   int64_t i = 0;
   double d = 0;

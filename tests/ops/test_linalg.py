@@ -176,6 +176,20 @@ def test_det_slogdet_logdet_match_cpu_with_gradients(batch):
     check_op(torch.logdet, spd(*batch, 4), grad=True, **TOL)
 
 
+@pytest.mark.parametrize("view", ["transposed", "sliced"])
+def test_det_slogdet_gradients_of_non_contiguous_input(view):
+    # PyTorch's backward reads LU factors of A^T for a contiguous A and of A
+    # otherwise: the forward must factor the one the backward expects.
+    base = well_conditioned(2, 4, 4)
+    if view == "transposed":
+        make_view = lambda t: t.mT  # noqa: E731
+    else:
+        base = torch.cat([base, torch.randn(2, 4, 1)], dim=-1)
+        make_view = lambda t: t[..., :4]  # noqa: E731
+    check_op(lambda t: torch.linalg.det(make_view(t)), base, grad=True, **TOL)
+    check_op(lambda t: torch.linalg.slogdet(make_view(t)), base, grad=True, **TOL)
+
+
 def test_det_of_singular_and_permutation_matrices():
     perm = torch.eye(4)[[2, 0, 3, 1]]
     check_op(torch.linalg.det, perm, atol=0, rtol=0)
