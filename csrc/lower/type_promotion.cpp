@@ -70,8 +70,10 @@ ElementType result_type(LowerContext& ctx, std::initializer_list<size_t> idx) {
         dim_f64 |= t == ElementType::F64;
       }
     } else if (a.kind == Arg::Kind::Scalar) {
-      // Python float -> default dtype (float32), int -> int64, bool -> bool.
-      ElementType t = a.scalar.kind == ScalarArg::Kind::Float ? ElementType::F32
+      // Python float -> default dtype (float32), int -> int64, bool -> bool,
+      // complex -> complex64 (the default dtype's complex type).
+      ElementType t = a.scalar.kind == ScalarArg::Kind::Complex ? ElementType::C64
+                      : a.scalar.kind == ScalarArg::Kind::Float ? ElementType::F32
                       : a.scalar.kind == ScalarArg::Kind::Bool ? ElementType::Pred
                                                                : ElementType::S64;
       update(st.wrapped, t);

@@ -742,3 +742,18 @@ def test_complex64_arithmetic_promotes_like_cpu(case):
     got, want = f(z.tpu()).cpu(), f(z)
     assert got.dtype == want.dtype
     torch.testing.assert_close(got, want)
+
+
+@pytest.mark.parametrize("case", ["real_times_1j", "complex_plus_complex_number", "alpha_complex", "mul_scalar_overload"])
+def test_python_complex_numbers_with_tpu_tensors_match_cpu(case):
+    x = torch.tensor([1.0, -2.0, 0.5])
+    z = torch.tensor([1 + 2j, 3 - 4j, -0.5 + 0.25j], dtype=torch.complex64)
+    f = {
+        "real_times_1j": lambda x, z: x * 1j,
+        "complex_plus_complex_number": lambda x, z: z + (2 - 1.5j),
+        "alpha_complex": lambda x, z: torch.add(z, z.flip(0), alpha=0.5j),
+        "mul_scalar_overload": lambda x, z: torch.ops.aten.mul.Scalar(z, 3 + 1j),
+    }[case]
+    got, want = f(x.tpu(), z.tpu()).cpu(), f(x, z)
+    assert got.dtype == want.dtype
+    torch.testing.assert_close(got, want)

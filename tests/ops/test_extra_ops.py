@@ -176,6 +176,19 @@ def test_polar_matches_cpu(shapes):
     check_op(torch.polar, torch.rand(shapes[0]) * 3, torch.randn(shapes[1]) * 4, **COMPLEX64_TOL)
 
 
+def test_polar_backward_matches_cpu():
+    # polar's derivative multiplies by the Python complex number 1j.
+    r, theta, w_re, w_im = torch.rand(5) * 3, torch.randn(5) * 4, torch.randn(5), torch.randn(5)
+    grads = {}
+    for device in ("cpu", "tpu"):
+        a = r.detach().clone().to(device).requires_grad_()
+        t = theta.detach().clone().to(device).requires_grad_()
+        z = torch.polar(a, t)
+        (z.real * w_re.to(device) + z.imag * w_im.to(device)).sum().backward()
+        grads[device] = (a.grad.cpu(), t.grad.cpu())
+    torch.testing.assert_close(grads["tpu"], grads["cpu"], **COMPLEX64_TOL)
+
+
 def test_polar_out_and_strided_inputs():
     r, t = torch.rand(6, 4), torch.randn(4, 6)
     out = tpu(torch.zeros(6, 4, dtype=torch.complex64))
