@@ -168,10 +168,15 @@ void check_arguments(const c10::FunctionSchema& schema, const std::vector<c10::I
   }
   // Ops whose CPU kernels refuse an out= that aliases an input even exactly.
   const bool no_alias_at_all = schema.name() == "aten::take" || schema.name() == "aten::cat";
+  // fill_ with a number, zero_ and masked_fill_ write one value wherever they
+  // write, so CPU and CUDA let them write an expanded tensor (masked_fill_
+  // with a deprecation warning).
+  const bool writes_one_value = (schema.name() == "aten::fill_" && schema.overload_name() == "Scalar") ||
+                                schema.name() == "aten::zero_" || schema.name() == "aten::masked_fill_";
   for (size_t i = 0; i < args.size(); ++i) {
     if (!writes_argument(schema.arguments()[i]) || !args[i].isTensor()) continue;
     const at::Tensor& t = args[i].toTensor();
-    TORCH_CHECK(at::has_internal_overlap(t) != at::MemOverlap::Yes,
+    TORCH_CHECK(writes_one_value || at::has_internal_overlap(t) != at::MemOverlap::Yes,
                 "unsupported operation: more than one element of the written-to tensor refers to a single memory "
                 "location. Please clone() the tensor before performing the operation.");
     // TensorIterator's rule: a written tensor may be an input exactly
