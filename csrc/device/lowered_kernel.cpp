@@ -2,12 +2,11 @@
 
 #include <ATen/ATen.h>
 
-#include <ATen/MemoryOverlap.h>
-#include <ATen/native/TypeProperties.h>
 
 #include <map>
 #include <set>
 
+#include "device/argument_checks.h"
 #include "device/debug_checks.h"
 #include "device/generator.h"
 #include "device/meta_inference.h"
@@ -49,21 +48,6 @@ int op_device(const std::vector<at::Tensor>& tensors) {
   }
   return device < 0 ? current_device() : device;
 }
-
-void collect_tensors(const c10::IValue& v, std::vector<at::Tensor>& out) {
-  if (v.isTensor()) {
-    out.push_back(v.toTensor());
-  } else if (v.isTensorList()) {
-    for (const at::Tensor& t : v.toTensorVector()) out.push_back(t);
-  } else if (v.isList()) {
-    auto list = v.toList();
-    for (size_t i = 0; i < list.size(); ++i) {
-      if (list.get(i).isTensor()) out.push_back(list.get(i).toTensor());
-    }
-  }
-}
-
-bool writes_argument(const c10::Argument& a) { return a.alias_info() && a.alias_info()->isWrite(); }
 
 // Arguments an op writes in place although its schema does not say so:
 // native_batch_norm updates running_mean/running_var in training.
@@ -115,145 +99,6 @@ void normalize_index_arguments(const c10::FunctionSchema& schema, std::vector<c1
     normalized.push_back(idx);
   }
   if (changed) args[1] = normalized;
-}
-
-// In-place elementwise ops whose result must be castable to self's dtype
-// (TensorIterator's rule on CPU and CUDA; PyTorch's Python meta kernels do
-// not check it when the other operand is a wrapped number).
-bool is_promoting_inplace(const std::string& name) {
-  static const std::set<std::string> kOps = {
-      "aten::add_", "aten::sub_", "aten::mul_", "aten::div_", "aten::pow_", "aten::remainder_", "aten::fmod_",
-      "aten::atan2_", "aten::clamp_", "aten::clamp_min_", "aten::clamp_max_", "aten::lerp_", "aten::addcmul_",
-      "aten::addcdiv_", "aten::bitwise_and_", "aten::bitwise_or_", "aten::bitwise_xor_"};
-  return kOps.count(name) > 0;
-}
-
-at::ScalarType promoted_type(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args) {
-  at::native::ResultTypeState state{};
-  for (size_t i = 0; i < args.size(); ++i) {
-    const c10::IValue& v = args[i];
-    if (schema.arguments()[i].name() == "alpha") continue;  // a multiplier, not an operand
-    if (v.isTensor() && v.toTensor().defined()) {
-      state = at::native::update_result_type_state(v.toTensor(), state);
-    } else if (v.isScalar()) {
-      state = at::native::update_result_type_state(v.toScalar(), state);
-    }
-  }
-  at::ScalarType t = at::native::result_type(state);
-  // True division of integers gives the default float type.
-  bool true_div = schema.name() == "aten::div_" && schema.overload_name() == "Tensor";
-  if (true_div && at::isIntegralType(t, /*includeBool=*/true)) t = at::typeMetaToScalarType(at::get_default_dtype());
-  return t;
-}
-
-// multinomial's distribution checks, as PyTorch makes them on every device
-// (native/Distributions.cpp): they read reductions of the probabilities back
-// to the host, so a call waits for its input like CUDA's does. CUDA checks
-// only the no-replacement / single-sample path on the host (the other path
-// asserts inside its kernel, which would abort); we check every path and
-// raise CPU's RuntimeError.
-void check_multinomial_distribution(const at::Tensor& probs) {
-  if (probs.numel() == 0 || !at::isFloatingType(probs.scalar_type())) return;
-  const at::Tensor valid = (probs.max() < INFINITY).logical_and(probs.min() >= 0);
-  TORCH_CHECK(valid.item<bool>(), "probability tensor contains either `inf`, `nan` or element < 0");
-  const at::Tensor row_sums = probs.dim() == 1 ? probs.sum() : probs.sum(1);
-  TORCH_CHECK(!(row_sums == 0).any().item<bool>(), "invalid multinomial distribution (sum of probabilities <= 0)");
-}
-
-// Checks CUDA makes before any kernel runs that the meta kernels skip.
-void check_arguments(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args) {
-  std::vector<at::Tensor> inputs;  // tensors the op reads
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (!(writes_argument(schema.arguments()[i]) && schema.arguments()[i].is_out())) collect_tensors(args[i], inputs);
-  }
-  // Ops whose CPU kernels refuse an out= that aliases an input even exactly.
-  const bool no_alias_at_all = schema.name() == "aten::take" || schema.name() == "aten::cat";
-  // fill_ with a number, zero_ and masked_fill_ write one value wherever they
-  // write, so CPU and CUDA let them write an expanded tensor (masked_fill_
-  // with a deprecation warning).
-  const bool writes_one_value = (schema.name() == "aten::fill_" && schema.overload_name() == "Scalar") ||
-                                schema.name() == "aten::zero_" || schema.name() == "aten::masked_fill_";
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (!writes_argument(schema.arguments()[i]) || !args[i].isTensor()) continue;
-    const at::Tensor& t = args[i].toTensor();
-    TORCH_CHECK(writes_one_value || at::has_internal_overlap(t) != at::MemOverlap::Yes,
-                "unsupported operation: more than one element of the written-to tensor refers to a single memory "
-                "location. Please clone() the tensor before performing the operation.");
-    // TensorIterator's rule: a written tensor may be an input exactly
-    // (x.add_(y), add(x, y, out=x)) but may not overlap one partially.
-    for (const at::Tensor& in : inputs) {
-      if (!in.defined() || !is_tpu(in)) continue;
-      if (no_alias_at_all && schema.arguments()[i].is_out()) {
-        at::assert_no_overlap(t, in);
-      } else if (!in.is_same(t)) {
-        at::assert_no_partial_overlap(t, in);
-      }
-    }
-  }
-  // Advanced indexing: PyTorch raises IndexError for float indices (the
-  // Python meta kernel raises RuntimeError, CUDA and CPU IndexError).
-  if (schema.name() == "aten::index" || schema.name() == "aten::_index_put_impl_" || schema.name() == "aten::index_put_") {
-    std::vector<at::Tensor> indices;
-    if (args.size() > 1) collect_tensors(args[1], indices);
-    for (const at::Tensor& idx : indices) {
-      if (!idx.defined()) continue;
-      at::ScalarType t = idx.scalar_type();
-      TORCH_CHECK_INDEX(t == at::kLong || t == at::kInt || t == at::kByte || t == at::kBool,
-                        "tensors used as indices must be long, int, byte or bool tensors");
-    }
-  }
-  // amax/amin over an explicitly named empty dim: CPU and CUDA raise
-  // IndexError (the Python meta kernel RuntimeError, which is also what CPU
-  // raises when no dim is named).
-  if ((schema.name() == "aten::amax" || schema.name() == "aten::amin" || schema.name() == "aten::aminmax") &&
-      args.size() > 1 && args[0].isTensor() && args[0].toTensor().numel() == 0 &&
-      (args[1].isIntList() || args[1].isInt())) {
-    const at::Tensor& self = args[0].toTensor();
-    std::vector<int64_t> dims = args[1].isInt() ? std::vector<int64_t>{args[1].toInt()} : args[1].toIntVector();
-    for (int64_t d : dims) {
-      const int64_t w = at::maybe_wrap_dim(d, self.dim());
-      TORCH_CHECK_INDEX(self.size(w) != 0, schema.name().substr(6), "(): Expected reduction dim ", w,
-                        " to have non-zero size.");
-    }
-  }
-  // cat of 0-d tensors: CPU raises RuntimeError (the Python meta kernel IndexError).
-  if (schema.name() == "aten::cat" && !args.empty()) {
-    std::vector<at::Tensor> inputs;
-    collect_tensors(args[0], inputs);
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      TORCH_CHECK(!inputs[i].defined() || inputs[i].dim() > 0, "zero-dimensional tensor (at position ", i,
-                  ") cannot be concatenated");
-    }
-  }
-  // cat's out= may not alias any input, even fully (CPU's kernel checks).
-  if (schema.name() == "aten::cat" && schema.overload_name() == "out" && args.size() > 2) {
-    std::vector<at::Tensor> inputs;
-    collect_tensors(args[0], inputs);
-    for (const at::Tensor& t : inputs) at::assert_no_overlap(args[2].toTensor(), t);
-  }
-  // complex(real, imag): CPU's kernel checks the parts (the Python meta
-  // kernel asserts, or promotes float32 with float64 to complex128).
-  if (schema.name() == "aten::complex" && args.size() > 1 && args[0].isTensor() && args[1].isTensor()) {
-    const at::Tensor &re = args[0].toTensor(), &im = args[1].toTensor();
-    TORCH_CHECK(re.is_floating_point() && im.is_floating_point(),
-                "Expected both inputs to be Half, Float or Double tensors but got ", re.scalar_type(), " and ",
-                im.scalar_type());
-    TORCH_CHECK(re.scalar_type() == im.scalar_type(), "Expected object of scalar type ", re.scalar_type(),
-                " but got scalar type ", im.scalar_type(), " for second argument");
-  }
-  if (schema.name() == "aten::multinomial" && !args.empty() && args[0].isTensor()) {
-    check_multinomial_distribution(args[0].toTensor());
-  }
-  if (schema.name() == "aten::index_select" && args.size() > 2 && args[2].isTensor()) {
-    at::ScalarType t = args[2].toTensor().scalar_type();
-    TORCH_CHECK(t == at::kLong || t == at::kInt, "index_select(): Expected dtype int32 or int64 for index");
-  }
-  if (is_promoting_inplace(schema.name()) && !args.empty() && args[0].isTensor()) {
-    at::ScalarType self_t = args[0].toTensor().scalar_type();
-    at::ScalarType result = promoted_type(schema, args);
-    TORCH_CHECK(at::canCast(result, self_t), "result type ", result, " can't be cast to the desired output type ",
-                self_t);
-  }
 }
 
 Arg to_arg(TensorProgram& prog, const c10::Argument& schema_arg, const c10::IValue& v, bool read_tensors) {

@@ -1,0 +1,213 @@
+#include "device/argument_checks.h"
+
+#include <ATen/MemoryOverlap.h>
+#include <ATen/native/TypeProperties.h>
+
+#include <cmath>
+#include <set>
+#include <string>
+#include <unordered_map>
+
+namespace torch_tpu::device {
+
+namespace {
+
+using Args = std::vector<c10::IValue>;
+
+bool is_tpu(const at::Tensor& t) { return t.defined() && t.device().type() == c10::DeviceType::PrivateUse1; }
+
+// ---- every op: what a written tensor may overlap ----------------------------------
+// TensorIterator's rules on CPU and CUDA (the Python meta kernels PyTorch
+// registers for add_, fill_ ... do not check them).
+void check_write_overlap(const c10::FunctionSchema& schema, const Args& args) {
+  std::vector<at::Tensor> inputs;  // tensors the op reads
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!(writes_argument(schema.arguments()[i]) && schema.arguments()[i].is_out())) collect_tensors(args[i], inputs);
+  }
+  // Ops whose CPU kernels refuse an out= that aliases an input even exactly.
+  const bool no_alias_at_all = schema.name() == "aten::take" || schema.name() == "aten::cat";
+  // fill_ with a number, zero_ and masked_fill_ write one value wherever they
+  // write, so CPU and CUDA let them write an expanded tensor (masked_fill_
+  // with a deprecation warning).
+  const bool writes_one_value = (schema.name() == "aten::fill_" && schema.overload_name() == "Scalar") ||
+                                schema.name() == "aten::zero_" || schema.name() == "aten::masked_fill_";
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!writes_argument(schema.arguments()[i]) || !args[i].isTensor()) continue;
+    const at::Tensor& t = args[i].toTensor();
+    TORCH_CHECK(writes_one_value || at::has_internal_overlap(t) != at::MemOverlap::Yes,
+                "unsupported operation: more than one element of the written-to tensor refers to a single memory "
+                "location. Please clone() the tensor before performing the operation.");
+    // TensorIterator's rule: a written tensor may be an input exactly
+    // (x.add_(y), add(x, y, out=x)) but may not overlap one partially.
+    for (const at::Tensor& in : inputs) {
+      if (!in.defined() || !is_tpu(in)) continue;
+      if (no_alias_at_all && schema.arguments()[i].is_out()) {
+        at::assert_no_overlap(t, in);
+      } else if (!in.is_same(t)) {
+        at::assert_no_partial_overlap(t, in);
+      }
+    }
+  }
+}
+
+// In-place elementwise ops whose result must be castable to self's dtype
+// (TensorIterator's rule on CPU and CUDA; PyTorch's Python meta kernels do
+// not check it when the other operand is a wrapped number).
+bool is_promoting_inplace(const std::string& name) {
+  static const std::set<std::string> kOps = {
+      "aten::add_", "aten::sub_", "aten::mul_", "aten::div_", "aten::pow_", "aten::remainder_", "aten::fmod_",
+      "aten::atan2_", "aten::clamp_", "aten::clamp_min_", "aten::clamp_max_", "aten::lerp_", "aten::addcmul_",
+      "aten::addcdiv_", "aten::bitwise_and_", "aten::bitwise_or_", "aten::bitwise_xor_"};
+  return kOps.count(name) > 0;
+}
+
+at::ScalarType promoted_type(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args) {
+  at::native::ResultTypeState state{};
+  for (size_t i = 0; i < args.size(); ++i) {
+    const c10::IValue& v = args[i];
+    // alpha (add, sub) and value (addcmul, addcdiv) are multipliers, not operands.
+    if (schema.arguments()[i].name() == "alpha" || schema.arguments()[i].name() == "value") continue;
+    if (v.isTensor() && v.toTensor().defined()) {
+      state = at::native::update_result_type_state(v.toTensor(), state);
+    } else if (v.isScalar()) {
+      state = at::native::update_result_type_state(v.toScalar(), state);
+    }
+  }
+  at::ScalarType t = at::native::result_type(state);
+  // True division of integers gives the default float type.
+  bool true_div = schema.name() == "aten::div_" && schema.overload_name() == "Tensor";
+  if (true_div && at::isIntegralType(t, /*includeBool=*/true)) t = at::typeMetaToScalarType(at::get_default_dtype());
+  return t;
+}
+
+// ---- per-op checks ---------------------------------------------------------------------
+
+// Advanced indexing: PyTorch raises IndexError for float indices (the Python
+// meta kernel raises RuntimeError, CUDA and CPU IndexError).
+void check_index_dtypes(const c10::FunctionSchema&, const Args& args) {
+  std::vector<at::Tensor> indices;
+  if (args.size() > 1) collect_tensors(args[1], indices);
+  for (const at::Tensor& idx : indices) {
+    if (!idx.defined()) continue;
+    at::ScalarType t = idx.scalar_type();
+    TORCH_CHECK_INDEX(t == at::kLong || t == at::kInt || t == at::kByte || t == at::kBool,
+                      "tensors used as indices must be long, int, byte or bool tensors");
+  }
+}
+
+void check_index_select_dtype(const c10::FunctionSchema&, const Args& args) {
+  if (args.size() < 3 || !args[2].isTensor()) return;
+  at::ScalarType t = args[2].toTensor().scalar_type();
+  TORCH_CHECK(t == at::kLong || t == at::kInt, "index_select(): Expected dtype int32 or int64 for index");
+}
+
+// amax/amin over an explicitly named empty dim: CPU and CUDA raise
+// IndexError (the Python meta kernel RuntimeError, which is also what CPU
+// raises when no dim is named).
+void check_extreme_over_empty_dim(const c10::FunctionSchema& schema, const Args& args) {
+  if (args.size() < 2 || !args[0].isTensor() || args[0].toTensor().numel() != 0) return;
+  if (!args[1].isIntList() && !args[1].isInt()) return;
+  const at::Tensor& self = args[0].toTensor();
+  std::vector<int64_t> dims = args[1].isInt() ? std::vector<int64_t>{args[1].toInt()} : args[1].toIntVector();
+  for (int64_t d : dims) {
+    const int64_t w = at::maybe_wrap_dim(d, self.dim());
+    TORCH_CHECK_INDEX(self.size(w) != 0, schema.name().substr(6), "(): Expected reduction dim ", w,
+                      " to have non-zero size.");
+  }
+}
+
+// cat of 0-d tensors: CPU raises RuntimeError (the Python meta kernel IndexError).
+void check_cat_inputs(const c10::FunctionSchema&, const Args& args) {
+  if (args.empty()) return;
+  std::vector<at::Tensor> inputs;
+  collect_tensors(args[0], inputs);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    TORCH_CHECK(!inputs[i].defined() || inputs[i].dim() > 0, "zero-dimensional tensor (at position ", i,
+                ") cannot be concatenated");
+  }
+}
+
+// complex(real, imag): CPU's kernel checks the parts (the Python meta kernel
+// asserts, or promotes float32 with float64 to complex128).
+void check_complex_parts(const c10::FunctionSchema&, const Args& args) {
+  if (args.size() < 2 || !args[0].isTensor() || !args[1].isTensor()) return;
+  const at::Tensor &re = args[0].toTensor(), &im = args[1].toTensor();
+  TORCH_CHECK(re.is_floating_point() && im.is_floating_point(),
+              "Expected both inputs to be Half, Float or Double tensors but got ", re.scalar_type(), " and ",
+              im.scalar_type());
+  TORCH_CHECK(re.scalar_type() == im.scalar_type(), "Expected object of scalar type ", re.scalar_type(),
+              " but got scalar type ", im.scalar_type(), " for second argument");
+}
+
+// clamp with neither bound: CPU's RuntimeError (the Python meta kernel raises ValueError).
+void check_clamp_bounds(const c10::FunctionSchema&, const Args& args) {
+  if (args.size() < 3) return;
+  TORCH_CHECK(!(args[1].isNone() && args[2].isNone()), "torch.clamp: At least one of 'min' or 'max' must not be None");
+}
+
+// multinomial's distribution checks, as PyTorch makes them on every device
+// (native/Distributions.cpp): they read reductions of the probabilities back
+// to the host, so a call waits for its input like CUDA's does. CUDA checks
+// only the no-replacement / single-sample path on the host (the other path
+// asserts inside its kernel, which would abort); we check every path and
+// raise CPU's RuntimeError.
+void check_multinomial_distribution(const c10::FunctionSchema&, const Args& args) {
+  if (args.empty() || !args[0].isTensor()) return;
+  const at::Tensor& probs = args[0].toTensor();
+  if (probs.numel() == 0 || !at::isFloatingType(probs.scalar_type())) return;
+  const at::Tensor valid = (probs.max() < INFINITY).logical_and(probs.min() >= 0);
+  TORCH_CHECK(valid.item<bool>(), "probability tensor contains either `inf`, `nan` or element < 0");
+  const at::Tensor row_sums = probs.dim() == 1 ? probs.sum() : probs.sum(1);
+  TORCH_CHECK(!(row_sums == 0).any().item<bool>(), "invalid multinomial distribution (sum of probabilities <= 0)");
+}
+
+using Check = void (*)(const c10::FunctionSchema&, const Args&);
+
+const std::unordered_map<std::string, Check>& per_op_checks() {
+  static const std::unordered_map<std::string, Check> checks = {
+      {"aten::index", check_index_dtypes},
+      {"aten::_index_put_impl_", check_index_dtypes},
+      {"aten::index_put_", check_index_dtypes},
+      {"aten::index_select", check_index_select_dtype},
+      {"aten::amax", check_extreme_over_empty_dim},
+      {"aten::amin", check_extreme_over_empty_dim},
+      {"aten::aminmax", check_extreme_over_empty_dim},
+      {"aten::cat", check_cat_inputs},
+      {"aten::complex", check_complex_parts},
+      {"aten::clamp", check_clamp_bounds},
+      {"aten::clamp_", check_clamp_bounds},
+      {"aten::multinomial", check_multinomial_distribution},
+  };
+  return checks;
+}
+
+}  // namespace
+
+void collect_tensors(const c10::IValue& v, std::vector<at::Tensor>& out) {
+  if (v.isTensor()) {
+    out.push_back(v.toTensor());
+  } else if (v.isTensorList()) {
+    for (const at::Tensor& t : v.toTensorVector()) out.push_back(t);
+  } else if (v.isList()) {
+    auto list = v.toList();
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (list.get(i).isTensor()) out.push_back(list.get(i).toTensor());
+    }
+  }
+}
+
+bool writes_argument(const c10::Argument& a) { return a.alias_info() && a.alias_info()->isWrite(); }
+
+void check_arguments(const c10::FunctionSchema& schema, const Args& args) {
+  check_write_overlap(schema, args);
+  auto it = per_op_checks().find(schema.name());
+  if (it != per_op_checks().end()) it->second(schema, args);
+  if (is_promoting_inplace(schema.name()) && !args.empty() && args[0].isTensor()) {
+    at::ScalarType self_t = args[0].toTensor().scalar_type();
+    at::ScalarType result = promoted_type(schema, args);
+    TORCH_CHECK(at::canCast(result, self_t), "result type ", result, " can't be cast to the desired output type ",
+                self_t);
+  }
+}
+
+}  // namespace torch_tpu::device
