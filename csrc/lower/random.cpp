@@ -64,17 +64,23 @@ Value random_bits(LowerContext& ctx, const Shape& shape, ElementType bits) {
 // f64 for f64 results, f32 otherwise (bf16/f16 are drawn in f32 then rounded).
 ElementType draw_type(ElementType t) { return t == ElementType::F64 ? ElementType::F64 : ElementType::F32; }
 
-// Uniform in the open interval (0, 1): (k + 1/2) 2^-m for m random bits (23
-// for f32, 52 for f64, so k + 1/2 is exact), never 0 or 1: logs stay finite.
-Value uniform_open01(LowerContext& ctx, const Shape& shape, ElementType acc) {
+// (k + offset) 2^-m for the top m bits k of a random word of `acc`'s width:
+// uniform on a grid of 2^m points in [0, 1).
+Value scaled_top_bits(LowerContext& ctx, const Shape& shape, ElementType acc, int m, double offset) {
   Builder& b = ctx.b;
   const bool wide = acc == ElementType::F64;
   const ElementType bits_t = wide ? ElementType::U64 : ElementType::U32;
-  const int keep = wide ? 52 : 23;
   Value bits = random_bits(ctx, shape, bits_t);
-  Value top = b.binary("shift_right_logical", bits, b.broadcast_to(b.constant_int(wide ? 64 - keep : 32 - keep, bits_t), shape));
-  Value f = b.binary("add", b.convert(top, acc), b.splat(0.5, {acc, shape}));
-  return b.binary("multiply", f, b.splat(std::ldexp(1.0, -keep), {acc, shape}));
+  Value top = b.binary("shift_right_logical", bits, b.broadcast_to(b.constant_int((wide ? 64 : 32) - m, bits_t), shape));
+  Value f = b.convert(top, acc);
+  if (offset != 0) f = b.binary("add", f, b.splat(offset, {acc, shape}));
+  return b.binary("multiply", f, b.splat(std::ldexp(1.0, -m), {acc, shape}));
+}
+
+// Uniform in the open interval (0, 1): (k + 1/2) 2^-m for m random bits (23
+// for f32, 52 for f64, so k + 1/2 is exact), never 0 or 1: logs stay finite.
+Value uniform_open01(LowerContext& ctx, const Shape& shape, ElementType acc) {
+  return scaled_top_bits(ctx, shape, acc, acc == ElementType::F64 ? 52 : 23, 0.5);
 }
 
 // Standard normal values of `shape` in `acc` by Box-Muller:
@@ -204,14 +210,7 @@ Value random_from_to(LowerContext& ctx, const TensorType& out, int64_t from, std
 // Uniform in [0, 1) as f32 (24 random bits, as PyTorch's uniform_real for
 // float) or f64 (53 bits).
 Value uniform01(LowerContext& ctx, const Shape& shape, ElementType acc) {
-  Builder& b = ctx.b;
-  const bool wide = acc == ElementType::F64;
-  const ElementType bits_t = wide ? ElementType::U64 : ElementType::U32;
-  const int keep = wide ? 53 : 24;
-  Value bits = random_bits(ctx, shape, bits_t);
-  Value top = b.binary("shift_right_logical", bits, b.broadcast_to(b.constant_int(wide ? 64 - keep : 32 - keep, bits_t), shape));
-  Value f = b.convert(top, acc);
-  return b.binary("multiply", f, b.splat(std::ldexp(1.0, -keep), {acc, shape}));
+  return scaled_top_bits(ctx, shape, acc, acc == ElementType::F64 ? 53 : 24, 0.0);
 }
 
 // uniform_(self, from, to): from + u * (to - from) in f32 (f64 for double).

@@ -61,13 +61,6 @@ CONV_T_CASES = [
 ]
 
 
-@pytest.mark.parametrize("x_shape,w_shape,kwargs", CONV_T_CASES)
-def test_conv_transpose_forward_and_backward(x_shape, w_shape, kwargs):
-    groups = kwargs.get("groups", 1)
-    fn = CONV_T_FNS[len(x_shape)]
-    check_op(lambda x, w, b: fn(x, w, b, **kwargs), torch.randn(x_shape), torch.randn(w_shape),
-             torch.randn(w_shape[1] * groups), grad=True, atol=1e-4, rtol=1e-5)
-
 
 # output_padding as PyTorch allows it: below the stride OR below the dilation.
 # Where it reaches the stride, grad_output holds rows no input row touched.
@@ -85,12 +78,13 @@ CONV_T_OUTPUT_PADDING_CASES = [
 ]
 
 
-@pytest.mark.parametrize("x_shape,w_shape,kwargs", CONV_T_OUTPUT_PADDING_CASES)
-def test_conv_transpose_with_output_padding_forward_and_backward(x_shape, w_shape, kwargs):
+@pytest.mark.parametrize("x_shape,w_shape,kwargs", CONV_T_CASES + CONV_T_OUTPUT_PADDING_CASES)
+def test_conv_transpose_forward_and_backward(x_shape, w_shape, kwargs):
     groups = kwargs.get("groups", 1)
     fn = CONV_T_FNS[len(x_shape)]
     check_op(lambda x, w, b: fn(x, w, b, **kwargs), torch.randn(x_shape), torch.randn(w_shape),
              torch.randn(w_shape[1] * groups), grad=True, atol=1e-4, rtol=1e-5)
+
 
 
 @pytest.mark.parametrize("x_shape,w_shape,kwargs", CONV_T_OUTPUT_PADDING_CASES[1::3])
