@@ -4,7 +4,7 @@ ratios printed. "+step" rows also compile the optimizer step (with its step
 counts on the device, capturable=True), so the whole training step is
 compiled programs.
 
-    python benchmarks/compile.py [--steps 20] [--warmup 3] [train_gpt.py size flags]
+    python benchmarks/compile.py [--steps 50] [--warmup 3] [train_gpt.py size flags]
 """
 
 import argparse
@@ -53,7 +53,7 @@ def steps_per_second(config, device, mode, compile_model, compile_step, batch_si
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--steps", type=int, default=20, help="timed steps per run")
+    p.add_argument("--steps", type=int, default=50, help="timed steps per run (20 steps varied by 20%% between runs here)")
     p.add_argument("--warmup", type=int, default=3, help="untimed steps first (programs compile here)")
     bench, rest = p.parse_known_args()
     args = train_gpt.parse_args(rest)  # the example's size flags and defaults
