@@ -86,12 +86,6 @@ Value with_batch(Builder& b, const Value& x, const Shape& batch, ElementType t) 
   return b.broadcast_to(b.convert(x, t), s);
 }
 
-std::string int_list(const std::vector<int64_t>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + "]";
-}
-
 // pdist's position of pair (i, j), i < j, in row-major upper-triangle order;
 // other pairs get `pairs` (one past the end).
 Value pair_index(Builder& b, int64_t n, int64_t pairs) {
