@@ -8,13 +8,13 @@
 #include <string>
 #include <unordered_map>
 
+#include "device/storage_buffer.h"
+
 namespace torch_tpu::device {
 
 namespace {
 
 using Args = std::vector<c10::IValue>;
-
-bool is_tpu(const at::Tensor& t) { return t.defined() && t.device().type() == c10::DeviceType::PrivateUse1; }
 
 // ---- every op: what a written tensor may overlap ----------------------------------
 // TensorIterator's rules on CPU and CUDA (the Python meta kernels PyTorch

@@ -22,8 +22,6 @@ namespace torch_tpu::device {
 
 namespace {
 
-bool is_tpu(const at::Tensor& t) { return t.device().type() == c10::DeviceType::PrivateUse1; }
-
 int device_of(std::optional<at::Device> device) {
   if (!device) return current_device();
   TORCH_CHECK(device->type() == c10::DeviceType::PrivateUse1, "internal: tpu kernel called for ", *device);

@@ -2,7 +2,6 @@
 
 #include <ATen/ATen.h>
 
-
 #include <map>
 #include <set>
 
@@ -19,8 +18,6 @@ namespace torch_tpu::device {
 namespace {
 
 using lower::Arg;
-
-bool is_tpu(const at::Tensor& t) { return t.defined() && t.device().type() == c10::DeviceType::PrivateUse1; }
 
 // Device of the op: the first tpu tensor's. Mixing devices raises as CUDA does.
 int op_device(const std::vector<at::Tensor>& tensors) {

@@ -5,11 +5,11 @@
 #include <string>
 #include <unordered_map>
 
+#include "device/storage_buffer.h"
+
 namespace torch_tpu::device {
 
 namespace {
-
-bool is_tpu(const at::Tensor& t) { return t.defined() && t.device().type() == c10::DeviceType::PrivateUse1; }
 
 // Meta twins: same sizes, strides, offsets, and one meta storage per device
 // storage, so PyTorch's overlap checks see aliasing.

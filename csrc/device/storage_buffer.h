@@ -30,6 +30,9 @@ struct StorageBuffer {
   void set(runtime::BufferPtr b, hlo::ElementType t);
 };
 
+// Whether a (defined) tensor lives on a tpu device, i.e. in a StorageBuffer.
+inline bool is_tpu(const at::Tensor& t) { return t.defined() && t.device().type() == c10::DeviceType::PrivateUse1; }
+
 StorageBuffer& storage_buffer(const c10::Storage& storage);
 StorageBuffer& storage_buffer(const at::Tensor& tensor);
 
