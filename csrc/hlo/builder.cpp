@@ -328,23 +328,21 @@ Value Builder::reduce(const Value& v, const Value& init, const std::vector<int64
   // dim (a free reshape of a row-major value): XLA:CPU emits a loop per
   // reduced dim, and summing a [B, T, C] gradient over (B, T) as one [B*T]
   // dim runs several times faster.
-  Shape merged;
+  Shape merged, merged_kept;
   std::vector<int64_t> merged_dims;
   for (int64_t i = 0; i < v.rank(); ++i) {
+    const int64_t size = v.shape()[i];
     if (i > 0 && reduced[i] == reduced[i - 1]) {
-      merged.back() *= v.shape()[i];
+      merged.back() *= size;
+      if (!reduced[i]) merged_kept.back() *= size;
       continue;
     }
-    if (reduced[i]) merged_dims.push_back(static_cast<int64_t>(merged.size()));
-    merged.push_back(v.shape()[i]);
-  }
-  Shape merged_kept;
-  for (size_t i = 0, k = 0; i < merged.size(); ++i) {
-    if (k < merged_dims.size() && merged_dims[k] == static_cast<int64_t>(i)) {
-      ++k;
+    if (reduced[i]) {
+      merged_dims.push_back(static_cast<int64_t>(merged.size()));
     } else {
-      merged_kept.push_back(merged[i]);
+      merged_kept.push_back(size);
     }
+    merged.push_back(size);
   }
   const Value input = merged.size() < static_cast<size_t>(v.rank()) ? reshape(v, merged) : v;
   TensorType scalar{v.dtype(), {}};

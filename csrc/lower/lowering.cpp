@@ -40,14 +40,13 @@ const std::vector<int64_t>& LowerContext::ints(size_t i) const {
 
 Value LowerContext::scalar(const ScalarArg& s, ElementType dtype) {
   if (s.kind == ScalarArg::Kind::Complex || hlo::is_complex(dtype)) {
-    // complex64 from its parts (a real number has no imaginary part); kept
+    // complex64 from its parts (a real number has no imaginary part), kept
     // in the program text: complex scalars are rare enough not to matter
-    // for recompiles. A complex number used as a real dtype keeps its real
-    // part, as c10::Scalar::to<float>() would refuse earlier in PyTorch.
-    const double re = s.kind == ScalarArg::Kind::Float || s.kind == ScalarArg::Kind::Complex ? s.f : static_cast<double>(s.i);
-    if (!hlo::is_complex(dtype)) return b.constant(re, dtype);
+    // for recompiles. A complex number reaching a real dtype (PyTorch's meta
+    // kernels refuse that first) keeps its real part.
+    if (!hlo::is_complex(dtype)) return b.constant(s.as_double(), dtype);
     const double im = s.kind == ScalarArg::Kind::Complex ? s.imag : 0.0;
-    return b.op("complex", {b.constant(re, ElementType::F32), b.constant(im, ElementType::F32)}, {dtype, {}});
+    return b.op("complex", {b.constant(s.as_double(), ElementType::F32), b.constant(im, ElementType::F32)}, {dtype, {}});
   }
   if (s.kind != ScalarArg::Kind::Float) {
     if (hlo::is_integer(dtype) || dtype == ElementType::Pred) return b.constant_int(s.i, dtype);
