@@ -13,6 +13,7 @@ inputs live on tpu and Inductor otherwise.
 
 import collections
 import functools
+import operator
 import warnings
 
 import torch
@@ -159,9 +160,9 @@ def _constants_as_inputs(gm):
     call trace the graph again.
 
     `lift_fresh_copy` of such a constant, there so that mutating the result
-    cannot change the constant, is dropped when its result is neither
-    returned nor written: the graphs are functional, so only the program
-    reads it."""
+    cannot change the constant, is dropped when the graph does not return
+    its result: AOTAutograd's graphs are functional, so inside the graph the
+    copy is only read."""
     graph = gm.graph
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     anchor = placeholders[-1] if placeholders else None
@@ -169,17 +170,14 @@ def _constants_as_inputs(gm):
     for node in list(graph.nodes):
         if node.op != "get_attr":
             continue
-        value = gm
-        for part in node.target.split("."):
-            value = getattr(value, part, None)
+        value = operator.attrgetter(node.target)(gm)
         if not isinstance(value, torch.Tensor):
             continue
-        if anchor is None:
-            with graph.inserting_before(next(iter(graph.nodes))):
-                placeholder = graph.placeholder(f"_graph_constant_{len(constants)}")
-        else:
-            with graph.inserting_after(anchor):
-                placeholder = graph.placeholder(f"_graph_constant_{len(constants)}")
+        # New placeholders go after the existing ones (first in a graph without any), in order.
+        first = next(iter(graph.nodes))
+        where = graph.inserting_after(anchor) if anchor is not None else graph.inserting_before(first)
+        with where:
+            placeholder = graph.placeholder(f"_graph_constant_{len(constants)}")
         placeholder.meta.update(node.meta)
         node.replace_all_uses_with(placeholder)
         graph.erase_node(node)
