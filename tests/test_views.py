@@ -198,6 +198,34 @@ def test_as_strided_view_written():
     check_views(lambda x: x.as_strided((2, 2), (3, 2), 1).add_(50), grid(12))
 
 
+def test_head_views_of_a_fused_qkv_projection_read_and_written():
+    # k and v of an attention's fused qkv: their last row's trailing gap runs
+    # past the storage; they are read and written as boxes of the whole
+    # storage's stride pyramid (no padded copy).
+    def heads(qkv):
+        q, k, v = qkv.split(8, dim=-1)
+        k, v = (t.view(3, 5, 2, 4).transpose(1, 2) for t in (k, v))
+        out = [k.contiguous(), v * 2]
+        k.mul_(3)
+        v.add_(1)
+        return out + [k, v]
+
+    check_views(heads, torch.randn(3, 5, 24))
+
+
+@pytest.mark.parametrize("offset", [7, 9])
+def test_strided_view_ending_past_its_last_full_row_read_and_written(offset):
+    # offset 7: the box sits inside the storage's row grid; offset 9: its
+    # column range wraps past a row's end, read through a padded segment.
+    def view_ops(base):
+        v = base.as_strided((2, 3), (12, 2), offset)
+        out = v * 1
+        v.mul_(-1)
+        return [out, v]
+
+    check_views(view_ops, torch.randn(26))
+
+
 def test_as_strided_overlapping_view_read():
     check_views(lambda x: x.as_strided((3, 3), (1, 1), 2) + 0, grid(10))
 

@@ -52,6 +52,62 @@ ElementType index_type_for(int64_t flat_numel) {
   return flat_numel < (int64_t{1} << 31) ? ElementType::S32 : ElementType::S64;
 }
 
+// Where a nesting view (dims sorted by stride, each stride a multiple of the
+// next, covering it) sits in its storage, as a box inside a reshaped segment:
+// segment [seg_start, seg_start + seg_len) of the flat storage (padded with
+// `pad` trailing elements when it runs past the end), reshaped to `pyramid`
+// ([rows, s0/s1, ..., s_last]), sliced at `start` with the view's sizes (and
+// 1 for the innermost level).
+struct Placement {
+  int64_t seg_start = 0, seg_len = 0, pad = 0;
+  std::vector<int64_t> pyramid, start;
+};
+
+Placement place(const ViewLayout& layout, const std::vector<int64_t>& dims, int64_t flat_numel) {
+  const int64_t s0 = layout.strides[dims[0]], n0 = layout.sizes[dims[0]];
+  Placement p;
+  p.pyramid.push_back(n0);
+  for (size_t k = 0; k + 1 < dims.size(); ++k) p.pyramid.push_back(layout.strides[dims[k]] / layout.strides[dims[k + 1]]);
+  p.pyramid.push_back(layout.strides[dims.back()]);
+  p.seg_len = n0 * s0;
+  p.start.assign(p.pyramid.size(), 0);
+  // The segment starting at the view's first element fits: boxes at 0.
+  if (layout.offset + p.seg_len <= flat_numel) {
+    p.seg_start = layout.offset;
+    return p;
+  }
+  // Otherwise the last row's trailing gap runs past the storage (a view of
+  // a later column block, like k and v of a fused qkv projection). Align the
+  // segment to whole rows instead and start the box at the offset's digits
+  // in the pyramid, when no digit range wraps: no padded copy of the storage.
+  const int64_t c0 = layout.offset / s0;
+  std::vector<int64_t> digits{0};
+  bool wraps = false;
+  for (size_t k = 1; k < p.pyramid.size(); ++k) {
+    const int64_t stride = k < dims.size() ? layout.strides[dims[k]] : 1;
+    const int64_t digit = (layout.offset / stride) % p.pyramid[k];
+    const int64_t extent = k < dims.size() ? layout.sizes[dims[k]] : 1;
+    if (digit + extent > p.pyramid[k]) wraps = true;
+    digits.push_back(digit);
+  }
+  if (!wraps && (c0 + n0) * s0 <= flat_numel) {
+    p.seg_start = c0 * s0;
+    p.start = digits;
+    return p;
+  }
+  p.seg_start = layout.offset;
+  p.pad = layout.offset + p.seg_len - flat_numel;
+  return p;
+}
+
+// The segment of `flat` a placement reads or rewrites, as its pyramid.
+Value placed_segment(Builder& b, const Value& flat, const Placement& p) {
+  Value seg = flat;
+  if (p.pad > 0) seg = b.pad(flat, b.constant(0, flat.dtype()), {0}, {p.pad}, {0});
+  seg = b.slice(seg, {p.seg_start}, {p.seg_start + p.seg_len}, {1});
+  return b.reshape(seg, p.pyramid);
+}
+
 // A view whose non-trivial dims, sorted by stride, nest without overlap
 // (each stride a multiple of the next, covering it): read by slicing a flat
 // segment, reshaping it to the stride pyramid and slicing off the gaps.
@@ -73,23 +129,11 @@ bool read_by_reshape(Builder& b, const Value& flat, const ViewLayout& layout, Va
   if (dims.empty()) {
     core = b.reshape(b.slice(flat, {layout.offset}, {layout.offset + 1}, {1}), {});
   } else {
-    const int64_t inner = layout.strides[dims.back()];
-    const int64_t span = layout.sizes[dims[0]] * layout.strides[dims[0]];
-    Value seg = flat;
-    int64_t end = layout.offset + span;
-    if (end > flat_numel) {  // the last row's gap runs past the storage: pad it
-      seg = b.pad(flat, b.constant(0, flat.dtype()), {0}, {end - flat_numel}, {0});
-    }
-    seg = b.slice(seg, {layout.offset}, {end}, {1});
-    // Pyramid: [n0, s0/s1, s1/s2, ..., s_last]
-    std::vector<int64_t> pyramid{layout.sizes[dims[0]]};
-    for (size_t k = 0; k + 1 < dims.size(); ++k) pyramid.push_back(layout.strides[dims[k]] / layout.strides[dims[k + 1]]);
-    pyramid.push_back(inner);
-    seg = b.reshape(seg, pyramid);
-    std::vector<int64_t> start(pyramid.size(), 0), limit = core_shape, step(pyramid.size(), 1);
+    const Placement p = place(layout, dims, flat_numel);
+    std::vector<int64_t> limit = core_shape, step(p.pyramid.size(), 1);
     limit.push_back(1);
-    seg = b.slice(seg, start, limit, step);
-    core = b.reshape(seg, core_shape);
+    for (size_t k = 0; k < limit.size(); ++k) limit[k] += p.start[k];
+    core = b.reshape(b.slice(placed_segment(b, flat, p), p.start, limit, step), core_shape);
   }
   // Back to the view's dim order, then size-1 and broadcast (stride-0) dims.
   std::vector<int64_t> order(dims.size());
@@ -147,23 +191,16 @@ bool write_by_reshape(Builder& b, const Value& flat, const Value& value, const V
     *out = (layout.offset == 0 && n == flat_numel) ? v : b.dynamic_update_slice(flat, v, {offset});
     return true;
   }
-  // Strided: update the stride pyramid of the segment the view spans.
-  const int64_t span = layout.sizes[dims[0]] * layout.strides[dims[0]];
-  const int64_t end = layout.offset + span;
-  Value seg = flat;
-  if (end > flat_numel) seg = b.pad(flat, b.constant(0, flat.dtype()), {0}, {end - flat_numel}, {0});
-  seg = b.slice(seg, {layout.offset}, {end}, {1});
-  std::vector<int64_t> pyramid{layout.sizes[dims[0]]};
-  for (size_t k = 0; k + 1 < dims.size(); ++k) pyramid.push_back(layout.strides[dims[k]] / layout.strides[dims[k + 1]]);
-  pyramid.push_back(layout.strides[dims.back()]);
+  // Strided: update the box of the view in its segment's stride pyramid.
+  const Placement p = place(layout, dims, flat_numel);
   std::vector<int64_t> core_with_inner = core_shape;
   core_with_inner.push_back(1);
-  Value zero = b.constant_int(0, ElementType::S64);
-  std::vector<Value> starts(pyramid.size(), zero);
-  seg = b.dynamic_update_slice(b.reshape(seg, pyramid), b.reshape(core, core_with_inner), starts);
-  seg = b.reshape(seg, {span});
-  if (end > flat_numel) seg = b.slice(seg, {0}, {flat_numel - layout.offset}, {1});
-  *out = b.dynamic_update_slice(flat, seg, {offset});
+  std::vector<Value> starts;
+  for (int64_t s : p.start) starts.push_back(b.constant_int(s, ElementType::S64));
+  Value seg = b.dynamic_update_slice(placed_segment(b, flat, p), b.reshape(core, core_with_inner), starts);
+  seg = b.reshape(seg, {p.seg_len});
+  if (p.pad > 0) seg = b.slice(seg, {0}, {p.seg_len - p.pad}, {1});
+  *out = b.dynamic_update_slice(flat, seg, {b.constant_int(p.seg_start, ElementType::S64)});
   return true;
 }
 
