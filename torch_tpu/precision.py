@@ -1,7 +1,10 @@
 """float32 matmul precision on tpu: "medium" by default (one bf16 pass with
 f32 accumulation, StableHLO precision DEFAULT), "high" (HIGH, 3 passes),
 "highest" (HIGHEST, full f32). `torch.set_float32_matmul_precision` sets it
-too, so code written for CUDA behaves the same."""
+too, so code written for CUDA behaves the same. Under "medium" the programs
+round float32 matmul and convolution operands to bf16 themselves, so the
+XLA:CPU and XLA:GPU plugins (which ignore the precision attribute) compute
+what a TPU computes."""
 
 import contextlib
 

@@ -1,6 +1,7 @@
 // vdot and addbmm. Like matmul.cpp, half-width floats accumulate in f32
 // (addbmm rounds once per batch, as CPU's loop of addmm_ does), and
-// dot_general carries ctx.matmul_precision.
+// dot_general carries ctx.matmul_precision (float32 operands rounded to bf16
+// under DEFAULT, lowering.h at_matmul_precision).
 #include "lower/blas_extra.h"
 
 #include "lower/ops.h"
@@ -90,7 +91,8 @@ std::vector<Value> addbmm(LowerContext& ctx) {
   Value product = zeros(b, pt);
   if (b1.type.numel() != 0 && b2.type.numel() != 0) {
     // One dot_general contracts the batch dim together with the inner dim.
-    product = b.dot_general(b.convert(b1, out.dtype), b.convert(b2, out.dtype), {}, {}, {0, 2}, {0, 1}, pt,
+    product = b.dot_general(at_matmul_precision(ctx, b.convert(b1, out.dtype)),
+                            at_matmul_precision(ctx, b.convert(b2, out.dtype)), {}, {}, {0, 2}, {0, 1}, pt,
                             ctx.matmul_precision);
   }
   return {b.convert(scaled_sum(ctx, product, true), out.dtype)};

@@ -81,7 +81,7 @@ Value convolution_op(LowerContext& ctx, const Value& lhs, const Value& rhs, cons
                       ", padding = " + padding_attr(w.pad_lo, w.pad_hi) + ", precision_config = [" + precision +
                       ", " + precision + "], rhs_dilation = " + Builder::dims_attr(w.rhs_dilation) +
                       ", window_strides = " + Builder::dims_attr(w.strides);
-  return ctx.b.op("convolution", {lhs, rhs}, result, attrs);
+  return ctx.b.op("convolution", {at_matmul_precision(ctx, lhs), at_matmul_precision(ctx, rhs)}, result, attrs);
 }
 
 std::string standard_dims(size_t spatial) {

@@ -134,4 +134,9 @@ ElementType accumulation_type(ElementType dtype) {
   return (dtype == ElementType::BF16 || dtype == ElementType::F16) ? ElementType::F32 : dtype;
 }
 
+Value at_matmul_precision(const LowerContext& ctx, const Value& operand) {
+  if (ctx.matmul_precision != "DEFAULT" || operand.dtype() != ElementType::F32) return operand;
+  return ctx.b.convert(operand, ElementType::BF16);
+}
+
 }  // namespace torch_tpu::lower

@@ -133,6 +133,12 @@ Value full(Builder& b, double value, const TensorType& type);
 // Reduction identity for a combiner in `dtype` (for max: lowest value).
 Value reduce_init(Builder& b, const std::string& combiner, ElementType dtype);
 ElementType accumulation_type(ElementType dtype);  // bf16/f16 -> f32
+// A float32 product's operand at the context's matmul precision: under
+// DEFAULT (torch "medium") it is rounded to bf16, so the product is one bf16
+// multiply with f32 accumulation on every platform, as a TPU computes at
+// DEFAULT; XLA:CPU and XLA:GPU ignore the precision attribute and would
+// multiply in float32. Other dtypes and precisions pass through.
+Value at_matmul_precision(const LowerContext& ctx, const Value& operand);
 // Matmul with PyTorch's precision: contracts a's last dim with b's dim `rhs_contract`.
 Value matmul_2d(LowerContext& ctx, const Value& a, const Value& bm, ElementType out);
 

@@ -27,7 +27,7 @@ Value contract(LowerContext& ctx, const Value& a, const Value& b, const std::vec
     if (i != contract_b && !is_batch(batch_b, i)) shape.push_back(b.shape()[i]);
   }
   const ElementType acc = accumulation_type(out);
-  Value ca = ctx.b.convert(a, out), cb = ctx.b.convert(b, out);
+  Value ca = at_matmul_precision(ctx, ctx.b.convert(a, out)), cb = at_matmul_precision(ctx, ctx.b.convert(b, out));
   return ctx.b.dot_general(ca, cb, batch_a, batch_b, {contract_a}, {contract_b}, {acc, shape},
                            ctx.matmul_precision);
 }

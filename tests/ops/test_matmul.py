@@ -4,6 +4,7 @@ them (torch.matmul, nn.Linear, scaled_dot_product_attention), against CPU."""
 import pytest
 import torch
 import torch.nn.functional as F
+import torch_tpu
 
 from reference import assert_close, check_op
 
@@ -253,3 +254,31 @@ def test_scaled_dot_product_attention_with_masks():
     keep = torch.rand(4, 7) > 0.3
     keep[:, 0] = True  # every query sees at least one key
     check_op(lambda a, b, c: sdpa_math(a, b, c, attn_mask=keep.to(a.device), scale=0.5), q, k, v, grad=True)
+
+
+# ---- float32 matmul precision "medium": one bf16 multiply, f32 accumulation ----
+def _products(a, b, bias, x, w):
+    return [a @ b, torch.bmm(a.expand(2, -1, -1), b.expand(2, -1, -1)), F.linear(a, b.t(), bias), F.conv2d(x, w)]
+
+
+@pytest.mark.parametrize("run", ["strict", "defer_and_fuse", "compiled"])
+def test_medium_precision_rounds_float32_operands_to_bf16(run):
+    # Every platform computes what a TPU computes at DEFAULT precision: the
+    # product of bf16-rounded operands, accumulated in f32 (XLA:CPU ignores
+    # the precision attribute, so the lowering rounds explicitly). CPU
+    # PyTorch's own "medium" rounds the same way on bf16-capable CPUs.
+    a, b, bias = torch.randn(16, 96), torch.randn(96, 24), torch.randn(24)
+    x, w = torch.randn(2, 3, 8, 8), torch.randn(4, 3, 3, 3)
+    rounded = _products(*[t.bfloat16().float() for t in (a, b)], bias, *[t.bfloat16().float() for t in (x, w)])
+    exact = _products(a.double(), b.double(), bias.double(), x.double(), w.double())
+    torch.set_float32_matmul_precision("medium")
+    fn = torch.compile(_products, backend="tpu") if run == "compiled" else _products
+    previous = torch_tpu.get_eager_mode()
+    torch_tpu.set_eager_mode("defer_and_fuse" if run == "defer_and_fuse" else "strict")
+    try:
+        got = fn(*[t.to("tpu") for t in (a, b, bias, x, w)])
+    finally:
+        torch_tpu.set_eager_mode(previous)
+    for g, r, e in zip(got, rounded, exact):
+        assert_close(g, r, atol=1e-4, rtol=1e-5)
+        assert (g.cpu().double() - e).abs().max() > 1e-3  # the rounding was not skipped
