@@ -4,7 +4,13 @@ ratios printed. "+step" rows also compile the optimizer step (with its step
 counts on the device, capturable=True), so the whole training step is
 compiled programs.
 
-    python benchmarks/compile.py [--steps 50] [--warmup 3] [train_gpt.py size flags]
+Every row runs at each float32 matmul precision in --precisions, set the same
+way on both devices (torch.set_float32_matmul_precision): "high" multiplies
+in float32 on CPU and on XLA:CPU (the example's default); "medium", tpu's
+default, multiplies bf16-rounded operands on both (CPU PyTorch through
+oneDNN's bf16 path on CPUs that have one).
+
+    python benchmarks/compile.py [--steps 50] [--warmup 3] [--precisions high,medium] [train_gpt.py size flags]
 """
 
 import argparse
@@ -55,10 +61,11 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--steps", type=int, default=50, help="timed steps per run (20 steps varied by 20%% between runs here)")
     p.add_argument("--warmup", type=int, default=3, help="untimed steps first (programs compile here)")
+    p.add_argument("--precisions", default="high,medium",
+                   help="float32 matmul precisions to run every row at, comma-separated")
     bench, rest = p.parse_known_args()
     args = train_gpt.parse_args(rest)  # the example's size flags and defaults
     args.steps, args.warmup = bench.steps, bench.warmup
-    torch.set_float32_matmul_precision(args.precision)
     dataset = train_gpt.CharDataset()
     config = train_gpt.config_from_args(args, dataset)
     config.dropout = 0.0
@@ -72,16 +79,19 @@ def main():
             ("cpu eager", "cpu", None, False, False),
             ("cpu inductor", "cpu", None, True, False),
             ("cpu inductor+step", "cpu", None, True, True)]
-    rate = {}
-    for name, device, mode, compile_model, compile_step in runs:
-        rate[name] = steps_per_second(config, device, mode, compile_model, compile_step, args.batch_size,
-                                      args.warmup, args.steps, dataset)
-        print(f"{name:>20}: {rate[name]:7.2f} steps/s")
-    for c in ("tpu compiled", "tpu compiled+step"):
-        print(f"{c} / defer_and_fuse: {rate[c] / rate['tpu defer_and_fuse']:.2f}x;  / strict: "
-              f"{rate[c] / rate['tpu strict']:.2f}x;  / cpu eager: {rate[c] / rate['cpu eager']:.2f}x;  "
-              f"/ cpu inductor: {rate[c] / rate['cpu inductor']:.2f}x;  / cpu inductor+step: "
-              f"{rate[c] / rate['cpu inductor+step']:.2f}x")
+    for precision in bench.precisions.split(","):
+        torch.set_float32_matmul_precision(precision)
+        print(f"float32 matmul precision {precision!r}:")
+        rate = {}
+        for name, device, mode, compile_model, compile_step in runs:
+            rate[name] = steps_per_second(config, device, mode, compile_model, compile_step, args.batch_size,
+                                          args.warmup, args.steps, dataset)
+            print(f"{name:>20}: {rate[name]:7.2f} steps/s")
+        for c in ("tpu compiled", "tpu compiled+step"):
+            print(f"{c} / defer_and_fuse: {rate[c] / rate['tpu defer_and_fuse']:.2f}x;  / strict: "
+                  f"{rate[c] / rate['tpu strict']:.2f}x;  / cpu eager: {rate[c] / rate['cpu eager']:.2f}x;  "
+                  f"/ cpu inductor: {rate[c] / rate['cpu inductor']:.2f}x;  / cpu inductor+step: "
+                  f"{rate[c] / rate['cpu inductor+step']:.2f}x")
 
 
 if __name__ == "__main__":
