@@ -78,11 +78,11 @@ class KeyWriter {
     } else if (v.isNone()) {
       key_ += "N,";
     } else if (v.isInt()) {
-      key_ += "i" + std::to_string(v.toInt()) + ",";
+      key_ += "i" + (scalar_values_matter_ ? std::to_string(v.toInt()) : std::string()) + ",";
     } else if (v.isDouble()) {
       double d = v.toDouble();
       key_ += "d";
-      key_.append(reinterpret_cast<const char*>(&d), sizeof(d));
+      if (scalar_values_matter_) key_.append(reinterpret_cast<const char*>(&d), sizeof(d));
       key_ += ",";
     } else if (v.isBool()) {
       key_ += v.toBool() ? "T," : "F,";
@@ -106,7 +106,10 @@ class KeyWriter {
   }
   bool ok() const { return ok_; }
   const std::string& str() const { return key_; }
-  explicit KeyWriter(const std::string& op) : key_(op + "|") {}
+  // `scalar_values_matter` false: numbers are keyed by kind (int, float)
+  // only, for ops whose result metadata cannot depend on their values.
+  KeyWriter(const std::string& op, bool scalar_values_matter)
+      : key_(op + "|"), scalar_values_matter_(scalar_values_matter) {}
 
  private:
   void tensor(const at::Tensor& t) {
@@ -130,6 +133,7 @@ class KeyWriter {
   }
   std::string key_;
   bool ok_ = true;
+  bool scalar_values_matter_ = true;
   std::map<const c10::StorageImpl*, size_t> storage_ids_;
 };
 
@@ -166,7 +170,12 @@ MetaResult run_meta(const c10::OperatorHandle& op, const std::vector<c10::IValue
 MetaResult infer_meta(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args) {
   static std::mutex mutex;
   static std::unordered_map<std::string, MetaResult> cache;
-  KeyWriter key(c10::toString(op.schema().operator_name()));
+  // _foreach_* results mirror their tensor lists whatever the scalars'
+  // values; an optimizer passes new ones every step (bias corrections, a
+  // scheduled learning rate), and their meta kernels are Python (~10 ms for
+  // a 50-tensor list), so the values stay out of the key.
+  const std::string name = c10::toString(op.schema().operator_name());
+  KeyWriter key(name, name.rfind("aten::_foreach_", 0) != 0);
   for (const auto& v : args) key.add(v);
   if (key.ok()) {
     std::lock_guard<std::mutex> lock(mutex);

@@ -245,6 +245,20 @@ def test_inplace_int_list_with_float_scalar_raises_like_cpu():
         torch._foreach_add_([torch.arange(3, device="tpu")], 1.5)
 
 
+def test_scalar_kind_still_checked_after_a_call_with_other_values():
+    # Result metadata of _foreach_* ops is cached without the scalars' values
+    # (an optimizer passes new ones every step) but with their kinds: an int
+    # scalar's success says nothing about a float scalar on int tensors.
+    xs = [torch.arange(3, device="tpu")]
+    torch._foreach_add_(xs, 2)
+    torch._foreach_add_(xs, [5])
+    with pytest.raises(RuntimeError):
+        torch._foreach_add_(xs, 1.5)
+    with pytest.raises(RuntimeError):
+        torch._foreach_add_(xs, [1.5])
+    assert xs[0].cpu().tolist() == [7, 8, 9]
+
+
 def test_mixed_devices_raise_like_cuda():
     with pytest.raises(RuntimeError, match="same device"):
         torch._foreach_add([torch.ones(3, device="tpu")], [torch.ones(3)])
