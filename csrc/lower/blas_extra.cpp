@@ -18,26 +18,8 @@ Value conjugate(Builder& b, const Value& x) {
   return b.op("complex", {re, b.unary("negate", im)}, x.type);
 }
 
-// A defaulted Scalar argument (absent) is 1.
-double scalar_value(const LowerContext& ctx, size_t i) { return ctx.has(i) ? ctx.args[i].scalar.as_double() : 1.0; }
-
 // addbmm's arguments: self 0, batch1 1, batch2 2, beta 3, alpha 4.
-// beta * self (when `with_self` and beta != 0) + alpha * product, in the
-// product's type.
-Value scaled_sum(LowerContext& ctx, Value product, bool with_self) {
-  Builder& b = ctx.b;
-  const TensorType pt = product.type;
-  const bool logical = pt.dtype == ElementType::Pred;
-  if (scalar_value(ctx, 4) != 1) {
-    product = b.binary(logical ? "and" : "multiply", product, b.broadcast_to(ctx.scalar_arg(4, pt.dtype), pt.shape));
-  }
-  if (!with_self || scalar_value(ctx, 3) == 0) return product;
-  Value self = coerce(b, ctx.tensor(0), pt);
-  if (scalar_value(ctx, 3) != 1) {
-    self = b.binary(logical ? "and" : "multiply", self, b.broadcast_to(ctx.scalar_arg(3, pt.dtype), pt.shape));
-  }
-  return b.binary(logical ? "or" : "add", self, product);
-}
+constexpr size_t kSelf = 0, kBeta = 3, kAlpha = 4;
 
 // PyTorch's CPU addbmm is a loop of addmm_ calls, one per batch, each
 // computing in f32 and rounding into the bf16/f16 result; rounding after
@@ -56,8 +38,9 @@ Value addbmm_rounding_each_batch(LowerContext& ctx, const TensorType& pt) {
     Value m2 = b.reshape(b.slice(b2, {i, 0, 0}, {i + 1, b2.shape()[1], b2.shape()[2]}, {1, 1, 1}),
                          {b2.shape()[1], b2.shape()[2]});
     Value product = b.dot_general(m1, m2, {}, {}, {1}, {0}, pt, ctx.matmul_precision);
-    Value sum = i == 0 ? scaled_sum(ctx, product, true)
-                       : b.binary("add", b.convert(result, pt.dtype), scaled_sum(ctx, product, false));
+    Value sum = i == 0 ? add_scaled(ctx, product, kSelf, kBeta, kAlpha)
+                       : b.binary("add", b.convert(result, pt.dtype),
+                                  add_scaled(ctx, product, kSelf, kBeta, kAlpha, /*with_self=*/false));
     result = b.convert(sum, out.dtype);
   }
   return result;
@@ -95,7 +78,7 @@ std::vector<Value> addbmm(LowerContext& ctx) {
                             at_matmul_precision(ctx, b.convert(b2, out.dtype)), {}, {}, {0, 2}, {0, 1}, pt,
                             ctx.matmul_precision);
   }
-  return {b.convert(scaled_sum(ctx, product, true), out.dtype)};
+  return {b.convert(add_scaled(ctx, product, kSelf, kBeta, kAlpha), out.dtype)};
 }
 
 }  // namespace torch_tpu::lower

@@ -37,7 +37,6 @@ std::string list_text(int64_t n) {
   return s + "]";
 }
 
-Value is_nan(Builder& b, const Value& v) { return b.compare(v, v, CompareDirection::NE); }
 
 // The combination of an existing value `a` and an update `u`. max/min
 // propagate NaN (PyTorch's scatter_reduce amax/amin).

@@ -130,6 +130,8 @@ Value reduce_init(Builder& b, const std::string& combiner, ElementType dtype) {
   throw std::invalid_argument("reduce_init: unknown combiner " + combiner);
 }
 
+Value is_nan(Builder& b, const Value& v) { return b.compare(v, v, hlo::CompareDirection::NE); }
+
 ElementType accumulation_type(ElementType dtype) {
   return (dtype == ElementType::BF16 || dtype == ElementType::F16) ? ElementType::F32 : dtype;
 }

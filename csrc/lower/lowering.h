@@ -129,6 +129,8 @@ int64_t wrap_dim(int64_t dim, int64_t rank);
 // Broadcast `v` to `type.shape` and convert to `type.dtype`.
 Value coerce(Builder& b, const Value& v, const TensorType& type);
 Value zeros(Builder& b, const TensorType& type);
+// Elementwise x != x: true where `v` is NaN.
+Value is_nan(Builder& b, const Value& v);
 Value full(Builder& b, double value, const TensorType& type);
 // Reduction identity for a combiner in `dtype` (for max: lowest value).
 Value reduce_init(Builder& b, const std::string& combiner, ElementType dtype);
@@ -141,5 +143,11 @@ ElementType accumulation_type(ElementType dtype);  // bf16/f16 -> f32
 Value at_matmul_precision(const LowerContext& ctx, const Value& operand);
 // Matmul with PyTorch's precision: contracts a's last dim with b's dim `rhs_contract`.
 Value matmul_2d(LowerContext& ctx, const Value& a, const Value& bm, ElementType out);
+// The addmm family's update, beta * self + alpha * product, in the product's
+// type (and/or for bool); self, beta and alpha are argument indices, an
+// absent Scalar is 1. PyTorch rule: beta == 0 ignores self, so NaN and inf in
+// it do not propagate. `with_self` false: alpha * product only.
+Value add_scaled(LowerContext& ctx, Value product, size_t self_index, size_t beta_index, size_t alpha_index,
+                 bool with_self = true);
 
 }  // namespace torch_tpu::lower

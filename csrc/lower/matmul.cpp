@@ -35,25 +35,24 @@ Value contract(LowerContext& ctx, const Value& a, const Value& b, const std::vec
 // A defaulted Scalar argument (absent) is 1.
 double scalar_value(const LowerContext& ctx, size_t i) { return ctx.has(i) ? ctx.args[i].scalar.as_double() : 1.0; }
 
-// beta * self + alpha * product, in the product's (accumulation) type.
-// PyTorch rule: with beta == 0, `self` is ignored, so NaN/inf in it do not
-// propagate.
-Value add_scaled(LowerContext& ctx, Value product, size_t self_index, size_t beta_index, size_t alpha_index) {
+}  // namespace
+
+Value add_scaled(LowerContext& ctx, Value product, size_t self_index, size_t beta_index, size_t alpha_index,
+                 bool with_self) {
   Builder& b = ctx.b;
-  const TensorType& pt = product.type;
+  const TensorType pt = product.type;
+  const bool logical = pt.dtype == ElementType::Pred;
   if (scalar_value(ctx, alpha_index) != 1) {
-    product = b.binary("multiply", product, b.broadcast_to(ctx.scalar_arg(alpha_index, pt.dtype), pt.shape));
+    product = b.binary(logical ? "and" : "multiply", product,
+                       b.broadcast_to(ctx.scalar_arg(alpha_index, pt.dtype), pt.shape));
   }
-  if (scalar_value(ctx, beta_index) == 0) return product;
+  if (!with_self || scalar_value(ctx, beta_index) == 0) return product;
   Value self = coerce(b, ctx.tensor(self_index), pt);
   if (scalar_value(ctx, beta_index) != 1) {
-    self = b.binary("multiply", self, b.broadcast_to(ctx.scalar_arg(beta_index, pt.dtype), pt.shape));
+    self = b.binary(logical ? "and" : "multiply", self, b.broadcast_to(ctx.scalar_arg(beta_index, pt.dtype), pt.shape));
   }
-  if (pt.dtype == ElementType::Pred) return b.binary("or", self, product);
-  return b.binary("add", self, product);
+  return b.binary(logical ? "or" : "add", self, product);
 }
-
-}  // namespace
 
 Value matmul_2d(LowerContext& ctx, const Value& a, const Value& bm, ElementType out) {
   if (a.rank() < 1 || bm.rank() < 1 || bm.rank() > 2) throw std::invalid_argument("matmul_2d: bad operand ranks");

@@ -18,9 +18,6 @@ namespace torch_tpu::lower {
 
 // ---- shared reduction helpers (declared in lower/reduction.h) ----
 
-namespace {
-Value is_nan(Builder& b, const Value& v) { return b.compare(v, v, hlo::CompareDirection::NE); }
-}  // namespace
 
 // The dims argument `i` names: an int, an int list, or None. None, or an
 // overload without a dim argument (`present` false) mean every dim. An empty

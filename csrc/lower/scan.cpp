@@ -16,7 +16,6 @@ namespace {
 
 using hlo::CompareDirection;
 
-Value is_nan(Builder& b, const Value& v) { return b.compare(v, v, CompareDirection::NE); }
 
 // `x` moved `shift` places up along `dim`, the vacated front filled with `fill`.
 Value shifted_by(Builder& b, const Value& x, int64_t dim, int64_t shift, const Value& fill) {

@@ -18,7 +18,6 @@ namespace {
 
 using hlo::CompareDirection;
 
-Value is_nan(Builder& b, const Value& v) { return b.compare(v, v, CompareDirection::NE); }
 
 // a before b: a < b (descending: a > b), NaN counting as the largest value.
 Value comes_before(Builder& b, const Value& a, const Value& c, bool descending) {

@@ -19,8 +19,6 @@ namespace {
 
 using hlo::CompareDirection;
 
-Value is_nan(Builder& b, const Value& v) { return b.compare(v, v, CompareDirection::NE); }
-
 // (variance, mean) over dims in the accumulation type; the divisor is
 // max(N - correction, 0), correction None meaning 1 (Bessel).
 std::pair<Value, Value> variance_and_mean(LowerContext& ctx) {
