@@ -62,7 +62,6 @@ void check_out_dtype(LowerContext& ctx, const Value& x) {
 
 bool is_nan_capable(ElementType t) { return hlo::is_float(t); }
 
-
 // PyTorch's maximum/minimum/clamp propagate NaN; XLA's max/min need not.
 Value nan_propagating(Builder& b, const char* op, const Value& x, const Value& y) {
   Value m = b.binary(op, x, y);

@@ -37,7 +37,6 @@ std::string list_text(int64_t n) {
   return s + "]";
 }
 
-
 // The combination of an existing value `a` and an update `u`. max/min
 // propagate NaN (PyTorch's scatter_reduce amax/amin).
 Value combine(Builder& b, Reduce r, const Value& a, const Value& u) {

@@ -18,7 +18,6 @@ namespace torch_tpu::lower {
 
 // ---- shared reduction helpers (declared in lower/reduction.h) ----
 
-
 // The dims argument `i` names: an int, an int list, or None. None, or an
 // overload without a dim argument (`present` false) mean every dim. An empty
 // list means every dim for sum/mean/amax/var ... (`empty_is_all`), but

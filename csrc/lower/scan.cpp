@@ -16,7 +16,6 @@ namespace {
 
 using hlo::CompareDirection;
 
-
 // `x` moved `shift` places up along `dim`, the vacated front filled with `fill`.
 Value shifted_by(Builder& b, const Value& x, int64_t dim, int64_t shift, const Value& fill) {
   Shape start(x.rank(), 0), limit = x.shape(), strides(x.rank(), 1), low(x.rank(), 0), zero(x.rank(), 0);

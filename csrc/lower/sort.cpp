@@ -18,7 +18,6 @@ namespace {
 
 using hlo::CompareDirection;
 
-
 // a before b: a < b (descending: a > b), NaN counting as the largest value.
 Value comes_before(Builder& b, const Value& a, const Value& c, bool descending) {
   Value before = b.compare(a, c, descending ? CompareDirection::GT : CompareDirection::LT);
