@@ -279,7 +279,9 @@ void LoweredKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
     };
     for (size_t r = 0; r < schema.returns().size(); ++r) {
       int alias = aliased_argument(schema, r);
-      if (alias >= 0) {
+      if (!meta.values[r].isNone()) {
+        returns.push_back(meta.values[r]);  // an int return (SDPA's max_q): the meta kernel's value
+      } else if (alias >= 0) {
         const at::Tensor& target = args[alias].toTensor();
         prog.write(target, next_result());
         returns.push_back(target);

@@ -147,16 +147,24 @@ MetaResult run_meta(const c10::OperatorHandle& op, const std::vector<c10::IValue
   MetaResult r;
   for (const auto& ret : stack) {
     std::vector<TensorMeta> metas;
+    c10::IValue value;
     if (ret.isTensor()) {
       metas.push_back(meta_of(ret.toTensor()));
       r.return_is_list.push_back(false);
     } else if (ret.isTensorList()) {
       for (const at::Tensor& t : ret.toTensorVector()) metas.push_back(meta_of(t));
       r.return_is_list.push_back(true);
+    } else if (ret.isNone()) {  // an undefined Tensor return
+      metas.push_back(meta_of(at::Tensor()));
+      r.return_is_list.push_back(false);
+    } else if (ret.isInt() || ret.isSymInt()) {
+      value = ret.isInt() ? ret.toInt() : ret.toSymInt().guard_int(__FILE__, __LINE__);
+      r.return_is_list.push_back(false);
     } else {
       TORCH_CHECK(false, "tpu: ", schema.name(), " returns a non-tensor value; not a lowered op");
     }
     r.returns.push_back(std::move(metas));
+    r.values.push_back(std::move(value));
   }
   for (size_t i = 0; i < args.size(); ++i) {
     const auto* info = schema.arguments()[i].alias_info();

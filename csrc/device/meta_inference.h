@@ -24,6 +24,9 @@ struct MetaResult {
   // return as many as it holds.
   std::vector<std::vector<TensorMeta>> returns;
   std::vector<bool> return_is_list;
+  // Non-tensor returns (SDPA's max_q/max_k ints) as the meta kernel gave
+  // them, by return index; None for tensor returns.
+  std::vector<c10::IValue> values;
   // Written tensor arguments (out=, in-place) as the meta kernel left them.
   std::vector<std::pair<size_t, TensorMeta>> written_args;
 };

@@ -353,6 +353,8 @@ const OpEntry kLoweredOps[] = {
     {L::rrelu_with_noise_backward, "rrelu_with_noise_backward rrelu_with_noise_backward.out"},
     {L::rsqrt, "rsqrt rsqrt_ rsqrt.out"},
     {L::rsub, "rsub.Tensor"},
+    {L::scaled_dot_product_fused_attention, "_scaled_dot_product_fused_attention_overrideable"},
+    {L::scaled_dot_product_fused_attention_backward, "_scaled_dot_product_fused_attention_overrideable_backward"},
     {L::scatter, "scatter.src scatter_.src scatter.src_out scatter.value scatter_.value scatter.value_out"},
     {L::scatter_add, "scatter_add scatter_add_ scatter_add.out"},
     {L::scatter_reduce, "scatter_reduce.two scatter_reduce_.two scatter_reduce.two_out"},

@@ -105,6 +105,10 @@ TORCH_TPU_LOWERING(std)
 TORCH_TPU_LOWERING(sum)
 TORCH_TPU_LOWERING(var)
 
+// attention.cpp
+TORCH_TPU_LOWERING(scaled_dot_product_fused_attention)
+TORCH_TPU_LOWERING(scaled_dot_product_fused_attention_backward)
+
 // matmul.cpp
 TORCH_TPU_LOWERING(addmm)
 TORCH_TPU_LOWERING(addmv)
