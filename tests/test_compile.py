@@ -321,6 +321,49 @@ def test_random_ops_in_compiled_graphs_draw_from_the_device_generator():
     assert set(first[2].unique().tolist()) <= {0.0, 2.0}
 
 
+def test_dropout_backward_uses_the_forward_mask():
+    # The partitioner recomputes cheap ops in the backward graph instead of
+    # saving them; a random op is never recomputed (a new draw would not
+    # match the forward's mask).
+    f = torch.compile(lambda x: torch.nn.functional.dropout(x * 3, 0.5, training=True), backend="tpu")
+    x = torch.ones(64, 64, device="tpu", requires_grad=True)
+    y = f(x)
+    y.sum().backward()
+    torch.testing.assert_close(x.grad.cpu(), (y.detach().cpu() != 0).float() * 6)
+
+
+def test_forward_saves_only_what_the_backward_cannot_cheaply_recompute(monkeypatch):
+    # AOTAutograd's min-cut partitioner: a chain of pointwise ops saves its
+    # input alone and the backward program recomputes the rest (the default
+    # partition would save every intermediate the derivatives read, each an
+    # extra program output written to memory).
+    graphs = []
+    original = tpu_compile._graph_compiler
+
+    def recording_compiler(gm, example_inputs):
+        output = next(n for n in gm.graph.nodes if n.op == "output")
+        graphs.append((len(example_inputs), len(output.args[0])))
+        return original(gm, example_inputs)
+
+    monkeypatch.setattr(tpu_compile, "_graph_compiler", recording_compiler)
+    tpu_compile._aot_backend.cache_clear()
+    torch._dynamo.reset()
+    try:
+        f = torch.compile(lambda x: torch.nn.functional.gelu(x.sin() * 2).cos().sum(), backend="tpu")
+        x = torch.randn(8, device="tpu", requires_grad=True)
+        f(x).backward()
+        x_cpu = x.detach().cpu().requires_grad_()
+        torch.nn.functional.gelu(x_cpu.sin() * 2).cos().sum().backward()
+        torch.testing.assert_close(x.grad.cpu(), x_cpu.grad)
+    finally:
+        monkeypatch.undo()
+        tpu_compile._aot_backend.cache_clear()
+        torch._dynamo.reset()
+    (fw_inputs, fw_outputs), (bw_inputs, bw_outputs) = graphs
+    assert fw_outputs == 2  # the loss and x, saved for the backward
+    assert bw_inputs == 2 and bw_outputs == 1
+
+
 def test_recompiles_are_counted_with_dynamos_reason():
     f = torch.compile(lambda x: x.sin(), backend="tpu", dynamic=False)
     f(torch.randn(4, device="tpu"))

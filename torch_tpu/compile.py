@@ -222,8 +222,15 @@ def _aot_backend():
     # input (BatchNorm running stats in eval-mode updates, user in-place
     # code) writes it inside the program, whose replays donate the old
     # buffer, instead of an eager copy_ after the graph.
+    # min_cut_rematerialization_partition (Inductor's choice): the backward
+    # program recomputes cheap pointwise ops from fewer saved tensors instead
+    # of the forward writing every intermediate out (each saved tensor is a
+    # program output, a copy XLA cannot fuse away). Random ops are never
+    # recomputed. GPT example: 37 -> 34 ms per compiled training step.
+    from torch._functorch.partitioners import min_cut_rematerialization_partition
+
     return aot_autograd(fw_compiler=_graph_compiler, bw_compiler=_graph_compiler,
-                        keep_inference_input_mutations=True)
+                        partition_fn=min_cut_rematerialization_partition, keep_inference_input_mutations=True)
 
 
 def _note_recompile():
