@@ -20,12 +20,20 @@ def _like_self_out(grad_output, self, *args, grad_input, **kwargs):
     return grad_input
 
 
+def _sdpa_overrideable_backward(grad_out, query, key, value, attn_bias, *args, **kwargs):
+    # Gradients like their inputs; attn_bias's only when there is one (torch
+    # 2.13's own meta kernel; torch 2.11 has none).
+    grad_bias = torch.empty_like(attn_bias) if attn_bias is not None else None
+    return torch.empty_like(query), torch.empty_like(key), torch.empty_like(value), grad_bias
+
+
 def _updates_in_place(*args, **kwargs):
     return None  # in-place on its arguments, returns nothing: no result shapes to infer
 
 
 # The gradient of a margin loss or of fractional max pooling has its input's
-# shape. The fused optimizer
+# shape; the fused attention's backward (csrc/lower/attention.cpp) gives
+# gradients shaped like q, k, v and the bias. The fused optimizer
 # steps PyTorch lacks Meta kernels for update their arguments in place.
 _MISSING = {
     "_fused_sgd_": _updates_in_place,
@@ -38,6 +46,7 @@ _MISSING = {
     "multi_margin_loss_backward.grad_input": _like_self_out,
     "multilabel_margin_loss_backward": _like_self,
     "multilabel_margin_loss_backward.grad_input": _like_self_out,
+    "_scaled_dot_product_fused_attention_overrideable_backward": _sdpa_overrideable_backward,
 }
 
 
