@@ -21,9 +21,11 @@ namespace {
 
 // What the fused lowering covers: no dropout (the math path draws the
 // dropout mask), 4-d q/k/v (PyTorch's meta kernel for the op lays out 4-d
-// results only) with the same (batch, head) dims and no empty dims (grouped-query attention broadcasts heads in
-// the math path), float dtypes, and an optional bool or float mask that is
-// not combined with is_causal (the math path raises for that).
+// results only) with the same (batch, head) dims and no empty dims
+// (grouped-query attention broadcasts heads in the math path), float dtypes,
+// and an optional bool or float mask that broadcasts to the scores and is
+// not combined with is_causal (the math path raises PyTorch's own errors for
+// the others).
 bool fused_kernel_covers(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                          const std::optional<at::Tensor>& attn_mask, double dropout_p, bool is_causal) {
   if (dropout_p != 0.0) return false;
@@ -41,7 +43,13 @@ bool fused_kernel_covers(const at::Tensor& q, const at::Tensor& k, const at::Ten
     if (is_causal) return false;
     const at::ScalarType mask_type = attn_mask->scalar_type();
     if (mask_type != at::kBool && mask_type != q.scalar_type()) return false;
-    if (attn_mask->dim() > rank) return false;
+    const std::vector<int64_t> scores = {q.size(0), q.size(1), q.size(2), k.size(2)};
+    const int64_t mask_rank = attn_mask->dim();
+    if (mask_rank > rank) return false;
+    for (int64_t i = 1; i <= mask_rank; ++i) {
+      const int64_t m = attn_mask->size(mask_rank - i), target = scores[rank - i];
+      if (m != 1 && m != target) return false;
+    }
   }
   return true;
 }

@@ -104,6 +104,11 @@ def test_calls_the_fused_kernel_does_not_cover_take_the_math_path():
     with pytest.raises(RuntimeError):
         F.scaled_dot_product_attention(q, k, v, attn_mask=torch.ones(5, 7, dtype=torch.bool, device="tpu"),
                                        is_causal=True)
+    bad_mask = torch.zeros(5, 6)  # does not broadcast to (5, 7) scores
+    with pytest.raises(RuntimeError):
+        F.scaled_dot_product_attention(q.cpu(), k.cpu(), v.cpu(), attn_mask=bad_mask)
+    with pytest.raises(RuntimeError):
+        F.scaled_dot_product_attention(q, k, v, attn_mask=bad_mask.to("tpu"))
 
 
 def test_sdpa_kernel_context_chooses_the_backend():
