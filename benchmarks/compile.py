@@ -19,6 +19,7 @@ and back-to-back rows would compare different moments.
 """
 
 import argparse
+import contextlib
 import os
 import statistics
 import sys
@@ -54,17 +55,12 @@ class Row:
         self.run(self.batches[:warmup])
 
     def run(self, batches):
-        if self.device == "tpu":
-            torch_tpu.set_eager_mode(self.mode)
-        try:
+        with torch_tpu.eager_mode(self.mode) if self.device == "tpu" else contextlib.nullcontext():
             for x, y in batches:
                 loss = train_gpt.train_step(self.step_model, self.optimizer, x, y)
             loss.item()
             if self.device == "tpu":
                 torch_tpu.sync()
-        finally:
-            if self.device == "tpu":
-                torch_tpu.set_eager_mode("strict")
 
     def time(self, steps):
         start = time.perf_counter()

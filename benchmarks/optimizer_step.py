@@ -11,6 +11,7 @@ report their median round (this machine's speed drifts within a minute).
 """
 
 import argparse
+import contextlib
 import os
 import statistics
 import sys
@@ -37,16 +38,11 @@ class Row:
         self.run(3)  # warm-up: on tpu every program compiles here
 
     def run(self, steps):
-        if self.device == "tpu":
-            torch_tpu.set_eager_mode(self.mode)
-        try:
+        with torch_tpu.eager_mode(self.mode) if self.device == "tpu" else contextlib.nullcontext():
             for _ in range(steps):
                 self.optimizer.step()
             if self.device == "tpu":
                 torch_tpu.sync()
-        finally:
-            if self.device == "tpu":
-                torch_tpu.set_eager_mode("strict")
 
     def time(self, steps):
         start = time.perf_counter()
