@@ -56,22 +56,17 @@ AttentionDims attention_dims(const Value& q, const Value& k, const Value& v) {
   return a;
 }
 
-// dot_general over the shared leading dims, contracting a's dim `ca` with b's
-// dim `cb`, in f32/f64 at the context's matmul precision.
+// q/k/v products over the shared leading dims, contracting x's dim `cx`
+// with y's dim `cy`, in the (f32/f64) type of x.
 Value product(LowerContext& ctx, const AttentionDims& a, const Value& x, const Value& y, int64_t cx, int64_t cy) {
-  Shape shape;
-  for (int64_t i : a.batch) shape.push_back(x.shape()[i]);
-  for (int64_t i = static_cast<int64_t>(a.batch.size()); i < x.rank(); ++i) if (i != cx) shape.push_back(x.shape()[i]);
-  for (int64_t i = static_cast<int64_t>(a.batch.size()); i < y.rank(); ++i) if (i != cy) shape.push_back(y.shape()[i]);
-  return ctx.b.dot_general(at_matmul_precision(ctx, x), at_matmul_precision(ctx, y), a.batch, a.batch, {cx}, {cy},
-                           {x.dtype(), shape}, ctx.matmul_precision);
+  return contract(ctx, x, y, a.batch, a.batch, cx, cy, x.dtype());
 }
 
-// Row values [..., Tq] broadcast over the scores [..., Tq, Tk].
-Value over_rows(Builder& b, const Value& rows, const AttentionDims& a) {
+// Row values [..., Tq] broadcast over `shape` [..., Tq, n]: the scores, or the output.
+Value over_rows(Builder& b, const Value& rows, const AttentionDims& a, const Shape& shape) {
   std::vector<int64_t> dims(a.batch);
   dims.push_back(a.rank - 2);
-  return b.broadcast_in_dim(rows, a.scores, dims);
+  return b.broadcast_in_dim(rows, shape, dims);
 }
 
 // The scaled, masked scores: q k^T * scale, plus a float bias or -inf where a
@@ -139,13 +134,11 @@ std::vector<Value> scaled_dot_product_fused_attention(LowerContext& ctx) {
   // -inf, taken as 0 so that its probabilities are exp(-inf) = 0, not NaN.
   Value m = b.reduce(s, reduce_init(b, "maximum", acc), {last}, "maximum");
   m = b.select(is_minus_inf(b, m), b.splat(0, m.type), m);
-  Value p = b.unary("exponential", b.binary("subtract", s, over_rows(b, m, a)));
+  Value p = b.unary("exponential", b.binary("subtract", s, over_rows(b, m, a, a.scores)));
   Value l = b.reduce(p, b.constant(0, acc), {last}, "add");
   Value o = product(ctx, a, p, v, last, a.rank - 2);
-  std::vector<int64_t> row_dims(a.batch);
-  row_dims.push_back(a.rank - 2);
   const Value l_nonzero = b.select(b.compare(l, b.splat(0, l.type), CompareDirection::EQ), b.splat(1, l.type), l);
-  o = b.binary("divide", o, b.broadcast_in_dim(l_nonzero, o.shape(), row_dims));
+  o = b.binary("divide", o, over_rows(b, l_nonzero, a, o.shape()));
   Value lse = b.binary("add", m, b.unary("log", l));
   const TensorType& lse_t = ctx.out_types.at(1);
   return {b.convert(o, out_t.dtype), b.reshape(b.convert(lse, lse_t.dtype), lse_t.shape),
@@ -172,12 +165,12 @@ std::vector<Value> scaled_dot_product_fused_attention_backward(LowerContext& ctx
 
   Value lse = b.reshape(b.convert(ctx.tensor(7), acc), a.rows);
   lse = b.select(is_minus_inf(b, lse), b.splat(0, lse.type), lse);  // fully masked rows: P = 0
-  Value p = b.unary("exponential", b.binary("subtract", s, over_rows(b, lse, a)));
+  Value p = b.unary("exponential", b.binary("subtract", s, over_rows(b, lse, a, a.scores)));
 
   Value grad_v = product(ctx, a, p, g, seq, seq);
   Value dp = product(ctx, a, g, v, last, last);
   Value delta = b.reduce(b.binary("multiply", g, out), b.constant(0, acc), {last}, "add");
-  Value ds = b.binary("multiply", p, b.binary("subtract", dp, over_rows(b, delta, a)));
+  Value ds = b.binary("multiply", p, b.binary("subtract", dp, over_rows(b, delta, a, a.scores)));
   Value grad_q = product(ctx, a, ds, k, last, seq);
   Value grad_k = product(ctx, a, ds, q, seq, seq);
   grad_q = b.binary("multiply", grad_q, b.splat(scale, grad_q.type));

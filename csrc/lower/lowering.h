@@ -141,6 +141,12 @@ ElementType accumulation_type(ElementType dtype);  // bf16/f16 -> f32
 // DEFAULT; XLA:CPU and XLA:GPU ignore the precision attribute and would
 // multiply in float32. Other dtypes and precisions pass through.
 Value at_matmul_precision(const LowerContext& ctx, const Value& operand);
+// dot_general of `a` and `b` (converted to `out`, at the context's matmul
+// precision) over the batch dims, contracting one dim of each; the result is
+// in the accumulation type of `out` (batch dims, a's free dims, b's free
+// dims), the caller converts.
+Value contract(LowerContext& ctx, const Value& a, const Value& b, const std::vector<int64_t>& batch_a,
+               const std::vector<int64_t>& batch_b, int64_t contract_a, int64_t contract_b, ElementType out);
 // Matmul with PyTorch's precision: contracts a's last dim with b's dim `rhs_contract`.
 Value matmul_2d(LowerContext& ctx, const Value& a, const Value& bm, ElementType out);
 // The addmm family's update, beta * self + alpha * product, in the product's

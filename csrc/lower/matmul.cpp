@@ -9,9 +9,6 @@
 
 namespace torch_tpu::lower {
 
-namespace {
-
-// dot_general in the accumulation type of `out`; the caller converts.
 Value contract(LowerContext& ctx, const Value& a, const Value& b, const std::vector<int64_t>& batch_a,
                const std::vector<int64_t>& batch_b, int64_t contract_a, int64_t contract_b, ElementType out) {
   Shape shape;
@@ -31,6 +28,8 @@ Value contract(LowerContext& ctx, const Value& a, const Value& b, const std::vec
   return ctx.b.dot_general(ca, cb, batch_a, batch_b, {contract_a}, {contract_b}, {acc, shape},
                            ctx.matmul_precision);
 }
+
+namespace {
 
 // A defaulted Scalar argument (absent) is 1.
 double scalar_value(const LowerContext& ctx, size_t i) { return ctx.has(i) ? ctx.args[i].scalar.as_double() : 1.0; }
