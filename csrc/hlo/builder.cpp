@@ -1,7 +1,5 @@
 #include "builder.h"
 
-#include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -254,9 +252,7 @@ Value Builder::transpose(const Value& v, const std::vector<int64_t>& perm) {
   if (identity) return v;
   Shape shape;
   for (int64_t p : perm) shape.push_back(v.shape()[p]);
-  Value t = op("transpose", {v}, {v.dtype(), shape}, "permutation = " + dims_attr(perm));
-  t.from_transpose = true;
-  return t;
+  return op("transpose", {v}, {v.dtype(), shape}, "permutation = " + dims_attr(perm));
 }
 
 Value Builder::slice(const Value& v, const Shape& start, const Shape& limit, const Shape& strides) {
@@ -364,38 +360,10 @@ static std::string int_list(const std::vector<int64_t>& v) {
   return s + "]";
 }
 
-namespace {
-std::atomic<bool> canonical_dot_lhs_on{false};
-}  // namespace
-
-void set_canonical_dot_lhs(bool on) { canonical_dot_lhs_on = on; }
-bool canonical_dot_lhs() { return canonical_dot_lhs_on; }
-
-Value Builder::dot_general(const Value& a_in, const Value& b, const std::vector<int64_t>& batch_a_in,
-                           const std::vector<int64_t>& batch_b, const std::vector<int64_t>& contract_a_in,
+Value Builder::dot_general(const Value& a, const Value& b, const std::vector<int64_t>& batch_a,
+                           const std::vector<int64_t>& batch_b, const std::vector<int64_t>& contract_a,
                            const std::vector<int64_t>& contract_b, const TensorType& result,
                            const std::string& precision) {
-  Value a = a_in;
-  std::vector<int64_t> batch_a = batch_a_in, contract_a = contract_a_in;
-  if (canonical_dot_lhs() && contract_a.size() == 1) {
-    // [batch..., free..., contracting]: see set_canonical_dot_lhs.
-    bool leading_batch = true;
-    for (size_t i = 0; i < batch_a.size(); ++i) leading_batch &= batch_a[i] == static_cast<int64_t>(i);
-    if (contract_a[0] != a.rank() - 1 || !leading_batch) {
-      std::vector<int64_t> perm(batch_a);
-      for (int64_t i = 0; i < a.rank(); ++i) {
-        if (i != contract_a[0] && std::find(batch_a.begin(), batch_a.end(), i) == batch_a.end()) perm.push_back(i);
-      }
-      perm.push_back(contract_a[0]);
-      Value t = transpose(a, perm);
-      a = op("optimization_barrier", {t}, t.type);
-      batch_a.clear();
-      for (size_t i = 0; i < batch_a_in.size(); ++i) batch_a.push_back(static_cast<int64_t>(i));
-      contract_a = {a.rank() - 1};
-    } else if (a.from_transpose) {
-      a = op("optimization_barrier", {a}, a.type);
-    }
-  }
   std::string attrs = "dot_dimension_numbers = #stablehlo.dot<lhs_batching_dimensions = " + int_list(batch_a) +
                       ", rhs_batching_dimensions = " + int_list(batch_b) +
                       ", lhs_contracting_dimensions = " + int_list(contract_a) +

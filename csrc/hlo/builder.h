@@ -33,25 +33,12 @@ struct TensorType {
 struct Value {
   std::string name;  // %3, %7#1, %arg0
   TensorType type;
-  bool from_transpose = false;  // made by Builder::transpose (see set_canonical_dot_lhs)
   const Shape& shape() const { return type.shape; }
   ElementType dtype() const { return type.dtype; }
   int64_t rank() const { return type.rank(); }
 };
 
 enum class CompareDirection { EQ, NE, LT, LE, GT, GE };
-
-// Whether dot_general keeps its lhs in the canonical layout (batch dims
-// leading, contracting dim last) as a physical array. XLA:CPU multiplies in
-// its fast library (YNNPACK) only in that layout and runs any other dot
-// through Eigen (a linear layer's weight gradient x^T g, attention's P^T dO),
-// and it folds a transpose feeding a dot into the dot's dimension numbers.
-// With this on, a non-canonical lhs is transposed, and a transposed lhs kept,
-// behind an optimization barrier, which XLA does not fold through. On a TPU
-// the compiler picks dot layouts itself; the runtime turns this on for the
-// CPU plugin only (the platform is part of every compilation cache key).
-void set_canonical_dot_lhs(bool on);
-bool canonical_dot_lhs();
 
 // Arguments marked donated may have their memory reused for an output.
 struct Parameter {

@@ -5,7 +5,6 @@
 #include <chrono>
 #include <cstdlib>
 
-#include "hlo/builder.h"
 #include "metrics.h"
 
 namespace torch_tpu::runtime {
@@ -47,7 +46,6 @@ pjrt::Client& DeviceRuntime::client() {
     pjrt::Client::Options options;
     options.cpu_device_count = num_devices_;
     client_ = pjrt::Client::create(plugin, options);
-    hlo::set_canonical_dot_lhs(client_->platform_name() == "cpu");
     auto attr = plugin->attributes().find("xla_version");
     platform_identity_ = client_->platform_name() + " " + client_->platform_version() + " xla " +
                          (attr == plugin->attributes().end() ? "?" : attr->second) + " pjrt " +

@@ -256,47 +256,6 @@ def test_scaled_dot_product_attention_with_masks():
     check_op(lambda a, b, c: sdpa_math(a, b, c, attn_mask=keep.to(a.device), scale=0.5), q, k, v, grad=True)
 
 
-# ---- dot layouts on the CPU plugin ------------------------------------------------
-def test_cpu_plugin_gets_every_product_with_its_lhs_contracting_last_in_memory(tmp_path):
-    # XLA:CPU multiplies in YNNPACK only when the lhs contracts its last dim
-    # in memory, and otherwise in Eigen at half the speed or less; it folds a
-    # transpose feeding a dot into the dot. So every dot's lhs is in that
-    # layout behind an optimization barrier: a weight gradient's x^T, a
-    # transposed bmm operand, attention's P^T dO.
-    import os, re, subprocess, sys, textwrap
-    code = textwrap.dedent("""
-        import torch, torch.nn.functional as F, torch_tpu
-        torch.set_float32_matmul_precision("highest")
-        torch.manual_seed(0)
-        x, g = torch.randn(33, 5), torch.randn(33, 7)
-        q, d = torch.randn(3, 9, 4), torch.randn(3, 9, 6)
-        qkv = [torch.randn(2, 3, 6, 8, requires_grad=True) for _ in range(3)]
-        tpu_qkv = [t.detach().tpu().requires_grad_() for t in qkv]
-        F.scaled_dot_product_attention(*qkv, is_causal=True).sum().backward()
-        F.scaled_dot_product_attention(*tpu_qkv, is_causal=True).sum().backward()
-        errors = [(x.tpu().t() @ g.tpu()).cpu() - x.t() @ g,
-                  torch.bmm(q.tpu().transpose(1, 2), d.tpu()).cpu() - torch.bmm(q.transpose(1, 2), d)]
-        errors += [a.grad.cpu() - b.grad for a, b in zip(tpu_qkv, qkv)]
-        print(max(e.abs().max().item() for e in errors))
-    """)
-    env = dict(os.environ, TORCH_TPU_DUMP_HLO=str(tmp_path / "hlo"), TORCH_TPU_CACHE_DIR="off")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
-    assert r.returncode == 0, r.stderr
-    assert float(r.stdout.split()[-1]) < 1e-5
-    dot = re.compile(r'"stablehlo.dot_general"\((%[^,]+), .*lhs_batching_dimensions = \[([\d, ]*)\].*'
-                     r'lhs_contracting_dimensions = \[(\d+)\].*: \(tensor<([^>]*)>')
-    dots = 0
-    for path in (tmp_path / "hlo").iterdir():
-        for lhs, batch, contracting, lhs_type in dot.findall(path.read_text()):
-            dots += 1
-            batch_dims = [int(b) for b in batch.split(",") if b.strip()]
-            assert batch_dims == list(range(len(batch_dims))), f"batch dims {batch_dims} of {lhs_type} not leading"
-            assert int(contracting) == lhs_type.count("x") - 1, f"lhs contracts dim {contracting} of {lhs_type}"
-    assert dots >= 8  # mm, bmm, the attention forward's 2 and backward's 5 (plus any recompute)
-    texts = [p.read_text() for p in (tmp_path / "hlo").iterdir()]
-    assert any("optimization_barrier" in t and "tensor<5x33xf32>" in t for t in texts)  # x^T kept as a copy
-
-
 # ---- float32 matmul precision "medium": one bf16 multiply, f32 accumulation ----
 def _products(a, b, bias, x, w):
     return [a @ b, torch.bmm(a.expand(2, -1, -1), b.expand(2, -1, -1)), F.linear(a, b.t(), bias), F.conv2d(x, w)]
