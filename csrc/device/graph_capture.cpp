@@ -17,6 +17,8 @@ bool same_value(const c10::IValue& a, const c10::IValue& b) {
   if (a.isBool() || b.isBool()) return a.isBool() && b.isBool() && a.toBool() == b.toBool();
   if (a.isInt() || b.isInt()) return a.isInt() && b.isInt() && a.toInt() == b.toInt();
   if (a.isDouble() || b.isDouble()) return a.isDouble() && b.isDouble() && a.toDouble() == b.toDouble();
+  if (a.isString() || b.isString()) return a.isString() && b.isString() && a.toStringRef() == b.toStringRef();
+  if (a.isDevice() || b.isDevice()) return a.isDevice() && b.isDevice() && a.toDevice() == b.toDevice();
   return false;  // anything else (SymInts, lists...): never assumed equal
 }
 
@@ -123,7 +125,6 @@ std::optional<std::vector<c10::IValue>> CapturedGraph::replay(const std::vector<
   for (size_t i = 0; i < params.size(); ++i) donatable[i] = params[i].donor && args[i].use_count() <= 2;
   auto results = rt.run(*executable, device, args, donatable);
   args.clear();
-  runtime::metrics().graph_replays++;
   std::vector<at::Tensor> fresh(sinks.size());
   for (size_t s = 0; s < sinks.size(); ++s) {
     const Sink& sink = sinks[s];
@@ -166,6 +167,12 @@ std::shared_ptr<CapturedGraph> end_capture(int device, const std::vector<c10::IV
     *why = "the graph ran no device op";
     return nullptr;
   }
+  return capture_program(std::move(state), broken, device, values, graph_outputs, why);
+}
+
+std::shared_ptr<CapturedGraph> capture_program(std::unique_ptr<ProgramState> state, bool broken, int device,
+                                               const std::vector<c10::IValue>& values,
+                                               const std::vector<c10::IValue>& graph_outputs, std::string* why) {
   auto cap = std::make_shared<CapturedGraph>();
   cap->device = device;
   std::string reason = broken ? "a flush split the graph (a host read, a CPU fallback or another device)" : "";

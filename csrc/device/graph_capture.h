@@ -85,4 +85,12 @@ std::shared_ptr<CapturedGraph> end_capture(int device, const std::vector<c10::IV
                                            const std::vector<c10::IValue>& outputs, std::string* why);
 void abort_capture();
 
+// The capture of a recorded program `state` (a graph's, or one Strict op's:
+// csrc/device/op_cache.h): runs it once with the recorded buffers, writes
+// its results, and returns the capture, or null (with `why`) when it cannot
+// be replayed. `broken`: a flush split the recording.
+std::shared_ptr<CapturedGraph> capture_program(std::unique_ptr<ProgramState> state, bool broken, int device,
+                                               const std::vector<c10::IValue>& inputs,
+                                               const std::vector<c10::IValue>& outputs, std::string* why);
+
 }  // namespace torch_tpu::device

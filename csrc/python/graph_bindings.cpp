@@ -4,7 +4,10 @@
 #include <pybind11/pybind11.h>
 #include <torch/csrc/autograd/python_variable.h>
 
+#include <atomic>
+
 #include "device/graph_capture.h"
+#include "runtime/metrics.h"
 
 namespace py = pybind11;
 using torch_tpu::device::CapturedGraph;
@@ -17,8 +20,10 @@ c10::IValue to_ivalue(const py::handle& obj) {
   if (py::isinstance<py::bool_>(obj)) return obj.cast<bool>();
   if (py::isinstance<py::int_>(obj)) return obj.cast<int64_t>();
   if (py::isinstance<py::float_>(obj)) return obj.cast<double>();
-  // SymInts and other objects: a value no replay matches.
-  return c10::IValue(std::string("<unmatched python object>"));
+  // SymInts and other objects: a value no replay matches (strings compare
+  // by value, so each gets its own).
+  static std::atomic<uint64_t> unmatched{0};
+  return c10::IValue("<unmatched python object " + std::to_string(unmatched++) + ">");
 }
 
 std::vector<c10::IValue> to_ivalues(const py::sequence& seq) {
@@ -53,6 +58,7 @@ void register_graph_bindings(py::module_& m) {
                out = g.replay(values);
              }
              if (!out) return py::none();
+             torch_tpu::runtime::metrics().graph_replays++;
              return to_python(*out);
            })
       .def_property_readonly("mismatch", &CapturedGraph::mismatch);
