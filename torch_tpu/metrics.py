@@ -8,7 +8,9 @@ def metrics():
     cache_hits, cache_misses, compiles, compile_seconds, bytes_to_device,
     bytes_to_host, live_device_bytes, peak_device_bytes, and
     cpu_fallbacks (op -> count), flushes (DeferAndFuse: reason -> count),
-    ops_by_mode (eager mode -> lowered ops dispatched), graph_replays, and
+    ops_by_mode (eager mode -> lowered ops dispatched), graph_replays,
+    op_cache_replays and op_cache_captures (Strict ops that reran a captured
+    program without lowering, and signatures captured for that), and
     graphs (torch.compile: see torch_tpu.compile.stats())."""
     raw = dict(_C._metrics())
     out = {k: v for k, v in raw.items() if "::" not in k}

@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -9,6 +10,7 @@
 #include "device/debug_checks.h"
 #include "device/generator.h"
 #include "device/meta_inference.h"
+#include "device/op_cache.h"
 #include "device/tensor_program.h"
 #include "runtime/eager_mode.h"
 #include "runtime/metrics.h"
@@ -198,6 +200,17 @@ void LoweredKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
   stack->erase(stack->end() - num_args, stack->end());
 
   normalize_index_arguments(schema, args);
+
+  // Strict: a signature seen before replays its captured program.
+  std::optional<OpCall> cached_call;
+  if (runtime::eager_mode() == runtime::EagerMode::Strict) cached_call = op_cache_call(op, args);
+  if (cached_call) {
+    if (auto replayed = op_cache_replay(op, *cached_call)) {
+      for (auto& r : *replayed) stack->push_back(std::move(r));
+      return;
+    }
+  }
+
   std::vector<at::Tensor> tensors;
   at::Generator generator;
   for (const auto& v : args) {
@@ -307,7 +320,13 @@ void LoweredKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
     if (!written || returned.count(static_cast<int>(i)) || !args[i].isTensor() || !args[i].toTensor().defined()) continue;
     prog.write(args[i].toTensor(), results[k++]);
   }
-  prog.run();
+  const bool int_returns =
+      std::any_of(meta.values.begin(), meta.values.end(), [](const c10::IValue& v) { return !v.isNone(); });
+  if (cached_call && !int_returns && op_cache_should_capture(op, *cached_call)) {
+    op_cache_capture(op, *cached_call, prog.release(), device, returns);
+  } else {
+    prog.run();
+  }
   if (debug) {
     runtime::DeviceRuntime::get().synchronize(device);  // errors surface at this op
     if (runtime::check_nans()) check_finite_results(schema, returns);

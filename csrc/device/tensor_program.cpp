@@ -411,4 +411,11 @@ void TensorProgram::run() {
   if (state_->ops >= max_deferred_ops() && !graph_capture().active) flush_deferred("size_bound");
 }
 
+std::unique_ptr<ProgramState> TensorProgram::release() {
+  TORCH_CHECK(!deferred_, "internal: only a Strict program can be released");
+  finished_ = true;
+  own_->ops++;
+  return std::move(own_);
+}
+
 }  // namespace torch_tpu::device

@@ -89,6 +89,9 @@ class TensorProgram {
   // Strict/Debug: compiles (or finds) and launches the program, no waiting.
   // DeferAndFuse: records the op; flushes when the pending program is full.
   void run();
+  // Strict/Debug, instead of run(): hands the program over unrun, for the
+  // op cache to capture (csrc/device/op_cache.h).
+  std::unique_ptr<ProgramState> release();
 
  private:
   ProgramState::Slot& slot_for(const at::Tensor& t);

@@ -39,6 +39,7 @@ std::map<std::string, int64_t> Metrics::snapshot() {
       {"cache_misses", cache_misses},       {"compiles", compiles},
       {"compile_nanos", compile_nanos},     {"live_device_bytes", live_device_bytes},
       {"peak_device_bytes", peak_device_bytes}, {"graph_replays", graph_replays},
+      {"op_cache_replays", op_cache_replays}, {"op_cache_captures", op_cache_captures},
   };
   std::lock_guard<std::mutex> lock(mutex);
   for (const auto& [op, n] : cpu_fallbacks) s["cpu_fallback::" + op] = n;
@@ -50,6 +51,7 @@ std::map<std::string, int64_t> Metrics::snapshot() {
 void Metrics::reset() {
   ops_dispatched = programs_executed = host_waits = bytes_to_device = bytes_to_host = 0;
   cache_hits = cache_misses = compiles = compile_nanos = graph_replays = 0;
+  op_cache_replays = op_cache_captures = 0;
   peak_device_bytes = live_device_bytes.load();
   std::lock_guard<std::mutex> lock(mutex);
   cpu_fallbacks.clear();

@@ -1,0 +1,53 @@
+// Strict mode's op cache: an op called again with the same signature
+// replays the program its earlier call captured, so the call skips the meta
+// kernel, the lowering, the program text and the compilation-cache lookup.
+// Eager training loops repeat the same few hundred op signatures every step;
+// building their program text was most of Strict's per-op cost.
+//
+// A signature is what fixes the program: the op, the matmul precision, every
+// tpu tensor's dtype, sizes, strides, offset, storage size and aliasing,
+// CPU scalar tensors' dtypes, and every other argument's value (lists
+// element by element). Python numbers are part of it because lowerings may
+// fold them into the program. A signature is captured the second time it is
+// seen, so values that change every call (a learning-rate schedule's floats)
+// cost one hash and lookup, not a capture. Replays bind the new buffers
+// exactly as torch.compile's graph replays do (csrc/device/graph_capture.h):
+// CPU scalars are uploaded, RNG states drawn, in-place results donated.
+//
+// Not cached: Debug and DeferAndFuse (their own paths), ops with out=
+// arguments (their resize belongs to each call), an explicit Generator,
+// int returns, complex Python numbers, and anything a capture refuses.
+// TORCH_TPU_OP_CACHE=0 turns it off.
+#pragma once
+
+#include <ATen/core/dispatch/Dispatcher.h>
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "device/graph_capture.h"
+
+namespace torch_tpu::device {
+
+struct OpCall {
+  std::vector<c10::IValue> flat;  // the signature's values, in argument order
+  uint64_t key = 0;               // hash of the signature (verified on replay)
+};
+
+// The call's flat signature, or nullopt when the call is not cached.
+std::optional<OpCall> op_cache_call(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args);
+
+// The op's returns from a captured replay, or nullopt (not captured yet, or
+// the signature did not match): the caller runs the op normally.
+std::optional<std::vector<c10::IValue>> op_cache_replay(const c10::OperatorHandle& op, const OpCall& call);
+
+// Whether the caller should capture this call: its signature was seen before.
+bool op_cache_should_capture(const c10::OperatorHandle& op, const OpCall& call);
+
+// Captures the call's program (Strict: released unrun) and runs it once.
+// `returns` are the op's returns as pushed to the stack.
+void op_cache_capture(const c10::OperatorHandle& op, const OpCall& call, std::unique_ptr<ProgramState> program,
+                      int device, const std::vector<c10::IValue>& returns);
+
+}  // namespace torch_tpu::device

@@ -1,0 +1,213 @@
+"""Strict mode's op cache (csrc/device/op_cache.h): an op called again with a
+signature it was called with before replays its captured program. Every
+result here is checked against CPU PyTorch, across the changes a replay must
+notice: Python numbers, CPU scalars, aliasing, views, storage sizes, RNG
+state, matmul precision."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_tpu
+
+
+@pytest.fixture(autouse=True)
+def strict():
+    with torch_tpu.eager_mode("strict"):
+        yield
+
+
+def replays():
+    torch_tpu.sync()
+    return torch_tpu.metrics()["op_cache_replays"]
+
+
+def test_a_repeated_op_replays_and_matches_cpu():
+    x, y = torch.randn(13, 7), torch.randn(13, 7)
+    tx, ty = x.to("tpu"), y.to("tpu")
+    before = replays()
+    outs = [torch.atan2(tx, ty) for _ in range(4)]
+    assert replays() - before >= 2  # the second call captures, later ones replay
+    for out in outs:
+        torch.testing.assert_close(out.cpu(), torch.atan2(x, y))
+
+
+def test_python_numbers_are_part_of_the_signature():
+    x = torch.randn(6, 5)
+    tx = x.to("tpu")
+    for _ in range(3):
+        for value, alpha in ((1.5, 1), (2.5, 1), (1.5, 3), (-4, 2)):
+            torch.testing.assert_close(torch.add(tx, value, alpha=alpha).cpu(), torch.add(x, value, alpha=alpha))
+            torch.testing.assert_close(torch.pow(tx, value).cpu(), torch.pow(x, value), equal_nan=True)
+            torch.testing.assert_close((tx * value).cpu(), x * value)  # a wrapped number: mul.Tensor
+            torch.testing.assert_close((value - tx).cpu(), value - x)
+
+
+def test_cpu_scalar_tensors_are_read_on_every_replay():
+    x = torch.randn(4, 9)
+    tx = x.to("tpu")
+    before = replays()
+    for value in (2.0, -3.0, 0.5, 7.0, 2.0):
+        scale = torch.tensor(value)
+        torch.testing.assert_close((tx * scale).cpu(), x * scale)
+    assert replays() > before
+
+
+def test_in_place_ops_update_and_return_the_same_tensor():
+    x, y = torch.randn(3, 11), torch.randn(3, 11)
+    tx, ty = x.clone().to("tpu"), y.to("tpu")
+    for _ in range(5):
+        assert tx.add_(ty, alpha=0.5) is tx
+        x.add_(y, alpha=0.5)
+    torch.testing.assert_close(tx.cpu(), x)
+
+
+def test_aliasing_between_arguments_is_part_of_the_signature():
+    x, y = torch.randn(8, 3), torch.randn(8, 3)
+    tx, ty = x.clone().to("tpu"), y.to("tpu")
+    for _ in range(3):
+        tx.mul_(tx)  # reads and writes one storage
+        x.mul_(x)
+        tx.mul_(ty)
+        x.mul_(y)
+        tx.clamp_(-5, 5)
+        x.clamp_(-5, 5)
+    torch.testing.assert_close(tx.cpu(), x)
+
+
+def test_views_strides_offsets_and_storage_sizes():
+    base = torch.randn(6, 10)
+    tbase = base.to("tpu")
+    same_shape = torch.randn(10, 6)
+    tsame = same_shape.to("tpu")
+    bigger = torch.randn(80)
+    tbigger = bigger.to("tpu")
+    for _ in range(3):
+        # (10, 6) transposed view, (10, 6) contiguous tensor, and a (10, 6) view at an offset in a larger storage
+        torch.testing.assert_close(torch.sin(tbase.t()).cpu(), torch.sin(base.t()))
+        torch.testing.assert_close(torch.sin(tsame).cpu(), torch.sin(same_shape))
+        torch.testing.assert_close(torch.sin(tbigger[20:].view(10, 6)).cpu(), torch.sin(bigger[20:].view(10, 6)))
+        torch.testing.assert_close(torch.sin(tbigger[:60].view(10, 6)).cpu(), torch.sin(bigger[:60].view(10, 6)))
+
+
+def test_in_place_writes_into_views():
+    base = torch.randn(5, 4)
+    tbase = base.clone().to("tpu")
+    for _ in range(4):
+        tbase[:, 1].mul_(2)
+        base[:, 1].mul_(2)
+        tbase[2].add_(1)
+        base[2].add_(1)
+    torch.testing.assert_close(tbase.cpu(), base)
+
+
+def test_random_ops_draw_new_numbers_on_every_replay_and_follow_the_seed():
+    def draws():
+        return [torch.rand(17, device="tpu").cpu() for _ in range(4)] + [
+            F.dropout(torch.ones(64, device="tpu"), 0.5, training=True).cpu() for _ in range(3)]
+
+    torch.manual_seed(11)
+    first = draws()
+    torch.manual_seed(11)
+    before = replays()
+    second = draws()
+    assert replays() > before
+    for a, b in zip(first, second):
+        torch.testing.assert_close(a, b)
+    assert not torch.equal(first[2], first[3])
+    assert not torch.equal(first[5], first[6])
+
+
+def test_matmul_precision_is_part_of_the_signature():
+    a, b = torch.randn(64, 64), torch.randn(64, 64)
+    ta, tb = a.to("tpu"), b.to("tpu")
+    exact = a @ b
+    highest = [(ta @ tb).cpu() for _ in range(3)]
+    try:
+        torch.set_float32_matmul_precision("medium")
+        medium = [(ta @ tb).cpu() for _ in range(3)]
+    finally:
+        torch.set_float32_matmul_precision("highest")
+    again = (ta @ tb).cpu()
+    for h in highest + [again]:
+        torch.testing.assert_close(h, exact)
+    for m in medium:  # bf16 products: close to the exact result, but not it
+        torch.testing.assert_close(m, exact, atol=0.25, rtol=0.05)
+        assert (m - exact).abs().max() > 1e-3
+
+
+def test_foreach_ops_and_list_returns():
+    xs = [torch.randn(3), torch.randn(2, 2), torch.randn(5)]
+    ys = [torch.randn(3), torch.randn(2, 2), torch.randn(5)]
+    txs, tys = [x.clone().to("tpu") for x in xs], [y.to("tpu") for y in ys]
+    for _ in range(3):
+        torch._foreach_mul_(txs, 0.9)
+        torch._foreach_mul_(xs, 0.9)
+        torch._foreach_add_(txs, tys, alpha=0.1)
+        torch._foreach_add_(xs, ys, alpha=0.1)
+        sums = torch._foreach_add(txs, tys)
+        for s, x, y in zip(sums, xs, ys):
+            torch.testing.assert_close(s.cpu(), x + y)
+    for t, x in zip(txs, xs):
+        torch.testing.assert_close(t.cpu(), x)
+
+
+def test_ops_with_several_returns_and_written_running_stats():
+    x = torch.randn(4, 6, 5)
+    tx = x.to("tpu")
+    bn = torch.nn.BatchNorm1d(6)
+    tbn = torch.nn.BatchNorm1d(6).to("tpu")
+    for _ in range(3):
+        values, indices = torch.max(tx, dim=2)
+        cv, ci = torch.max(x, dim=2)
+        torch.testing.assert_close(values.cpu(), cv)
+        torch.testing.assert_close(indices.cpu(), ci)
+        torch.testing.assert_close(tbn(tx).cpu(), bn(x))
+    torch.testing.assert_close(tbn.running_mean.cpu(), bn.running_mean)
+    torch.testing.assert_close(tbn.running_var.cpu(), bn.running_var)
+
+
+def test_a_call_that_raises_raises_every_time():
+    a, b = torch.randn(3, 4, device="tpu"), torch.randn(5, 6, device="tpu")
+    for _ in range(3):
+        with pytest.raises(RuntimeError, match="reduction dim|cannot be multiplied"):
+            torch.mm(a, b)
+
+
+def test_other_modes_and_the_switch_do_not_use_it():
+    x = torch.randn(7, 3, device="tpu")
+    for mode in ("debug", "defer_and_fuse"):
+        with torch_tpu.eager_mode(mode):
+            before = replays()
+            for _ in range(3):
+                torch.cos(x)
+            assert replays() == before
+    code = ("import torch, torch_tpu\n"
+            "x = torch.randn(7, 3, device='tpu')\n"
+            "for _ in range(4): y = torch.cos(x)\n"
+            "torch_tpu.sync()\n"
+            "m = torch_tpu.metrics()\n"
+            "print(m['op_cache_replays'], m['op_cache_captures'])\n")
+    env = dict(os.environ, TORCH_TPU_OP_CACHE="0")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["0", "0"]
+
+
+def test_undefined_tensor_returns_stay_tensors():
+    # weight needs no gradient: native_layer_norm_backward's output_mask is
+    # (True, False, False) and two of its returns are undefined tensors,
+    # which autograd requires as Tensors, not None.
+    x, w = torch.randn(4, 8), torch.randn(8)
+    tw = w.to("tpu")
+    before = replays()
+    for _ in range(3):
+        tx = x.to("tpu").requires_grad_()
+        F.layer_norm(tx, (8,), tw).sum().backward()
+        cx = x.clone().requires_grad_()
+        F.layer_norm(cx, (8,), w).sum().backward()
+        torch.testing.assert_close(tx.grad.cpu(), cx.grad)
+    assert replays() > before
