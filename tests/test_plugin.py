@@ -68,3 +68,24 @@ def test_plugin_path_that_does_not_exist():
 def test_unknown_platform_is_refused_with_the_choices():
     out = error_from_device_use(TORCH_TPU_PLATFORM="quantum")
     assert "expected one of" in out
+
+
+def test_cpu_plugin_gets_512_bit_vectors_on_avx512_hosts_unless_the_user_chose():
+    from torch_tpu._plugin import cpu_plugin_xla_flags
+
+    assert cpu_plugin_xla_flags("", {"avx2", "avx512f"}) == "--xla_cpu_prefer_vector_width=512"
+    assert cpu_plugin_xla_flags("--xla_dump_to=/d", {"avx512f"}) == "--xla_dump_to=/d --xla_cpu_prefer_vector_width=512"
+    assert cpu_plugin_xla_flags("--xla_cpu_prefer_vector_width=256", {"avx512f"}) == "--xla_cpu_prefer_vector_width=256"
+    assert cpu_plugin_xla_flags("", {"avx2", "fma"}) == ""
+
+
+def test_importing_sets_the_cpu_plugin_flags_for_this_host():
+    import torch_tpu
+    from torch_tpu import _plugin
+
+    r = run_python("import os, torch_tpu; print(repr(os.environ.get('XLA_FLAGS')))", XLA_FLAGS="")
+    assert r.returncode == 0, r.stderr
+    if torch_tpu._platform == "cpu" and "avx512f" in _plugin._host_cpu_flags():
+        assert r.stdout.strip() == repr("--xla_cpu_prefer_vector_width=512")
+    else:
+        assert r.stdout.strip() in (repr(""), "None")

@@ -22,6 +22,7 @@ torch.utils.rename_privateuse1_backend("tpu")
 from . import _C  # noqa: E402  (after the rename: kernels register for "tpu")
 
 _platform, _plugin_path, _plugin_error = _plugin.find_plugin()
+_plugin.tune_xla_flags(_platform)
 _C._configure(_plugin_path, _plugin.num_devices(), _plugin_error)
 
 from . import device_module as _device_module  # noqa: E402
