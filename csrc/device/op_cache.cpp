@@ -124,7 +124,7 @@ struct Entry {
 
 // Bounds: a loop over ever new signatures (shapes that keep changing) must
 // not grow these without end. Past them the tables start over.
-constexpr size_t kMaxCaptured = 4096;
+constexpr size_t kMaxCaptured = 1024;  // each holds an executable alive (memory mappings)
 constexpr size_t kMaxSeen = 65536;
 
 struct Cache {
