@@ -87,6 +87,20 @@ def test_size_bound_evicts_least_recently_used_entries(tmp_path):
     assert total <= 12000
 
 
+def test_the_directory_is_scanned_once_not_after_every_write(tmp_path):
+    # Each scan stats every entry; a long-used cache holds hundreds of thousands.
+    code = """
+        import torch, torch_tpu
+        for n in range(1, 13):
+            (torch.ones(n, device="tpu") * 3).sum().item()
+        s = torch_tpu.cache_stats()
+        print("WRITES", s["disk"]["writes"], "SCANS", s["disk"]["scans"])
+    """
+    fields, _ = run(tmp_path, code)
+    assert int(fields["WRITES"]) >= 12
+    assert int(fields["SCANS"]) == 1
+
+
 def test_gpt_example_second_process_compiles_nothing(tmp_path):
     code = f"""
         import sys

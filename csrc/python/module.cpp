@@ -68,6 +68,7 @@ PYBIND11_MODULE(_C, m) {
     disk["writes"] = s.disk_writes;
     disk["corrupt"] = s.disk_corrupt;
     disk["evictions"] = s.disk_evictions;
+    disk["scans"] = s.disk_scans;
     disk["directory"] = cache.directory();
     d["memory"] = memory;
     d["disk"] = disk;

@@ -234,10 +234,25 @@ void CompileCache::store_on_disk(const std::string& path, const std::string& ide
     std::lock_guard<std::mutex> lock(mutex_);
     stats_.disk_writes++;
   }
-  evict_if_needed();
+  evict_if_needed(static_cast<int64_t>(data.size()));
 }
 
-void CompileCache::evict_if_needed() {
+void CompileCache::evict_if_needed(int64_t written_bytes) {
+  {
+    // A scan stats every entry, and a cache used for long holds hundreds of
+    // thousands: scanning after every write made a cold test suite spend most
+    // of its time in stat(). Scan once, then count our own writes; scan again
+    // when they may cross the bound, and every kWritesPerScan writes, since
+    // other processes write into the same directory.
+    constexpr int kWritesPerScan = 1000;
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (disk_bytes_ >= 0 && writes_since_scan_ < kWritesPerScan && disk_bytes_ + written_bytes <= max_bytes_) {
+      disk_bytes_ += written_bytes;
+      writes_since_scan_++;
+      return;
+    }
+    stats_.disk_scans++;
+  }
   DIR* d = opendir(dir_.c_str());
   if (d == nullptr) return;
   struct Entry {
@@ -257,16 +272,20 @@ void CompileCache::evict_if_needed() {
     total += st.st_size;
   }
   closedir(d);
-  if (total <= max_bytes_) return;
-  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.mtime < b.mtime; });
-  for (const auto& e : entries) {  // least recently used first
-    if (total <= max_bytes_) break;
-    if (std::remove(e.path.c_str()) == 0) {
-      total -= e.size;
-      std::lock_guard<std::mutex> lock(mutex_);
-      stats_.disk_evictions++;
+  if (total > max_bytes_) {
+    std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.mtime < b.mtime; });
+    for (const auto& e : entries) {  // least recently used first
+      if (total <= max_bytes_) break;
+      if (std::remove(e.path.c_str()) == 0) {
+        total -= e.size;
+        std::lock_guard<std::mutex> lock(mutex_);
+        stats_.disk_evictions++;
+      }
     }
   }
+  std::lock_guard<std::mutex> lock(mutex_);
+  disk_bytes_ = total;
+  writes_since_scan_ = 0;
 }
 
 CacheStats CompileCache::stats() const {

@@ -19,7 +19,7 @@ namespace torch_tpu::runtime {
 
 struct CacheStats {
   int64_t memory_hits = 0, memory_misses = 0, memory_evictions = 0;
-  int64_t disk_hits = 0, disk_misses = 0, disk_writes = 0, disk_corrupt = 0, disk_evictions = 0;
+  int64_t disk_hits = 0, disk_misses = 0, disk_writes = 0, disk_corrupt = 0, disk_evictions = 0, disk_scans = 0;
   int64_t compiles = 0;
   double compile_seconds = 0;
 };
@@ -46,7 +46,7 @@ class CompileCache {
   std::shared_ptr<pjrt::LoadedExecutable> load_from_disk(pjrt::Client& client, const std::string& path,
                                                          const std::string& identity);
   void store_on_disk(const std::string& path, const std::string& identity, const pjrt::LoadedExecutable& exe);
-  void evict_if_needed();
+  void evict_if_needed(int64_t written_bytes);
 
   // The memory tier, least recently used first in `lru_`. Bounded: every
   // loaded executable holds code mappings, and the process's count of
@@ -64,6 +64,10 @@ class CompileCache {
   size_t max_programs_;
   std::string dir_;
   int64_t max_bytes_;
+  // The disk tier's bytes at the last directory scan plus this process's
+  // writes since (-1: not scanned yet); see evict_if_needed.
+  int64_t disk_bytes_ = -1;
+  int writes_since_scan_ = 0;
   CacheStats stats_;
 };
 
