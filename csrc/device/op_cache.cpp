@@ -111,7 +111,9 @@ struct Key {
   bool operator==(const Key& o) const { return op == o.op && signature == o.signature; }
 };
 struct KeyHash {
-  size_t operator()(const Key& k) const { return static_cast<size_t>(mix(k.signature, reinterpret_cast<uintptr_t>(k.op))); }
+  size_t operator()(const Key& k) const {
+    return static_cast<size_t>(mix(k.signature, reinterpret_cast<uintptr_t>(k.op)));
+  }
 };
 
 constexpr int kTensorReturn = -1;  // one Tensor (undefined ones included)
