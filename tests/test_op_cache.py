@@ -211,3 +211,14 @@ def test_undefined_tensor_returns_stay_tensors():
         F.layer_norm(cx, (8,), w).sum().backward()
         torch.testing.assert_close(tx.grad.cpu(), cx.grad)
     assert replays() > before
+
+
+def test_ops_whose_capture_is_refused_keep_running_normally():
+    # The fused attention op also returns ints (max_q, max_k), which a capture
+    # refuses; every call still computes, as the first one did.
+    q, k, v = (torch.randn(2, 3, 8, 4) for _ in range(3))
+    tq, tk, tv = q.to("tpu"), k.to("tpu"), v.to("tpu")
+    expected = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    for _ in range(4):
+        out = F.scaled_dot_product_attention(tq, tk, tv, is_causal=True)
+        torch.testing.assert_close(out.cpu(), expected)

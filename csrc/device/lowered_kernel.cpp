@@ -2,7 +2,6 @@
 
 #include <ATen/ATen.h>
 
-#include <algorithm>
 #include <map>
 #include <set>
 
@@ -320,9 +319,7 @@ void LoweredKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
     if (!written || returned.count(static_cast<int>(i)) || !args[i].isTensor() || !args[i].toTensor().defined()) continue;
     prog.write(args[i].toTensor(), results[k++]);
   }
-  const bool int_returns =
-      std::any_of(meta.values.begin(), meta.values.end(), [](const c10::IValue& v) { return !v.isNone(); });
-  if (cached_call && !int_returns && op_cache_should_capture(op, *cached_call)) {
+  if (cached_call && op_cache_should_capture(op, *cached_call)) {
     op_cache_capture(op, *cached_call, prog.release(), device, returns);
   } else {
     prog.run();

@@ -120,7 +120,7 @@ constexpr int kTensorReturn = -1;  // one Tensor (undefined ones included)
 constexpr int kNoneReturn = -2;
 
 struct Entry {
-  std::shared_ptr<CapturedGraph> program;
+  std::shared_ptr<CapturedGraph> program;  // null: the capture was refused, and is not tried again
   std::vector<int> list_sizes;  // per return: kTensorReturn, kNoneReturn, or n for a Tensor[] of n
 };
 
@@ -167,7 +167,7 @@ std::optional<std::vector<c10::IValue>> op_cache_replay(const c10::OperatorHandl
     Cache& c = cache();
     std::lock_guard<std::mutex> lock(c.mutex);
     auto it = c.captured.find(Key{op_id(op), call.key});
-    if (it == c.captured.end()) return std::nullopt;
+    if (it == c.captured.end() || !it->second.program) return std::nullopt;  // none, or refused
     entry = it->second;
   }
   std::optional<std::vector<c10::IValue>> flat = entry.program->replay(call.flat);
@@ -205,22 +205,20 @@ void op_cache_capture(const c10::OperatorHandle& op, const OpCall& call, std::un
                       int device, const std::vector<c10::IValue>& returns) {
   Entry entry;
   std::vector<c10::IValue> flat_returns;
-  bool returns_tensors = true;
   for (const c10::IValue& r : returns) {
     if (r.isTensorList()) {
       entry.list_sizes.push_back(static_cast<int>(r.toTensorList().size()));
       for (const at::Tensor& t : r.toTensorVector()) flat_returns.emplace_back(t);
     } else {
       entry.list_sizes.push_back(r.isNone() ? kNoneReturn : kTensorReturn);
-      returns_tensors = returns_tensors && (r.isTensor() || r.isNone());
       flat_returns.push_back(r.isTensor() && !r.toTensor().defined() ? c10::IValue() : r);
     }
   }
   std::string why;
-  // Runs the program once, now, whether or not it can be replayed.
+  // Runs the program once, now, whether or not it can be replayed. A capture
+  // refuses what it cannot replay, int returns (SDPA's) included.
   entry.program = capture_program(std::move(program), false, device, call.flat, flat_returns, &why);
-  if (!entry.program || !returns_tensors) return;
-  runtime::metrics().op_cache_captures++;
+  if (entry.program) runtime::metrics().op_cache_captures++;
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mutex);
   if (c.captured.size() >= kMaxCaptured) c.captured.clear();

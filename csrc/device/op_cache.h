@@ -16,7 +16,8 @@
 //
 // Not cached: Debug and DeferAndFuse (their own paths), ops with out=
 // arguments (their resize belongs to each call), an explicit Generator,
-// int returns, complex Python numbers, and anything a capture refuses.
+// complex Python numbers, and anything a capture refuses (int returns among
+// them); a refused signature is remembered and not captured again.
 // TORCH_TPU_OP_CACHE=0 turns it off.
 #pragma once
 
