@@ -222,3 +222,85 @@ def test_ops_whose_capture_is_refused_keep_running_normally():
     for _ in range(4):
         out = F.scaled_dot_product_attention(tq, tk, tv, is_causal=True)
         torch.testing.assert_close(out.cpu(), expected)
+
+
+def captures():
+    torch_tpu.sync()
+    return torch_tpu.metrics()["op_cache_captures"]
+
+
+def test_changing_floats_of_arithmetic_ops_replay_one_program():
+    # An optimizer's per-step numbers (bias corrections, schedules) reach
+    # these ops as Python floats; their programs take them as inputs.
+    xs, ys, zs = ([torch.randn(5, 3), torch.randn(7)] for _ in range(3))
+    zs = [z.abs() + 1 for z in zs]
+    txs, tys, tzs = ([t.clone().to("tpu") for t in ts] for ts in (xs, ys, zs))
+    counts = []
+    for step in range(8):
+        a, m, s, w = 0.3 + 0.01 * step, 1.1 + 0.02 * step, -0.05 * (step + 1), 0.21 + 0.05 * step
+        for x, y, tx, ty in zip(xs, ys, txs, tys):
+            x.add_(y, alpha=a)
+            tx.add_(ty, alpha=a)
+            x.lerp_(y, w)
+            tx.lerp_(ty, w)
+        torch._foreach_mul_(xs, m)
+        torch._foreach_mul_(txs, m)
+        xs[0].div_(m)  # a Python number the dispatcher wraps (div_.Tensor)
+        txs[0].div_(m)
+        torch._foreach_addcdiv_(xs, ys, zs, [s] * len(xs))
+        torch._foreach_addcdiv_(txs, tys, tzs, [s] * len(txs))
+        for x, tx in zip(xs, txs):
+            torch.testing.assert_close(tx.cpu(), x)
+        counts.append((captures(), replays()))
+    assert counts[-1][0] == counts[2][0]  # nothing captured after the second step
+    assert counts[-1][1] - counts[2][1] == 5 * 7  # every op of the last five steps replayed
+
+
+def test_numbers_that_shared_a_program_input_may_differ_later():
+    xs = [torch.randn(4), torch.randn(2, 3)]
+    txs = [x.to("tpu") for x in xs]
+    for scalars in ([0.3, 0.3], [0.3, 0.3], [0.3, 0.7], [0.7, 0.3], [0.2, 0.2], [0.4, 0.9]):
+        for out, x, s in zip(torch._foreach_add(txs, scalars), xs, scalars):
+            torch.testing.assert_close(out.cpu(), x + s)
+
+
+def test_special_numbers_never_reach_a_program_made_for_others():
+    x, y = torch.randn(6), torch.randn(6)
+    y[2] = float("nan")
+    tx, ty = x.to("tpu"), y.to("tpu")
+    for alpha in (0.3, 0.3, 0.3, 1.0, 0.0, -1.0, 2.0, 0.5, float("inf"), float("-inf"), 0.3):
+        torch.testing.assert_close(torch.add(tx, ty, alpha=alpha).cpu(), torch.add(x, y, alpha=alpha), equal_nan=True)
+        (out,) = torch._foreach_mul([tx], alpha)
+        torch.testing.assert_close(out.cpu(), x * alpha, equal_nan=True)
+
+
+def test_floats_a_program_bakes_in_still_get_their_own_program():
+    # fill_ of an integer tensor converts the float on the host: a constant
+    # of the program, so another float needs another program.
+    t = torch.zeros(5, dtype=torch.int32, device="tpu")
+    for value, want in ((2.7, 2), (2.7, 2), (2.7, 2), (3.9, 3), (-1.5, -1), (3.9, 3), (2.7, 2)):
+        t.fill_(value)
+        assert t.cpu().tolist() == [want] * 5
+
+
+def test_eager_foreach_adamw_replays_every_step_and_matches_cpu():
+    torch.manual_seed(0)
+    params = [torch.randn(8, 4), torch.randn(4), torch.randn(3, 3)]
+    grads = [[torch.randn_like(p) for p in params] for _ in range(6)]
+    runs = {}
+    for device in ("cpu", "tpu"):
+        ps = [torch.nn.Parameter(p.clone().to(device)) for p in params]
+        opt = torch.optim.AdamW(ps, lr=1e-2, weight_decay=0.1, foreach=True)
+        counts = []
+        for step, gs in enumerate(grads):
+            for p, g in zip(ps, gs):
+                p.grad = g.to(device)
+            opt.step()
+            if device == "tpu":
+                counts.append((captures(), replays()))
+        runs[device] = ([p.detach().cpu() for p in ps], counts)
+    for got, want in zip(runs["tpu"][0], runs["cpu"][0]):
+        torch.testing.assert_close(got, want)
+    counts = runs["tpu"][1]
+    assert counts[-1][0] == counts[2][0]  # the bias corrections change every step; no new captures
+    assert counts[-1][1] > counts[2][1]

@@ -94,6 +94,18 @@ bool CapturedGraph::matches(const std::vector<c10::IValue>& values) {
       case Input::Kind::Other:
         if (!same_value(v, in.value)) return fail(k, "value changed");
         break;
+      case Input::Kind::FreeFloat:
+        if (!v.isDouble() || lower::is_special_scalar(v.toDouble())) return fail(k, "a number the program cannot take");
+        break;
+    }
+  }
+  // Equal numbers shared one program input when captured; they still must be.
+  for (const Param& p : params) {
+    if (p.kind != Param::Kind::HostFloat) continue;
+    for (int o : p.origins) {
+      if (values[o].toDouble() != values[p.origins.front()].toDouble()) {
+        return fail(o, "numbers that shared a program input differ");
+      }
     }
   }
   return true;
@@ -117,6 +129,11 @@ std::optional<std::vector<c10::IValue>> CapturedGraph::replay(const std::vector<
       case Param::Kind::Rng:
         args[i] = draw_rng_state(p.generator, device);
         break;
+      case Param::Kind::HostFloat: {
+        at::Tensor host = at::scalar_tensor(values[p.origins.front()].toDouble(), at::kDouble);
+        args[i] = upload_host(host.to(scalar_type(p.dtype)), device);
+        break;
+      }
     }
   }
   // The buffer of an input the graph overwrites is donated (updated in place)
@@ -210,6 +227,25 @@ std::shared_ptr<CapturedGraph> capture_program(std::unique_ptr<ProgramState> sta
     cap->inputs.push_back(std::move(in));
   }
 
+  // Python floats the program reads only as inputs (an op cache capture's):
+  // a replay feeds the new call's number. One that a program constant also
+  // stands for (an origin of a `fixed` input) stays part of the signature.
+  std::vector<bool> pinned(values.size(), false);
+  for (const ParamSource& src : state->sources) {
+    if (src.kind != ParamSource::Kind::HostScalar || !src.fixed) continue;
+    for (int o : src.origins) {
+      if (o >= 0 && static_cast<size_t>(o) < values.size()) pinned[o] = true;
+    }
+  }
+  auto free_float = [&](const ParamSource& src) {
+    if (src.fixed || src.origins.empty() || lower::is_special_scalar(src.value)) return false;
+    for (int o : src.origins) {
+      if (o < 0 || static_cast<size_t>(o) >= values.size() || pinned[o]) return false;
+      if (!values[o].isDouble() || values[o].toDouble() != src.value) return false;
+    }
+    return true;
+  };
+
   // Parameters: graph inputs are rebound on replay, the rest kept or redrawn.
   for (size_t i = 0; i < state->sources.size(); ++i) {
     const ParamSource& src = state->sources[i];
@@ -239,6 +275,16 @@ std::shared_ptr<CapturedGraph> capture_program(std::unique_ptr<ProgramState> sta
       }
       case ParamSource::Kind::Constant:
         p.constant = state->args[i];
+        break;
+      case ParamSource::Kind::HostScalar:
+        if (!free_float(src)) {
+          p.constant = state->args[i];
+          break;
+        }
+        p.kind = CapturedGraph::Param::Kind::HostFloat;
+        p.origins = src.origins;
+        p.dtype = src.dtype;
+        for (int o : src.origins) cap->inputs[o].kind = CapturedGraph::Input::Kind::FreeFloat;
         break;
       case ParamSource::Kind::Rng:
         p.kind = CapturedGraph::Param::Kind::Rng;

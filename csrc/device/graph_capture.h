@@ -31,7 +31,9 @@ class CapturedGraph {
   const std::string& mismatch() const { return mismatch_; }
 
   struct Input {
-    enum class Kind { DeviceTensor, HostTensor, Other } kind = Kind::Other;
+    // FreeFloat: a Python float only program inputs read (ParamSource::
+    // HostScalar); any number but lower::is_special_scalar ones matches.
+    enum class Kind { DeviceTensor, HostTensor, Other, FreeFloat } kind = Kind::Other;
     at::ScalarType dtype = at::kFloat;
     std::vector<int64_t> sizes, strides;
     int64_t offset = 0;
@@ -41,8 +43,11 @@ class CapturedGraph {
     c10::IValue value;   // Other: compared by equality
   };
   struct Param {
-    enum class Kind { Input, Constant, Rng } kind = Kind::Constant;
+    // HostFloat: the number at `origins` (all equal), uploaded as `dtype`.
+    enum class Kind { Input, Constant, Rng, HostFloat } kind = Kind::Constant;
     int input = -1;
+    std::vector<int> origins;
+    hlo::ElementType dtype = hlo::ElementType::F32;
     bool donor = false;  // an input the graph overwrites: its old buffer is donated when nothing else holds it
     runtime::BufferPtr constant;
     at::Generator generator;

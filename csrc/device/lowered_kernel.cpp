@@ -99,16 +99,21 @@ void normalize_index_arguments(const c10::FunctionSchema& schema, std::vector<c1
   if (changed) args[1] = normalized;
 }
 
-Arg to_arg(TensorProgram& prog, const c10::Argument& schema_arg, const c10::IValue& v, bool read_tensors) {
+// `flat_start`: where the argument begins in the op cache's flat signature
+// (csrc/device/op_cache.h), or -1; Python floats keep it as their origin.
+Arg to_arg(TensorProgram& prog, const c10::Argument& schema_arg, const c10::IValue& v, bool read_tensors,
+           int flat_start) {
   Arg a;
-  auto tensor_value = [&](const at::Tensor& t) -> std::optional<hlo::Value> {
+  auto tensor_value = [&](const at::Tensor& t, int origin = -1) -> std::optional<hlo::Value> {
     if (!t.defined() || !read_tensors) return std::nullopt;
-    return is_tpu(t) ? prog.read(t) : prog.host_input(t);
+    return is_tpu(t) ? prog.read(t) : prog.host_input(t, origin);
   };
   if (v.isNone()) return a;
   if (v.isTensor()) {
     a.kind = Arg::Kind::Tensor;
-    a.tensor = tensor_value(v.toTensor());
+    // A wrapped number's value follows the tensor in the flat signature.
+    const bool wrapped = v.toTensor().defined() && v.toTensor().unsafeGetTensorImpl()->is_wrapped_number();
+    a.tensor = tensor_value(v.toTensor(), wrapped && flat_start >= 0 ? flat_start + 1 : -1);
     a.contiguous = v.toTensor().defined() && v.toTensor().is_contiguous();
     if (!v.toTensor().defined()) a.kind = Arg::Kind::None;
   } else if (v.isTensorList()) {
@@ -136,6 +141,8 @@ Arg to_arg(TensorProgram& prog, const c10::Argument& schema_arg, const c10::IVal
         a.ints.push_back(s.toLong());
       } else {
         a.doubles.push_back(s.toDouble());
+        // A list's elements follow its length in the flat signature.
+        if (flat_start >= 0) a.double_origins.push_back(list.get(i).isDouble() ? flat_start + 1 + static_cast<int>(i) : -1);
       }
     }
   } else if (schema_arg.type()->kind() == c10::TypeKind::NumberType ||
@@ -145,6 +152,7 @@ Arg to_arg(TensorProgram& prog, const c10::Argument& schema_arg, const c10::IVal
     if (v.isDouble()) {
       a.scalar.kind = lower::ScalarArg::Kind::Float;
       a.scalar.f = v.toDouble();
+      a.scalar.origin = flat_start;
     } else if (v.isBool()) {
       a.scalar.kind = lower::ScalarArg::Kind::Bool;
       a.scalar.i = v.toBool();
@@ -255,7 +263,8 @@ void LoweredKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
     const c10::Argument& sa = schema.arguments()[i];
     // A pure out= argument (written, listed after `*` as `out`) is not read.
     bool pure_out = writes_argument(sa) && sa.is_out();
-    largs.push_back(to_arg(prog, sa, args[i], !pure_out));
+    const bool origins = cached_call && cached_call->floats_are_inputs;
+    largs.push_back(to_arg(prog, sa, args[i], !pure_out, origins ? cached_call->arg_start[i] : -1));
   }
   lower::LowerContext ctx(prog.builder(), std::move(largs), std::move(out_types));
   ctx.matmul_precision = runtime::matmul_precision();

@@ -66,7 +66,8 @@ uint64_t mix(uint64_t h, uint64_t v) {
   return h;
 }
 
-uint64_t hash_of(const void* op, const std::vector<c10::IValue>& flat) {
+// `float_classes`: hash floats by class only (floats_are_inputs ops).
+uint64_t hash_of(const void* op, const std::vector<c10::IValue>& flat, bool float_classes) {
   uint64_t h = reinterpret_cast<uintptr_t>(op);
   std::vector<uint64_t> storages;  // aliasing: the first flat position of each storage
   for (const c10::IValue& v : flat) {
@@ -86,9 +87,11 @@ uint64_t hash_of(const void* op, const std::vector<c10::IValue>& flat) {
     } else if (v.isInt()) {
       h = mix(h, static_cast<uint64_t>(v.toInt()));
     } else if (v.isDouble()) {
+      // Floats by class: a capture may take any other number as an input
+      // (CapturedGraph checks the ones its program baked in).
       double d = v.toDouble();
-      uint64_t bits;
-      std::memcpy(&bits, &d, sizeof(bits));
+      uint64_t bits = 0x5ca1a4;
+      if (!float_classes || lower::is_special_scalar(d)) std::memcpy(&bits, &d, sizeof(bits));
       h = mix(h, bits);
     } else if (v.isBool()) {
       h = mix(h, v.toBool() ? 3 : 5);
@@ -124,6 +127,11 @@ struct Entry {
   std::vector<int> list_sizes;  // per return: kTensorReturn, kNoneReturn, or n for a Tensor[] of n
 };
 
+// Captures of one key: they differ in floats their programs baked in (a
+// dropout p, a leaky_relu slope). A key past this many runs uncached when
+// no capture matches.
+constexpr size_t kMaxVariants = 4;
+
 // Bounds: a loop over ever new signatures (shapes that keep changing) must
 // not grow these without end. Past them the tables start over.
 constexpr size_t kMaxCaptured = 1024;  // each holds an executable alive (memory mappings)
@@ -131,8 +139,9 @@ constexpr size_t kMaxSeen = 65536;
 
 struct Cache {
   std::mutex mutex;
-  std::unordered_map<Key, Entry, KeyHash> captured;
+  std::unordered_map<Key, std::vector<Entry>, KeyHash> captured;
   std::unordered_set<Key, KeyHash> seen;  // signatures seen once, not captured
+  size_t entries = 0;                      // captures in `captured`
 };
 
 Cache& cache() {
@@ -144,6 +153,16 @@ const void* op_id(const c10::OperatorHandle& op) { return &op.schema(); }
 
 }  // namespace
 
+bool floats_are_inputs(const c10::OperatorHandle& op) {
+  const std::string& name = op.schema().name();
+  if (name.rfind("aten::_foreach_", 0) == 0) return true;
+  static const std::unordered_set<std::string> ops = {
+      "aten::add", "aten::add_", "aten::sub", "aten::sub_", "aten::rsub", "aten::mul", "aten::mul_",
+      "aten::div", "aten::div_", "aten::addcmul", "aten::addcmul_", "aten::addcdiv", "aten::addcdiv_",
+      "aten::lerp", "aten::lerp_", "aten::fill_"};
+  return ops.count(name) > 0;
+}
+
 std::optional<OpCall> op_cache_call(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args) {
   if (!enabled()) return std::nullopt;
   const c10::FunctionSchema& schema = op.schema();
@@ -154,24 +173,37 @@ std::optional<OpCall> op_cache_call(const c10::OperatorHandle& op, const std::ve
   call.flat.reserve(args.size() + 2);
   call.flat.emplace_back(runtime::matmul_precision());
   call.flat.emplace_back(static_cast<int64_t>(current_device()));
+  call.arg_start.reserve(args.size());
   for (const c10::IValue& v : args) {
+    call.arg_start.push_back(static_cast<int>(call.flat.size()));
     if (!flatten(v, call.flat)) return std::nullopt;
   }
-  call.key = hash_of(op_id(op), call.flat);
+  call.floats_are_inputs = floats_are_inputs(op);
+  call.key = hash_of(op_id(op), call.flat, call.floats_are_inputs);
   return call;
 }
 
 std::optional<std::vector<c10::IValue>> op_cache_replay(const c10::OperatorHandle& op, const OpCall& call) {
-  Entry entry;
+  std::vector<Entry> entries;
   {
     Cache& c = cache();
     std::lock_guard<std::mutex> lock(c.mutex);
     auto it = c.captured.find(Key{op_id(op), call.key});
-    if (it == c.captured.end() || !it->second.program) return std::nullopt;  // none, or refused
-    entry = it->second;
+    if (it == c.captured.end()) return std::nullopt;
+    entries = it->second;
   }
-  std::optional<std::vector<c10::IValue>> flat = entry.program->replay(call.flat);
-  if (!flat) return std::nullopt;  // a hash collision: the signature differs
+  std::optional<std::vector<c10::IValue>> flat;
+  Entry entry;
+  for (Entry& e : entries) {
+    if (!e.program) continue;  // refused
+    // No match: another baked-in float, or a hash collision.
+    flat = e.program->replay(call.flat);
+    if (flat) {
+      entry = std::move(e);
+      break;
+    }
+  }
+  if (!flat) return std::nullopt;
   runtime::metrics().op_cache_replays++;
   std::vector<c10::IValue> returns;
   size_t k = 0;
@@ -194,7 +226,16 @@ bool op_cache_should_capture(const c10::OperatorHandle& op, const OpCall& call) 
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mutex);
   const Key key{op_id(op), call.key};
-  if (c.captured.count(key)) return false;
+  auto it = c.captured.find(key);
+  if (it != c.captured.end()) {
+    // Its captures did not match (op_cache_replay ran first): capture this
+    // variant too, unless the key was refused or has enough.
+    const std::vector<Entry>& entries = it->second;
+    for (const Entry& e : entries) {
+      if (!e.program) return false;
+    }
+    return entries.size() < kMaxVariants;
+  }
   if (c.seen.erase(key)) return true;
   if (c.seen.size() >= kMaxSeen) c.seen.clear();
   c.seen.insert(key);
@@ -221,8 +262,12 @@ void op_cache_capture(const c10::OperatorHandle& op, const OpCall& call, std::un
   if (entry.program) runtime::metrics().op_cache_captures++;
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mutex);
-  if (c.captured.size() >= kMaxCaptured) c.captured.clear();
-  c.captured.emplace(Key{op_id(op), call.key}, std::move(entry));
+  if (c.entries >= kMaxCaptured) {
+    c.captured.clear();
+    c.entries = 0;
+  }
+  c.captured[Key{op_id(op), call.key}].push_back(std::move(entry));
+  ++c.entries;
 }
 
 }  // namespace torch_tpu::device

@@ -7,12 +7,18 @@
 // A signature is what fixes the program: the op, the matmul precision, every
 // tpu tensor's dtype, sizes, strides, offset, storage size and aliasing,
 // CPU scalar tensors' dtypes, and every other argument's value (lists
-// element by element). Python numbers are part of it because lowerings may
-// fold them into the program. A signature is captured the second time it is
-// seen, so values that change every call (a learning-rate schedule's floats)
-// cost one hash and lookup, not a capture. Replays bind the new buffers
-// exactly as torch.compile's graph replays do (csrc/device/graph_capture.h):
-// CPU scalars are uploaded, RNG states drawn, in-place results donated.
+// element by element). For the arithmetic ops optimizers are made of
+// (floats_are_inputs), Python floats that the lowering made program inputs
+// (ScalarArg::origin) are the exception: a replay uploads the new call's
+// numbers, so an optimizer's per-step bias corrections (foreach AdamW's
+// step_size list) replay one program. Their keys hash floats only by class
+// (lower::is_special_scalar values by value, others alike); each key keeps a
+// few captures, each checking the floats its program baked in. These ops'
+// meta kernels check no float's value, and replays skip the meta kernel.
+// A key is captured the second time it is seen. Replays bind the new
+// buffers exactly as torch.compile's graph replays do
+// (csrc/device/graph_capture.h): CPU scalars are uploaded, RNG states
+// drawn, in-place results donated.
 //
 // Not cached: Debug and DeferAndFuse (their own paths), ops with out=
 // arguments (their resize belongs to each call), an explicit Generator,
@@ -31,9 +37,15 @@
 
 namespace torch_tpu::device {
 
+// Whether the op's Python floats may feed program inputs on replay: the
+// _foreach_ ops and add, sub, rsub, mul, div, addcmul, addcdiv, lerp, fill_.
+bool floats_are_inputs(const c10::OperatorHandle& op);
+
 struct OpCall {
   std::vector<c10::IValue> flat;  // the signature's values, in argument order
-  uint64_t key = 0;               // hash of the signature (verified on replay)
+  std::vector<int> arg_start;     // per argument: its first position in `flat`
+  bool floats_are_inputs = false;  // floats_are_inputs(op)
+  uint64_t key = 0;               // hash of the signature, floats by class (verified on replay)
 };
 
 // The call's flat signature, or nullopt when the call is not cached.

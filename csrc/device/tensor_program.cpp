@@ -321,7 +321,7 @@ Value TensorProgram::read(const at::Tensor& t) {
   return runtime::read_view(state_->b, flat, layout_of(t));
 }
 
-Value TensorProgram::host_input(const at::Tensor& cpu) {
+Value TensorProgram::host_input(const at::Tensor& cpu, int origin) {
   at::Tensor c = cpu.contiguous();
   // A Python complex number arrives wrapped as complex128, which the device
   // does not hold; a wrapped number only decides the result's category, so
@@ -339,6 +339,14 @@ Value TensorProgram::host_input(const at::Tensor& cpu) {
   source.kind = cpu.unsafeGetTensorImpl()->is_wrapped_number() ? ParamSource::Kind::Constant
                                                                 : ParamSource::Kind::HostTensor;
   source.host = cpu.unsafeGetTensorImpl();
+  if (origin >= 0 && source.kind == ParamSource::Kind::Constant && c.scalar_type() == at::kDouble) {
+    // Lowerings see only the parameter, never the number: any float serves.
+    source.kind = ParamSource::Kind::HostScalar;
+    source.value = c.item<double>();
+    source.dtype = dtype;
+    source.origins = {origin};
+    source.fixed = false;
+  }
   bind(p, runtime::DeviceRuntime::get().upload(c.data_ptr(), pjrt_type(dtype), c.sizes().vec(), device_),
        std::move(source));
   runtime::metrics().bytes_to_device += static_cast<int64_t>(c.nbytes());
@@ -381,7 +389,15 @@ void TensorProgram::bind_lowering_inputs(lower::LowerContext& ctx, const at::Gen
     const lower::HostScalar& s = ctx.host_scalars()[k];
     at::Tensor host = s.is_float ? at::scalar_tensor(s.f, at::kDouble) : at::scalar_tensor(s.i, at::kLong);
     host = host.to(scalar_type(s.dtype));
-    bind(ctx.host_scalar_params()[k], rt.upload(host.data_ptr(), pjrt_type(s.dtype), {}, device_), ParamSource{});
+    ParamSource source;
+    if (s.is_float) {
+      source.kind = ParamSource::Kind::HostScalar;
+      source.value = s.f;
+      source.dtype = s.dtype;
+      source.origins = s.origins;
+      source.fixed = s.fixed;
+    }
+    bind(ctx.host_scalar_params()[k], rt.upload(host.data_ptr(), pjrt_type(s.dtype), {}, device_), source);
   }
   for (const auto& check : ctx.range_checks()) {
     state_->range_checks.emplace_back(check.all_in_range, RangeCheckInfo{check.message, check.runtime_error});

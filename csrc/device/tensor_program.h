@@ -30,11 +30,18 @@ runtime::ViewLayout layout_of(const at::Tensor& t);
 // Where a program parameter's buffer came from; a captured graph program
 // (csrc/device/graph_capture.cpp) rebinds parameters from these on replay.
 struct ParamSource {
-  enum class Kind { Storage, HostTensor, Constant, Rng };
+  enum class Kind { Storage, HostTensor, Constant, Rng, HostScalar };
   Kind kind = Kind::Constant;
   uint64_t storage_id = 0;                // Storage: the StorageBuffer id
   const c10::TensorImpl* host = nullptr;  // HostTensor: identity only, never dereferenced
   at::Generator generator;                // Rng: drawn from again on replay
+  // HostScalar: a Python float the lowering made an input (lower::HostScalar):
+  // its value, dtype, origins in the op cache's signature, and whether the
+  // program also serves a number with no origin (then it is a constant).
+  double value = 0;
+  hlo::ElementType dtype = hlo::ElementType::F32;
+  std::vector<int> origins;
+  bool fixed = true;
 };
 
 // An index range check's failure: its message and exception type.
@@ -76,7 +83,10 @@ class TensorProgram {
   // The tensor's elements (its view), in its own dtype.
   hlo::Value read(const at::Tensor& t);
   // A CPU tensor (a wrapped scalar, say) as a program input.
-  hlo::Value host_input(const at::Tensor& cpu);
+  // `origin`: for a Python float the dispatcher wrapped (x * 2.5), its
+  // position in the op cache's signature, so a replay can feed a new number
+  // (ParamSource::HostScalar); -1 keeps the number the program's.
+  hlo::Value host_input(const at::Tensor& cpu, int origin = -1);
   // Writes `v` (converted to t's dtype) into t's view of its storage.
   void write(const at::Tensor& t, const hlo::Value& v);
   // A new tensor with `sizes`/`strides`/`dtype` holding `v`.

@@ -36,6 +36,7 @@ Arg scalar_element(const Arg& list, size_t i) {
   } else {
     a.scalar.kind = ScalarArg::Kind::Float;
     a.scalar.f = list.doubles.at(i);
+    if (i < list.double_origins.size()) a.scalar.origin = list.double_origins[i];
   }
   return a;
 }

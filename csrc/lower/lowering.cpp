@@ -38,6 +38,11 @@ const std::vector<int64_t>& LowerContext::ints(size_t i) const {
   return args[i].ints;
 }
 
+bool is_special_scalar(double v) {
+  return !std::isfinite(v) || v == 0.0 || v == 1.0 || v == -1.0 || v == 2.0 || v == 3.0 || v == 0.5 || v == -0.5 ||
+         v == -2.0;
+}
+
 Value LowerContext::scalar(const ScalarArg& s, ElementType dtype) {
   if (s.kind == ScalarArg::Kind::Complex || hlo::is_complex(dtype)) {
     // complex64 from its parts (a real number has no imaginary part), kept
@@ -59,8 +64,16 @@ Value LowerContext::scalar(const ScalarArg& s, ElementType dtype) {
   if (v == 0.0 || v == 1.0 || v == -1.0 || !std::isfinite(v) || !hlo::is_float(dtype)) return b.constant(v, dtype);
   // One input per distinct value: a _foreach_ op over 100 tensors reads its
   // lr once, not 100 times.
+  auto note_origin = [&](HostScalar& hs) {
+    if (s.origin >= 0) {
+      hs.origins.push_back(s.origin);
+    } else {
+      hs.fixed = true;
+    }
+  };
   for (size_t k = 0; k < host_scalars_.size(); ++k) {
     if (host_scalars_[k].is_float && host_scalars_[k].dtype == dtype && host_scalars_[k].f == v) {
+      note_origin(host_scalars_[k]);
       return host_scalar_params_[k];
     }
   }
@@ -69,6 +82,7 @@ Value LowerContext::scalar(const ScalarArg& s, ElementType dtype) {
   hs.dtype = dtype;
   hs.f = v;
   hs.is_float = true;
+  note_origin(hs);
   host_scalars_.push_back(hs);
   host_scalar_params_.push_back(p);
   return p;

@@ -29,6 +29,11 @@ struct ScalarArg {
   double f = 0;
   int64_t i = 0;
   double imag = 0;
+  // Where the number came from: its position in the op cache's flat
+  // signature (csrc/device/op_cache.h), or -1 (a lowering's own number, or no
+  // op cache). A Float that becomes a program input keeps its origin, so a
+  // replay can feed the new call's number to the same program.
+  int origin = -1;
   double as_double() const { return kind == Kind::Float || kind == Kind::Complex ? f : static_cast<double>(i); }
 };
 
@@ -47,6 +52,7 @@ struct Arg {
   ScalarArg scalar;
   std::vector<int64_t> ints;
   std::vector<double> doubles;
+  std::vector<int> double_origins;  // Scalar[] of floats: each element's ScalarArg::origin (empty: none)
   std::string s;
 
   bool is_none() const { return kind == Kind::None; }
@@ -59,7 +65,16 @@ struct HostScalar {
   double f = 0;
   int64_t i = 0;
   bool is_float = false;
+  // The ScalarArgs' origins that read this input (equal numbers share one
+  // input); `fixed` when one of them has none, so the value is the program's.
+  std::vector<int> origins;
+  bool fixed = false;
 };
+
+// Numbers lowerings treat specially: 0, 1 and -1 stay constants, and pow has
+// dedicated code for its small exponents. A program made for another number
+// does not serve these, so a replay never feeds them to it.
+bool is_special_scalar(double v);
 
 class LowerContext {
  public:
