@@ -48,6 +48,53 @@ def test_matmul_shape_mismatch():
     raises_like_cpu(lambda: torch.bmm(x, y), lambda: torch.bmm(x.tpu(), y.tpu()))
 
 
+MATRIX_PRODUCT_MISTAKES = {
+    "mm shapes": lambda d: torch.mm(torch.ones(2, 3, device=d), torch.ones(4, 5, device=d)),
+    "mm self 1-D": lambda d: torch.mm(torch.ones(3, device=d), torch.ones(3, 4, device=d)),
+    "mm mat2 1-D": lambda d: torch.mm(torch.ones(2, 3, device=d), torch.ones(3, device=d)),
+    "matmul 3-D by 2-D": lambda d: torch.ones(7, 2, 3, device=d) @ torch.ones(4, 5, device=d),
+    "linear": lambda d: torch.nn.functional.linear(torch.ones(2, 3, device=d), torch.ones(5, 4, device=d),
+                                                   torch.ones(5, device=d)),
+    "addmm shapes": lambda d: torch.addmm(torch.ones(2, 5, device=d), torch.ones(2, 3, device=d),
+                                          torch.ones(4, 5, device=d)),
+    "addmm mat1 1-D": lambda d: torch.addmm(torch.ones(2, 5, device=d), torch.ones(3, device=d),
+                                            torch.ones(3, 5, device=d)),
+    "addmm dtypes": lambda d: torch.addmm(torch.ones(2, 5, device=d), torch.ones(2, 3, device=d),
+                                          torch.ones(3, 5, device=d, dtype=torch.float64)),
+    "mv shapes": lambda d: torch.mv(torch.ones(2, 3, device=d), torch.ones(4, device=d)),
+    "mv vec 2-D": lambda d: torch.mv(torch.ones(2, 3, device=d), torch.ones(3, 1, device=d)),
+    "addmv shapes": lambda d: torch.addmv(torch.ones(2, device=d), torch.ones(2, 3, device=d),
+                                          torch.ones(4, device=d)),
+    "dot sizes": lambda d: torch.dot(torch.ones(3, device=d), torch.ones(4, device=d)),
+    "dot dtypes": lambda d: torch.dot(torch.ones(3, device=d), torch.ones(3, device=d, dtype=torch.float64)),
+    "vdot 2-D": lambda d: torch.vdot(torch.ones(2, 3, device=d), torch.ones(2, 3, device=d)),
+}
+
+
+@pytest.mark.parametrize("mistake", sorted(MATRIX_PRODUCT_MISTAKES))
+def test_matrix_product_mistakes_raise_atens_own_message(mistake):
+    # The checks ATen's structured meta functions make on CPU and CUDA alike,
+    # word for word (PyTorch's Python meta kernels word them differently).
+    fn = MATRIX_PRODUCT_MISTAKES[mistake]
+    with pytest.raises(RuntimeError) as cpu_err:
+        fn("cpu")
+    with pytest.raises(RuntimeError) as tpu_err:
+        fn("tpu")
+    assert str(tpu_err.value) == str(cpu_err.value)
+
+
+def test_mm_of_two_dtypes_raises_as_on_cuda():
+    # CPU and CUDA check this in their kernels, worded differently; CUDA's
+    # words. The tpu once multiplied silently.
+    a, b = torch.ones(2, 3, device="tpu"), torch.ones(3, 5, device="tpu", dtype=torch.float64)
+    with pytest.raises(RuntimeError, match=r"^expected mat1 and mat2 to have the same dtype, but got: float != double$"):
+        torch.mm(a, b)
+    with pytest.raises(RuntimeError, match="expected mat1 and mat2 to have the same dtype"):
+        a @ b
+    with pytest.raises(RuntimeError, match="mat1 and mat2 must have the same dtype"):
+        torch.nn.functional.linear(a, b.t(), torch.ones(3, device="tpu", dtype=torch.float64))
+
+
 def test_broadcasting_mismatch():
     a, b = torch.ones(2, 3), torch.ones(4, 3)
     raises_like_cpu(lambda: a + b, lambda: a.tpu() + b.tpu())

@@ -145,6 +145,74 @@ void check_clamp_bounds(const c10::FunctionSchema&, const Args& args) {
   TORCH_CHECK(!(args[1].isNone() && args[2].isNone()), "torch.clamp: At least one of 'min' or 'max' must not be None");
 }
 
+// ---- matrix products: ATen's own checks and messages -----------------------------
+// mm and addmm share structured meta functions between CPU and CUDA
+// (native/LinearAlgebra.cpp, native/Blas.cpp); PyTorch's Python meta kernels,
+// which compute our result shapes, word theirs differently and check no
+// dtypes. mm's dtype check is in each device's kernel: CUDA's wording here.
+std::string matrix_sizes(const at::Tensor& t) { return std::to_string(t.size(0)) + "x" + std::to_string(t.size(1)); }
+
+void check_mat1_mat2_shapes(const at::Tensor& mat1, const at::Tensor& mat2) {
+  TORCH_CHECK(mat1.size(1) == mat2.size(0), "mat1 and mat2 shapes cannot be multiplied (", matrix_sizes(mat1), " and ",
+              matrix_sizes(mat2), ")");
+}
+
+void check_mm(const c10::FunctionSchema&, const Args& args) {
+  if (args.size() < 2 || !args[0].isTensor() || !args[1].isTensor()) return;
+  const at::Tensor &self = args[0].toTensor(), &mat2 = args[1].toTensor();
+  TORCH_CHECK(self.dim() == 2, "self must be a matrix");
+  TORCH_CHECK(mat2.dim() == 2, "mat2 must be a matrix");
+  check_mat1_mat2_shapes(self, mat2);
+  TORCH_CHECK(self.dtype() == mat2.dtype(), "expected mat1 and mat2 to have the same dtype, but got: ",
+              self.dtype().name(), " != ", mat2.dtype().name());
+}
+
+void check_addmm(const c10::FunctionSchema&, const Args& args) {
+  if (args.size() < 3 || !args[0].isTensor() || !args[1].isTensor() || !args[2].isTensor()) return;
+  const at::Tensor &self = args[0].toTensor(), &mat1 = args[1].toTensor(), &mat2 = args[2].toTensor();
+  TORCH_CHECK(self.scalar_type() == mat2.scalar_type(), "self and mat2 must have the same dtype, but got ",
+              self.scalar_type(), " and ", mat2.scalar_type());
+  TORCH_CHECK(mat1.scalar_type() == mat2.scalar_type(), "mat1 and mat2 must have the same dtype, but got ",
+              mat1.scalar_type(), " and ", mat2.scalar_type());
+  TORCH_CHECK(mat1.dim() == 2, "mat1 must be a matrix, got ", mat1.dim(), "-D tensor");
+  TORCH_CHECK(mat2.dim() == 2, "mat2 must be a matrix, got ", mat2.dim(), "-D tensor");
+  check_mat1_mat2_shapes(mat1, mat2);
+}
+
+// mv is addmv into its result; addmv's meta function (native/Blas.cpp).
+void check_addmv_shapes(const at::Tensor* self, const at::Tensor& mat, const at::Tensor& vec) {
+  const int64_t self_dim = self ? self->dim() : 1;
+  TORCH_CHECK(mat.dim() == 2 && vec.dim() == 1 && self_dim <= 1, "vector + matrix @ vector expected, got ", self_dim,
+              ", ", mat.dim(), ", ", vec.dim());
+  const int64_t input = self ? (self->dim() == 0 ? 1 : self->size(0)) : mat.size(0);
+  TORCH_CHECK(mat.size(1) == vec.size(0) && (input == mat.size(0) || input == 1), "size mismatch, got input (", input,
+              "), mat (", matrix_sizes(mat), "), vec (", vec.size(0), ")");
+}
+
+void check_mv(const c10::FunctionSchema&, const Args& args) {
+  if (args.size() < 2 || !args[0].isTensor() || !args[1].isTensor()) return;
+  check_addmv_shapes(nullptr, args[0].toTensor(), args[1].toTensor());
+}
+
+void check_addmv(const c10::FunctionSchema&, const Args& args) {
+  if (args.size() < 3 || !args[0].isTensor() || !args[1].isTensor() || !args[2].isTensor()) return;
+  const at::Tensor& self = args[0].toTensor();
+  check_addmv_shapes(&self, args[1].toTensor(), args[2].toTensor());
+}
+
+// dot and vdot (native/Blas.cpp's dot_check).
+void check_dot(const c10::FunctionSchema&, const Args& args) {
+  if (args.size() < 2 || !args[0].isTensor() || !args[1].isTensor()) return;
+  const at::Tensor &self = args[0].toTensor(), &other = args[1].toTensor();
+  TORCH_CHECK(self.dim() == 1 && other.dim() == 1, "1D tensors expected, but got ", self.dim(), "D and ", other.dim(),
+              "D tensors");
+  TORCH_CHECK(self.scalar_type() == other.scalar_type(), "dot : expected both vectors to have same dtype, but found ",
+              self.scalar_type(), " and ", other.scalar_type());
+  TORCH_CHECK(self.numel() == other.numel(), "inconsistent tensor size, expected tensor [", self.numel(),
+              "] and src [", other.numel(), "] to have the same number of elements, but got ", self.numel(), " and ",
+              other.numel(), " elements respectively");
+}
+
 // multinomial's distribution checks, as PyTorch makes them on every device
 // (native/Distributions.cpp): they read reductions of the probabilities back
 // to the host, so a call waits for its input like CUDA's does. CUDA checks
@@ -177,6 +245,14 @@ const std::unordered_map<std::string, Check>& per_op_checks() {
       {"aten::clamp", check_clamp_bounds},
       {"aten::clamp_", check_clamp_bounds},
       {"aten::multinomial", check_multinomial_distribution},
+      {"aten::mm", check_mm},
+      {"aten::addmm", check_addmm},
+      {"aten::addmm_", check_addmm},
+      {"aten::mv", check_mv},
+      {"aten::addmv", check_addmv},
+      {"aten::addmv_", check_addmv},
+      {"aten::dot", check_dot},
+      {"aten::vdot", check_dot},
   };
   return checks;
 }
