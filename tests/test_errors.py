@@ -156,3 +156,96 @@ def test_lazy_conjugate_views_are_resolved_by_copies_not_recursed_forever():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "matches" in r.stdout
+
+
+def _ones(*sizes, device, dtype=torch.float32):
+    return torch.ones(*sizes, device=device, dtype=dtype)
+
+
+# Mistakes the tpu once accepted silently (or fed to the compiler): each
+# raises what CPU raises, word for word.
+SILENT_ONCE = {
+    "softmax dim": (IndexError, lambda d: torch.nn.functional.softmax(_ones(2, 3, device=d), dim=3)),
+    "softmax dim of a 0-d": (IndexError, lambda d: torch.nn.functional.softmax(torch.tensor(1.0, device=d), dim=1)),
+    "sort dim": (IndexError, lambda d: _ones(3, device=d).sort(2)),
+    "argsort dim": (IndexError, lambda d: _ones(3, device=d).argsort(-2)),
+    "index_add dtypes": (RuntimeError, lambda d: _ones(5, device=d).index_add(
+        0, torch.zeros(2, dtype=torch.long, device=d), _ones(2, device=d, dtype=torch.float64))),
+    "index_put dtypes": (RuntimeError, lambda d: _ones(5, device=d).index_put_(
+        (torch.zeros(2, dtype=torch.long, device=d),), _ones(2, device=d, dtype=torch.float64))),
+    "put_ dtypes": (RuntimeError, lambda d: _ones(5, device=d).put_(
+        torch.zeros(2, dtype=torch.long, device=d), _ones(2, device=d, dtype=torch.float64))),
+    "cross_entropy int32 target": (RuntimeError, lambda d: torch.nn.functional.cross_entropy(
+        _ones(4, 5, device=d), torch.zeros(4, dtype=torch.int32, device=d))),
+    "nll_loss float target": (RuntimeError, lambda d: torch.nn.functional.nll_loss(
+        _ones(4, 5, device=d), _ones(4, device=d))),
+    "copy_ shapes": (RuntimeError, lambda d: _ones(3, device=d).copy_(_ones(4, device=d))),
+    "copy_ into fewer dims": (RuntimeError, lambda d: _ones(3, device=d).copy_(_ones(2, 3, device=d))),
+}
+
+
+@pytest.mark.parametrize("mistake", sorted(SILENT_ONCE))
+def test_mistakes_once_accepted_now_raise_as_on_cpu(mistake):
+    kind, fn = SILENT_ONCE[mistake]
+    with pytest.raises(kind) as cpu_err:
+        fn("cpu")
+    with pytest.raises(kind) as tpu_err:
+        fn("tpu")
+        torch.tpu.synchronize()
+    assert str(tpu_err.value) == str(cpu_err.value)
+
+
+def test_copy_from_the_host_checks_shapes_too():
+    with pytest.raises(RuntimeError, match=r"The size of tensor a \(3\) must match the size of tensor b \(4\)"):
+        _ones(3, device="tpu").copy_(torch.ones(4))
+    t = torch.zeros(2, 3, device="tpu")
+    t.copy_(torch.arange(3.0))  # broadcasting still copies
+    torch.testing.assert_close(t.cpu(), torch.arange(3.0).expand(2, 3))
+
+
+def test_convolution_of_two_dtypes_raises_as_on_cuda():
+    x = _ones(1, 3, 8, 8, device="tpu")
+    with pytest.raises(RuntimeError, match=r"^Input type \(tpuFloatType\) and weight type \(tpuDoubleType\) should be "
+                                           r"the same$"):
+        torch.nn.functional.conv2d(x, _ones(4, 3, 3, 3, device="tpu", dtype=torch.float64))
+    # (conv2d checks the bias itself, on every device; aten::convolution is ours.)
+    with pytest.raises(RuntimeError, match=r"and bias type \(tpuDoubleType\) should be the same"):
+        torch.convolution(x, _ones(4, 3, 3, 3, device="tpu"), _ones(4, device="tpu", dtype=torch.float64),
+                          [1, 1], [0, 0], [1, 1], False, [0, 0], 1)
+
+
+# Checks on values (CPU reads them; CUDA asserts in its kernels): the program
+# computes them and the next synchronization raises CPU's error.
+VALUE_CHECKS = {
+    "binary_cross_entropy input": (
+        "all elements of input should be between 0 and 1",
+        lambda d: torch.nn.functional.binary_cross_entropy(_ones(3, device=d) * 2, _ones(3, device=d) * 0.5)),
+    "binary_cross_entropy target": (
+        "all elements of target should be between 0 and 1",
+        lambda d: torch.nn.functional.binary_cross_entropy(_ones(3, device=d) * 0.5, -_ones(3, device=d))),
+    "binary_cross_entropy NaN input": (
+        "all elements of input should be between 0 and 1",
+        lambda d: torch.nn.functional.binary_cross_entropy(_ones(3, device=d) * float("nan"), _ones(3, device=d))),
+    "bernoulli p": (
+        "Expected p_in >= 0 && p_in <= 1 to be true, but got false.",
+        lambda d: torch.bernoulli(_ones(3, device=d) * 1.5)),
+    "normal std": (
+        "normal expects all elements of std >= 0.0",
+        lambda d: torch.normal(_ones(3, device=d), -_ones(3, device=d))),
+}
+
+
+@pytest.mark.parametrize("mistake", sorted(VALUE_CHECKS))
+def test_value_checks_raise_cpus_error_by_the_next_synchronization(mistake):
+    message, fn = VALUE_CHECKS[mistake]
+    with pytest.raises(RuntimeError) as cpu_err:
+        fn("cpu")
+    assert str(cpu_err.value).startswith(message)
+    with pytest.raises(RuntimeError) as tpu_err:
+        fn("tpu")
+        torch.tpu.synchronize()
+    assert str(tpu_err.value).startswith(message)
+    # Valid values run on, and the device is usable after the error.
+    out = torch.nn.functional.binary_cross_entropy(_ones(3, device="tpu") * 0.25, _ones(3, device="tpu") * 0.5)
+    torch.testing.assert_close(out.cpu(), torch.nn.functional.binary_cross_entropy(torch.full((3,), 0.25),
+                                                                                   torch.full((3,), 0.5)))

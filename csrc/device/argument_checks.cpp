@@ -213,6 +213,70 @@ void check_dot(const c10::FunctionSchema&, const Args& args) {
               other.numel(), " elements respectively");
 }
 
+// ---- checks ATen makes on every device that PyTorch's meta kernels lack --------
+const at::Tensor* tensor_at(const Args& args, size_t i) {
+  return i < args.size() && args[i].isTensor() && args[i].toTensor().defined() ? &args[i].toTensor() : nullptr;
+}
+
+// at::native::_softmax and sort wrap `dim` (c10::maybe_wrap_dim: IndexError).
+void check_dim_of_self(const c10::FunctionSchema& schema, const Args& args) {
+  const at::Tensor* self = tensor_at(args, 0);
+  if (!self) return;
+  for (size_t i = 0; i < schema.arguments().size() && i < args.size(); ++i) {
+    if (schema.arguments()[i].name() == "dim" && args[i].isInt()) c10::maybe_wrap_dim(args[i].toInt(), self->dim());
+  }
+}
+
+// Convolution's input and parameters share one type
+// (native/Convolution.cpp's check_input_same_type_as_parameters, on CUDA's paths).
+void check_convolution_types(const c10::FunctionSchema&, const Args& args) {
+  const at::Tensor *input = tensor_at(args, 0), *weight = tensor_at(args, 1), *bias = tensor_at(args, 2);
+  if (!input || !weight) return;
+  TORCH_CHECK(input->options().type_equal(weight->options()), "Input type (", input->toString(), ") and weight type (",
+              weight->toString(), ") should be the same");
+  TORCH_CHECK(!bias || input->options().type_equal(bias->options()), "Input type (", input->toString(),
+              ") and bias type (", bias->toString(), ") should be the same");
+}
+
+// index_add's meta function (native/TensorAdvancedIndexing.cpp).
+void check_index_add_types(const c10::FunctionSchema&, const Args& args) {
+  const at::Tensor *self = tensor_at(args, 0), *source = tensor_at(args, 3);
+  if (!self || !source) return;
+  TORCH_CHECK(self->scalar_type() == source->scalar_type(), "index_add_(): self (", self->scalar_type(),
+              ") and source (", source->scalar_type(), ") must have the same scalar type");
+}
+
+// index_put's iterator (make_index_put_iterator).
+void check_index_put_types(const c10::FunctionSchema&, const Args& args) {
+  const at::Tensor *self = tensor_at(args, 0), *values = tensor_at(args, 2);
+  if (!self || !values) return;
+  TORCH_CHECK(values->scalar_type() == self->scalar_type(),
+              "Index put requires the source and destination dtypes match, got ", self->scalar_type(),
+              " for the destination and ", values->scalar_type(), " for the source.");
+}
+
+void check_index_put(const c10::FunctionSchema& schema, const Args& args) {
+  check_index_dtypes(schema, args);  // make_info, before the iterator
+  check_index_put_types(schema, args);
+}
+
+// put_ (native/TensorAdvancedIndexing.cpp).
+void check_put_types(const c10::FunctionSchema&, const Args& args) {
+  const at::Tensor *self = tensor_at(args, 0), *source = tensor_at(args, 2);
+  if (!self || !source) return;
+  TORCH_CHECK(self->scalar_type() == source->scalar_type(),
+              "put_(): self and source expected to have the same dtype, but got self.dtype = ", self->scalar_type(),
+              " and source.dtype = ", source->scalar_type());
+}
+
+// nll_loss's kernels take class indices as Long (or Byte) only.
+void check_nll_target_type(const c10::FunctionSchema&, const Args& args) {
+  const at::Tensor* target = tensor_at(args, 1);
+  if (!target) return;
+  TORCH_CHECK(target->scalar_type() == at::kLong || target->scalar_type() == at::kByte,
+              "expected target dtype to be Long or Byte, but got ", target->scalar_type());
+}
+
 // multinomial's distribution checks, as PyTorch makes them on every device
 // (native/Distributions.cpp): they read reductions of the probabilities back
 // to the host, so a call waits for its input like CUDA's does. CUDA checks
@@ -234,7 +298,7 @@ using Check = void (*)(const c10::FunctionSchema&, const Args&);
 const std::unordered_map<std::string, Check>& per_op_checks() {
   static const std::unordered_map<std::string, Check> checks = {
       {"aten::index", check_index_dtypes},
-      {"aten::_index_put_impl_", check_index_dtypes},
+      {"aten::_index_put_impl_", check_index_put},
       {"aten::index_put_", check_index_dtypes},
       {"aten::index_select", check_index_select_dtype},
       {"aten::amax", check_extreme_over_empty_dim},
@@ -245,6 +309,15 @@ const std::unordered_map<std::string, Check>& per_op_checks() {
       {"aten::clamp", check_clamp_bounds},
       {"aten::clamp_", check_clamp_bounds},
       {"aten::multinomial", check_multinomial_distribution},
+      {"aten::_softmax", check_dim_of_self},
+      {"aten::sort", check_dim_of_self},
+      {"aten::convolution", check_convolution_types},
+      {"aten::index_add", check_index_add_types},
+      {"aten::index_add_", check_index_add_types},
+      {"aten::put", check_put_types},
+      {"aten::put_", check_put_types},
+      {"aten::nll_loss_forward", check_nll_target_type},
+      {"aten::nll_loss2d_forward", check_nll_target_type},
       {"aten::mm", check_mm},
       {"aten::addmm", check_addmm},
       {"aten::addmm_", check_addmm},

@@ -157,6 +157,11 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_b
   TORCH_CHECK_NOT_IMPLEMENTED(!self.is_neg() && !dst.is_neg(),
                               "tpu: copying a tensor with the negative bit set (a lazy neg view of a complex "
                               "tensor) is not supported yet");
+  // copy_ broadcasts the source to the destination (TensorIterator's
+  // checks and messages on CPU and CUDA; ATen calls _copy_from before them).
+  const std::vector<int64_t> shape = at::infer_size(dst.sizes(), self.sizes());
+  TORCH_CHECK(at::IntArrayRef(shape) == dst.sizes(), "output with shape ", dst.sizes(),
+              " doesn't match the broadcast shape ", at::IntArrayRef(shape));
   // A lazy conj() (the conjugate bit) is resolved by the copy, as on CPU.
   const bool conjugate = self.is_conj() != dst.is_conj();
   if (self.numel() == 0) return dst;

@@ -107,6 +107,14 @@ void LowerContext::check_in_range(const Value& index, int64_t lo, int64_t hi, co
   range_checks_.push_back({all, message, runtime_error});
 }
 
+void LowerContext::check_all(const Value& ok, const std::string& message) {
+  if (ok.type.numel() == 0) return;
+  std::vector<int64_t> all_dims;
+  for (int64_t d = 0; d < ok.rank(); ++d) all_dims.push_back(d);
+  Value all = all_dims.empty() ? ok : b.reduce(ok, b.constant(1, ElementType::Pred), all_dims, "and");
+  range_checks_.push_back({all, message, true});
+}
+
 int64_t wrap_dim(int64_t dim, int64_t rank) {
   int64_t r = rank == 0 ? 1 : rank;
   return dim < 0 ? dim + r : dim;

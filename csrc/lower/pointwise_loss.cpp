@@ -248,9 +248,20 @@ std::vector<Value> smooth_l1_loss_backward(LowerContext& ctx) {
 
 // binary_cross_entropy(self, target, weight?, reduction):
 // (t - 1) * max(log1p(-x), -100) - t * max(log(x), -100), times weight.
+// CPU's kernel checks every input and target element (CUDA's asserts on the
+// input in the kernel); NaN fails the check, as there.
+void check_unit_interval(LowerContext& ctx, const Value& v, const char* what) {
+  Builder& b = ctx.b;
+  Value ok = b.binary("and", b.compare(v, number(b, 0, v), CompareDirection::GE),
+                      b.compare(v, number(b, 1, v), CompareDirection::LE));
+  ctx.check_all(ok, std::string("all elements of ") + what + " should be between 0 and 1");
+}
+
 std::vector<Value> binary_cross_entropy(LowerContext& ctx) {
   Builder& b = ctx.b;
   Pair p = loss_operands(ctx);
+  check_unit_interval(ctx, p.x, "input");
+  check_unit_interval(ctx, p.t, "target");
   Value floor = number(b, -100, p.x);
   Value log_x = b.binary("maximum", b.unary("log", p.x), floor);
   Value log_1mx = b.binary("maximum", b.unary("log_plus_one", b.unary("negate", p.x)), floor);

@@ -260,6 +260,11 @@ std::vector<Value> bernoulli(LowerContext& ctx) {
   } else {
     const Value& pt = (p_arg && p_arg->kind == Arg::Kind::Tensor) ? ctx.tensor(1) : ctx.tensor(0);
     acc = draw_type(pt.dtype());
+    // CPU checks every probability (CUDA asserts in its kernel).
+    Value q = b.convert(pt, acc);
+    ctx.check_all(b.binary("and", b.compare(q, b.splat(0, q.type), CompareDirection::GE),
+                           b.compare(q, b.splat(1, q.type), CompareDirection::LE)),
+                  "Expected p_in >= 0 && p_in <= 1 to be true, but got false.");
     p = coerce(b, pt, {acc, out.shape});
   }
   Value u = uniform01(ctx, out.shape, acc);
@@ -411,6 +416,12 @@ std::vector<Value> normal_tensor(LowerContext& ctx) {
   };
   if (ctx.args.at(1).kind != Arg::Kind::Tensor && !(ctx.double_arg(1) >= 0))
     throw std::invalid_argument("normal expects std >= 0.0, but found std " + number(ctx.double_arg(1)));
+  if (ctx.args.at(1).kind == Arg::Kind::Tensor) {
+    // CPU and CUDA read the smallest std back to check it; we check it in
+    // the program, raised by the next synchronization.
+    Value s = ctx.tensor(1);
+    ctx.check_all(b.compare(s, b.splat(0, s.type), CompareDirection::GE), "normal expects all elements of std >= 0.0");
+  }
   if (out.numel() == 0) return {b.splat(0, out)};
   Value v = b.binary("add", operand(0), b.binary("multiply", operand(1), standard_normal(ctx, out.shape, acc)));
   return {b.convert(v, out.dtype)};
