@@ -162,8 +162,8 @@ def _ones(*sizes, device, dtype=torch.float32):
     return torch.ones(*sizes, device=device, dtype=dtype)
 
 
-# Mistakes the tpu once accepted silently (or fed to the compiler): each
-# raises what CPU raises, word for word.
+# Mistakes the tpu once accepted silently (or fed to the compiler), or
+# worded differently: each raises what CPU raises, word for word.
 SILENT_ONCE = {
     "softmax dim": (IndexError, lambda d: torch.nn.functional.softmax(_ones(2, 3, device=d), dim=3)),
     "softmax dim of a 0-d": (IndexError, lambda d: torch.nn.functional.softmax(torch.tensor(1.0, device=d), dim=1)),
@@ -181,6 +181,14 @@ SILENT_ONCE = {
         _ones(4, 5, device=d), _ones(4, device=d))),
     "copy_ shapes": (RuntimeError, lambda d: _ones(3, device=d).copy_(_ones(4, device=d))),
     "copy_ into fewer dims": (RuntimeError, lambda d: _ones(3, device=d).copy_(_ones(2, 3, device=d))),
+    # These raised before, in the Python meta kernels' words.
+    "masked_fill float mask": (RuntimeError, lambda d: _ones(5, device=d).masked_fill(_ones(5, device=d), 0.0)),
+    "where float condition": (RuntimeError, lambda d: torch.where(_ones(3, device=d), _ones(3, device=d),
+                                                                  _ones(3, device=d))),
+    "lerp end dtype": (RuntimeError, lambda d: torch.lerp(_ones(3, device=d), _ones(3, device=d, dtype=torch.float64),
+                                                          0.5)),
+    "lerp weight dtype": (RuntimeError, lambda d: torch.lerp(_ones(3, device=d), _ones(3, device=d),
+                                                             _ones(3, device=d, dtype=torch.float64))),
 }
 
 

@@ -277,6 +277,35 @@ void check_nll_target_type(const c10::FunctionSchema&, const Args& args) {
               "expected target dtype to be Long or Byte, but got ", target->scalar_type());
 }
 
+// masked_fill's kernels (CPU and CUDA alike).
+void check_masked_fill_mask(const c10::FunctionSchema&, const Args& args) {
+  const at::Tensor* mask = tensor_at(args, 1);
+  if (!mask) return;
+  TORCH_CHECK(mask->scalar_type() == at::kBool, "masked_fill_ only supports boolean masks, but got mask with dtype ",
+              mask->dtype().name());
+}
+
+// where's (native/TensorCompare.cpp).
+void check_where_condition(const c10::FunctionSchema&, const Args& args) {
+  const at::Tensor* condition = tensor_at(args, 0);
+  if (!condition) return;
+  TORCH_CHECK(condition->scalar_type() == at::kByte || condition->scalar_type() == at::kBool,
+              "where expected condition to be a boolean tensor, but got a tensor with dtype ",
+              condition->scalar_type());
+}
+
+// lerp's meta functions (native/Lerp.cpp).
+void check_lerp_dtypes(const c10::FunctionSchema&, const Args& args) {
+  const at::Tensor *self = tensor_at(args, 0), *end = tensor_at(args, 1), *weight = tensor_at(args, 2);
+  if (!self || !end) return;
+  TORCH_CHECK(self->dtype() == end->dtype(), "expected dtype ", self->dtype().name(), " for `end` but got dtype ",
+              end->dtype().name());
+  if (weight && !weight->unsafeGetTensorImpl()->is_wrapped_number()) {
+    TORCH_CHECK(self->dtype() == weight->dtype(), "expected dtype ", self->dtype().name(),
+                " for `weight` but got dtype ", weight->dtype().name());
+  }
+}
+
 // multinomial's distribution checks, as PyTorch makes them on every device
 // (native/Distributions.cpp): they read reductions of the probabilities back
 // to the host, so a call waits for its input like CUDA's does. CUDA checks
@@ -318,6 +347,11 @@ const std::unordered_map<std::string, Check>& per_op_checks() {
       {"aten::put_", check_put_types},
       {"aten::nll_loss_forward", check_nll_target_type},
       {"aten::nll_loss2d_forward", check_nll_target_type},
+      {"aten::masked_fill", check_masked_fill_mask},
+      {"aten::masked_fill_", check_masked_fill_mask},
+      {"aten::where", check_where_condition},
+      {"aten::lerp", check_lerp_dtypes},
+      {"aten::lerp_", check_lerp_dtypes},
       {"aten::mm", check_mm},
       {"aten::addmm", check_addmm},
       {"aten::addmm_", check_addmm},
