@@ -142,7 +142,8 @@ Arg to_arg(TensorProgram& prog, const c10::Argument& schema_arg, const c10::IVal
       } else {
         a.doubles.push_back(s.toDouble());
         // A list's elements follow its length in the flat signature.
-        if (flat_start >= 0) a.double_origins.push_back(list.get(i).isDouble() ? flat_start + 1 + static_cast<int>(i) : -1);
+        const int origin = flat_start + 1 + static_cast<int>(i);
+        if (flat_start >= 0) a.double_origins.push_back(list.get(i).isDouble() ? origin : -1);
       }
     }
   } else if (schema_arg.type()->kind() == c10::TypeKind::NumberType ||

@@ -38,6 +38,17 @@ const std::vector<int64_t>& LowerContext::ints(size_t i) const {
   return args[i].ints;
 }
 
+namespace {
+
+// tensor<i1>: whether `pred` holds everywhere.
+Value all_true(Builder& b, const Value& pred) {
+  std::vector<int64_t> all_dims;
+  for (int64_t d = 0; d < pred.rank(); ++d) all_dims.push_back(d);
+  return all_dims.empty() ? pred : b.reduce(pred, b.constant(1, ElementType::Pred), all_dims, "and");
+}
+
+}  // namespace
+
 bool is_special_scalar(double v) {
   return !std::isfinite(v) || v == 0.0 || v == 1.0 || v == -1.0 || v == 2.0 || v == 3.0 || v == 0.5 || v == -0.5 ||
          v == -2.0;
@@ -101,18 +112,12 @@ void LowerContext::check_in_range(const Value& index, int64_t lo, int64_t hi, co
   Value idx = b.convert(index, ElementType::S64);
   Value ok = b.binary("and", b.compare(idx, b.splat(static_cast<double>(lo), idx.type), hlo::CompareDirection::GE),
                       b.compare(idx, b.splat(static_cast<double>(hi), idx.type), hlo::CompareDirection::LT));
-  std::vector<int64_t> all_dims;
-  for (int64_t d = 0; d < ok.rank(); ++d) all_dims.push_back(d);
-  Value all = all_dims.empty() ? ok : b.reduce(ok, b.constant(1, ElementType::Pred), all_dims, "and");
-  range_checks_.push_back({all, message, runtime_error});
+  range_checks_.push_back({all_true(b, ok), message, runtime_error});
 }
 
 void LowerContext::check_all(const Value& ok, const std::string& message) {
   if (ok.type.numel() == 0) return;
-  std::vector<int64_t> all_dims;
-  for (int64_t d = 0; d < ok.rank(); ++d) all_dims.push_back(d);
-  Value all = all_dims.empty() ? ok : b.reduce(ok, b.constant(1, ElementType::Pred), all_dims, "and");
-  range_checks_.push_back({all, message, true});
+  range_checks_.push_back({all_true(b, ok), message, true});
 }
 
 int64_t wrap_dim(int64_t dim, int64_t rank) {
