@@ -181,6 +181,18 @@ SILENT_ONCE = {
         _ones(4, 5, device=d), _ones(4, device=d))),
     "copy_ shapes": (RuntimeError, lambda d: _ones(3, device=d).copy_(_ones(4, device=d))),
     "copy_ into fewer dims": (RuntimeError, lambda d: _ones(3, device=d).copy_(_ones(2, 3, device=d))),
+    "index_copy dtypes": (RuntimeError, lambda d: _ones(5, device=d).index_copy(
+        0, torch.tensor([0, 1], device=d), _ones(2, device=d, dtype=torch.float64))),
+    "index_fill float index": (IndexError, lambda d: _ones(5, device=d).index_fill(0, _ones(2, device=d), 1.0)),
+    "conv1d with a conv2d weight": (RuntimeError, lambda d: torch.nn.functional.conv1d(
+        _ones(3, 8, device=d), _ones(4, 3, 3, 3, device=d))),
+    "conv2d channels": (RuntimeError, lambda d: torch.nn.functional.conv2d(
+        _ones(1, 3, 8, 8, device=d), _ones(4, 2, 3, 3, device=d))),
+    "conv_transpose2d channels": (RuntimeError, lambda d: torch.nn.functional.conv_transpose2d(
+        _ones(1, 3, 8, 8, device=d), _ones(2, 4, 3, 3, device=d))),
+    "topk k": (RuntimeError, lambda d: _ones(4, device=d).topk(-1)),
+    "layer_norm weight dtype": (RuntimeError, lambda d: torch.nn.functional.layer_norm(
+        _ones(4, 5, device=d), (5,), _ones(5, device=d, dtype=torch.float64)).cpu()),
     # These raised before, in the Python meta kernels' words.
     "masked_fill float mask": (RuntimeError, lambda d: _ones(5, device=d).masked_fill(_ones(5, device=d), 0.0)),
     "where float condition": (RuntimeError, lambda d: torch.where(_ones(3, device=d), _ones(3, device=d),
@@ -200,7 +212,31 @@ def test_mistakes_once_accepted_now_raise_as_on_cpu(mistake):
     with pytest.raises(kind) as tpu_err:
         fn("tpu")
         torch.tpu.synchronize()
-    assert str(tpu_err.value) == str(cpu_err.value)
+    assert str(tpu_err.value) == str(cpu_err.value).replace("(CPU)", "(tpu)")
+
+
+def test_dtypes_without_kernels_are_not_implemented_errors():
+    # As every other dtype gap on CPU and CUDA (the meta kernels raised RuntimeError).
+    for fn in (lambda d: _ones(3, device=d) << 1,
+               lambda d: _ones(3, device=d).bitwise_right_shift(1),
+               lambda d: torch.randn(3, dtype=torch.long, device=d),
+               lambda d: torch.rand(3, dtype=torch.long, device=d),
+               lambda d: _ones(3, device=d).cumsum(0, dtype=torch.bool)):
+        with pytest.raises(NotImplementedError):
+            fn("cpu")
+        with pytest.raises(NotImplementedError, match="not implemented for"):
+            fn("tpu")
+
+
+def test_layer_norm_takes_float_parameters_for_a_bfloat16_input_only():
+    x = torch.randn(4, 5)
+    w, b = torch.randn(5), torch.randn(5)
+    got = torch.nn.functional.layer_norm(x.bfloat16().tpu(), (5,), w.tpu(), b.tpu())
+    want = torch.nn.functional.layer_norm(x.bfloat16(), (5,), w, b)
+    assert got.dtype == want.dtype == torch.bfloat16
+    torch.testing.assert_close(got.cpu(), want)
+    with pytest.raises(RuntimeError, match=r"^mixed dtype \(tpu\): all inputs must share same datatype\.$"):
+        torch.nn.functional.layer_norm(x.double().tpu(), (5,), w.tpu(), b.tpu())
 
 
 def test_copy_from_the_host_checks_shapes_too():
@@ -241,6 +277,21 @@ VALUE_CHECKS = {
         "normal expects all elements of std >= 0.0",
         lambda d: torch.normal(_ones(3, device=d), -_ones(3, device=d))),
 }
+
+
+@pytest.mark.parametrize("target", [7, -3])
+def test_class_targets_out_of_bounds_raise_index_error_by_the_next_synchronization(target):
+    logits = torch.randn(2, 5)
+    targets = torch.tensor([1, target])
+    with pytest.raises(IndexError, match=f"Target {target} is out of bounds"):
+        torch.nn.functional.cross_entropy(logits, targets)
+    with pytest.raises(IndexError, match="Target is out of bounds"):
+        torch.nn.functional.cross_entropy(logits.tpu(), targets.tpu())
+        torch.tpu.synchronize()
+    # ignore_index is not a class, and is not out of bounds.
+    ignored = torch.tensor([1, -100])
+    torch.testing.assert_close(torch.nn.functional.cross_entropy(logits.tpu(), ignored.tpu()).cpu(),
+                               torch.nn.functional.cross_entropy(logits, ignored))
 
 
 @pytest.mark.parametrize("mistake", sorted(VALUE_CHECKS))

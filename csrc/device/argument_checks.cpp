@@ -232,6 +232,23 @@ void check_dim_of_self(const c10::FunctionSchema& schema, const Args& args) {
 void check_convolution_types(const c10::FunctionSchema&, const Args& args) {
   const at::Tensor *input = tensor_at(args, 0), *weight = tensor_at(args, 1), *bias = tensor_at(args, 2);
   if (!input || !weight) return;
+  // check_shape_forward's first checks (native/Convolution.cpp).
+  TORCH_CHECK(weight->dim() == input->dim(), "Expected ", weight->dim(), "-dimensional input for ", weight->dim(),
+              "-dimensional weight ", weight->sizes(), ", but got ", input->dim(), "-dimensional input of size ",
+              input->sizes(), " instead");
+  const bool transposed = args.size() > 6 && args[6].isBool() && args[6].toBool();
+  const int64_t groups = args.size() > 8 && args[8].isInt() ? args[8].toInt() : 1;
+  if (input->dim() >= 2 && groups > 0) {
+    if (!transposed) {
+      TORCH_CHECK(input->size(1) == weight->size(1) * groups, "Given groups=", groups, ", weight of size ",
+                  weight->sizes(), ", expected input", input->sizes(), " to have ", weight->size(1) * groups,
+                  " channels, but got ", input->size(1), " channels instead");
+    } else {
+      TORCH_CHECK(input->size(1) == weight->size(0), "Given transposed=", transposed, ", weight of size ",
+                  weight->sizes(), ", expected input", input->sizes(), " to have ", weight->size(0),
+                  " channels, but got ", input->size(1), " channels instead");
+    }
+  }
   TORCH_CHECK(input->options().type_equal(weight->options()), "Input type (", input->toString(), ") and weight type (",
               weight->toString(), ") should be the same");
   TORCH_CHECK(!bias || input->options().type_equal(bias->options()), "Input type (", input->toString(),
@@ -275,6 +292,73 @@ void check_nll_target_type(const c10::FunctionSchema&, const Args& args) {
   if (!target) return;
   TORCH_CHECK(target->scalar_type() == at::kLong || target->scalar_type() == at::kByte,
               "expected target dtype to be Long or Byte, but got ", target->scalar_type());
+}
+
+// index_copy's and index_fill's meta functions.
+void check_index_copy_types(const c10::FunctionSchema&, const Args& args) {
+  const at::Tensor *self = tensor_at(args, 0), *source = tensor_at(args, 3);
+  if (!self || !source) return;
+  TORCH_CHECK(self->scalar_type() == source->scalar_type(),
+              "index_copy_(): self and source expected to have the same dtype, but got (self) ", self->scalar_type(),
+              " and (source) ", source->scalar_type());
+}
+
+void check_index_fill_index(const c10::FunctionSchema&, const Args& args) {
+  const at::Tensor* index = tensor_at(args, 2);
+  if (!index) return;
+  TORCH_CHECK_INDEX(index->scalar_type() == at::kLong, "index_fill_(): Expected dtype int64 for index.");
+}
+
+// Shifts and random fills have kernels for some dtypes only: like every
+// other dtype gap, NotImplementedError (the Python meta kernels raise
+// RuntimeError).
+void check_shift_dtype(const c10::FunctionSchema& schema, const Args& args) {
+  const at::Tensor* self = tensor_at(args, 0);
+  if (!self || !at::isFloatingType(self->scalar_type())) return;
+  const bool left = schema.name().find("lshift") != std::string::npos || schema.name().find("left") != std::string::npos;
+  TORCH_CHECK_NOT_IMPLEMENTED(false, "\"", left ? "lshift" : "rshift", "\" not implemented for '",
+                              self->scalar_type(), "'");
+}
+
+void check_random_fill_dtype(const c10::FunctionSchema& schema, const Args& args) {
+  const at::Tensor* self = tensor_at(args, 0);
+  if (!self || at::isFloatingType(self->scalar_type()) || at::isComplexType(self->scalar_type())) return;
+  const bool normal = schema.name() == "aten::normal_";
+  TORCH_CHECK_NOT_IMPLEMENTED(false, "\"", normal ? "normal_kernel_cpu" : "check_uniform_bounds",
+                              "\" not implemented for '", self->scalar_type(), "'");
+}
+
+// topk's meta function.
+void check_topk_k(const c10::FunctionSchema&, const Args& args) {
+  const at::Tensor* self = tensor_at(args, 0);
+  if (!self || args.size() < 3 || !args[1].isInt() || !args[2].isInt()) return;
+  const int64_t dim = c10::maybe_wrap_dim(args[2].toInt(), self->dim());
+  const int64_t k = args[1].toInt();
+  TORCH_CHECK(k >= 0 && k <= (self->dim() > 0 ? self->size(dim) : 1), "selected index k out of range");
+}
+
+// cumsum/cumprod into bool: no kernel on CPU or CUDA.
+void check_scan_dtype(const c10::FunctionSchema& schema, const Args& args) {
+  if (args.size() < 3 || !args[2].isInt()) return;
+  const auto dtype = static_cast<at::ScalarType>(args[2].toInt());
+  TORCH_CHECK_NOT_IMPLEMENTED(dtype != at::kBool, "\"", schema.name().substr(6), "\" not implemented for '", dtype,
+                              "'");
+}
+
+// layer_norm's parameters share the input's dtype, or are float for a
+// bfloat16/half input (CPU's check_mixed_data_type, worded with our device).
+void check_layer_norm_parameters(const c10::FunctionSchema&, const Args& args) {
+  const at::Tensor* input = tensor_at(args, 0);
+  if (!input) return;
+  bool mixed = false;
+  for (size_t i : {2, 3}) {
+    const at::Tensor* p = tensor_at(args, i);
+    if (!p || p->scalar_type() == input->scalar_type()) continue;
+    TORCH_CHECK(p->scalar_type() == at::kFloat, "mixed dtype (tpu): expect parameter to have scalar type of Float");
+    mixed = true;
+  }
+  TORCH_CHECK(!mixed || at::isReducedFloatingType(input->scalar_type()),
+              "mixed dtype (tpu): all inputs must share same datatype.");
 }
 
 // masked_fill's kernels (CPU and CUDA alike).
@@ -347,6 +431,26 @@ const std::unordered_map<std::string, Check>& per_op_checks() {
       {"aten::put_", check_put_types},
       {"aten::nll_loss_forward", check_nll_target_type},
       {"aten::nll_loss2d_forward", check_nll_target_type},
+      {"aten::index_copy", check_index_copy_types},
+      {"aten::index_copy_", check_index_copy_types},
+      {"aten::index_fill", check_index_fill_index},
+      {"aten::index_fill_", check_index_fill_index},
+      {"aten::__lshift__", check_shift_dtype},
+      {"aten::__ilshift__", check_shift_dtype},
+      {"aten::__rshift__", check_shift_dtype},
+      {"aten::__irshift__", check_shift_dtype},
+      {"aten::bitwise_left_shift", check_shift_dtype},
+      {"aten::bitwise_left_shift_", check_shift_dtype},
+      {"aten::bitwise_right_shift", check_shift_dtype},
+      {"aten::bitwise_right_shift_", check_shift_dtype},
+      {"aten::normal_", check_random_fill_dtype},
+      {"aten::uniform_", check_random_fill_dtype},
+      {"aten::topk", check_topk_k},
+      {"aten::cumsum", check_scan_dtype},
+      {"aten::cumsum_", check_scan_dtype},
+      {"aten::cumprod", check_scan_dtype},
+      {"aten::cumprod_", check_scan_dtype},
+      {"aten::native_layer_norm", check_layer_norm_parameters},
       {"aten::masked_fill", check_masked_fill_mask},
       {"aten::masked_fill_", check_masked_fill_mask},
       {"aten::where", check_where_condition},

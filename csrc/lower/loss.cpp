@@ -7,8 +7,9 @@
 // The target class is picked with a one-hot mask (iota == target) instead of
 // a gather: the logits are read once either way, and the same mask scatters
 // the gradient. Targets equal to ignore_index contribute 0 and are left out
-// of total_weight. Out-of-range targets are not checked (PyTorch raises on
-// CPU; that needs the values on the host) and contribute 0.
+// of total_weight. Out-of-range targets contribute 0 and raise IndexError by
+// the next synchronization, as CPU raises at the op (CUDA asserts in its
+// kernel).
 #include "lower/ops.h"
 
 namespace torch_tpu::lower {
@@ -69,7 +70,16 @@ std::vector<Value> nll_loss_forward(LowerContext& ctx) {
   const ElementType out = ctx.out_types.at(0).dtype;
   const ElementType acc = accumulation_type(out);
   const int64_t reduction = ctx.int_arg(3, kMean);
-  NllTerms t = nll_terms(ctx, input, ctx.tensor(1), 2, ctx.int_arg(4, -100), acc);
+  const int64_t ignore_index = ctx.int_arg(4, -100);
+  NllTerms t = nll_terms(ctx, input, ctx.tensor(1), 2, ignore_index, acc);
+  {
+    Value tgt = b.convert(ctx.tensor(1), ElementType::S64);
+    auto bound = [&](int64_t v) { return b.broadcast_to(b.constant_int(v, ElementType::S64), tgt.shape()); };
+    Value in_range = b.binary("and", b.compare(tgt, bound(0), CompareDirection::GE),
+                              b.compare(tgt, bound(input.shape()[t.class_dim]), CompareDirection::LT));
+    ctx.check_all(b.binary("or", in_range, b.compare(tgt, bound(ignore_index), CompareDirection::EQ)),
+                  "Target is out of bounds.", /*runtime_error=*/false);
+  }
 
   Value x = b.convert(input, acc);
   Value x_t = b.reduce(b.select(t.pick, x, b.splat(0, x.type)), b.constant(0, acc), {t.class_dim}, "add");

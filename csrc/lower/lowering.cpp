@@ -115,9 +115,9 @@ void LowerContext::check_in_range(const Value& index, int64_t lo, int64_t hi, co
   range_checks_.push_back({all_true(b, ok), message, runtime_error});
 }
 
-void LowerContext::check_all(const Value& ok, const std::string& message) {
+void LowerContext::check_all(const Value& ok, const std::string& message, bool runtime_error) {
   if (ok.type.numel() == 0) return;
-  range_checks_.push_back({all_true(b, ok), message, true});
+  range_checks_.push_back({all_true(b, ok), message, runtime_error});
 }
 
 int64_t wrap_dim(int64_t dim, int64_t rank) {

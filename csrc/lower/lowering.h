@@ -121,8 +121,9 @@ class LowerContext {
                       bool runtime_error = false);
   // The same deferred raise for any condition on the values: `ok` (i1, any
   // shape) must hold everywhere (a loss's inputs within [0, 1]), else
-  // RuntimeError with `message`, as the CPU kernel's own check.
-  void check_all(const Value& ok, const std::string& message);
+  // RuntimeError with `message` (IndexError when `runtime_error` is false),
+  // as the CPU kernel's own check.
+  void check_all(const Value& ok, const std::string& message, bool runtime_error = true);
   const std::vector<RangeCheck>& range_checks() const { return range_checks_; }
 
  private:
