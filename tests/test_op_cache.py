@@ -304,3 +304,13 @@ def test_eager_foreach_adamw_replays_every_step_and_matches_cpu():
     counts = runs["tpu"][1]
     assert counts[-1][0] == counts[2][0]  # the bias corrections change every step; no new captures
     assert counts[-1][1] > counts[2][1]
+
+
+def test_checks_that_read_values_are_not_skipped_by_a_replay():
+    # multinomial checks its probabilities on the host; a replay of an
+    # earlier valid call's program must not skip that.
+    p = torch.ones(4, device="tpu")
+    for _ in range(3):
+        torch.multinomial(p, 2)
+    with pytest.raises(RuntimeError, match="probability tensor contains either `inf`, `nan` or element < 0"):
+        torch.multinomial(-p, 2)

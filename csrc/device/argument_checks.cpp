@@ -485,6 +485,8 @@ void collect_tensors(const c10::IValue& v, std::vector<at::Tensor>& out) {
 
 bool writes_argument(const c10::Argument& a) { return a.alias_info() && a.alias_info()->isWrite(); }
 
+bool checks_read_values(const c10::FunctionSchema& schema) { return schema.name() == "aten::multinomial"; }
+
 void check_arguments(const c10::FunctionSchema& schema, const Args& args) {
   check_write_overlap(schema, args);
   auto it = per_op_checks().find(schema.name());

@@ -13,6 +13,12 @@ namespace torch_tpu::device {
 
 void check_arguments(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
 
+// Whether the op's checks read tensor values on the host (multinomial's
+// probabilities), so that a call cannot skip them by replaying an earlier
+// call's program (csrc/device/op_cache.h); every other check reads dtypes,
+// shapes and non-tensor arguments only, which a replay's signature fixes.
+bool checks_read_values(const c10::FunctionSchema& schema);
+
 // The tensors of an argument (a Tensor, Tensor[] or Tensor?[]).
 void collect_tensors(const c10::IValue& v, std::vector<at::Tensor>& out);
 

@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "device/argument_checks.h"
 #include "device/storage_buffer.h"
 #include "device/tensor_program.h"
 #include "runtime/metrics.h"
@@ -169,6 +170,7 @@ std::optional<OpCall> op_cache_call(const c10::OperatorHandle& op, const std::ve
   for (const c10::Argument& a : schema.arguments()) {
     if (a.is_out()) return std::nullopt;
   }
+  if (checks_read_values(schema)) return std::nullopt;  // a replay would skip them
   OpCall call;
   call.flat.reserve(args.size() + 2);
   call.flat.emplace_back(runtime::matmul_precision());
