@@ -228,6 +228,41 @@ def test_dtypes_without_kernels_are_not_implemented_errors():
             fn("tpu")
 
 
+DTYPE_GAPS = {
+    # Each once failed in the compiler, raised RuntimeError, or computed.
+    "softmax of int": lambda d: torch.nn.functional.softmax(_ones(3, device=d, dtype=torch.long), 0),
+    "log_softmax of int": lambda d: torch.nn.functional.log_softmax(_ones(3, device=d, dtype=torch.long), 0),
+    "layer_norm of int": lambda d: torch.nn.functional.layer_norm(_ones(2, 3, device=d, dtype=torch.long), (3,)),
+    "binary_cross_entropy of int": lambda d: torch.nn.functional.binary_cross_entropy(
+        _ones(3, device=d, dtype=torch.long), _ones(3, device=d, dtype=torch.long)),
+    "mse_loss of int": lambda d: torch.nn.functional.mse_loss(_ones(3, device=d, dtype=torch.long),
+                                                              _ones(3, device=d, dtype=torch.long)),
+    "lerp of int": lambda d: torch.lerp(_ones(3, device=d, dtype=torch.long), _ones(3, device=d, dtype=torch.long),
+                                        0.5),
+    "mm of bool": lambda d: _ones(2, 2, device=d, dtype=torch.bool) @ _ones(2, 2, device=d, dtype=torch.bool),
+    "floor_divide of bool": lambda d: _ones(3, device=d, dtype=torch.bool) // _ones(3, device=d, dtype=torch.bool),
+    "nearest interpolate of int": lambda d: torch.nn.functional.interpolate(_ones(1, 1, 4, device=d, dtype=torch.long),
+                                                                           scale_factor=2),
+    "bernoulli of int": lambda d: torch.bernoulli(_ones(3, device=d, dtype=torch.long)),
+}
+
+
+@pytest.mark.parametrize("gap", sorted(DTYPE_GAPS))
+def test_dtypes_an_op_has_no_kernel_for_raise_not_implemented(gap):
+    dtype_name = "Bool" if "bool" in gap else "Long"
+    with pytest.raises(NotImplementedError, match=f"not implemented for '{dtype_name}'"):
+        DTYPE_GAPS[gap]("cpu")
+    with pytest.raises(NotImplementedError, match=f"not implemented for '{dtype_name}'"):
+        DTYPE_GAPS[gap]("tpu")
+        torch.tpu.synchronize()
+
+
+def test_std_and_var_of_integers_raise_as_on_cpu():
+    for fn in (torch.var, torch.std, torch.var_mean, torch.std_mean):
+        with pytest.raises(RuntimeError, match="^std and var only support floating point and complex dtypes$"):
+            fn(_ones(3, device="tpu", dtype=torch.long))
+
+
 def test_layer_norm_takes_float_parameters_for_a_bfloat16_input_only():
     x = torch.randn(4, 5)
     w, b = torch.randn(5), torch.randn(5)

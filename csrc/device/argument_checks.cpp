@@ -345,6 +345,66 @@ void check_scan_dtype(const c10::FunctionSchema& schema, const Args& args) {
                               "'");
 }
 
+// Dtypes an op has no kernel for on CPU and CUDA (their AT_DISPATCH raises
+// NotImplementedError naming the kernel). Without this, the Python meta
+// kernels raise RuntimeError, or compute, or the program fails to compile.
+bool floating(at::ScalarType t) { return at::isFloatingType(t); }
+bool floating_or_complex(at::ScalarType t) { return at::isFloatingType(t) || at::isComplexType(t); }
+bool not_bool(at::ScalarType t) { return t != at::kBool; }
+bool floating_or_byte(at::ScalarType t) { return at::isFloatingType(t) || t == at::kByte; }
+
+struct DtypeGap {
+  const char* kernel;                 // the name in the message
+  bool (*supported)(at::ScalarType);  // of the first argument's dtype
+};
+
+const std::unordered_map<std::string, DtypeGap>& dtype_gaps() {
+  static const std::unordered_map<std::string, DtypeGap> gaps = {
+      {"aten::_softmax", {"softmax", floating}},
+      {"aten::_log_softmax", {"log_softmax", floating}},
+      {"aten::native_layer_norm", {"LayerNormKernelImpl", floating}},
+      {"aten::binary_cross_entropy", {"binary_cross_entropy", floating}},
+      {"aten::mse_loss", {"mse", floating}},
+      {"aten::lerp", {"lerp", floating_or_complex}},
+      {"aten::lerp_", {"lerp", floating_or_complex}},
+      {"aten::mm", {"mm", not_bool}},
+      {"aten::addmm", {"addmm", not_bool}},
+      {"aten::floor_divide", {"div_floor", not_bool}},
+      {"aten::floor_divide_", {"div_floor", not_bool}},
+      {"aten::upsample_nearest1d", {"upsample_nearest1d", floating_or_byte}},
+      {"aten::upsample_nearest2d", {"upsample_nearest2d", floating_or_byte}},
+      {"aten::upsample_nearest3d", {"upsample_nearest3d", floating_or_byte}},
+      {"aten::_upsample_nearest_exact1d", {"upsample_nearest1d", floating_or_byte}},
+      {"aten::_upsample_nearest_exact2d", {"upsample_nearest2d", floating_or_byte}},
+      {"aten::_upsample_nearest_exact3d", {"upsample_nearest3d", floating_or_byte}},
+  };
+  return gaps;
+}
+
+void check_dtype_gap(const c10::FunctionSchema& schema, const Args& args) {
+  auto it = dtype_gaps().find(schema.name());
+  if (it == dtype_gaps().end()) return;
+  const at::Tensor* self = tensor_at(args, 0);
+  if (!self || it->second.supported(self->scalar_type())) return;
+  TORCH_CHECK_NOT_IMPLEMENTED(false, "\"", it->second.kernel, "\" not implemented for '", self->scalar_type(), "'");
+}
+
+// bernoulli(self) reads self as probabilities.
+void check_bernoulli_probability_dtype(const c10::FunctionSchema& schema, const Args& args) {
+  const at::Tensor* self = tensor_at(args, 0);
+  if (schema.overload_name().empty() && self && !at::isFloatingType(self->scalar_type())) {
+    TORCH_CHECK_NOT_IMPLEMENTED(false, "\"bernoulli_tensor_p_\" not implemented for '", self->scalar_type(), "'");
+  }
+}
+
+// std_var_out (native/ReduceOps.cpp), on every device.
+void check_std_var_dtype(const c10::FunctionSchema&, const Args& args) {
+  const at::Tensor* self = tensor_at(args, 0);
+  if (!self) return;
+  TORCH_CHECK(at::isFloatingType(self->scalar_type()) || at::isComplexType(self->scalar_type()),
+              "std and var only support floating point and complex dtypes");
+}
+
 // layer_norm's parameters share the input's dtype, or are float for a
 // bfloat16/half input (CPU's check_mixed_data_type, worded with our device).
 void check_layer_norm_parameters(const c10::FunctionSchema&, const Args& args) {
@@ -451,6 +511,11 @@ const std::unordered_map<std::string, Check>& per_op_checks() {
       {"aten::cumprod", check_scan_dtype},
       {"aten::cumprod_", check_scan_dtype},
       {"aten::native_layer_norm", check_layer_norm_parameters},
+      {"aten::bernoulli", check_bernoulli_probability_dtype},
+      {"aten::var", check_std_var_dtype},
+      {"aten::std", check_std_var_dtype},
+      {"aten::var_mean", check_std_var_dtype},
+      {"aten::std_mean", check_std_var_dtype},
       {"aten::masked_fill", check_masked_fill_mask},
       {"aten::masked_fill_", check_masked_fill_mask},
       {"aten::where", check_where_condition},
@@ -489,6 +554,7 @@ bool checks_read_values(const c10::FunctionSchema& schema) { return schema.name(
 
 void check_arguments(const c10::FunctionSchema& schema, const Args& args) {
   check_write_overlap(schema, args);
+  check_dtype_gap(schema, args);
   auto it = per_op_checks().find(schema.name());
   if (it != per_op_checks().end()) it->second(schema, args);
   if (is_promoting_inplace(schema.name()) && !args.empty() && args[0].isTensor()) {

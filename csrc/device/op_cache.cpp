@@ -154,6 +154,14 @@ const void* op_id(const c10::OperatorHandle& op) { return &op.schema(); }
 
 }  // namespace
 
+void op_cache_clear() {
+  Cache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  c.captured.clear();
+  c.seen.clear();
+  c.entries = 0;
+}
+
 bool floats_are_inputs(const c10::OperatorHandle& op) {
   const std::string& name = op.schema().name();
   if (name.rfind("aten::_foreach_", 0) == 0) return true;

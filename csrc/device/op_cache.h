@@ -39,6 +39,10 @@
 
 namespace torch_tpu::device {
 
+// Forgets every captured and seen signature (tests that count captures
+// start from an empty cache; the cache starts over by itself when full).
+void op_cache_clear();
+
 // Whether the op's Python floats may feed program inputs on replay: the
 // _foreach_ ops and add, sub, rsub, mul, div, addcmul, addcdiv, lerp, fill_.
 bool floats_are_inputs(const c10::OperatorHandle& op);

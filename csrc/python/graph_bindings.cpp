@@ -7,6 +7,7 @@
 #include <atomic>
 
 #include "device/graph_capture.h"
+#include "device/op_cache.h"
 #include "runtime/metrics.h"
 
 namespace py = pybind11;
@@ -62,6 +63,7 @@ void register_graph_bindings(py::module_& m) {
              return to_python(*out);
            })
       .def_property_readonly("mismatch", &CapturedGraph::mismatch);
+  m.def("_clear_op_cache", []() { torch_tpu::device::op_cache_clear(); });
   m.def("_capture_begin", [](int device) { torch_tpu::device::begin_capture(device); });
   m.def("_capture_abort", []() { torch_tpu::device::abort_capture(); });
   m.def("_capture_end", [](int device, const py::sequence& inputs, const py::sequence& outputs) {
