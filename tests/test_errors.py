@@ -193,7 +193,10 @@ SILENT_ONCE = {
     "topk k": (RuntimeError, lambda d: _ones(4, device=d).topk(-1)),
     "layer_norm weight dtype": (RuntimeError, lambda d: torch.nn.functional.layer_norm(
         _ones(4, 5, device=d), (5,), _ones(5, device=d, dtype=torch.float64)).cpu()),
+    "addcdiv of bools": (RuntimeError, lambda d: torch.addcdiv(*(_ones(3, device=d, dtype=torch.bool),) * 3)),
     # These raised before, in the Python meta kernels' words.
+    "addcdiv of ints": (RuntimeError, lambda d: torch.addcdiv(_ones(3, device=d), _ones(3, device=d, dtype=torch.long),
+                                                              _ones(3, device=d, dtype=torch.long))),
     "masked_fill float mask": (RuntimeError, lambda d: _ones(5, device=d).masked_fill(_ones(5, device=d), 0.0)),
     "where float condition": (RuntimeError, lambda d: torch.where(_ones(3, device=d), _ones(3, device=d),
                                                                   _ones(3, device=d))),
@@ -244,6 +247,10 @@ DTYPE_GAPS = {
     "nearest interpolate of int": lambda d: torch.nn.functional.interpolate(_ones(1, 1, 4, device=d, dtype=torch.long),
                                                                            scale_factor=2),
     "bernoulli of int": lambda d: torch.bernoulli(_ones(3, device=d, dtype=torch.long)),
+    "logcumsumexp of int": lambda d: _ones(3, device=d, dtype=torch.long).logcumsumexp(0),
+    "logcumsumexp of bool": lambda d: _ones(3, device=d, dtype=torch.bool).logcumsumexp(0),
+    "cross of bool": lambda d: torch.linalg.cross(_ones(3, device=d, dtype=torch.bool),
+                                                  _ones(3, device=d, dtype=torch.bool)),
 }
 
 

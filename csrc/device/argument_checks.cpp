@@ -367,6 +367,8 @@ const std::unordered_map<std::string, DtypeGap>& dtype_gaps() {
       {"aten::mse_loss", {"mse", floating}},
       {"aten::lerp", {"lerp", floating_or_complex}},
       {"aten::lerp_", {"lerp", floating_or_complex}},
+      {"aten::logcumsumexp", {"logcumsumexp", floating_or_complex}},
+      {"aten::linalg_cross", {"cross", not_bool}},
       {"aten::mm", {"mm", not_bool}},
       {"aten::addmm", {"addmm", not_bool}},
       {"aten::floor_divide", {"div_floor", not_bool}},
@@ -395,6 +397,23 @@ void check_bernoulli_probability_dtype(const c10::FunctionSchema& schema, const 
   if (schema.overload_name().empty() && self && !at::isFloatingType(self->scalar_type())) {
     TORCH_CHECK_NOT_IMPLEMENTED(false, "\"bernoulli_tensor_p_\" not implemented for '", self->scalar_type(), "'");
   }
+}
+
+// addcdiv's meta function (native/PointwiseOps.cpp): integer quotients are
+// refused, bool included (PyTorch's Python meta prints this as a tuple, and
+// lets bool through to a program that does not compile).
+void check_addcdiv_integer_division(const c10::FunctionSchema&, const Args& args) {
+  const at::Tensor *tensor1 = tensor_at(args, 1), *tensor2 = tensor_at(args, 2);
+  if (!tensor1 || !tensor2) return;
+  TORCH_CHECK(!(at::isIntegralType(tensor1->scalar_type(), /*includeBool=*/true) &&
+                at::isIntegralType(tensor2->scalar_type(), /*includeBool=*/true)),
+              "Integer division with addcdiv is no longer supported, and in a future  ",
+              "release addcdiv will perform a true division of tensor1 and tensor2. ",
+              "The historic addcdiv behavior can be implemented as ",
+              "(input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) ", "for integer inputs and as ",
+              "(input + value * tensor1 / tensor2) for float inputs. ",
+              "The future addcdiv behavior is just the latter implementation: ",
+              "(input + value * tensor1 / tensor2), for all dtypes.");
 }
 
 // std_var_out (native/ReduceOps.cpp), on every device.
@@ -512,6 +531,8 @@ const std::unordered_map<std::string, Check>& per_op_checks() {
       {"aten::cumprod_", check_scan_dtype},
       {"aten::native_layer_norm", check_layer_norm_parameters},
       {"aten::bernoulli", check_bernoulli_probability_dtype},
+      {"aten::addcdiv", check_addcdiv_integer_division},
+      {"aten::addcdiv_", check_addcdiv_integer_division},
       {"aten::var", check_std_var_dtype},
       {"aten::std", check_std_var_dtype},
       {"aten::var_mean", check_std_var_dtype},
