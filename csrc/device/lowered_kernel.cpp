@@ -260,11 +260,11 @@ void LoweredKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
   }
   std::vector<Arg> largs;
   largs.reserve(num_args);
+  const bool origins = cached_call && cached_call->floats_are_inputs;  // floats may feed replays
   for (size_t i = 0; i < num_args; ++i) {
     const c10::Argument& sa = schema.arguments()[i];
     // A pure out= argument (written, listed after `*` as `out`) is not read.
     bool pure_out = writes_argument(sa) && sa.is_out();
-    const bool origins = cached_call && cached_call->floats_are_inputs;
     largs.push_back(to_arg(prog, sa, args[i], !pure_out, origins ? cached_call->arg_start[i] : -1));
   }
   lower::LowerContext ctx(prog.builder(), std::move(largs), std::move(out_types));
