@@ -21,6 +21,7 @@ import train_gpt  # noqa: E402
 @pytest.fixture(autouse=True)
 def _fresh_dynamo():
     torch._dynamo.reset()
+    tpu_compile.reset_stats()  # counters and reasons start from zero in every test
     yield
     torch._dynamo.reset()
 
@@ -235,6 +236,61 @@ def test_training_steps_replay_captured_programs_without_lowering_any_graph_op()
     # Ops recorded into graph programs run in defer_and_fuse mode; replays record none.
     assert m["ops_by_mode"].get("defer_and_fuse", 0) == 0
     assert m["compiles"] == 0
+
+
+def test_batch_size_change_makes_a_dynamic_graph_that_replays_a_program_per_shape():
+    # A smaller batch (the last of an epoch) makes Dynamo recompile with the
+    # batch dimension dynamic; that graph went through SDPA's backend choice
+    # with symbolic sizes (it used to raise "Cannot call numel() on tensor
+    # with symbolic sizes/strides"), and returns sizes for the backward,
+    # which used to make every later call trace the graph again.
+    dataset = train_gpt.CharDataset()
+    config = gpt_setup(dataset)
+    generator = torch.Generator().manual_seed(5)
+    sizes = [4, 4, 2, 4, 2, 4, 2, 4]
+    batches = [train_gpt.get_batch(dataset.data, b, config.block_size, generator) for b in sizes]
+    runs = {}
+    for name in ("eager", "compiled"):
+        model, optimizer = train_gpt.make_model_and_optimizer(config, "tpu", 5)
+        step_model = torch.compile(model, backend="tpu") if name == "compiled" else model
+        losses = []
+        for i, (x, y) in enumerate(batches):
+            if i == 5:
+                torch_tpu.sync()
+                traces = tpu_compile.stats()["graph_traces"]
+            losses.append(train_gpt.train_step(step_model, optimizer, x.tpu(), y.tpu()).item())
+        runs[name] = (losses, [p.detach().cpu() for p in model.parameters()])
+    stats = tpu_compile.stats()
+    assert stats["recompiles"] == 1  # the dynamic graph, once
+    assert stats["graph_traces"] == traces  # calls 5-7, both shapes seen before: replays only
+    for a, b in zip(runs["eager"][0], runs["compiled"][0]):
+        assert abs(a - b) <= 1e-5 * abs(a)
+    for p_e, p_c in zip(runs["eager"][1], runs["compiled"][1]):
+        torch.testing.assert_close(p_c, p_e, rtol=1e-4, atol=1e-5)
+
+
+def test_a_graph_keeps_the_programs_of_its_most_recently_used_shapes(monkeypatch):
+    monkeypatch.setattr(tpu_compile, "MAX_CAPTURES_PER_GRAPH", 3)
+    f = torch.compile(lambda x: (x * 2).sum(0), backend="tpu", dynamic=True)
+    for n in (2, 3, 4, 5, 3, 5, 3):  # 2 and 4 drop out; 3 and 5 stay in use
+        x = torch.randn(n, 4)
+        torch.testing.assert_close(f(x.tpu()).cpu(), (x * 2).sum(0))
+    stats = tpu_compile.stats()
+    assert stats["graph_traces"] == 4 and stats["graph_replays"] == 3, stats
+
+
+def test_numbers_read_from_tensor_data_are_never_replayed():
+    # The count of nonzeros in a CPU tensor is a number from its data, which a
+    # replay's signature (dtypes and sizes) does not cover: such a graph is
+    # traced on every call, unlike sizes of a dynamic graph.
+    config = torch._dynamo.config
+    with config.patch(capture_scalar_outputs=True, capture_dynamic_output_shape_ops=True):
+        f = torch.compile(lambda x, c: (x * 2, c.nonzero().shape[0]), backend="tpu", fullgraph=True)
+        x = torch.ones(3).tpu()
+        for v in (1, 2, 3):
+            out, count = f(x, torch.arange(4) < v)
+            assert count == v
+            torch.testing.assert_close(out.cpu(), torch.full((3,), 2.0))
 
 
 def test_input_with_another_storage_offset_is_traced_again_and_stays_correct():

@@ -21,8 +21,9 @@ import torch
 from . import _C, precision
 
 # How many captured programs one graph keeps (one per input signature:
-# strides, storage sizes, aliasing...); past it, calls that match none are
-# traced every time, which is correct, only slower.
+# sizes of a graph Dynamo made dynamic, strides, storage sizes, aliasing...);
+# past it, the least recently replayed one is dropped, and the call is traced
+# (correct, only slower) and captured in its place.
 MAX_CAPTURES_PER_GRAPH = 8
 
 _stats = {"graphs_compiled": 0, "graph_calls": 0, "graph_replays": 0, "graph_traces": 0, "recompiles": 0}
@@ -57,15 +58,28 @@ def _device_of(args):
     return None
 
 
+def _numbers_read_from_data(gm):
+    """Whether `gm` binds symbols whose values come from tensor data (an
+    `.item()`, a nonzero count): numbers such a graph returns may differ
+    between calls with the same input signature."""
+    return any(node.meta.get("unbacked_bindings") for node in gm.graph.nodes)
+
+
 def _run_fused(gm, matmul_precision):
     """A boxed callable that runs `gm` as one program per call.
 
     The first call (per input signature) runs the graph's ops through the
     eager kernels, recorded into one pending program, and captures it; later
     calls bind their inputs to that program and run it, lowering nothing.
+
+    A graph Dynamo made dynamic (it marks a dimension dynamic once it sees it
+    change) also returns numbers: sizes the backward graph takes as inputs.
+    They are functions of the input sizes and numbers, which a replay matches
+    exactly, so each capture keeps the ones its trace returned.
     """
-    captures = []
+    captures = []  # (capture, {output position: number}), most recently replayed first
     out_type = [None]  # the graph's own return container
+    numbers_are_data = _numbers_read_from_data(gm)
 
     def trace(args, device):
         _stats["graph_traces"] += 1
@@ -83,7 +97,10 @@ def _run_fused(gm, matmul_precision):
                 raise
             flat = list(out) if isinstance(out, (list, tuple)) else [out]
             out_type[0] = type(out) if isinstance(out, (list, tuple)) else None
-            capture, why = _C._capture_end(device, args, flat)
+            numbers = {} if numbers_are_data else {
+                i: v for i, v in enumerate(flat) if isinstance(v, (bool, int, float))}
+            tensors = [None if i in numbers else v for i, v in enumerate(flat)]
+            capture, why = _C._capture_end(device, args, tensors)
             if capture is not None and any(t._version != v for t, v in cpu_versions):
                 # CPU work inside the graph (an optimizer's CPU step counts
                 # incremented in place) is not part of the program.
@@ -91,9 +108,11 @@ def _run_fused(gm, matmul_precision):
         finally:
             _C._set_eager_mode(previous_mode)
             _C._set_matmul_precision(previous_precision)
-        if capture is not None and len(captures) < MAX_CAPTURES_PER_GRAPH:
-            captures.append(capture)
-        elif capture is None:
+        if capture is not None:
+            if len(captures) >= MAX_CAPTURES_PER_GRAPH:
+                captures.pop()
+            captures.insert(0, (capture, numbers))
+        else:
             _trace_reasons["not replayable: " + why] += 1
         return out
 
@@ -103,13 +122,17 @@ def _run_fused(gm, matmul_precision):
         if device is None:  # no tpu input (a graph of factories): trace as eager does
             return gm(*args)
         _C._flush("graph_boundary")  # eager work so far runs as its own program (no wait)
-        for capture in captures:
+        for position, (capture, numbers) in enumerate(captures):
             out = capture.replay(args)
             if out is not None:
                 _stats["graph_replays"] += 1
+                for i, v in numbers.items():
+                    out[i] = v
+                if position:
+                    captures.insert(0, captures.pop(position))
                 return out_type[0](out) if out_type[0] is not None else out[0]
         if captures:
-            _trace_reasons["inputs changed: " + captures[-1].mismatch] += 1
+            _trace_reasons["inputs changed: " + captures[0][0].mismatch] += 1
         return trace(args, device)
 
     run._boxed_call = True

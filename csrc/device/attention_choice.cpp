@@ -9,7 +9,9 @@
 // raises as "No viable backend". The same choice serves fake tensors
 // (Dynamo and AOTAutograd trace with them): their Meta kernel asks the
 // PrivateUse1 entry of _fused_sdp_choice_stub, so torch.compile graphs call
-// the same op eager does.
+// the same op eager does. Fake tensors may have symbolic sizes (Dynamo makes
+// a dimension dynamic when it sees it change), so sizes are read as SymInts:
+// comparing two guards on the result, as PyTorch's own choice functions do.
 #include <ATen/ATen.h>
 #include <ATen/SDPBackend.h>
 #include <ATen/native/transformers/attention.h>
@@ -33,22 +35,24 @@ bool fused_kernel_covers(const at::Tensor& q, const at::Tensor& k, const at::Ten
   const int64_t rank = q.dim();
   if (rank != 4 || k.dim() != rank || v.dim() != rank) return false;
   for (int64_t i = 0; i + 2 < rank; ++i) {
-    if (k.size(i) != q.size(i) || v.size(i) != q.size(i)) return false;
+    if (k.sym_size(i) != q.sym_size(i) || v.sym_size(i) != q.sym_size(i)) return false;
   }
-  if (q.size(-1) != k.size(-1) || k.size(-2) != v.size(-2)) return false;
+  if (q.sym_size(-1) != k.sym_size(-1) || k.sym_size(-2) != v.sym_size(-2)) return false;
   for (const at::Tensor* t : {&q, &k, &v}) {
-    if (t->numel() == 0 || !at::isFloatingType(t->scalar_type()) || t->scalar_type() != q.scalar_type()) return false;
+    if (t->sym_numel() == 0 || !at::isFloatingType(t->scalar_type()) || t->scalar_type() != q.scalar_type()) {
+      return false;
+    }
   }
   if (attn_mask.has_value() && attn_mask->defined()) {
     if (is_causal) return false;
     const at::ScalarType mask_type = attn_mask->scalar_type();
     if (mask_type != at::kBool && mask_type != q.scalar_type()) return false;
-    const std::vector<int64_t> scores = {q.size(0), q.size(1), q.size(2), k.size(2)};
+    const std::vector<c10::SymInt> scores = {q.sym_size(0), q.sym_size(1), q.sym_size(2), k.sym_size(2)};
     const int64_t mask_rank = attn_mask->dim();
     if (mask_rank > rank) return false;
     for (int64_t i = 1; i <= mask_rank; ++i) {
-      const int64_t m = attn_mask->size(mask_rank - i), target = scores[rank - i];
-      if (m != 1 && m != target) return false;
+      const c10::SymInt& m = attn_mask->sym_size(mask_rank - i);
+      if (m != 1 && m != scores[rank - i]) return false;
     }
   }
   return true;
