@@ -1,6 +1,7 @@
 """torch.compile on tpu: compiled and eager tpu agree, graphs fuse into one
 program each, the default backend follows the inputs' device."""
 
+import copy
 import os
 import subprocess
 import sys
@@ -117,6 +118,40 @@ def test_default_backend_follows_the_device():
     g = torch.compile(lambda x: x * 3 + 1)  # a CPU model still goes to Inductor
     torch.testing.assert_close(g(torch.ones(3)), torch.full((3,), 4.0))
     assert tpu_compile.stats()["graphs_compiled"] == before + 1
+
+
+@pytest.mark.parametrize("mode", ["reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"])
+def test_inductor_modes_on_a_tpu_model_run_the_tpu_backend(mode, monkeypatch):
+    # Code written for CUDA names a mode; on tpu it used to reach Inductor,
+    # which ran the graph op by op (and backend="tpu" with a mode raised a
+    # TypeError).
+    lin = nn.Linear(4, 3)
+    x = torch.randn(2, 4)
+    for backend in ("inductor", "tpu"):
+        torch._dynamo.reset()
+        before = tpu_compile.stats()["graphs_compiled"]
+        f = torch.compile(copy.deepcopy(lin).tpu(), backend=backend, mode=mode)
+        torch.testing.assert_close(f(x.tpu()).cpu(), lin(x))
+        assert tpu_compile.stats()["graphs_compiled"] == before + 1
+    # A CPU model still gets Inductor, with the mode.
+    seen = []
+    wrapper = torch._TorchCompileInductorWrapper
+    monkeypatch.setattr(torch, "_TorchCompileInductorWrapper",
+                        lambda mode, options, dynamic: seen.append(mode) or wrapper(mode, options, dynamic))
+    torch._dynamo.reset()
+    g = torch.compile(lambda x: x * 3 + 1, mode=mode)
+    torch.testing.assert_close(g(torch.ones(3)), torch.full((3,), 4.0))
+    assert seen == [mode]
+
+
+def test_unknown_mode_raises_and_inductor_options_warn_on_tpu():
+    x = torch.ones(3).tpu()
+    for backend in ("tpu", "inductor"):
+        with pytest.raises(RuntimeError, match="Unrecognized mode=fastest"):
+            torch.compile(lambda x: x + 1, backend=backend, mode="fastest")
+    with pytest.warns(UserWarning, match="configure Inductor"):
+        out = torch.compile(lambda x: x + 1, options={"max_autotune": True})(x)
+    torch.testing.assert_close(out.cpu(), torch.full((3,), 2.0))
 
 
 def test_training_with_changing_lr_compiles_nothing_after_the_first_step():

@@ -277,8 +277,16 @@ def _note_recompile():
     _recompile_reasons[reason or "unknown"] += 1
 
 
-def tpu_backend(gm, example_inputs):
-    """The "tpu" torch.compile backend."""
+def tpu_backend(gm, example_inputs, mode=None, options=None):
+    """The "tpu" torch.compile backend.
+
+    torch.compile's `mode` and `options` tune Inductor's code generation
+    (CUDA graphs, autotuned kernels); a tpu graph always runs as one XLA
+    program, so every mode means the same here (torch.compile checked its
+    name); options are ignored with a warning."""
+    if options:
+        warnings.warn(f"torch.compile options {sorted(options)} configure Inductor; graphs on tpu run as XLA "
+                      "programs and ignore them")
     _note_recompile()
     return _aot_backend()(gm, example_inputs)
 
@@ -287,13 +295,12 @@ def _on_tpu(example_inputs):
     return any(isinstance(x, torch.Tensor) and x.device.type == "tpu" for x in example_inputs)
 
 
-def device_aware_backend(gm, example_inputs):
-    """Default backend: tpu for graphs whose inputs are on tpu, Inductor otherwise."""
+def device_aware_backend(gm, example_inputs, mode=None, options=None):
+    """Default backend: tpu for graphs whose inputs are on tpu, Inductor
+    (with the call's mode or options) otherwise."""
     if _on_tpu(example_inputs):
-        return tpu_backend(gm, example_inputs)
-    from torch._dynamo import lookup_backend
-
-    return lookup_backend("inductor")(gm, example_inputs)
+        return tpu_backend(gm, example_inputs, mode=mode, options=options)
+    return torch._TorchCompileInductorWrapper(mode, options, None)(gm, example_inputs)
 
 
 _original_compile = torch.compile
@@ -301,11 +308,16 @@ _original_compile = torch.compile
 
 @functools.wraps(_original_compile)
 def _compile(*args, **kwargs):
-    backend = kwargs.get("backend", "inductor")
+    backend = kwargs.get("backend") or "inductor"
+    if kwargs.get("mode") is not None and backend in ("tpu", "inductor"):
+        from torch._inductor import list_mode_options
+
+        list_mode_options(kwargs["mode"])  # an unknown one raises Inductor's RuntimeError here, at the call
     if backend == "tpu":  # also registered by name through the torch_dynamo_backends entry point
         kwargs["backend"] = tpu_backend
-    elif backend == "inductor" and not kwargs.get("mode") and not kwargs.get("options"):
-        # Only the untouched default (Inductor, no mode/options) is redirected.
+    elif backend == "inductor":
+        # Inductor, the default, is chosen per graph by the devices of its
+        # inputs; a mode or options still reach Inductor for CPU graphs.
         kwargs["backend"] = device_aware_backend
     return _original_compile(*args, **kwargs)
 
