@@ -197,17 +197,18 @@ def test_second_process_compiling_the_model_finds_every_program_on_disk(tmp_path
     assert outs[1]["COMPILES"] == 0 and outs[1]["DISK_HITS"] == outs[0]["COMPILES"]
 
 
-def test_dump_hlo_writes_each_compiled_program(tmp_path):
+def test_dump_hlo_writes_each_program_also_from_a_warm_disk_cache(tmp_path):
     code = textwrap.dedent("""
         import torch, torch_tpu
         f = torch.compile(lambda x: (x * 5).exp().sum(), backend="tpu")
         print(f(torch.ones(7, 3).tpu()).item())
     """)
-    env = dict(os.environ, TORCH_TPU_DUMP_HLO=str(tmp_path / "hlo"), TORCH_TPU_CACHE_DIR="off")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
-    assert r.returncode == 0, r.stderr
-    texts = [p.read_text() for p in (tmp_path / "hlo").iterdir()]
-    assert any("stablehlo.exponential" in t and "tensor<7x3xf32>" in t for t in texts)
+    for run, dump in enumerate(("hlo_cold", "hlo_warm")):  # the second process loads every program from disk
+        env = dict(os.environ, TORCH_TPU_DUMP_HLO=str(tmp_path / dump), TORCH_TPU_CACHE_DIR=str(tmp_path / "cache"))
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
+        assert r.returncode == 0, r.stderr
+        texts = [p.read_text() for p in (tmp_path / dump).iterdir()]
+        assert any("stablehlo.exponential" in t and "tensor<7x3xf32>" in t for t in texts), run
 
 
 def test_dynamic_shapes_compile_per_shape_and_stay_correct():

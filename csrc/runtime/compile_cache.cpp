@@ -122,10 +122,12 @@ std::shared_ptr<pjrt::LoadedExecutable> CompileCache::get_or_compile(pjrt::Clien
     if (const char* dump = std::getenv("TORCH_TPU_DUMP_PROGRAMS"); dump && *dump == '1') {
       std::fprintf(stderr, "[torch_tpu] compiled program:\n%s\n", text.c_str());
     }
-    if (const char* dir = std::getenv("TORCH_TPU_DUMP_HLO"); dir && *dir && make_dirs(dir)) {
-      std::ofstream(std::string(dir) + "/" + hex_key(text) + ".mlir") << text;
-    }
     if (!path.empty()) store_on_disk(path, identity, *exe);
+  }
+  // Every program this process runs, compiled now or loaded from the disk
+  // tier: a warm cache must not hide what runs.
+  if (const char* dir = std::getenv("TORCH_TPU_DUMP_HLO"); dir && *dir && make_dirs(dir)) {
+    std::ofstream(std::string(dir) + "/" + hex_key(text) + ".mlir") << text;
   }
   std::lock_guard<std::mutex> lock(mutex_);
   remember(text, exe);
