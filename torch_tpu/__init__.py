@@ -30,6 +30,10 @@ from . import device_module as _device_module  # noqa: E402
 torch._register_device_module("tpu", _device_module)
 torch.utils.generate_methods_for_privateuse1_backend(for_tensor=True, for_module=True, for_packed_sequence=True,
                                                      for_storage=True)
+# torch.autocast("tpu") without a dtype means bfloat16, the TPU's native
+# matmul type (PyTorch starts PrivateUse1 at float16). PyTorch keeps this per
+# thread: threads started later begin at float16 unless they set it too.
+torch.set_autocast_dtype("tpu", torch.bfloat16)
 
 from . import _meta_kernels, _printing, modes, precision  # noqa: E402
 from .modes import check_nans, eager_mode, get_eager_mode, set_eager_mode, sync  # noqa: E402
