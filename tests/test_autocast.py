@@ -135,3 +135,101 @@ def test_gpt_loss_under_autocast_is_close_to_float32():
         logits, loss16 = model(x.tpu(), y.tpu())
     assert logits.dtype == torch.bfloat16 and loss16.dtype == torch.float32
     assert abs(loss16.item() - loss32.item()) <= 2e-2 * loss32.item()
+
+
+# ---- GradScaler --------------------------------------------------------------
+
+@pytest.mark.parametrize("found_before", [0.0, 1.0])
+def test_unscale_and_non_finite_check_match_cpu(found_before):
+    torch.manual_seed(1)
+    cases = [
+        [torch.randn(5), torch.randn(2, 3).bfloat16(), torch.randn(4).half()],
+        [torch.randn(5), torch.tensor([1.0, float("inf")]), torch.randn(3).bfloat16()],
+        [torch.tensor([float("nan"), 2.0]).half(), torch.randn(3)],
+        [torch.tensor(3.0)],  # a 0-d gradient
+    ]
+    for grads in cases:
+        results = {}
+        for dev in ("cpu", "tpu"):
+            gs = [g.clone().to(dev) for g in grads]
+            found = torch.full((1,), found_before).to(dev)
+            torch._amp_foreach_non_finite_check_and_unscale_(gs, found, torch.full((1,), 0.25).to(dev))
+            results[dev] = ([g.cpu() for g in gs], found.cpu())
+        for g_t, g_c in zip(results["tpu"][0], results["cpu"][0]):
+            assert g_t.dtype == g_c.dtype
+            torch.testing.assert_close(g_t, g_c, equal_nan=True)
+        torch.testing.assert_close(results["tpu"][1], results["cpu"][1])
+
+
+def test_update_scale_matches_cpu_step_by_step():
+    # growth_interval 2: grows after two good steps, backs off (and restarts
+    # the count) after a bad one, and never grows into infinity.
+    steps = [0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0]
+    for start in (1024.0, 3e38):
+        state = {dev: (torch.full((1,), start).to(dev), torch.zeros(1, dtype=torch.int32).to(dev))
+                 for dev in ("cpu", "tpu")}
+        for found in steps:
+            for dev, (scale, tracker) in state.items():
+                out = torch._amp_update_scale_(scale, tracker, torch.full((1,), found).to(dev), 2.0, 0.5, 2)
+                assert out is scale
+            torch.testing.assert_close(state["tpu"][0].cpu(), state["cpu"][0])
+            assert state["tpu"][1].cpu().item() == state["cpu"][1].item()
+
+
+@pytest.mark.parametrize("args", [
+    (torch.ones(2), torch.zeros(1, dtype=torch.int32), torch.zeros(1)),
+    (torch.ones(1), torch.zeros(2, dtype=torch.int32), torch.zeros(1)),
+    (torch.ones(1), torch.zeros(1, dtype=torch.int32), torch.zeros(3)),
+    (torch.ones(1), torch.zeros(1), torch.zeros(1)),
+    (torch.ones(1, dtype=torch.float64), torch.zeros(1, dtype=torch.int32), torch.zeros(1)),
+    (torch.ones(1), torch.zeros(1, dtype=torch.int32), torch.zeros(1, dtype=torch.float64)),
+], ids=["scale numel", "tracker numel", "found numel", "tracker dtype", "scale dtype", "found dtype"])
+def test_update_scale_rejects_what_cpu_rejects(args):
+    with pytest.raises(RuntimeError) as cpu:
+        torch._amp_update_scale_(*[a.clone() for a in args], 2.0, 0.5, 2)
+    with pytest.raises(RuntimeError) as tpu:
+        torch._amp_update_scale_(*[a.tpu() for a in args], 2.0, 0.5, 2)
+    assert str(tpu.value) == str(cpu.value)
+
+
+def test_float16_training_with_grad_scaler_matches_cpu():
+    # A step whose gradients overflow is skipped and the scale backs off, on
+    # both devices; the other steps update the parameters alike.
+    results = {}
+    for dev in ("cpu", "tpu"):
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2)).to(dev)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        scaler = torch.amp.GradScaler(dev, init_scale=2.0 ** 8, growth_interval=2)
+        x = torch.randn(4, 8, generator=torch.Generator().manual_seed(1)).to(dev)
+        scales = []
+        for step in range(5):
+            loss = model(x).square().mean() * (1e38 if step == 2 else 1.0)  # times the scale: inf
+            optimizer.zero_grad()
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+            scales.append(scaler.get_scale())
+        results[dev] = (scales, [p.detach().cpu() for p in model.parameters()])
+    assert results["tpu"][0] == results["cpu"][0]
+    assert results["cpu"][0][2] == results["cpu"][0][1] / 2  # the overflowing step backed off
+    for p_t, p_c in zip(results["tpu"][1], results["cpu"][1]):
+        torch.testing.assert_close(p_t, p_c, rtol=1e-5, atol=1e-6)
+
+
+def test_autocast_float16_step_with_grad_scaler_runs_on_tpu():
+    torch.manual_seed(0)
+    model = nn.Linear(8, 2).tpu()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    scaler = torch.amp.GradScaler("tpu")
+    before = model.weight.detach().cpu().clone()
+    with torch.autocast("tpu", dtype=torch.float16):
+        out = model(torch.randn(4, 8).tpu())
+        assert out.dtype == torch.float16
+        loss = out.float().square().mean()
+    scaler.scale(loss).backward()
+    scaler.step(optimizer)
+    scaler.update()
+    assert model.weight.grad.dtype == torch.float32
+    assert not torch.equal(model.weight.detach().cpu(), before)
+    assert scaler.get_scale() == 2.0 ** 16

@@ -487,9 +487,23 @@ void check_multinomial_distribution(const c10::FunctionSchema&, const Args& args
 
 using Check = void (*)(const c10::FunctionSchema&, const Args&);
 
+// GradScaler's kernels take one-element float32 scale and found_inf tensors
+// and an int32 growth tracker (AmpGradScalerKernels.cpp's messages).
+void check_amp_update_scale(const c10::FunctionSchema&, const Args& args) {
+  const at::Tensor *scale = tensor_at(args, 0), *tracker = tensor_at(args, 1), *found_inf = tensor_at(args, 2);
+  if (!scale || !tracker || !found_inf) return;
+  TORCH_CHECK(scale->numel() == 1, "current_scale must be a 1-element tensor.");
+  TORCH_CHECK(tracker->numel() == 1, "growth_tracker must be a 1-element tensor.");
+  TORCH_CHECK(found_inf->numel() == 1, "found_inf must be a 1-element tensor.");
+  TORCH_CHECK(tracker->scalar_type() == at::kInt, "growth_tracker must be an int tensor.");
+  TORCH_CHECK(scale->scalar_type() == at::kFloat, "current_scale must be a float tensor.");
+  TORCH_CHECK(found_inf->scalar_type() == at::kFloat, "found_inf must be a float tensor.");
+}
+
 const std::unordered_map<std::string, Check>& per_op_checks() {
   static const std::unordered_map<std::string, Check> checks = {
       {"aten::index", check_index_dtypes},
+      {"aten::_amp_update_scale_", check_amp_update_scale},
       {"aten::_index_put_impl_", check_index_put},
       {"aten::index_put_", check_index_dtypes},
       {"aten::index_select", check_index_select_dtype},

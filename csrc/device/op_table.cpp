@@ -13,6 +13,7 @@
 #include "device/lowered_kernel.h"
 #include "lower/fft.h"
 #include "lower/foreach.h"
+#include "lower/amp.h"
 #include "lower/linalg.h"
 #include "lower/activation.h"
 #include "lower/im2col.h"
@@ -50,6 +51,8 @@ const OpEntry kLoweredOps[] = {
     {L::abs, "abs abs_ abs.out"},
     {L::acos, "acos acos_ acos.out"},
     {L::acosh, "acosh acosh_ acosh.out"},
+    {L::amp_foreach_non_finite_check_and_unscale, "_amp_foreach_non_finite_check_and_unscale_"},
+    {L::amp_update_scale, "_amp_update_scale_"},
     {L::adaptive_avg_pool, "_adaptive_avg_pool2d _adaptive_avg_pool2d.out _adaptive_avg_pool3d _adaptive_avg_pool3d.out"},
     {L::adaptive_avg_pool2d_backward, "_adaptive_avg_pool2d_backward _adaptive_avg_pool2d_backward.out"},
     {L::adaptive_avg_pool3d_backward, "_adaptive_avg_pool3d_backward _adaptive_avg_pool3d_backward.out"},
