@@ -303,11 +303,38 @@ def device_aware_backend(gm, example_inputs, mode=None, options=None):
     return torch._TorchCompileInductorWrapper(mode, options, None)(gm, example_inputs)
 
 
+def _make_tpu_optimizers_capturable():
+    """Dynamo compiles `optimizer.step` with `capturable=True` (step counts on
+    the device, so the step is one program with no CPU work) when every
+    parameter of a group is on CUDA or XPU and has no state yet; the same
+    rule for tpu. Without it, the compiled step writes CPU step counts and
+    is traced again on every call. Installed on the first torch.compile (so
+    `import torch_tpu` does not import Dynamo)."""
+    from torch._dynamo.variables import optimizer as dynamo_optimizer
+
+    variable = getattr(dynamo_optimizer, "OptimizerVariable", None)
+    original = getattr(variable, "_set_capturable", None)
+    if original is None or getattr(original, "_tpu_aware", False):
+        return
+
+    def _set_capturable(self, tx):
+        for group in self.value.param_groups:
+            params = group.get("params", [])
+            if ("capturable" in group and params and all(p.device.type == "tpu" for p in params)
+                    and all(p not in self.value.state for p in params)):
+                group["capturable"] = True
+        return original(self, tx)
+
+    _set_capturable._tpu_aware = True
+    variable._set_capturable = _set_capturable
+
+
 _original_compile = torch.compile
 
 
 @functools.wraps(_original_compile)
 def _compile(*args, **kwargs):
+    _make_tpu_optimizers_capturable()
     backend = kwargs.get("backend") or "inductor"
     if kwargs.get("mode") is not None and backend in ("tpu", "inductor"):
         from torch._inductor import list_mode_options
