@@ -432,10 +432,10 @@ def test_forward_saves_only_what_the_backward_cannot_cheaply_recompute(monkeypat
     graphs = []
     original = tpu_compile._graph_compiler
 
-    def recording_compiler(gm, example_inputs):
+    def recording_compiler(gm, example_inputs, **kwargs):
         output = next(n for n in gm.graph.nodes if n.op == "output")
         graphs.append((len(example_inputs), len(output.args[0])))
-        return original(gm, example_inputs)
+        return original(gm, example_inputs, **kwargs)
 
     monkeypatch.setattr(tpu_compile, "_graph_compiler", recording_compiler)
     tpu_compile._aot_backend.cache_clear()

@@ -103,3 +103,45 @@ def test_in_range_indices_raise_nothing_in_strict():
     idx = torch.tensor([2, -3])
     torch.testing.assert_close(x.tpu()[idx.tpu()].cpu(), x[idx])
     torch.tpu.synchronize()
+
+
+def test_compiled_graph_in_debug_mode_raises_an_out_of_range_index_at_its_call(debug_mode):
+    torch._dynamo.reset()
+    f = torch.compile(lambda t, i: t[i] * 2, backend="tpu")
+    t = torch.randn(3, 4).tpu()
+    f(t, torch.tensor([0, 2]).tpu())  # compiled and captured; the next call replays
+    reached = False
+    with pytest.raises(IndexError, match="compiled graph"):
+        f(t, torch.tensor([0, 5]).tpu())
+        reached = True
+    assert not reached
+
+
+def test_compiled_graph_in_debug_mode_checks_its_outputs_for_nans(debug_mode):
+    torch._dynamo.reset()
+    previous = torch_tpu.check_nans(True)
+    try:
+        f = torch.compile(lambda x: (x.log() * 2).sum(), backend="tpu")
+        assert f(torch.ones(4).tpu()).item() == 0.0
+        with pytest.raises(RuntimeError, match="compiled forward graph produced NaN or Inf in output 0"):
+            f(torch.full((4,), -1.0).tpu())
+        # A NaN made only by the backward graph: sqrt's gradient at 0 is inf.
+        g = torch.compile(lambda x: x.sqrt().sum(), backend="tpu")
+        x = torch.zeros(3).tpu().requires_grad_()
+        out = g(x)
+        with pytest.raises(RuntimeError, match="compiled backward graph produced NaN or Inf"):
+            out.backward()
+    finally:
+        torch_tpu.check_nans(previous)
+        torch._dynamo.reset()
+
+
+def test_compiled_graph_in_strict_mode_defers_its_index_checks_to_the_next_sync():
+    torch._dynamo.reset()
+    f = torch.compile(lambda t, i: t[i] * 2, backend="tpu")
+    t = torch.randn(3, 4).tpu()
+    f(t, torch.tensor([0, 2]).tpu())
+    f(t, torch.tensor([0, 5]).tpu())  # no wait at the call
+    with pytest.raises(IndexError, match="next synchronization"):
+        torch_tpu.sync()
+    torch._dynamo.reset()

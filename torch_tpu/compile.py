@@ -65,7 +65,26 @@ def _numbers_read_from_data(gm):
     return any(node.meta.get("unbacked_bindings") for node in gm.graph.nodes)
 
 
-def _run_fused(gm, matmul_precision):
+def _debug_checks(outputs, kind):
+    """Debug mode for a compiled graph, as for an eager op: the call waits
+    for the program, so an out-of-range index it found raises here, at the
+    call; with check_nans on, a floating output holding NaN or Inf raises,
+    naming the graph and the output."""
+    _C._synchronize(-1)  # raises the program's pending index checks
+    if not _C._check_nans():
+        return
+    _C._set_check_nans(False)  # the check's own ops (isfinite's abs of a NaN) are not the culprit
+    try:
+        for k, t in enumerate(outputs):
+            if (isinstance(t, torch.Tensor) and t.device.type == "tpu" and t.numel()
+                    and (t.is_floating_point() or t.is_complex()) and not bool(torch.isfinite(t).all())):
+                raise RuntimeError(f"tpu debug (TORCH_TPU_CHECK_NANS): a compiled {kind} graph produced NaN or Inf "
+                                   f"in output {k} of {len(outputs)}")
+    finally:
+        _C._set_check_nans(True)
+
+
+def _run_fused(gm, matmul_precision, kind="forward"):
     """A boxed callable that runs `gm` as one program per call.
 
     The first call (per input signature) runs the graph's ops through the
@@ -122,6 +141,16 @@ def _run_fused(gm, matmul_precision):
         if device is None:  # no tpu input (a graph of factories): trace as eager does
             return gm(*args)
         _C._flush("graph_boundary")  # eager work so far runs as its own program (no wait)
+        out = replay(args)
+        if out is None:
+            if captures:
+                _trace_reasons["inputs changed: " + captures[0][0].mismatch] += 1
+            out = trace(args, device)
+        if _C._get_eager_mode() == "debug":
+            _debug_checks(list(out) if isinstance(out, (list, tuple)) else [out], kind)
+        return out
+
+    def replay(args):
         for position, (capture, numbers) in enumerate(captures):
             out = capture.replay(args)
             if out is not None:
@@ -131,9 +160,7 @@ def _run_fused(gm, matmul_precision):
                 if position:
                     captures.insert(0, captures.pop(position))
                 return out_type[0](out) if out_type[0] is not None else out[0]
-        if captures:
-            _trace_reasons["inputs changed: " + captures[0][0].mismatch] += 1
-        return trace(args, device)
+        return None
 
     run._boxed_call = True
     return run
@@ -218,12 +245,12 @@ def _constants_as_inputs(gm):
     return constants
 
 
-def _graph_compiler(gm, example_inputs):
+def _graph_compiler(gm, example_inputs, kind="forward"):
     _check_lowerings(gm)
     _stats["graphs_compiled"] += 1
     constants = _constants_as_inputs(gm)
     # The float32 matmul precision in force when the graph was compiled.
-    run = _run_fused(gm, precision.get_matmul_precision())
+    run = _run_fused(gm, precision.get_matmul_precision(), kind)
     if not constants:
         return run
 
@@ -252,7 +279,7 @@ def _aot_backend():
     # recomputed. GPT example: 37 -> 34 ms per compiled training step.
     from torch._functorch.partitioners import min_cut_rematerialization_partition
 
-    return aot_autograd(fw_compiler=_graph_compiler, bw_compiler=_graph_compiler,
+    return aot_autograd(fw_compiler=_graph_compiler, bw_compiler=functools.partial(_graph_compiler, kind="backward"),
                         partition_fn=min_cut_rematerialization_partition, keep_inference_input_mutations=True)
 
 
