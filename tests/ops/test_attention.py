@@ -138,9 +138,9 @@ def test_compiled_graphs_call_the_fused_kernel(monkeypatch):
     seen = []
     original = tpu_compile._graph_compiler
 
-    def recording_compiler(gm, example_inputs):
+    def recording_compiler(gm, example_inputs, **kwargs):
         seen.extend(str(n.target) for n in gm.graph.nodes if n.op == "call_function")
-        return original(gm, example_inputs)
+        return original(gm, example_inputs, **kwargs)
 
     monkeypatch.setattr(tpu_compile, "_graph_compiler", recording_compiler)
     tpu_compile._aot_backend.cache_clear()
