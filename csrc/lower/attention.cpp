@@ -108,25 +108,6 @@ void check_no_dropout(const LowerContext& ctx, size_t index) {
   }
 }
 
-// The products run in float32 for half inputs. The float32 matmul precision
-// ("medium": operands rounded to bf16, one MXU pass) is a setting for float32
-// tensors; applied to float16 values held in float32 it would cut their 10
-// mantissa bits to 7 (8x CPU's error). "high" (bf16x3) holds them exactly.
-// bfloat16 values lose nothing to the rounding, so they keep the one pass.
-class HalfInputPrecision {
- public:
-  HalfInputPrecision(LowerContext& ctx, ElementType input) : ctx_(ctx), saved_(ctx.matmul_precision) {
-    if (input == ElementType::F16 && ctx.matmul_precision == "DEFAULT") ctx.matmul_precision = "HIGH";
-  }
-  ~HalfInputPrecision() { ctx_.matmul_precision = saved_; }
-  HalfInputPrecision(const HalfInputPrecision&) = delete;
-  HalfInputPrecision& operator=(const HalfInputPrecision&) = delete;
-
- private:
-  LowerContext& ctx_;
-  std::string saved_;
-};
-
 Value is_minus_inf(Builder& b, const Value& v) {
   return b.compare(v, b.splat(-std::numeric_limits<double>::infinity(), v.type), CompareDirection::EQ);
 }
@@ -142,7 +123,7 @@ Value is_minus_inf(Builder& b, const Value& v) {
 std::vector<Value> scaled_dot_product_fused_attention(LowerContext& ctx) {
   Builder& b = ctx.b;
   check_no_dropout(ctx, 4);
-  HalfInputPrecision precision(ctx, ctx.tensor(0).dtype());
+  Float16InputPrecision precision(ctx, ctx.tensor(0).dtype());  // products in float32
   const TensorType& out_t = ctx.out_types.at(0);
   const ElementType acc = accumulation_type(out_t.dtype);
   const Value q = b.convert(ctx.tensor(0), acc), k = b.convert(ctx.tensor(1), acc), v = b.convert(ctx.tensor(2), acc);
@@ -175,7 +156,7 @@ std::vector<Value> scaled_dot_product_fused_attention(LowerContext& ctx) {
 std::vector<Value> scaled_dot_product_fused_attention_backward(LowerContext& ctx) {
   Builder& b = ctx.b;
   check_no_dropout(ctx, 12);
-  HalfInputPrecision precision(ctx, ctx.tensor(1).dtype());
+  Float16InputPrecision precision(ctx, ctx.tensor(1).dtype());  // products in float32
   const ElementType acc = accumulation_type(ctx.out_types.at(0).dtype);
   const Value q = b.convert(ctx.tensor(1), acc), k = b.convert(ctx.tensor(2), acc), v = b.convert(ctx.tensor(3), acc);
   const Value g = b.convert(ctx.tensor(0), acc), out = b.convert(ctx.tensor(6), acc);

@@ -175,6 +175,7 @@ std::vector<Value> convolution(LowerContext& ctx) {
   Builder& b = ctx.b;
   const TensorType& out = ctx.out_types.at(0);
   const ElementType acc = compute_type(out.dtype);
+  Float16InputPrecision precision(ctx, ctx.tensor(0).dtype());  // the convolution runs in acc
   Value x = b.convert(ctx.tensor(0), acc);
   Value w = b.convert(ctx.tensor(1), acc);
   const ConvParams p = conv_params(ctx, 3, x.rank() - 2);
@@ -189,6 +190,7 @@ std::vector<Value> convolution(LowerContext& ctx) {
 std::vector<Value> convolution_backward(LowerContext& ctx) {
   Builder& b = ctx.b;
   const ElementType acc = compute_type(ctx.tensor(1).dtype());
+  Float16InputPrecision precision(ctx, ctx.tensor(1).dtype());  // the convolutions run in acc
   Value g = b.convert(ctx.tensor(0), acc);
   Value x = b.convert(ctx.tensor(1), acc);
   Value w = b.convert(ctx.tensor(2), acc);

@@ -168,4 +168,11 @@ Value at_matmul_precision(const LowerContext& ctx, const Value& operand) {
   return ctx.b.convert(operand, ElementType::BF16);
 }
 
+Float16InputPrecision::Float16InputPrecision(LowerContext& ctx, ElementType input)
+    : ctx_(ctx), saved_(ctx.matmul_precision) {
+  if (input == ElementType::F16 && ctx.matmul_precision == "DEFAULT") ctx.matmul_precision = "HIGH";
+}
+
+Float16InputPrecision::~Float16InputPrecision() { ctx_.matmul_precision = saved_; }
+
 }  // namespace torch_tpu::lower

@@ -161,6 +161,23 @@ ElementType accumulation_type(ElementType dtype);  // bf16/f16 -> f32
 // DEFAULT; XLA:CPU and XLA:GPU ignore the precision attribute and would
 // multiply in float32. Other dtypes and precisions pass through.
 Value at_matmul_precision(const LowerContext& ctx, const Value& operand);
+// For the lifetime of the guard, products of float16 inputs that a lowering
+// computes in float32 run at "high" instead of DEFAULT: the float32 matmul
+// precision is a setting for float32 tensors, and rounding float16 values to
+// bf16 would cut their 10 mantissa bits to 7 (several times CPU's error);
+// bf16x3 holds them exactly. bfloat16 values lose nothing to the rounding,
+// so they keep the one pass.
+class Float16InputPrecision {
+ public:
+  Float16InputPrecision(LowerContext& ctx, ElementType input);
+  ~Float16InputPrecision();
+  Float16InputPrecision(const Float16InputPrecision&) = delete;
+  Float16InputPrecision& operator=(const Float16InputPrecision&) = delete;
+
+ private:
+  LowerContext& ctx_;
+  std::string saved_;
+};
 // dot_general of `a` and `b` (converted to `out`, at the context's matmul
 // precision) over the batch dims, contracting one dim of each; the result is
 // in the accumulation type of `out` (batch dims, a's free dims, b's free
