@@ -16,8 +16,8 @@ namespace {
 // tensor<i1>: whether any element of `x` is NaN or infinite. |x| < inf is
 // false for exactly those (a comparison with NaN is false).
 Value any_non_finite(Builder& b, const Value& x) {
-  Value finite = b.compare(b.unary("abs", x), b.broadcast_to(b.constant(std::numeric_limits<double>::infinity(), x.dtype()), x.shape()),
-                           hlo::CompareDirection::LT);
+  Value inf = b.broadcast_to(b.constant(std::numeric_limits<double>::infinity(), x.dtype()), x.shape());
+  Value finite = b.compare(b.unary("abs", x), inf, hlo::CompareDirection::LT);
   Value non_finite = b.unary("not", finite);
   std::vector<int64_t> dims;
   for (int64_t d = 0; d < x.rank(); ++d) dims.push_back(d);
@@ -66,15 +66,16 @@ std::vector<Value> amp_update_scale(LowerContext& ctx) {
   const Value& tracker = ctx.tensor(1);
   Value s = scalar_of(ctx, 0, ElementType::F32);
   Value n = scalar_of(ctx, 1, ElementType::S32);
-  Value found = b.compare(scalar_of(ctx, 2, ElementType::F32), b.constant(0, ElementType::F32), hlo::CompareDirection::NE);
+  Value found =
+      b.compare(scalar_of(ctx, 2, ElementType::F32), b.constant(0, ElementType::F32), hlo::CompareDirection::NE);
   const double growth = ctx.double_arg(3), backoff = ctx.double_arg(4);
   const int64_t interval = ctx.int_arg(5);
 
   Value successful = b.binary("add", n, b.constant_int(1, ElementType::S32));
   Value grow = b.compare(successful, b.constant_int(interval, ElementType::S32), hlo::CompareDirection::EQ);
   Value grown = b.binary("multiply", s, b.constant(growth, ElementType::F32));
-  Value grown_finite = b.compare(b.unary("abs", grown), b.constant(std::numeric_limits<double>::infinity(), ElementType::F32),
-                                 hlo::CompareDirection::LT);
+  Value inf = b.constant(std::numeric_limits<double>::infinity(), ElementType::F32);
+  Value grown_finite = b.compare(b.unary("abs", grown), inf, hlo::CompareDirection::LT);
   Value good_scale = b.select(b.binary("and", grow, grown_finite), grown, s);
   Value good_count = b.select(grow, b.constant_int(0, ElementType::S32), successful);
   Value new_scale = b.select(found, b.binary("multiply", s, b.constant(backoff, ElementType::F32)), good_scale);
