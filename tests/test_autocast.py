@@ -192,7 +192,7 @@ def test_update_scale_rejects_what_cpu_rejects(args):
     assert str(tpu.value) == str(cpu.value)
 
 
-def test_float16_training_with_grad_scaler_matches_cpu():
+def test_training_with_grad_scaler_skips_overflowing_steps_as_cpu_does():
     # A step whose gradients overflow is skipped and the scale backs off, on
     # both devices; the other steps update the parameters alike.
     results = {}
