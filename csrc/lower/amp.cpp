@@ -13,15 +13,11 @@ namespace torch_tpu::lower {
 
 namespace {
 
-// tensor<i1>: whether any element of `x` is NaN or infinite. |x| < inf is
-// false for exactly those (a comparison with NaN is false).
-Value any_non_finite(Builder& b, const Value& x) {
+// Elementwise i1: whether `x` is finite. |x| < inf is false for exactly NaN
+// and the infinities (a comparison with NaN is false).
+Value is_finite(Builder& b, const Value& x) {
   Value inf = b.broadcast_to(b.constant(std::numeric_limits<double>::infinity(), x.dtype()), x.shape());
-  Value finite = b.compare(b.unary("abs", x), inf, hlo::CompareDirection::LT);
-  Value non_finite = b.unary("not", finite);
-  std::vector<int64_t> dims;
-  for (int64_t d = 0; d < x.rank(); ++d) dims.push_back(d);
-  return dims.empty() ? non_finite : b.reduce(non_finite, b.constant(0, ElementType::Pred), dims, "or");
+  return b.compare(b.unary("abs", x), inf, hlo::CompareDirection::LT);
 }
 
 // A one-element tensor argument as a 0-d value of `dtype`.
@@ -46,7 +42,7 @@ std::vector<Value> amp_foreach_non_finite_check_and_unscale(LowerContext& ctx) {
   for (const auto& g : grads) {
     const ElementType t = math::float_opmath(g->dtype());
     Value x = b.convert(*g, t);
-    any = b.binary("or", any, any_non_finite(b, x));
+    any = b.binary("or", any, b.unary("not", all_true(b, is_finite(b, x))));
     Value scaled = b.binary("multiply", x, b.broadcast_to(b.convert(inv_scale, t), x.shape()));
     results.push_back(b.convert(scaled, g->dtype()));
   }
@@ -74,9 +70,7 @@ std::vector<Value> amp_update_scale(LowerContext& ctx) {
   Value successful = b.binary("add", n, b.constant_int(1, ElementType::S32));
   Value grow = b.compare(successful, b.constant_int(interval, ElementType::S32), hlo::CompareDirection::EQ);
   Value grown = b.binary("multiply", s, b.constant(growth, ElementType::F32));
-  Value inf = b.constant(std::numeric_limits<double>::infinity(), ElementType::F32);
-  Value grown_finite = b.compare(b.unary("abs", grown), inf, hlo::CompareDirection::LT);
-  Value good_scale = b.select(b.binary("and", grow, grown_finite), grown, s);
+  Value good_scale = b.select(b.binary("and", grow, is_finite(b, grown)), grown, s);
   Value good_count = b.select(grow, b.constant_int(0, ElementType::S32), successful);
   Value new_scale = b.select(found, b.binary("multiply", s, b.constant(backoff, ElementType::F32)), good_scale);
   Value new_count = b.select(found, b.constant_int(0, ElementType::S32), good_count);

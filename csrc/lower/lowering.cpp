@@ -38,16 +38,11 @@ const std::vector<int64_t>& LowerContext::ints(size_t i) const {
   return args[i].ints;
 }
 
-namespace {
-
-// tensor<i1>: whether `pred` holds everywhere.
 Value all_true(Builder& b, const Value& pred) {
   std::vector<int64_t> all_dims;
   for (int64_t d = 0; d < pred.rank(); ++d) all_dims.push_back(d);
   return all_dims.empty() ? pred : b.reduce(pred, b.constant(1, ElementType::Pred), all_dims, "and");
 }
-
-}  // namespace
 
 bool is_special_scalar(double v) {
   return !std::isfinite(v) || v == 0.0 || v == 1.0 || v == -1.0 || v == 2.0 || v == 3.0 || v == 0.5 || v == -0.5 ||

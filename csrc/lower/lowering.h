@@ -76,6 +76,9 @@ struct HostScalar {
 // does not serve these, so a replay never feeds them to it.
 bool is_special_scalar(double v);
 
+// tensor<i1> (0-d): whether `pred` (i1, any shape) holds everywhere.
+Value all_true(Builder& b, const Value& pred);
+
 class LowerContext {
  public:
   LowerContext(Builder& b, std::vector<Arg> args, std::vector<TensorType> out_types)
