@@ -99,10 +99,11 @@ def _run_fused(gm, matmul_precision, kind="forward"):
 
     def trace(args, device):
         _stats["graph_traces"] += 1
+        # Both settings are the calling thread's own: other threads keep
+        # theirs while this graph traces.
         previous_mode = _C._get_eager_mode()
-        previous_precision = _C._get_matmul_precision()
         _C._set_eager_mode("defer_and_fuse")
-        _C._set_matmul_precision(matmul_precision)
+        _C._set_thread_matmul_precision(matmul_precision)
         cpu_versions = [(a, a._version) for a in args if isinstance(a, torch.Tensor) and a.device.type == "cpu"]
         try:
             _C._capture_begin(device)
@@ -123,7 +124,7 @@ def _run_fused(gm, matmul_precision, kind="forward"):
                 capture, why = None, "the graph writes CPU tensors"
         finally:
             _C._set_eager_mode(previous_mode)
-            _C._set_matmul_precision(previous_precision)
+            _C._set_thread_matmul_precision("")
         if capture is not None:
             if len(captures) >= MAX_CAPTURES_PER_GRAPH:
                 captures.pop()

@@ -11,6 +11,15 @@
   on the host, at `sync()`, at a mode change, after each optimizer step, or
   when TORCH_TPU_DEFER_MAX_OPS ops (default 4000) are pending. Tensors that
   die inside a run are never materialized.
+
+Threads: the mode is the calling thread's own, as grad mode and autocast
+are. A thread that never sets one runs in the process default (the
+environment variables above, else "strict"); setting it in one thread never
+changes how another thread's ops run. Each thread has its own pending
+DeferAndFuse programs and its own torch.compile capture, so threads never
+fuse each other's ops; when a thread reads a tensor that another thread's
+pending program writes, that program runs first, so every thread sees
+every write that happened before its read.
 """
 
 import contextlib
@@ -23,10 +32,14 @@ _MODES = ("strict", "debug", "defer_and_fuse")
 
 
 def set_eager_mode(mode):
+    """Sets the calling thread's eager mode."""
     if mode not in _MODES:
         raise ValueError(f"eager mode must be one of {_MODES}, got {mode!r}")
     sync()  # work launched under the old mode completes under it
     _C._set_eager_mode(mode)
+    # This thread's backward then runs on this thread, in this mode, rather
+    # than on autograd's device thread in the process default mode.
+    torch.autograd.set_multithreading_enabled(False)
 
 
 def get_eager_mode():
@@ -45,7 +58,8 @@ def eager_mode(mode):
 
 
 def sync():
-    """Waits for everything launched on every tpu device."""
+    """Runs this thread's pending DeferAndFuse programs, then waits for
+    everything launched on every tpu device (by any thread)."""
     _C._synchronize(-1)
 
 

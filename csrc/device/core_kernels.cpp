@@ -35,28 +35,35 @@ std::vector<int64_t> row_major_strides(at::IntArrayRef sizes) {
 }
 
 // Whether `t` is exactly its storage's buffer (no program needed to read it).
-bool is_whole_storage(const at::Tensor& t) {
+// `t`'s storage buffer when `t` is exactly that buffer (no program needed
+// to read it), else null.
+runtime::BufferPtr whole_storage_buffer(const at::Tensor& t) {
   const StorageBuffer& sb = storage_buffer(t);
-  return sb.buffer && t.is_contiguous() && t.storage_offset() == 0 && sb.dtype == element_type(t.scalar_type()) &&
-         t.numel() == sb.numel();
+  hlo::ElementType dtype;
+  runtime::BufferPtr buffer = sb.current(&dtype);
+  const bool whole = buffer && t.is_contiguous() && t.storage_offset() == 0 && dtype == element_type(t.scalar_type()) &&
+                     t.numel() * t.element_size() == static_cast<int64_t>(sb.nbytes);
+  return whole ? buffer : nullptr;
 }
 
 // A contiguous copy of a tpu tensor on the host, in its own dtype.
 at::Tensor download(const at::Tensor& src) {
   at::Tensor host = at::empty(src.sizes(), src.options().device(at::kCPU));
   if (src.numel() == 0) return host;
-  flush_deferred("host_read");  // pending writes first
-  const StorageBuffer& sb = storage_buffer(src);
-  if (!sb.buffer) return host.zero_();  // never written
-  at::Tensor whole = src;
-  if (!is_whole_storage(src)) {
+  flush_deferred("host_read");  // pending writes first: this thread's,
+  StorageBuffer& sb = storage_buffer(src);
+  settle_pending_writes(sb);  // and another thread's
+  if (!sb.current()) return host.zero_();  // never written
+  runtime::BufferPtr buffer = whole_storage_buffer(src);
+  if (!buffer) {
     TensorProgram prog(sb.device);
-    whole = prog.produce(prog.read(src), src.sizes(), row_major_strides(src.sizes()), src.scalar_type());
-    prog.run();
+    at::Tensor whole = prog.produce(prog.read(src), src.sizes(), row_major_strides(src.sizes()), src.scalar_type());
+    prog.run("host_read");
     flush_deferred("host_read");
+    buffer = storage_buffer(whole).current();
   }
   verify_range_checks();  // never hand out values computed from clamped indices
-  runtime::DeviceRuntime::get().download(*storage_buffer(whole).buffer, host.data_ptr(), host.nbytes());
+  runtime::DeviceRuntime::get().download(*buffer, host.data_ptr(), host.nbytes());
   return host;
 }
 
@@ -170,12 +177,15 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_b
     at::Tensor src = self;
     if (self.device() != dst.device()) {  // another device: whole buffer across, then as below
       at::Tensor packed = self.contiguous();
-      const StorageBuffer& psb = storage_buffer(packed);
+      StorageBuffer& psb = storage_buffer(packed);
+      settle_pending_writes(psb);
+      hlo::ElementType dtype;
+      runtime::BufferPtr buffer = psb.current(&dtype);
       int target = dst.device().index();
       src = empty_tpu(packed.sizes(), packed.strides(), packed.scalar_type(), target);
-      if (psb.buffer) {
-        storage_buffer(src).set(psb.buffer->copy_to_device(runtime::DeviceRuntime::get().client().devices().at(target)),
-                                psb.dtype);
+      if (buffer) {
+        storage_buffer(src).set(buffer->copy_to_device(runtime::DeviceRuntime::get().client().devices().at(target)),
+                                dtype);
       }
       src = src.as_strided(packed.sizes(), packed.strides(), packed.storage_offset());
     }
@@ -183,7 +193,7 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_b
     hlo::Value v = prog.read(src);
     if (conjugate) v = conj_value(prog.builder(), v);
     prog.write(dst, prog.builder().broadcast_to(v, dst.sizes().vec()));
-    prog.run();
+    prog.run("aten::copy_");
     return dst;
   }
   if (is_tpu(dst)) {  // host to device; dtype conversion on the host, as PyTorch does it
@@ -195,12 +205,16 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_b
     runtime::metrics().bytes_to_device += static_cast<int64_t>(host.nbytes());
     StorageBuffer& sb = storage_buffer(dst);
     if (dst.is_contiguous() && dst.storage_offset() == 0 && static_cast<size_t>(host.nbytes()) == sb.nbytes) {
+      // The whole storage: no program reads the old value, but another
+      // thread's pending program may still write it (this thread's ran
+      // above); it runs first so it cannot overwrite this copy later.
+      settle_pending_writes(sb);
       sb.set(rt.upload(host.data_ptr(), pjrt_type(et), {dst.numel()}, device), et);
       return dst;
     }
     TensorProgram prog(device);
     prog.write(dst, prog.host_input(host));
-    prog.run();
+    prog.run("aten::copy_");
     return dst;
   }
   TORCH_CHECK(is_tpu(self), "internal: _copy_from with no tpu tensor");

@@ -80,7 +80,8 @@ bool CapturedGraph::matches(const std::vector<c10::IValue>& values) {
         StorageBuffer& sb = storage_buffer(t);
         if (sb.device != device) return fail(k, "device changed");
         if (sb.nbytes != in.storage_nbytes) return fail(k, "storage size changed");
-        if ((sb.buffer != nullptr) != in.has_buffer) return fail(k, "storage materialization changed");
+        settle_pending_writes(sb);  // another thread's pending program writes it: run that first
+        if ((sb.current() != nullptr) != in.has_buffer) return fail(k, "storage materialization changed");
         auto [it, fresh] = first_of_storage.emplace(sb.id, static_cast<int>(k));
         if ((fresh ? -1 : it->second) != in.alias_of) return fail(k, "aliasing between inputs changed");
         break;
@@ -120,7 +121,7 @@ std::optional<std::vector<c10::IValue>> CapturedGraph::replay(const std::vector<
     switch (p.kind) {
       case Param::Kind::Input: {
         const at::Tensor& t = values[p.input].toTensor();
-        args[i] = inputs[p.input].kind == Input::Kind::HostTensor ? upload_host(t, device) : storage_buffer(t).buffer;
+        args[i] = inputs[p.input].kind == Input::Kind::HostTensor ? upload_host(t, device) : storage_buffer(t).current();
         break;
       }
       case Param::Kind::Constant:
@@ -138,20 +139,26 @@ std::optional<std::vector<c10::IValue>> CapturedGraph::replay(const std::vector<
   }
   // The buffer of an input the graph overwrites is donated (updated in place)
   // when only its storage and this argument list hold it.
-  std::vector<bool> donatable(args.size(), false);
-  for (size_t i = 0; i < params.size(); ++i) donatable[i] = params[i].donor && args[i].use_count() <= 2;
-  auto results = rt.run(*executable, device, args, donatable);
-  args.clear();
+  // The fresh outputs' storages first: allocating can raise (out of memory)
+  // before anything ran.
   std::vector<at::Tensor> fresh(sinks.size());
   for (size_t s = 0; s < sinks.size(); ++s) {
-    const Sink& sink = sinks[s];
-    if (sink.kind == Sink::Kind::InputWrite) {
-      storage_buffer(values[sink.input].toTensor()).set(results[s], sink.dtype);
-      continue;
+    if (sinks[s].kind == Sink::Kind::InputWrite) continue;
+    const int64_t numel = static_cast<int64_t>(sinks[s].nbytes) / hlo::byte_size(sinks[s].dtype);
+    fresh[s] = empty_tpu({numel}, {1}, scalar_type(sinks[s].dtype), device);
+  }
+  std::vector<runtime::BufferPtr> results;
+  {
+    std::lock_guard<std::recursive_mutex> lock(buffers_mutex());  // no other thread takes a donor meanwhile
+    std::vector<bool> donatable(args.size(), false);
+    for (size_t i = 0; i < params.size(); ++i) donatable[i] = params[i].donor && args[i].use_count() <= 2;
+    results = rt.run(*executable, device, args, donatable);
+    args.clear();
+    for (size_t s = 0; s < sinks.size(); ++s) {
+      const Sink& sink = sinks[s];
+      const at::Tensor& target = sink.kind == Sink::Kind::InputWrite ? values[sink.input].toTensor() : fresh[s];
+      storage_buffer(target).set(results[s], sink.dtype);
     }
-    const int64_t numel = static_cast<int64_t>(sink.nbytes) / hlo::byte_size(sink.dtype);
-    fresh[s] = empty_tpu({numel}, {1}, scalar_type(sink.dtype), device);
-    storage_buffer(fresh[s]).set(results[s], sink.dtype);
   }
   queue_range_checks(checks, results, sinks.size());
   std::vector<c10::IValue> out;
@@ -212,7 +219,7 @@ std::shared_ptr<CapturedGraph> capture_program(std::unique_ptr<ProgramState> sta
       in.strides = t.strides().vec();
       in.offset = t.storage_offset();
       in.storage_nbytes = sb.nbytes;
-      in.has_buffer = sb.buffer != nullptr;
+      in.has_buffer = sb.current() != nullptr;
       auto [it, fresh] = input_of_storage.emplace(sb.id, static_cast<int>(k));
       in.alias_of = fresh ? -1 : it->second;
     } else if (is_host_tensor(v)) {
@@ -373,9 +380,13 @@ std::shared_ptr<CapturedGraph> capture_program(std::unique_ptr<ProgramState> sta
   }
   auto& rt = runtime::DeviceRuntime::get();
   cap->executable = rt.executable(state->b.finish(outs));
-  auto results = rt.run(*cap->executable, device, state->args, std::vector<bool>(state->args.size(), false));
-  for (size_t k = 0; k < targets.size(); ++k) {
-    storage_buffer(c10::Storage(targets[k])).set(results[k], cap->sinks[k].dtype);
+  std::vector<runtime::BufferPtr> results;
+  {
+    std::lock_guard<std::recursive_mutex> lock(buffers_mutex());
+    results = rt.run(*cap->executable, device, state->args, std::vector<bool>(state->args.size(), false));
+    for (size_t k = 0; k < targets.size(); ++k) {
+      storage_buffer(c10::Storage(targets[k])).set(results[k], cap->sinks[k].dtype);
+    }
   }
   queue_range_checks(cap->checks, results, targets.size());
   if (!reason.empty()) {

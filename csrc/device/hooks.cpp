@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <ATen/detail/PrivateUse1HooksInterface.h>
 #include <c10/core/Allocator.h>
+#include <c10/core/impl/VirtualGuardImpl.h>
 
 #include "device/generator.h"
 #include "device/storage_buffer.h"
@@ -73,11 +74,15 @@ void register_hooks() {
 void resize_storage_bytes(const c10::Storage& storage, size_t new_nbytes) {
   StorageBuffer& old_sb = storage_buffer(storage);
   if (new_nbytes == old_sb.nbytes) return;
-  flush_deferred("resize");  // the old contents may still be pending
-  c10::DataPtr fresh = allocator()->allocate(new_nbytes);
+  flush_deferred("resize");  // the old contents may still be pending, here
+  settle_pending_writes(old_sb);  // or in another thread's program
+  runtime::BufferPtr old_buffer = old_sb.current();
+  c10::impl::VirtualGuardImpl guard(c10::DeviceType::PrivateUse1);
+  c10::Device prev = guard.exchangeDevice(c10::Device(c10::DeviceType::PrivateUse1, old_sb.device));
+  c10::DataPtr fresh = allocator()->allocate(new_nbytes);  // counted on the storage's own device
+  guard.setDevice(prev);
   auto* sb = static_cast<StorageBuffer*>(fresh.get_context());
-  sb->device = old_sb.device;
-  if (old_sb.buffer && new_nbytes > 0) {
+  if (old_buffer && new_nbytes > 0) {
     // New buffer = old elements, cut or zero-padded to the new length.
     const int64_t itemsize = hlo::byte_size(old_sb.dtype);
     const int64_t old_n = old_sb.numel(), new_n = static_cast<int64_t>(new_nbytes) / itemsize;
@@ -87,7 +92,7 @@ void resize_storage_bytes(const c10::Storage& storage, size_t new_nbytes) {
     hlo::Value p = b.parameter({old_sb.dtype, {old_n}});
     hlo::Value out = new_n <= old_n ? b.slice(p, {0}, {new_n}, {1})
                                     : b.pad(p, b.constant(0, old_sb.dtype), {0}, {new_n - old_n}, {0});
-    auto results = runtime::DeviceRuntime::get().run(b.finish({out}), old_sb.device, {old_sb.buffer}, {false});
+    auto results = runtime::DeviceRuntime::get().run(b.finish({out}), old_sb.device, {old_buffer}, {false});
     sb->set(results[0], old_sb.dtype);
   }
   storage.unsafeGetStorageImpl()->set_data_ptr_noswap(std::move(fresh));

@@ -332,7 +332,7 @@ void LoweredKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
   if (cached_call && op_cache_should_capture(op, *cached_call)) {
     op_cache_capture(op, *cached_call, prog.release(), device, returns);
   } else {
-    prog.run();
+    prog.run(c10::toString(schema.operator_name()));
   }
   if (debug) {
     runtime::DeviceRuntime::get().synchronize(device);  // errors surface at this op

@@ -78,9 +78,10 @@ uint64_t hash_of(const void* op, const std::vector<c10::IValue>& flat, bool floa
       for (int64_t s : t.sizes()) h = mix(h, static_cast<uint64_t>(s));
       if (!is_tpu(t)) continue;
       for (int64_t s : t.strides()) h = mix(h, static_cast<uint64_t>(s));
-      const StorageBuffer& sb = storage_buffer(t);
+      StorageBuffer& sb = storage_buffer(t);
+      settle_pending_writes(sb);  // another thread's pending program writes it: its buffer is not current yet
       h = mix(h, static_cast<uint64_t>(t.storage_offset()));
-      h = mix(h, sb.nbytes * 4 + static_cast<uint64_t>(sb.buffer != nullptr) * 2);
+      h = mix(h, sb.nbytes * 4 + static_cast<uint64_t>(sb.current() != nullptr) * 2);
       size_t k = 0;
       while (k < storages.size() && storages[k] != sb.id) ++k;
       if (k == storages.size()) storages.push_back(sb.id);

@@ -1,6 +1,10 @@
 #include "storage_buffer.h"
 
+#include <unistd.h>
+
 #include <atomic>
+#include <cstdio>
+#include <vector>
 
 #include "runtime/metrics.h"
 
@@ -69,11 +73,28 @@ PJRT_Buffer_Type pjrt_type(hlo::ElementType t) {
   return PJRT_Buffer_Type_INVALID;
 }
 
+std::recursive_mutex& buffers_mutex() {
+  static auto* m = new std::recursive_mutex();  // never destroyed: storages die at exit
+  return *m;
+}
+
+runtime::BufferPtr StorageBuffer::current(hlo::ElementType* element_type) const {
+  std::lock_guard<std::recursive_mutex> lock(buffers_mutex());
+  raise_if_lost();
+  if (element_type) *element_type = dtype;
+  return buffer;
+}
+
 void StorageBuffer::set(runtime::BufferPtr b, hlo::ElementType t) {
-  bool had = buffer != nullptr;
+  std::lock_guard<std::recursive_mutex> lock(buffers_mutex());
   buffer = std::move(b);
   dtype = t;
-  if (!had && buffer) runtime::metrics().add_live_bytes(static_cast<int64_t>(nbytes));
+  lost.reset();  // a value written whole replaces what was lost
+}
+
+void StorageBuffer::raise_if_lost() const {
+  TORCH_CHECK(!lost, "tpu: this tensor has no value: the deferred program that was to compute it failed (", *lost,
+              "). Compute it again.");
 }
 
 StorageBuffer& storage_buffer(const c10::Storage& storage) {
@@ -86,9 +107,69 @@ StorageBuffer& storage_buffer(const at::Tensor& tensor) { return storage_buffer(
 
 namespace {
 
+constexpr int kMaxDevices = 64;
+std::atomic<int64_t> allocated_bytes[kMaxDevices];
+
+// What one device can hold: the plugin's limit where it reports one (TPU,
+// GPU); the XLA:CPU plugin reports none, and its devices share host memory.
+int64_t device_capacity(int device, bool* shared_host) {
+  static std::once_flag once;
+  static std::vector<int64_t> limits;
+  static int64_t host_bytes = 0;
+  std::call_once(once, [] {
+    auto& client = runtime::DeviceRuntime::get().client();
+    for (size_t d = 0; d < client.devices().size(); ++d) {
+      auto stats = client.memory_stats(d);
+      limits.push_back(stats.available && stats.bytes_limit > 0 ? stats.bytes_limit : 0);
+    }
+    host_bytes = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<int64_t>(sysconf(_SC_PAGE_SIZE));
+  });
+  const int64_t limit = device < static_cast<int>(limits.size()) ? limits[device] : 0;
+  *shared_host = limit == 0;
+  return limit > 0 ? limit : host_bytes;
+}
+
+std::string format_bytes(double bytes) {
+  const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 5) bytes /= 1024, ++u;
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), u == 0 ? "%.0f %s" : "%.2f %s", bytes, units[u]);
+  return buf;
+}
+
+// Storages count from their allocation, as CUDA's allocator counts them
+// (torch.empty allocates), whether or not a buffer exists yet: a tensor
+// the device cannot hold raises at the call that asked for it, not at some
+// later op that first writes it.
+void reserve_device_bytes(int device, size_t nbytes) {
+  if (nbytes == 0) return;
+  bool shared_host = false;
+  const int64_t capacity = device_capacity(device, &shared_host);
+  int64_t in_use = 0;
+  if (shared_host) {
+    for (const auto& a : allocated_bytes) in_use += a.load(std::memory_order_relaxed);
+  } else {
+    in_use = allocated_bytes[device].load(std::memory_order_relaxed);
+  }
+  TORCH_CHECK_WITH(OutOfMemoryError, static_cast<int64_t>(nbytes) <= capacity - in_use,
+                   "tpu out of memory. Tried to allocate ", format_bytes(static_cast<double>(nbytes)), ". tpu:", device,
+                   " has a total capacity of ", format_bytes(static_cast<double>(capacity)),
+                   shared_host ? " (host memory, shared by every device of the XLA:CPU plugin)" : "", ", of which ",
+                   format_bytes(static_cast<double>(in_use)), " is allocated by live tpu tensors.");
+  allocated_bytes[device].fetch_add(static_cast<int64_t>(nbytes));
+  runtime::metrics().add_live_bytes(static_cast<int64_t>(nbytes));
+}
+
+void release_device_bytes(int device, size_t nbytes) {
+  if (nbytes == 0) return;
+  allocated_bytes[device].fetch_sub(static_cast<int64_t>(nbytes));
+  runtime::metrics().add_live_bytes(-static_cast<int64_t>(nbytes));
+}
+
 void delete_storage_buffer(void* ctx) {
   auto* sb = static_cast<StorageBuffer*>(ctx);
-  if (sb->buffer) runtime::metrics().add_live_bytes(-static_cast<int64_t>(sb->nbytes));
+  release_device_bytes(sb->device, sb->nbytes);
   delete sb;
 }
 
@@ -100,10 +181,13 @@ std::atomic<uintptr_t> next_address{uintptr_t{1} << 44};
 
 c10::DataPtr TpuAllocator::allocate(size_t nbytes) {
   static std::atomic<uint64_t> next_id{1};
+  const int device = c10::impl::getDeviceGuardImpl(c10::DeviceType::PrivateUse1)->getDevice().index();
+  TORCH_CHECK(device >= 0 && device < kMaxDevices, "tpu: device index ", device, " out of range");
+  reserve_device_bytes(device, nbytes);
   auto* sb = new StorageBuffer();
   sb->id = next_id++;
   sb->nbytes = nbytes;
-  sb->device = c10::impl::getDeviceGuardImpl(c10::DeviceType::PrivateUse1)->getDevice().index();
+  sb->device = device;
   uintptr_t addr = next_address.fetch_add(((nbytes + 255) / 256 + 1) * 256);
   return {reinterpret_cast<void*>(addr), sb, &delete_storage_buffer,
           c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(sb->device))};

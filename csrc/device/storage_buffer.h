@@ -8,6 +8,8 @@
 #include <c10/core/Allocator.h>
 
 #include <memory>
+#include <mutex>
+#include <string>
 
 #include "hlo/builder.h"
 #include "runtime/device_runtime.h"
@@ -18,16 +20,36 @@ hlo::ElementType element_type(at::ScalarType t);  // throws TypeError for unsupp
 at::ScalarType scalar_type(hlo::ElementType t);
 PJRT_Buffer_Type pjrt_type(hlo::ElementType t);
 
+struct PendingWork;  // csrc/device/tensor_program.h: one thread's DeferAndFuse programs
+
+// Any thread may read a storage's buffer or swap it. Copying the pointer out
+// (current()) and a program's launch (deciding which inputs to donate,
+// executing, swapping the results in) hold this lock, so a buffer is never
+// donated while another thread is about to pass it to a program.
+std::recursive_mutex& buffers_mutex();
+
 struct StorageBuffer {
   uint64_t id = 0;  // unique for the process lifetime (addresses get reused)
   int device = 0;
   size_t nbytes = 0;
   // Null until the storage is first written (torch.empty costs nothing).
+  // Read it through current(); write it through set().
   runtime::BufferPtr buffer;
   hlo::ElementType dtype = hlo::ElementType::U8;  // element type of `buffer`
+  // DeferAndFuse: the thread whose pending program writes this storage (under
+  // the deferred programs' mutex); another thread reading it runs that
+  // program first (settle_pending_writes).
+  PendingWork* pending_in = nullptr;
+  // Set when the program that was to compute this storage failed (and it
+  // held no earlier value): reading it raises this instead of returning zeros.
+  std::shared_ptr<const std::string> lost;
 
   int64_t numel() const { return static_cast<int64_t>(nbytes / hlo::byte_size(dtype)); }
+  // The buffer (and, if asked, its element type), copied under
+  // buffers_mutex(); raises if the storage was lost.
+  runtime::BufferPtr current(hlo::ElementType* element_type = nullptr) const;
   void set(runtime::BufferPtr b, hlo::ElementType t);
+  void raise_if_lost() const;
 };
 
 // Whether a (defined) tensor lives on a tpu device, i.e. in a StorageBuffer.

@@ -60,6 +60,20 @@ struct ProgramState {
     std::optional<hlo::Value> current;  // flat value after this program's writes
     bool written = false;
   };
+  // Where one recorded op began, so the program can be cut back to the ops
+  // before it: an op that throws while recording, or, when a fused program
+  // fails, the ops before the one that made it fail (they still run).
+  struct OpRecord {
+    std::string name;
+    hlo::Builder::Checkpoint checkpoint;
+    size_t slots = 0, args = 0, checks = 0, undo = 0;
+  };
+  // A slot an op changed that existed before it, as it was.
+  struct SlotUndo {
+    size_t slot;
+    std::optional<hlo::Value> param, current;
+    bool written;
+  };
   explicit ProgramState(int device) : device(device) {}
   int device;
   hlo::Builder b;
@@ -67,7 +81,9 @@ struct ProgramState {
   std::vector<runtime::BufferPtr> args;  // by parameter index
   std::vector<ParamSource> sources;      // by parameter index
   std::vector<std::pair<hlo::Value, RangeCheckInfo>> range_checks;  // extra tensor<i1> outputs
-  int ops = 0;
+  std::vector<OpRecord> ops;  // one per op recorded (Strict: the one op)
+  std::vector<SlotUndo> undo;
+  PendingWork* owner = nullptr;  // DeferAndFuse: the thread whose pending program this is
 };
 
 class TensorProgram {
@@ -98,13 +114,15 @@ class TensorProgram {
 
   // Strict/Debug: compiles (or finds) and launches the program, no waiting.
   // DeferAndFuse: records the op; flushes when the pending program is full.
-  void run();
+  // `op` names it in errors (a failed fused program names the op that failed).
+  void run(const std::string& op = "");
   // Strict/Debug, instead of run(): hands the program over unrun, for the
   // op cache to capture (csrc/device/op_cache.h).
   std::unique_ptr<ProgramState> release();
 
  private:
   ProgramState::Slot& slot_for(const at::Tensor& t);
+  void save_for_undo(size_t slot_index);
   hlo::Value flat_as(ProgramState::Slot& slot, hlo::ElementType dtype);
   void bind(const hlo::Value& param, runtime::BufferPtr buffer, ParamSource source);
 
@@ -114,23 +132,40 @@ class TensorProgram {
   ProgramState* state_;
   std::unique_lock<std::recursive_mutex> lock_;  // DeferAndFuse: the device's pending program
   hlo::Builder::Checkpoint checkpoint_;
-  size_t slots_at_start_ = 0, args_at_start_ = 0, checks_at_start_ = 0;
+  size_t slots_at_start_ = 0, args_at_start_ = 0, checks_at_start_ = 0, undo_at_start_ = 0;
   bool finished_ = false;
 };
 
-// DeferAndFuse: runs every device's pending program. `reason` is counted in
-// the metrics (flushes::<reason>). Cheap when nothing is pending.
+// Threads. Each thread has its own eager mode (runtime/eager_mode.h), its
+// own pending DeferAndFuse programs and its own graph capture: its ops never
+// land in another thread's program. What threads share are storages: a
+// program that reads a storage another thread's pending program writes runs
+// that program first (settle_pending_writes), and a storage rewritten by
+// another thread while a pending program reads it is read anew by later ops.
+
+// DeferAndFuse: runs the calling thread's pending programs (every device).
+// `reason` is counted in the metrics (flushes::<reason>). Cheap when nothing
+// is pending.
 void flush_deferred(const char* reason);
 
-// Graph capture (torch.compile): between begin and end, the device's ops
-// record into one pending program that no flush may split (a flush marks
-// the capture broken) and that donates nothing, so it can be replayed with
-// other buffers. end_graph_capture hands the program over (null when nothing
-// was recorded); `broken` says whether a flush split it.
+// Runs the pending program (of any thread) that writes `sb`, so its buffer
+// is current. Cheap when no thread has pending work.
+void settle_pending_writes(StorageBuffer& sb);
+
+// Graph capture (torch.compile), per thread: between begin and end, the
+// thread's ops on the device record into one pending program that no flush
+// may split (a flush marks the capture broken) and that donates nothing, so
+// it can be replayed with other buffers. end_graph_capture hands the program
+// over (null when nothing was recorded); `broken` says whether a flush split it.
 void begin_graph_capture(int device);
 std::unique_ptr<ProgramState> end_graph_capture(int device, bool* broken);
 // Abandons a capture after an error; the pending program is flushed.
 void abort_graph_capture();
+
+// Testing failure paths: every program holding an op named `op` fails when
+// compiled (`stage` "compile") or launched ("run") with a PjrtError, as a
+// compiler bug or an out-of-memory would. An empty `op` clears it.
+void inject_fault(const std::string& op, const std::string& stage);
 
 // Queues a program's range-check results (results[first...], one per
 // message) for verification at the next host wait.

@@ -173,19 +173,16 @@ std::shared_ptr<Buffer> Buffer::copy_to_device(PJRT_Device* device) const {
   return std::make_shared<Buffer>(client_, args.dst_buffer);
 }
 
-void Buffer::await_ready() const {
+std::shared_ptr<Event> Buffer::ready_event() const {
   auto args = PJRT_ARGS(PJRT_Buffer_ReadyEvent_Args);
   args.buffer = buffer_;
   client_->plugin()->check(client_->plugin()->api()->PJRT_Buffer_ReadyEvent(&args), "Buffer_ReadyEvent");
-  Event(client_->plugin(), args.event).await();
+  return std::make_shared<Event>(client_->plugin(), args.event);
 }
 
-bool Buffer::is_ready() const {
-  auto args = PJRT_ARGS(PJRT_Buffer_ReadyEvent_Args);
-  args.buffer = buffer_;
-  client_->plugin()->check(client_->plugin()->api()->PJRT_Buffer_ReadyEvent(&args), "Buffer_ReadyEvent");
-  return Event(client_->plugin(), args.event).is_ready();
-}
+void Buffer::await_ready() const { ready_event()->await(); }
+
+bool Buffer::is_ready() const { return ready_event()->is_ready(); }
 
 LoadedExecutable::LoadedExecutable(std::shared_ptr<Client> client, PJRT_LoadedExecutable* exe)
     : client_(std::move(client)), exe_(exe) {

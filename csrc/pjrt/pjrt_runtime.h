@@ -80,6 +80,9 @@ class Buffer {
   std::shared_ptr<Buffer> copy_to_device(PJRT_Device* device) const;
   void await_ready() const;
   bool is_ready() const;
+  // The event of this buffer becoming ready. It outlives the buffer: it can
+  // be awaited after the buffer was donated to a later program.
+  std::shared_ptr<Event> ready_event() const;
 
  private:
   std::shared_ptr<Client> client_;

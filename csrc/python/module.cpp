@@ -4,6 +4,7 @@
 
 #include "device/cpu_fallback.h"
 #include "device/registration.h"
+#include "device/tensor_program.h"
 #include "runtime/device_runtime.h"
 #include "runtime/eager_mode.h"
 #include "runtime/metrics.h"
@@ -45,7 +46,12 @@ PYBIND11_MODULE(_C, m) {
     torch_tpu::runtime::set_eager_mode(torch_tpu::runtime::eager_mode_from_name(name));
   });
   m.def("_get_eager_mode", []() { return std::string(torch_tpu::runtime::eager_mode_name(torch_tpu::runtime::eager_mode())); });
-  m.def("_flush", [](const std::string& reason) { torch_tpu::device::flush_deferred(reason.c_str()); });
+  m.def("_flush", [](const std::string& reason) {
+    py::gil_scoped_release release;
+    torch_tpu::device::flush_deferred(reason.c_str());
+  });
+  m.def("_set_thread_matmul_precision", &torch_tpu::runtime::set_thread_matmul_precision);
+  m.def("_inject_fault", &torch_tpu::device::inject_fault);
   m.def("_set_check_nans", &torch_tpu::runtime::set_check_nans);
   m.def("_check_nans", &torch_tpu::runtime::check_nans);
   m.def("_set_device", &torch_tpu::device::set_current_device);

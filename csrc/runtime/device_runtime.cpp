@@ -2,7 +2,9 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
+#include <unordered_set>
 #include <cstdlib>
 
 #include "metrics.h"
@@ -91,17 +93,17 @@ std::vector<BufferPtr> DeviceRuntime::run(pjrt::LoadedExecutable& exe, int devic
 }
 
 void DeviceRuntime::note_output(int device, const BufferPtr& b) {
+  auto event = b->ready_event();  // now, while this thread alone holds the fresh buffer
   std::lock_guard<std::mutex> lock(mutex_);
   if (device < 0 || static_cast<size_t>(device) >= pending_outputs_.size()) return;
   auto& list = pending_outputs_[device];
-  list.push_back(b);
+  list.push_back(std::move(event));
   if (list.size() > 4096) {  // forget finished work so the list stays short
-    std::vector<std::weak_ptr<pjrt::Buffer>> alive;
-    for (auto& w : list) {
-      auto p = w.lock();
-      if (p && !p->is_ready()) alive.push_back(w);
+    std::vector<std::shared_ptr<pjrt::Event>> running;
+    for (auto& e : list) {
+      if (!e->is_ready()) running.push_back(std::move(e));
     }
-    list.swap(alive);
+    list.swap(running);
   }
 }
 
@@ -114,20 +116,30 @@ void DeviceRuntime::wait_in_flight() { wait_for(-1); }
 
 void DeviceRuntime::wait_for(int device) {
   if (!client_) return;
-  std::vector<BufferPtr> pending;
+  // Events stay listed until they are ready: a thread synchronizing at the
+  // same time as this one must wait for them too, not find the list empty.
+  std::vector<std::shared_ptr<pjrt::Event>> pending;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     for (size_t d = 0; d < pending_outputs_.size(); ++d) {
       if (device >= 0 && static_cast<size_t>(device) != d) continue;
-      for (auto& w : pending_outputs_[d]) {
-        if (auto b = w.lock()) pending.push_back(b);
-      }
-      pending_outputs_[d].clear();
+      pending.insert(pending.end(), pending_outputs_[d].begin(), pending_outputs_[d].end());
     }
   }
-  if (!pending.empty()) metrics().host_waits++;
-  for (const auto& b : pending) {
-    b->await_ready();
+  if (pending.empty()) return;
+  metrics().host_waits++;
+  std::unordered_set<const pjrt::Event*> awaited;
+  for (const auto& e : pending) {
+    e->await();
+    awaited.insert(e.get());
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (size_t d = 0; d < pending_outputs_.size(); ++d) {
+    if (device >= 0 && static_cast<size_t>(device) != d) continue;
+    auto& list = pending_outputs_[d];
+    list.erase(std::remove_if(list.begin(), list.end(),
+                              [&](const std::shared_ptr<pjrt::Event>& e) { return awaited.count(e.get()) > 0; }),
+               list.end());
   }
 }
 

@@ -60,7 +60,10 @@ class DeviceRuntime {
   std::string platform_identity_;
   std::function<void()> before_sync_;  // platform, version and XLA version: part of every cache key
   std::string compile_options_ = pjrt::default_compile_options();
-  std::vector<std::vector<std::weak_ptr<pjrt::Buffer>>> pending_outputs_;  // per device, since the last sync
+  // Per device, since the last sync: when each launched program's last
+  // output is ready. Events, not buffers: another thread may donate a
+  // buffer to its next program before this one is synchronized.
+  std::vector<std::vector<std::shared_ptr<pjrt::Event>>> pending_outputs_;
 };
 
 }  // namespace torch_tpu::runtime

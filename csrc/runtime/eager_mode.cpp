@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 
 namespace torch_tpu::runtime {
@@ -14,12 +15,18 @@ bool env_flag(const char* name) {
   return v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0;
 }
 
-std::atomic<EagerMode>& mode_state() {
-  static std::atomic<EagerMode> mode{env_flag("TORCH_TPU_LAUNCH_BLOCKING")   ? EagerMode::Debug
-                                     : env_flag("TORCH_TPU_DEFER_AND_FUSE") ? EagerMode::DeferAndFuse
-                                                                            : EagerMode::Strict};
+// The mode of threads that never chose one: from the environment, fixed.
+EagerMode process_default_mode() {
+  static const EagerMode mode = env_flag("TORCH_TPU_LAUNCH_BLOCKING")   ? EagerMode::Debug
+                                : env_flag("TORCH_TPU_DEFER_AND_FUSE") ? EagerMode::DeferAndFuse
+                                                                       : EagerMode::Strict;
   return mode;
 }
+
+// Per thread, as PyTorch keeps grad mode and autocast: a thread switching
+// modes (or a compiled graph tracing in DeferAndFuse) never changes how
+// another thread's ops run. Unset until the thread chooses.
+thread_local std::optional<EagerMode> thread_mode;
 
 std::atomic<bool>& nan_state() {
   static std::atomic<bool> enabled{env_flag("TORCH_TPU_CHECK_NANS")};
@@ -28,8 +35,9 @@ std::atomic<bool>& nan_state() {
 
 }  // namespace
 
-EagerMode eager_mode() { return mode_state().load(std::memory_order_relaxed); }
-void set_eager_mode(EagerMode mode) { mode_state() = mode; }
+EagerMode eager_mode() { return thread_mode ? *thread_mode : process_default_mode(); }
+void set_eager_mode(EagerMode mode) { thread_mode = mode; }
+
 
 const char* eager_mode_name(EagerMode mode) {
   return mode == EagerMode::Debug ? "debug" : mode == EagerMode::DeferAndFuse ? "defer_and_fuse" : "strict";

@@ -4,14 +4,18 @@
 // DeferAndFuse: runs of ops are recorded and compiled as one program.
 #pragma once
 
+#include <optional>
 #include <string>
 
 namespace torch_tpu::runtime {
 
 enum class EagerMode { Strict, Debug, DeferAndFuse };
 
+// The calling thread's mode. Each thread has its own; one that never set it
+// runs in the process default (TORCH_TPU_LAUNCH_BLOCKING /
+// TORCH_TPU_DEFER_AND_FUSE, else Strict).
 EagerMode eager_mode();
-void set_eager_mode(EagerMode mode);
+void set_eager_mode(EagerMode mode);  // the calling thread's only
 const char* eager_mode_name(EagerMode mode);
 EagerMode eager_mode_from_name(const std::string& name);  // throws std::invalid_argument
 

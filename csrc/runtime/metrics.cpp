@@ -62,12 +62,16 @@ void Metrics::reset() {
 namespace {
 std::mutex precision_mutex;
 std::string precision_name = "medium";  // TorchTPU's default: one bf16 pass, f32 accumulation
-}  // namespace
 
-void set_matmul_precision(const std::string& torch_name) {
+void set_matmul_precision_check(const std::string& torch_name) {
   if (torch_name != "medium" && torch_name != "high" && torch_name != "highest") {
     throw std::invalid_argument("matmul precision must be medium, high or highest, got " + torch_name);
   }
+}
+}  // namespace
+
+void set_matmul_precision(const std::string& torch_name) {
+  set_matmul_precision_check(torch_name);
   std::lock_guard<std::mutex> lock(precision_mutex);
   precision_name = torch_name;
 }
@@ -77,8 +81,19 @@ std::string matmul_precision_torch_name() {
   return precision_name;
 }
 
+namespace {
+// A compiled graph traces at the precision it was compiled with, on its own
+// thread only: other threads keep the process setting meanwhile.
+thread_local std::string thread_precision_override;
+}  // namespace
+
+void set_thread_matmul_precision(const std::string& torch_name) {
+  if (!torch_name.empty()) set_matmul_precision_check(torch_name);
+  thread_precision_override = torch_name;
+}
+
 std::string matmul_precision() {
-  std::string n = matmul_precision_torch_name();
+  std::string n = thread_precision_override.empty() ? matmul_precision_torch_name() : thread_precision_override;
   return n == "highest" ? "HIGHEST" : n == "high" ? "HIGH" : "DEFAULT";
 }
 

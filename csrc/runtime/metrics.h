@@ -44,5 +44,7 @@ Metrics& metrics();
 std::string matmul_precision();
 void set_matmul_precision(const std::string& torch_name);  // medium|high|highest
 std::string matmul_precision_torch_name();
+// The calling thread's override ("" clears it): a compiled graph's trace.
+void set_thread_matmul_precision(const std::string& torch_name);
 
 }  // namespace torch_tpu::runtime
