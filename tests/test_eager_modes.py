@@ -101,3 +101,35 @@ def test_error_inside_deferred_run_leaves_pending_work_intact():
         with pytest.raises(RuntimeError):
             torch.mm(x.view(2, 3), x.view(2, 3))  # shape error, raised at the call
         torch.testing.assert_close(y.cpu(), torch.arange(6.0) * 3)
+
+
+def _gelu_layer_norm_linear(x, weight, bias):
+    h = torch.nn.functional.gelu(x)
+    h = torch.nn.functional.layer_norm(h, h.shape[-1:])
+    return torch.nn.functional.linear(h, weight, bias)
+
+
+def _integer_chain(a, b):
+    c = (a * 3 + b) // 2 - (a % 5)
+    return torch.cumsum(c.flip(0), 0).max(dim=1).values, c.argsort(dim=1, stable=True), (c > 4).sum()
+
+
+def test_what_the_modes_guarantee():
+    """README, "What the modes guarantee": Strict and Debug are
+    bit-identical; DeferAndFuse agrees bit for bit on integer results and
+    within rounding on float ones (XLA fuses float arithmetic differently)."""
+    torch.manual_seed(3)
+    x, weight, bias = torch.randn(16, 64), torch.randn(32, 64) / 8, torch.randn(32)
+    a, b = torch.randint(-50, 50, (8, 16)), torch.randint(-50, 50, (8, 16))
+    results = {}
+    for mode in ("strict", "debug", "defer_and_fuse"):
+        with torch_tpu.eager_mode(mode):
+            floats = _gelu_layer_norm_linear(x.to("tpu"), weight.to("tpu"), bias.to("tpu")).cpu()
+            ints = [t.cpu() for t in _integer_chain(a.to("tpu"), b.to("tpu"))]
+        results[mode] = floats, ints
+    assert torch.equal(results["strict"][0], results["debug"][0])
+    torch.testing.assert_close(results["defer_and_fuse"][0], results["strict"][0], rtol=1e-4, atol=1e-4)
+    for mode in ("debug", "defer_and_fuse"):
+        for got, want in zip(results[mode][1], results["strict"][1]):
+            assert torch.equal(got, want), mode
+    torch.testing.assert_close(results["strict"][0], _gelu_layer_norm_linear(x, weight, bias), rtol=1e-4, atol=1e-4)
