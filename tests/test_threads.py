@@ -21,8 +21,9 @@ import torch_tpu
 MODES = ("strict", "defer_and_fuse", "debug")
 
 
-def run_threads(targets, timeout=120):
-    """Runs each callable on its own thread; re-raises the first failure."""
+def run_threads(targets, timeout=120, stop_on_error=None):
+    """Runs each callable on its own thread; re-raises the first failure.
+    `stop_on_error`: an Event the threads loop on, cleared on a failure."""
     errors = []
 
     def wrap(fn):
@@ -31,6 +32,8 @@ def run_threads(targets, timeout=120):
                 fn()
             except BaseException as e:  # noqa: BLE001 - reported to the test thread
                 errors.append(e)
+                if stop_on_error is not None:
+                    stop_on_error.clear()  # the other threads stop waiting for this one
         return body
 
     threads = [threading.Thread(target=wrap(fn), daemon=True) for fn in targets]
@@ -67,27 +70,32 @@ def test_the_eager_mode_is_the_calling_threads_own():
 def test_switching_modes_on_one_thread_never_changes_another_threads_values():
     deadline = time.monotonic() + 3.0
     wrong = []
+    computing = threading.Event()
+    computing.set()
 
     def compute():
         torch.manual_seed(1)
         w_cpu = torch.randn(16, 16) * 0.1
         x_cpu = torch.randn(8, 16)
         w, x = w_cpu.to("tpu"), x_cpu.to("tpu")
-        while time.monotonic() < deadline:
+        steps = 0
+        while time.monotonic() < deadline or steps < 20:
+            steps += 1
             expected = matmul_tanh_step(w_cpu, x_cpu)
             got = matmul_tanh_step(w, x)
             if not torch.allclose(got.cpu(), expected, rtol=1e-4, atol=1e-4):
                 wrong.append((got.item(), expected.item()))
             assert torch.allclose(w.cpu(), w_cpu, rtol=1e-4, atol=1e-5)
+        computing.clear()
 
     def switch():
         modes = list(MODES)
-        while time.monotonic() < deadline:
+        while computing.is_set():
             for mode in modes:
                 torch_tpu.set_eager_mode(mode)
                 torch.ones(4, device="tpu").add_(1).sum().item()
 
-    run_threads([compute, switch])
+    run_threads([compute, switch], stop_on_error=computing)
     assert wrong == []
 
 
@@ -125,21 +133,24 @@ def test_threads_in_defer_and_fuse_never_fuse_each_others_ops():
 
 def test_synchronize_from_another_thread_while_one_computes_in_place():
     deadline = time.monotonic() + 2.0
+    computing = threading.Event()
+    computing.set()
 
     def compute():
         w = torch.zeros(64, 64, device="tpu")
         n = 0
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline or n < 200:
             w.add_(1)  # each step donates the previous buffer
             n += 1
+        computing.clear()
         assert w[0, 0].item() == n
 
     def synchronize():
-        while time.monotonic() < deadline:
+        while computing.is_set():
             torch.tpu.synchronize()
             torch_tpu.sync()
 
-    run_threads([compute, synchronize, synchronize])
+    run_threads([compute, synchronize, synchronize], stop_on_error=computing)
 
 
 @pytest.mark.parametrize("producer_mode", ["defer_and_fuse", "strict"])
@@ -199,17 +210,19 @@ def test_a_compiled_graph_tracing_on_one_thread_leaves_other_threads_mode_alone(
 
     def compile_many_shapes():
         n = 1
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline or n < 4:
             a_cpu = torch.randn(n)
             assert torch.allclose(f(a_cpu.to("tpu")).cpu(), (a_cpu * 2).sin().sum(), atol=1e-4)
             n += 1
 
     def watch():
         x = torch.ones(8, device="tpu")
-        while time.monotonic() < deadline:
+        n = 0
+        while time.monotonic() < deadline or n < 20:
             modes_seen.add(torch_tpu.get_eager_mode())
             x.add_(1)
-        assert x[0].item() > 1
+            n += 1
+        assert x[0].item() == 1 + n
 
     run_threads([compile_many_shapes, watch])
     assert modes_seen == {"strict"}
@@ -238,7 +251,9 @@ def test_many_threads_mixing_modes_compiled_graphs_syncs_and_shared_tensors():
         w_cpu = torch.randn(8, 8) * 0.2
         x_cpu = torch.randn(4, 8)
         w, x = w_cpu.to("tpu"), x_cpu.to("tpu")
-        while time.monotonic() < deadline:
+        steps = 0
+        while time.monotonic() < deadline or steps < 30:
+            steps += 1
             action = rng.choice(("strict", "defer_and_fuse", "debug", "compiled", "sync", "increment"))
             if action in MODES:
                 torch_tpu.set_eager_mode(action)

@@ -114,53 +114,48 @@ bool CapturedGraph::matches(const std::vector<c10::IValue>& values) {
 
 std::optional<std::vector<c10::IValue>> CapturedGraph::replay(const std::vector<c10::IValue>& values) {
   if (!matches(values)) return std::nullopt;
-  auto& rt = runtime::DeviceRuntime::get();
-  std::vector<runtime::BufferPtr> args(params.size());
+  ProgramLaunch l;
+  l.device = device;
+  l.args.resize(params.size());
   for (size_t i = 0; i < params.size(); ++i) {
     const Param& p = params[i];
+    runtime::BufferPtr& arg = l.args[i];
     switch (p.kind) {
       case Param::Kind::Input: {
         const at::Tensor& t = values[p.input].toTensor();
-        args[i] = inputs[p.input].kind == Input::Kind::HostTensor ? upload_host(t, device) : storage_buffer(t).current();
+        arg = inputs[p.input].kind == Input::Kind::HostTensor ? upload_host(t, device) : storage_buffer(t).current();
         break;
       }
       case Param::Kind::Constant:
-        args[i] = p.constant;
+        arg = p.constant;
         break;
       case Param::Kind::Rng:
-        args[i] = draw_rng_state(p.generator, device);
+        arg = draw_rng_state(p.generator, device);
         break;
       case Param::Kind::HostFloat: {
         at::Tensor host = at::scalar_tensor(values[p.origins.front()].toDouble(), at::kDouble);
-        args[i] = upload_host(host.to(scalar_type(p.dtype)), device);
+        arg = upload_host(host.to(scalar_type(p.dtype)), device);
         break;
       }
     }
+    // An input the graph overwrites is updated in place when only its
+    // storage and this argument list hold its buffer.
+    if (p.donor) l.donors.push_back({i, 2});
   }
-  // The buffer of an input the graph overwrites is donated (updated in place)
-  // when only its storage and this argument list hold it.
   // The fresh outputs' storages first: allocating can raise (out of memory)
   // before anything ran.
   std::vector<at::Tensor> fresh(sinks.size());
   for (size_t s = 0; s < sinks.size(); ++s) {
-    if (sinks[s].kind == Sink::Kind::InputWrite) continue;
-    const int64_t numel = static_cast<int64_t>(sinks[s].nbytes) / hlo::byte_size(sinks[s].dtype);
-    fresh[s] = empty_tpu({numel}, {1}, scalar_type(sinks[s].dtype), device);
-  }
-  std::vector<runtime::BufferPtr> results;
-  {
-    std::lock_guard<std::recursive_mutex> lock(buffers_mutex());  // no other thread takes a donor meanwhile
-    std::vector<bool> donatable(args.size(), false);
-    for (size_t i = 0; i < params.size(); ++i) donatable[i] = params[i].donor && args[i].use_count() <= 2;
-    results = rt.run(*executable, device, args, donatable);
-    args.clear();
-    for (size_t s = 0; s < sinks.size(); ++s) {
-      const Sink& sink = sinks[s];
-      const at::Tensor& target = sink.kind == Sink::Kind::InputWrite ? values[sink.input].toTensor() : fresh[s];
-      storage_buffer(target).set(results[s], sink.dtype);
+    const Sink& sink = sinks[s];
+    if (sink.kind == Sink::Kind::Fresh) {
+      const int64_t numel = static_cast<int64_t>(sink.nbytes) / hlo::byte_size(sink.dtype);
+      fresh[s] = empty_tpu({numel}, {1}, scalar_type(sink.dtype), device);
     }
+    const at::Tensor& target = sink.kind == Sink::Kind::InputWrite ? values[sink.input].toTensor() : fresh[s];
+    l.targets.push_back({&storage_buffer(target), sink.dtype});
   }
-  queue_range_checks(checks, results, sinks.size());
+  l.checks = checks;
+  launch(*executable, l);
   std::vector<c10::IValue> out;
   out.reserve(outputs.size());
   for (const Output& o : outputs) {
@@ -378,17 +373,15 @@ std::shared_ptr<CapturedGraph> capture_program(std::unique_ptr<ProgramState> sta
     outs.push_back(pred);
     cap->checks.push_back(info);
   }
-  auto& rt = runtime::DeviceRuntime::get();
-  cap->executable = rt.executable(state->b.finish(outs));
-  std::vector<runtime::BufferPtr> results;
-  {
-    std::lock_guard<std::recursive_mutex> lock(buffers_mutex());
-    results = rt.run(*cap->executable, device, state->args, std::vector<bool>(state->args.size(), false));
-    for (size_t k = 0; k < targets.size(); ++k) {
-      storage_buffer(c10::Storage(targets[k])).set(results[k], cap->sinks[k].dtype);
-    }
+  cap->executable = runtime::DeviceRuntime::get().executable(state->b.finish(outs));
+  ProgramLaunch l;
+  l.device = device;
+  l.args = state->args;
+  for (size_t k = 0; k < targets.size(); ++k) {
+    l.targets.push_back({&storage_buffer(c10::Storage(targets[k])), cap->sinks[k].dtype});
   }
-  queue_range_checks(cap->checks, results, targets.size());
+  l.checks = cap->checks;
+  launch(*cap->executable, l);
   if (!reason.empty()) {
     *why = reason;
     return nullptr;

@@ -76,7 +76,8 @@ void resize_storage_bytes(const c10::Storage& storage, size_t new_nbytes) {
   if (new_nbytes == old_sb.nbytes) return;
   flush_deferred("resize");  // the old contents may still be pending, here
   settle_pending_writes(old_sb);  // or in another thread's program
-  runtime::BufferPtr old_buffer = old_sb.current();
+  hlo::ElementType dtype;
+  runtime::BufferPtr old_buffer = old_sb.current(&dtype);
   c10::impl::VirtualGuardImpl guard(c10::DeviceType::PrivateUse1);
   c10::Device prev = guard.exchangeDevice(c10::Device(c10::DeviceType::PrivateUse1, old_sb.device));
   c10::DataPtr fresh = allocator()->allocate(new_nbytes);  // counted on the storage's own device
@@ -84,16 +85,19 @@ void resize_storage_bytes(const c10::Storage& storage, size_t new_nbytes) {
   auto* sb = static_cast<StorageBuffer*>(fresh.get_context());
   if (old_buffer && new_nbytes > 0) {
     // New buffer = old elements, cut or zero-padded to the new length.
-    const int64_t itemsize = hlo::byte_size(old_sb.dtype);
-    const int64_t old_n = old_sb.numel(), new_n = static_cast<int64_t>(new_nbytes) / itemsize;
+    const int64_t itemsize = hlo::byte_size(dtype);
+    const int64_t old_n = static_cast<int64_t>(old_sb.nbytes) / itemsize, new_n = static_cast<int64_t>(new_nbytes) / itemsize;
     TORCH_CHECK(static_cast<int64_t>(new_nbytes) % itemsize == 0, "tpu: storage resize to ", new_nbytes,
                 " bytes is not a multiple of the element size");
     hlo::Builder b;
-    hlo::Value p = b.parameter({old_sb.dtype, {old_n}});
+    hlo::Value p = b.parameter({dtype, {old_n}});
     hlo::Value out = new_n <= old_n ? b.slice(p, {0}, {new_n}, {1})
-                                    : b.pad(p, b.constant(0, old_sb.dtype), {0}, {new_n - old_n}, {0});
-    auto results = runtime::DeviceRuntime::get().run(b.finish({out}), old_sb.device, {old_buffer}, {false});
-    sb->set(results[0], old_sb.dtype);
+                                    : b.pad(p, b.constant(0, dtype), {0}, {new_n - old_n}, {0});
+    ProgramLaunch l;
+    l.device = old_sb.device;
+    l.args = {old_buffer};
+    l.targets = {{sb, dtype}};
+    launch(*runtime::DeviceRuntime::get().executable(b.finish({out})), l);
   }
   storage.unsafeGetStorageImpl()->set_data_ptr_noswap(std::move(fresh));
   storage.unsafeGetStorageImpl()->set_nbytes(new_nbytes);

@@ -68,13 +68,13 @@ InjectedFault& injected_fault() {
   return *f;
 }
 
-void maybe_fail(const ProgramState& state, const char* stage) {
+void maybe_fail(const std::vector<std::string>* op_names, const char* stage) {
   InjectedFault& f = injected_fault();
-  if (!f.armed.load(std::memory_order_relaxed)) return;
+  if (!op_names || !f.armed.load(std::memory_order_relaxed)) return;
   std::lock_guard<std::mutex> lock(f.mutex);
   if (f.stage != stage) return;
-  for (const auto& op : state.ops) {
-    if (op.name == f.op) throw pjrt::PjrtError(std::string("injected ") + stage + " failure of a program holding " + op.name);
+  for (const auto& op : *op_names) {
+    if (op == f.op) throw pjrt::PjrtError(std::string("injected ") + stage + " failure of a program holding " + op);
   }
 }
 
@@ -211,8 +211,10 @@ struct RunOptions {
 // into the storages that are still alive.
 void execute(ProgramState& state, const RunOptions& options = {}) {
   std::vector<Value> outputs;
-  std::vector<std::pair<c10::intrusive_ptr<c10::StorageImpl>, hlo::ElementType>> targets;
-  std::vector<size_t> donor_params;  // parameters marked donated in the text
+  std::vector<c10::intrusive_ptr<c10::StorageImpl>> alive;  // the targets' storages, held through the launch
+  ProgramLaunch l;
+  l.device = state.device;
+  l.owner = state.owner;
   const bool capturing = state.owner && state.owner->capture.active;
   for (auto& s : state.slots) {
     if (!s.written) continue;
@@ -221,49 +223,37 @@ void execute(ProgramState& state, const RunOptions& options = {}) {
     // holds it: only the storage (if alive) and our argument list. A graph
     // being captured donates nothing: its program is replayed with other buffers.
     if (s.param && !capturing && options.donate) {
-      size_t idx = param_index(*s.param);
-      if (state.args[idx].use_count() <= (storage ? 2 : 1)) {
+      const size_t idx = param_index(*s.param);
+      const long holders = storage ? 2 : 1;
+      if (state.args[idx].use_count() <= holders) {
         state.b.mark_donated(*s.param);
-        donor_params.push_back(idx);
+        l.donors.push_back({idx, holders + 1});  // + the launch's copy of the arguments
       }
     }
     if (!storage) continue;  // died before the program ran: never materialized
     outputs.push_back(*s.current);
-    targets.emplace_back(std::move(storage), s.current->dtype());
+    l.targets.push_back({&storage_buffer(c10::Storage(storage)), s.current->dtype()});
+    alive.push_back(std::move(storage));
   }
-  const size_t data_outputs = outputs.size();
-  if (data_outputs == 0) return;  // nothing alive to write: checks of dead work are moot
-  for (const auto& [pred, message] : state.range_checks) outputs.push_back(pred);
+  if (outputs.empty()) return;  // nothing alive to write: checks of dead work are moot
+  for (const auto& [pred, info] : state.range_checks) {
+    outputs.push_back(pred);
+    l.checks.push_back(info);
+  }
   TORCH_CHECK(state.args.size() == state.b.parameters().size(), "internal: program has ", state.b.parameters().size(),
               " parameters but ", state.args.size(), " bound inputs");
   for (const auto& a : state.args) TORCH_CHECK(a != nullptr, "internal: unbound program parameter");
-  auto& rt = runtime::DeviceRuntime::get();
-  maybe_fail(state, "compile");
-  auto executable = rt.executable(state.b.finish(outputs));
-  std::vector<runtime::BufferPtr> results;
-  {
-    // Donation is decided again under the lock: another thread may have
-    // taken the buffer since (then the plugin copies instead).
-    std::lock_guard<std::recursive_mutex> lock(buffers_mutex());
-    std::vector<bool> donatable(state.args.size(), false);
-    for (size_t idx : donor_params) donatable[idx] = state.args[idx].use_count() <= 2;
-    maybe_fail(state, "run");
-    results = rt.run(*executable, state.device, state.args, donatable);
-    if (options.apply) {
-      for (size_t k = 0; k < targets.size(); ++k) {
-        StorageBuffer& sb = storage_buffer(c10::Storage(targets[k].first));
-        sb.set(results[k], targets[k].second);
-        if (sb.pending_in == state.owner) sb.pending_in = nullptr;
-      }
-    }
-  }
+  std::vector<std::string> names;
+  for (const auto& op : state.ops) names.push_back(op.name);
+  l.op_names = &names;
+  maybe_fail(l.op_names, "compile");
+  auto executable = runtime::DeviceRuntime::get().executable(state.b.finish(outputs));
+  l.args = state.args;
+  if (!options.apply) l.targets.clear(), l.checks.clear();
+  auto results = launch(*executable, l);
   if (options.wait) {
     for (const auto& r : results) r->await_ready();
   }
-  if (!options.apply) return;
-  std::vector<RangeCheckInfo> checks;
-  for (const auto& check : state.range_checks) checks.push_back(check.second);
-  queue_range_checks(checks, results, data_outputs);
 }
 
 // A fused program failed to compile or run. Its ops did not happen; but the
@@ -345,6 +335,22 @@ void flush_work(PendingWork& work, const char* reason) {
 }
 
 }  // namespace
+
+std::vector<runtime::BufferPtr> launch(pjrt::LoadedExecutable& executable, ProgramLaunch& l) {
+  std::lock_guard<std::recursive_mutex> lock(buffers_mutex());
+  std::vector<bool> donatable(l.args.size(), false);
+  for (const auto& d : l.donors) donatable[d.arg] = l.args[d.arg].use_count() <= d.holders;
+  maybe_fail(l.op_names, "run");
+  auto results = runtime::DeviceRuntime::get().run(executable, l.device, l.args, donatable);
+  l.args.clear();  // donated buffers must not be used again
+  for (size_t k = 0; k < l.targets.size(); ++k) {
+    StorageBuffer& sb = *l.targets[k].storage;
+    sb.set(results[k], l.targets[k].dtype);
+    if (l.owner && sb.pending_in == l.owner) sb.pending_in = nullptr;
+  }
+  queue_range_checks(l.checks, results, l.targets.size());
+  return results;
+}
 
 void queue_range_checks(const std::vector<RangeCheckInfo>& checks, const std::vector<runtime::BufferPtr>& results,
                         size_t first) {
