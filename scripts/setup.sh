@@ -26,5 +26,12 @@ export PATH="$PWD/.venv/bin:$PATH"
 if [ ! -f build/build.ninja ]; then
   cmake -G Ninja -S . -B build -DPython3_EXECUTABLE="$PWD/.venv/bin/python" >/dev/null
 fi
-cmake --build build -j"$(nproc)" | grep -v "^\[" || true
+# A failed build fails setup: a stale torch_tpu/_C*.so from an earlier build
+# must never pass for this one. Progress lines are dropped, the rest shown.
+if ! cmake --build build -j"$(nproc)" > build/last_build.log 2>&1; then
+  grep -v "^\[" build/last_build.log >&2
+  echo "setup: the C++ build failed (full log: build/last_build.log)" >&2
+  exit 1
+fi
+grep -v "^\[" build/last_build.log | grep -v "^ninja: no work to do" || true
 test -n "$(ls torch_tpu/_C*.so 2>/dev/null)" || { echo "build failed: torch_tpu/_C*.so missing" >&2; exit 1; }
