@@ -10,8 +10,6 @@ namespace torch_tpu::device {
 
 namespace {
 
-size_t param_index(const hlo::Value& param) { return std::stoul(param.name.substr(4)); }
-
 bool same_value(const c10::IValue& a, const c10::IValue& b) {
   if (a.isNone() || b.isNone()) return a.isNone() && b.isNone();
   if (a.isBool() || b.isBool()) return a.isBool() && b.isBool() && a.toBool() == b.toBool();

@@ -17,12 +17,6 @@ using hlo::ElementType;
 using hlo::TensorType;
 using hlo::Value;
 
-namespace {
-
-size_t param_index(const Value& param) { return std::stoul(param.name.substr(4)); }
-
-}  // namespace
-
 int current_device() {
   return c10::impl::getDeviceGuardImpl(c10::DeviceType::PrivateUse1)->getDevice().index();
 }
@@ -54,123 +48,10 @@ at::Tensor empty_tpu(at::IntArrayRef sizes, at::IntArrayRef strides, at::ScalarT
   return t;
 }
 
-namespace {
-
-// Fault injection (inject_fault): off unless a test asks.
-struct InjectedFault {
-  std::mutex mutex;
-  std::atomic<bool> armed{false};
-  std::string op, stage;
-};
-
-InjectedFault& injected_fault() {
-  static auto* f = new InjectedFault();
-  return *f;
-}
-
-void maybe_fail(const std::vector<std::string>* op_names, const char* stage) {
-  InjectedFault& f = injected_fault();
-  if (!op_names || !f.armed.load(std::memory_order_relaxed)) return;
-  std::lock_guard<std::mutex> lock(f.mutex);
-  if (f.stage != stage) return;
-  for (const auto& op : *op_names) {
-    if (op == f.op) throw pjrt::PjrtError(std::string("injected ") + stage + " failure of a program holding " + op);
-  }
-}
-
-}  // namespace
-
-// One thread's DeferAndFuse work: its pending program per device and its
-// graph capture.
-struct PendingWork {
-  std::vector<std::unique_ptr<ProgramState>> per_device;
-  struct {
-    bool active = false;
-    bool broken = false;
-    int device = 0;
-  } capture;
-};
-
-namespace {
-
-// Every thread's pending work, under one mutex: recording an op, running a
-// pending program and reading `StorageBuffer::pending_in` hold it.
-struct DeferredPrograms {
-  std::recursive_mutex mutex;
-  std::atomic<int> pending_programs{0};  // programs holding at least one op, all threads
-};
-
-DeferredPrograms& deferred() {
-  static auto* d = new DeferredPrograms();  // never destroyed: used at exit
-  return *d;
-}
-
-void flush_work(PendingWork& work, const char* reason);
-
-// The thread that loaded us: its pending work at exit is dropped, not run
-// (the interpreter is gone; nobody can read it, and the plugin's threads
-// must go idle before its static objects die).
-const std::thread::id loading_thread = std::this_thread::get_id();
-
-// The calling thread's work, made on first use. When another thread exits,
-// its pending programs run (a tensor it handed over may be read later by a
-// thread that never saw the program), then the work is deleted.
-struct ThreadWorkHandle {
-  PendingWork* work = nullptr;
-  ~ThreadWorkHandle() {
-    if (!work) return;
-    DeferredPrograms& d = deferred();
-    std::lock_guard<std::recursive_mutex> lock(d.mutex);
-    work->capture.active = false;
-    if (std::this_thread::get_id() != loading_thread) {
-      try {
-        flush_work(*work, "thread_exit");
-      } catch (const std::exception&) {
-        // Lost tensors raise the error to whoever reads them.
-      }
-    }
-    for (auto& state : work->per_device) {
-      if (!state || state->ops.empty()) continue;
-      d.pending_programs--;
-      for (const auto& slot : state->slots) {
-        if (auto storage = slot.storage.lock()) storage_buffer(c10::Storage(storage)).pending_in = nullptr;
-      }
-    }
-    delete work;
-  }
-};
-
-thread_local ThreadWorkHandle this_thread_work;
-
-PendingWork& my_work() {  // call with the deferred mutex held
-  if (!this_thread_work.work) this_thread_work.work = new PendingWork();
-  return *this_thread_work.work;
-}
-
-int max_deferred_ops() {
-  static int n = [] {
-    const char* v = std::getenv("TORCH_TPU_DEFER_MAX_OPS");
-    return v ? std::max(1, std::atoi(v)) : 4000;
-  }();
-  return n;
-}
-
-// Range-check results of programs that ran, not yet read by the host.
-struct PendingChecks {
-  std::mutex mutex;
-  std::vector<std::pair<runtime::BufferPtr, RangeCheckInfo>> checks;
-};
-
-PendingChecks& pending_checks() {
-  static auto* p = new PendingChecks();
-  return *p;
-}
-
-// Undoes what ops from `op` on added to `state` (and slot changes they made),
-// in reverse: the state is as it was before that op was recorded.
-void rewind(ProgramState& state, size_t op, size_t slots, size_t args, size_t checks, size_t undo,
-            const hlo::Builder::Checkpoint& checkpoint) {
-  for (size_t k = state.undo.size(); k > undo; --k) {
+void ProgramState::rewind(size_t op, size_t slots_before, size_t args_before, size_t checks_before,
+                          size_t undo_before, const hlo::Builder::Checkpoint& checkpoint) {
+  ProgramState& state = *this;
+  for (size_t k = state.undo.size(); k > undo_before; --k) {
     const ProgramState::SlotUndo& u = state.undo[k - 1];
     ProgramState::Slot& slot = state.slots[u.slot];
     if (slot.written && !u.written && state.owner) {
@@ -180,8 +61,8 @@ void rewind(ProgramState& state, size_t op, size_t slots, size_t args, size_t ch
     slot.current = u.current;
     slot.written = u.written;
   }
-  state.undo.resize(undo);
-  for (size_t k = slots; k < state.slots.size(); ++k) {
+  state.undo.resize(undo_before);
+  for (size_t k = slots_before; k < state.slots.size(); ++k) {
     auto storage = state.slots[k].storage.lock();
     if (storage && state.owner) {
       StorageBuffer& sb = storage_buffer(c10::Storage(storage));
@@ -189,275 +70,16 @@ void rewind(ProgramState& state, size_t op, size_t slots, size_t args, size_t ch
     }
   }
   state.b.rollback(checkpoint);
-  state.slots.erase(state.slots.begin() + static_cast<std::ptrdiff_t>(slots), state.slots.end());
-  state.args.resize(args);
-  state.sources.resize(args);
-  state.range_checks.resize(checks);
+  state.slots.erase(state.slots.begin() + static_cast<std::ptrdiff_t>(slots_before), state.slots.end());
+  state.args.resize(args_before);
+  state.sources.resize(args_before);
+  state.range_checks.resize(checks_before);
   state.ops.resize(op);
 }
 
-void rewind_to_op(ProgramState& state, size_t op) {
-  const ProgramState::OpRecord r = state.ops.at(op);
-  rewind(state, op, r.slots, r.args, r.checks, r.undo, r.checkpoint);
-}
-
-struct RunOptions {
-  bool donate = true;  // inputs nothing else holds may be updated in place
-  bool apply = true;   // store the results into their storages
-  bool wait = false;   // wait for the results (errors of the run surface here)
-};
-
-// Compiles (or finds) and launches `state`'s program; stores the results
-// into the storages that are still alive.
-void execute(ProgramState& state, const RunOptions& options = {}) {
-  std::vector<Value> outputs;
-  std::vector<c10::intrusive_ptr<c10::StorageImpl>> alive;  // the targets' storages, held through the launch
-  ProgramLaunch l;
-  l.device = state.device;
-  l.owner = state.owner;
-  const bool capturing = state.owner && state.owner->capture.active;
-  for (auto& s : state.slots) {
-    if (!s.written) continue;
-    auto storage = s.storage.lock();
-    // An in-place result reuses the old buffer's memory when nothing else
-    // holds it: only the storage (if alive) and our argument list. A graph
-    // being captured donates nothing: its program is replayed with other buffers.
-    if (s.param && !capturing && options.donate) {
-      const size_t idx = param_index(*s.param);
-      const long holders = storage ? 2 : 1;
-      if (state.args[idx].use_count() <= holders) {
-        state.b.mark_donated(*s.param);
-        l.donors.push_back({idx, holders + 1});  // + the launch's copy of the arguments
-      }
-    }
-    if (!storage) continue;  // died before the program ran: never materialized
-    outputs.push_back(*s.current);
-    l.targets.push_back({&storage_buffer(c10::Storage(storage)), s.current->dtype()});
-    alive.push_back(std::move(storage));
-  }
-  if (outputs.empty()) return;  // nothing alive to write: checks of dead work are moot
-  for (const auto& [pred, info] : state.range_checks) {
-    outputs.push_back(pred);
-    l.checks.push_back(info);
-  }
-  TORCH_CHECK(state.args.size() == state.b.parameters().size(), "internal: program has ", state.b.parameters().size(),
-              " parameters but ", state.args.size(), " bound inputs");
-  for (const auto& a : state.args) TORCH_CHECK(a != nullptr, "internal: unbound program parameter");
-  std::vector<std::string> names;
-  for (const auto& op : state.ops) names.push_back(op.name);
-  l.op_names = &names;
-  maybe_fail(l.op_names, "compile");
-  auto executable = runtime::DeviceRuntime::get().executable(state.b.finish(outputs));
-  l.args = state.args;
-  if (!options.apply) l.targets.clear(), l.checks.clear();
-  auto results = launch(*executable, l);
-  if (options.wait) {
-    for (const auto& r : results) r->await_ready();
-  }
-}
-
-// A fused program failed to compile or run. Its ops did not happen; but the
-// ops before the one that made it fail did, as far as the user can tell (a
-// Strict run would have run them): find that op by running ever shorter
-// prefixes, run the ops before it, and leave the rest undone. Tensors they
-// created hold no value (reading one raises `error`); tensors they modified
-// keep their values from before the failing op. Raises the error, naming the op.
-[[noreturn]] void recover_failed_flush(std::unique_ptr<ProgramState> failed, const std::string& error) {
-  const size_t n = failed->ops.size();
-  std::vector<ProgramState::Slot> all_slots = failed->slots;
-  // ops [0, good) run; a program of `bad` ops fails.
-  size_t good = 0, bad = n;
-  while (bad - good > 1) {
-    const size_t mid = (good + bad) / 2;
-    ProgramState probe = *failed;
-    rewind_to_op(probe, mid);
-    try {
-      execute(probe, {/*donate=*/false, /*apply=*/false, /*wait=*/true});
-      good = mid;
-    } catch (const std::exception&) {
-      bad = mid;
-    }
-  }
-  const std::string culprit = failed->ops[good].name.empty() ? "an op" : failed->ops[good].name;
-  std::string ran;
-  if (good > 0) {
-    rewind_to_op(*failed, good);
-    try {
-      execute(*failed, {/*donate=*/false, /*apply=*/true, /*wait=*/false});
-      ran = "the " + std::to_string(good) + " ops before it took effect; ";
-    } catch (const std::exception& e) {
-      ran = "the ops before it failed too (" + std::string(e.what()) + "); ";
-      failed->slots.clear();
-    }
-  } else {
-    failed->slots.clear();
-  }
-  auto lost = std::make_shared<const std::string>(culprit + " failed in a deferred program: " + error);
-  std::lock_guard<std::recursive_mutex> lock(buffers_mutex());
-  for (const auto& slot : all_slots) {
-    auto storage = slot.storage.lock();
-    if (!storage || !slot.written) continue;
-    StorageBuffer& sb = storage_buffer(c10::Storage(storage));
-    if (sb.pending_in == failed->owner) sb.pending_in = nullptr;
-    bool computed = false;
-    for (const auto& s : failed->slots) computed = computed || (s.storage_id == slot.storage_id && s.written);
-    if (!computed && !sb.buffer) sb.lost = lost;
-  }
-  TORCH_CHECK(false, error, "\n(tpu DeferAndFuse: the program of ", n, " ops recorded failed at op ", good + 1, ", ",
-              culprit, "; ", ran, "it and the ", n - good - 1,
-              " after it did not: tensors they created raise when read, tensors they modified keep their earlier "
-              "values.)");
-}
-
-// Runs `work`'s pending programs. Call with the deferred mutex held.
-void flush_work(PendingWork& work, const char* reason) {
-  DeferredPrograms& d = deferred();
-  if (work.capture.active) work.capture.broken = true;  // the graph no longer runs as one program
-  for (auto& state : work.per_device) {
-    if (!state || state->ops.empty()) continue;
-    std::unique_ptr<ProgramState> pending = std::move(state);
-    runtime::metrics().count_flush(reason);
-    // Counted as pending until its results are in their storages: a thread
-    // that finds no pending program reads storages without the lock.
-    struct Uncount {
-      DeferredPrograms& d;
-      ~Uncount() { d.pending_programs--; }
-    } uncount{d};
-    std::string error;
-    try {
-      execute(*pending);
-      continue;
-    } catch (const std::exception& e) {
-      error = e.what();
-    }
-    recover_failed_flush(std::move(pending), error);
-  }
-}
-
-}  // namespace
-
-std::vector<runtime::BufferPtr> launch(pjrt::LoadedExecutable& executable, ProgramLaunch& l) {
-  std::lock_guard<std::recursive_mutex> lock(buffers_mutex());
-  std::vector<bool> donatable(l.args.size(), false);
-  for (const auto& d : l.donors) donatable[d.arg] = l.args[d.arg].use_count() <= d.holders;
-  maybe_fail(l.op_names, "run");
-  auto results = runtime::DeviceRuntime::get().run(executable, l.device, l.args, donatable);
-  l.args.clear();  // donated buffers must not be used again
-  for (size_t k = 0; k < l.targets.size(); ++k) {
-    StorageBuffer& sb = *l.targets[k].storage;
-    sb.set(results[k], l.targets[k].dtype);
-    if (l.owner && sb.pending_in == l.owner) sb.pending_in = nullptr;
-  }
-  queue_range_checks(l.checks, results, l.targets.size());
-  return results;
-}
-
-void queue_range_checks(const std::vector<RangeCheckInfo>& checks, const std::vector<runtime::BufferPtr>& results,
-                        size_t first) {
-  if (checks.empty()) return;
-  bool too_many = false;
-  {
-    PendingChecks& p = pending_checks();
-    std::lock_guard<std::mutex> lock(p.mutex);
-    for (size_t k = 0; k < checks.size(); ++k) p.checks.emplace_back(results[first + k], checks[k]);
-    too_many = p.checks.size() > 4096;
-  }
-  if (too_many) verify_range_checks();  // bound the list in loops that never sync
-}
-
-void begin_graph_capture(int device) {
-  flush_deferred("graph_boundary");
-  DeferredPrograms& d = deferred();
-  std::lock_guard<std::recursive_mutex> lock(d.mutex);
-  PendingWork& w = my_work();
-  TORCH_CHECK(!w.capture.active, "internal: nested graph capture");
-  w.capture.active = true;
-  w.capture.broken = false;
-  w.capture.device = device;
-}
-
-std::unique_ptr<ProgramState> end_graph_capture(int device, bool* broken) {
-  DeferredPrograms& d = deferred();
-  std::lock_guard<std::recursive_mutex> lock(d.mutex);
-  PendingWork& w = my_work();
-  *broken = w.capture.broken || w.capture.device != device;
-  w.capture.active = false;
-  std::unique_ptr<ProgramState> state;
-  for (size_t k = 0; k < w.per_device.size(); ++k) {
-    if (!w.per_device[k] || w.per_device[k]->ops.empty()) continue;
-    if (static_cast<int>(k) == device) {
-      state = std::move(w.per_device[k]);
-      d.pending_programs--;
-    } else {
-      *broken = true;  // the graph touched another device
-    }
-  }
-  if (state) {
-    // The capture runs it now (capture_program); nothing of it is pending.
-    for (const auto& slot : state->slots) {
-      auto storage = slot.storage.lock();
-      if (!storage) continue;
-      StorageBuffer& sb = storage_buffer(c10::Storage(storage));
-      if (sb.pending_in == &w) sb.pending_in = nullptr;
-    }
-    state->owner = nullptr;
-  }
-  return state;
-}
-
-void abort_graph_capture() {
-  {
-    DeferredPrograms& d = deferred();
-    std::lock_guard<std::recursive_mutex> lock(d.mutex);
-    my_work().capture.active = false;
-  }
-  flush_deferred("graph");
-}
-
-void inject_fault(const std::string& op, const std::string& stage) {
-  InjectedFault& f = injected_fault();
-  std::lock_guard<std::mutex> lock(f.mutex);
-  f.op = op;
-  f.stage = stage;
-  f.armed = !op.empty();
-}
-
-void verify_range_checks() {
-  std::vector<std::pair<runtime::BufferPtr, RangeCheckInfo>> checks;
-  {
-    PendingChecks& p = pending_checks();
-    std::lock_guard<std::mutex> lock(p.mutex);
-    checks.swap(p.checks);
-  }
-  for (const auto& [flag, info] : checks) {
-    bool ok = true;
-    runtime::DeviceRuntime::get().download(*flag, &ok, sizeof(ok));
-    if (ok) continue;
-    // Debug mode checks eager ops' indices before they run; the checks
-    // that reach here there come from a compiled graph, waited for at its call.
-    const char* where = runtime::eager_mode() == runtime::EagerMode::Debug
-                            ? " (found by a compiled graph; Debug mode raises at the graph's call)"
-                            : " (found at the next synchronization; TORCH_TPU_LAUNCH_BLOCKING=1 raises at the op itself)";
-    TORCH_CHECK(!info.runtime_error, info.message, where);
-    TORCH_CHECK_INDEX(false, info.message, where);
-  }
-}
-
-void flush_deferred(const char* reason) {
-  PendingWork* w = this_thread_work.work;
-  if (!w || deferred().pending_programs.load() == 0) return;
-  std::lock_guard<std::recursive_mutex> lock(deferred().mutex);
-  flush_work(*w, reason);
-}
-
-void settle_pending_writes(StorageBuffer& sb) {
-  DeferredPrograms& d = deferred();
-  if (d.pending_programs.load() == 0) return;
-  std::lock_guard<std::recursive_mutex> lock(d.mutex);
-  PendingWork* owner = sb.pending_in;
-  if (!owner) return;
-  flush_work(*owner, owner == this_thread_work.work ? "mode_change" : "other_thread");
-  sb.pending_in = nullptr;
+void ProgramState::rewind_to_op(size_t op) {
+  const OpRecord r = ops.at(op);
+  rewind(op, r.slots, r.args, r.checks, r.undo, r.checkpoint);
 }
 
 TensorProgram::TensorProgram(int device)
@@ -466,15 +88,7 @@ TensorProgram::TensorProgram(int device)
     own_ = std::make_unique<ProgramState>(device);
     state_ = own_.get();
   } else {
-    DeferredPrograms& d = deferred();
-    lock_ = std::unique_lock<std::recursive_mutex>(d.mutex);
-    PendingWork& w = my_work();
-    if (static_cast<int>(w.per_device.size()) <= device) w.per_device.resize(device + 1);
-    if (!w.per_device[device]) {
-      w.per_device[device] = std::make_unique<ProgramState>(device);
-      w.per_device[device]->owner = &w;
-    }
-    state_ = w.per_device[device].get();
+    state_ = &lock_pending_program(device, lock_);
   }
   checkpoint_ = state_->b.checkpoint();
   slots_at_start_ = state_->slots.size();
@@ -486,7 +100,7 @@ TensorProgram::TensorProgram(int device)
 TensorProgram::~TensorProgram() {
   if (finished_ || !deferred_) return;
   // The op threw: drop what it added to the pending program.
-  rewind(*state_, state_->ops.size(), slots_at_start_, args_at_start_, checks_at_start_, undo_at_start_, checkpoint_);
+  state_->rewind(state_->ops.size(), slots_at_start_, args_at_start_, checks_at_start_, undo_at_start_, checkpoint_);
 }
 
 void TensorProgram::save_for_undo(size_t slot_index) {
@@ -704,13 +318,10 @@ void TensorProgram::run(const std::string& op) {
   finished_ = true;
   state_->ops.push_back({op, checkpoint_, slots_at_start_, args_at_start_, checks_at_start_, undo_at_start_});
   if (!deferred_) {
-    execute(*state_);
+    run_program(*state_);
     return;
   }
-  if (state_->ops.size() == 1) deferred().pending_programs++;
-  // A graph being captured stays one program whatever its size.
-  PendingWork* w = state_->owner;
-  if (static_cast<int>(state_->ops.size()) >= max_deferred_ops() && !w->capture.active) flush_work(*w, "size_bound");
+  op_recorded(*state_);
 }
 
 std::unique_ptr<ProgramState> TensorProgram::release() {

@@ -4,10 +4,10 @@
 // every kernel: lowered ops, copies, factories.
 //
 // Strict and Debug: each op builds and launches its own program.
-// DeferAndFuse: ops append to one pending program per device; a flush (a
-// value needed on the host, sync, a mode change, a size bound, an optimizer
-// step) compiles the whole run of ops as one program. Storages that died
-// before the flush are never materialized.
+// DeferAndFuse: ops append to the thread's pending program for the device
+// (pending_work.h); a flush (a value needed on the host, sync, a mode
+// change, a size bound, an optimizer step) compiles the whole run of ops as
+// one program. Storages that died before the flush are never materialized.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -18,6 +18,9 @@
 #include <string>
 #include <vector>
 
+#include "device/pending_work.h"
+#include "device/program_launch.h"
+#include "device/program_state.h"
 #include "device/storage_buffer.h"
 #include "hlo/builder.h"
 #include "lower/lowering.h"
@@ -26,65 +29,6 @@
 namespace torch_tpu::device {
 
 runtime::ViewLayout layout_of(const at::Tensor& t);
-
-// Where a program parameter's buffer came from; a captured graph program
-// (csrc/device/graph_capture.cpp) rebinds parameters from these on replay.
-struct ParamSource {
-  enum class Kind { Storage, HostTensor, Constant, Rng, HostScalar };
-  Kind kind = Kind::Constant;
-  uint64_t storage_id = 0;                // Storage: the StorageBuffer id
-  const c10::TensorImpl* host = nullptr;  // HostTensor: identity only, never dereferenced
-  at::Generator generator;                // Rng: drawn from again on replay
-  // HostScalar: a Python float the lowering made an input (lower::HostScalar):
-  // its value, dtype, origins in the op cache's signature, and whether the
-  // program also serves a number with no origin (then it is a constant).
-  double value = 0;
-  hlo::ElementType dtype = hlo::ElementType::F32;
-  std::vector<int> origins;
-  bool fixed = true;
-};
-
-// An index range check's failure: its message and exception type.
-struct RangeCheckInfo {
-  std::string message;
-  bool runtime_error = false;  // RuntimeError (gather/scatter on CPU) rather than IndexError
-};
-
-// One program under construction and the buffers bound to its parameters.
-struct ProgramState {
-  struct Slot {
-    uint64_t storage_id;
-    c10::weak_intrusive_ptr<c10::StorageImpl> storage;  // weak: dead storages need no output
-    size_t nbytes;
-    std::optional<hlo::Value> param;
-    std::optional<hlo::Value> current;  // flat value after this program's writes
-    bool written = false;
-  };
-  // Where one recorded op began, so the program can be cut back to the ops
-  // before it: an op that throws while recording, or, when a fused program
-  // fails, the ops before the one that made it fail (they still run).
-  struct OpRecord {
-    std::string name;
-    hlo::Builder::Checkpoint checkpoint;
-    size_t slots = 0, args = 0, checks = 0, undo = 0;
-  };
-  // A slot an op changed that existed before it, as it was.
-  struct SlotUndo {
-    size_t slot;
-    std::optional<hlo::Value> param, current;
-    bool written;
-  };
-  explicit ProgramState(int device) : device(device) {}
-  int device;
-  hlo::Builder b;
-  std::vector<Slot> slots;
-  std::vector<runtime::BufferPtr> args;  // by parameter index
-  std::vector<ParamSource> sources;      // by parameter index
-  std::vector<std::pair<hlo::Value, RangeCheckInfo>> range_checks;  // extra tensor<i1> outputs
-  std::vector<OpRecord> ops;  // one per op recorded (Strict: the one op)
-  std::vector<SlotUndo> undo;
-  PendingWork* owner = nullptr;  // DeferAndFuse: the thread whose pending program this is
-};
 
 class TensorProgram {
  public:
@@ -135,75 +79,6 @@ class TensorProgram {
   size_t slots_at_start_ = 0, args_at_start_ = 0, checks_at_start_ = 0, undo_at_start_ = 0;
   bool finished_ = false;
 };
-
-// Threads. Each thread has its own eager mode (runtime/eager_mode.h), its
-// own pending DeferAndFuse programs and its own graph capture: its ops never
-// land in another thread's program. What threads share are storages: a
-// program that reads a storage another thread's pending program writes runs
-// that program first (settle_pending_writes), and a storage rewritten by
-// another thread while a pending program reads it is read anew by later ops.
-
-// DeferAndFuse: runs the calling thread's pending programs (every device).
-// `reason` is counted in the metrics (flushes::<reason>). Cheap when nothing
-// is pending.
-void flush_deferred(const char* reason);
-
-// Runs the pending program (of any thread) that writes `sb`, so its buffer
-// is current. Cheap when no thread has pending work.
-void settle_pending_writes(StorageBuffer& sb);
-
-// Graph capture (torch.compile), per thread: between begin and end, the
-// thread's ops on the device record into one pending program that no flush
-// may split (a flush marks the capture broken) and that donates nothing, so
-// it can be replayed with other buffers. end_graph_capture hands the program
-// over (null when nothing was recorded); `broken` says whether a flush split it.
-void begin_graph_capture(int device);
-std::unique_ptr<ProgramState> end_graph_capture(int device, bool* broken);
-// Abandons a capture after an error; the pending program is flushed.
-void abort_graph_capture();
-
-// Testing failure paths: every program holding an op named `op` fails when
-// compiled (`stage` "compile") or launched ("run") with a PjrtError, as a
-// compiler bug or an out-of-memory would. An empty `op` clears it.
-void inject_fault(const std::string& op, const std::string& stage);
-
-// One launch of a compiled program over storages: the step every path that
-// runs a program shares (an eager op, a fused DeferAndFuse program, a graph's
-// capture and its replays, a storage resize). Under buffers_mutex(): each
-// donor argument is donated when only its `holders` hold it (its storage, if
-// alive, and the caller's argument lists, `args` included), so no other
-// thread is about to pass it to a program (otherwise the plugin copies it);
-// the program runs; result k is stored into
-// target k; results past the targets are `checks`, queued for the next host
-// wait. `owner` (a DeferAndFuse program's thread) is no longer pending in the
-// targets. Returns every result.
-struct ProgramLaunch {
-  struct Donor {
-    size_t arg;
-    long holders;
-  };
-  struct Target {
-    StorageBuffer* storage;
-    hlo::ElementType dtype;
-  };
-  int device = 0;
-  std::vector<runtime::BufferPtr> args;
-  std::vector<Donor> donors;
-  std::vector<Target> targets;
-  std::vector<RangeCheckInfo> checks;
-  PendingWork* owner = nullptr;
-  const std::vector<std::string>* op_names = nullptr;  // for injected faults
-};
-std::vector<runtime::BufferPtr> launch(pjrt::LoadedExecutable& executable, ProgramLaunch& launch);
-
-// Queues a program's range-check results (results[first...], one per
-// message) for verification at the next host wait.
-void queue_range_checks(const std::vector<RangeCheckInfo>& checks, const std::vector<runtime::BufferPtr>& results,
-                        size_t first);
-
-// Index range checks of programs that ran: raises IndexError for the first
-// that failed (naming its op). Called wherever the host waits anyway.
-void verify_range_checks();
 
 at::Tensor empty_tpu(at::IntArrayRef sizes, at::IntArrayRef strides, at::ScalarType dtype, int device);
 int current_device();

@@ -1,0 +1,242 @@
+#include "device/pending_work.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <thread>
+
+#include "device/program_launch.h"
+#include "runtime/metrics.h"
+
+namespace torch_tpu::device {
+
+namespace {
+
+// Every thread's pending work, under one mutex: recording an op, running a
+// pending program and reading `StorageBuffer::pending_in` hold it.
+struct DeferredPrograms {
+  std::recursive_mutex mutex;
+  std::atomic<int> pending_programs{0};  // programs holding at least one op, all threads
+};
+
+DeferredPrograms& deferred() {
+  static auto* d = new DeferredPrograms();  // never destroyed: used at exit
+  return *d;
+}
+
+void flush_work(PendingWork& work, const char* reason);
+
+// The thread that loaded us: its pending work at exit is dropped, not run
+// (the interpreter is gone; nobody can read it, and the plugin's threads
+// must go idle before its static objects die).
+const std::thread::id loading_thread = std::this_thread::get_id();
+
+// The calling thread's work, made on first use. When another thread exits,
+// its pending programs run (a tensor it handed over may be read later by a
+// thread that never saw the program), then the work is deleted.
+struct ThreadWorkHandle {
+  PendingWork* work = nullptr;
+  ~ThreadWorkHandle() {
+    if (!work) return;
+    DeferredPrograms& d = deferred();
+    std::lock_guard<std::recursive_mutex> lock(d.mutex);
+    work->capture.active = false;
+    if (std::this_thread::get_id() != loading_thread) {
+      try {
+        flush_work(*work, "thread_exit");
+      } catch (const std::exception&) {
+        // Lost tensors raise the error to whoever reads them.
+      }
+    }
+    for (auto& state : work->per_device) {
+      if (!state || state->ops.empty()) continue;
+      d.pending_programs--;
+      for (const auto& slot : state->slots) {
+        if (auto storage = slot.storage.lock()) storage_buffer(c10::Storage(storage)).pending_in = nullptr;
+      }
+    }
+    delete work;
+  }
+};
+
+thread_local ThreadWorkHandle this_thread_work;
+
+PendingWork& my_work() {  // call with the deferred mutex held
+  if (!this_thread_work.work) this_thread_work.work = new PendingWork();
+  return *this_thread_work.work;
+}
+
+int max_deferred_ops() {
+  static int n = [] {
+    const char* v = std::getenv("TORCH_TPU_DEFER_MAX_OPS");
+    return v ? std::max(1, std::atoi(v)) : 4000;
+  }();
+  return n;
+}
+
+// A fused program failed to compile or run. Its ops did not happen; but the
+// ops before the one that made it fail did, as far as the user can tell (a
+// Strict run would have run them): find that op by running ever shorter
+// prefixes, run the ops before it, and leave the rest undone. Tensors they
+// created hold no value (reading one raises `error`); tensors they modified
+// keep their values from before the failing op. Raises the error, naming the op.
+[[noreturn]] void recover_failed_flush(std::unique_ptr<ProgramState> failed, const std::string& error) {
+  const size_t n = failed->ops.size();
+  std::vector<ProgramState::Slot> all_slots = failed->slots;
+  // ops [0, good) run; a program of `bad` ops fails.
+  size_t good = 0, bad = n;
+  while (bad - good > 1) {
+    const size_t mid = (good + bad) / 2;
+    ProgramState probe = *failed;
+    probe.rewind_to_op(mid);
+    try {
+      run_program(probe, {/*donate=*/false, /*apply=*/false, /*wait=*/true});
+      good = mid;
+    } catch (const std::exception&) {
+      bad = mid;
+    }
+  }
+  const std::string culprit = failed->ops[good].name.empty() ? "an op" : failed->ops[good].name;
+  std::string ran;
+  if (good > 0) {
+    failed->rewind_to_op(good);
+    try {
+      run_program(*failed, {/*donate=*/false, /*apply=*/true, /*wait=*/false});
+      ran = "the " + std::to_string(good) + " ops before it took effect; ";
+    } catch (const std::exception& e) {
+      ran = "the ops before it failed too (" + std::string(e.what()) + "); ";
+      failed->slots.clear();
+    }
+  } else {
+    failed->slots.clear();
+  }
+  auto lost = std::make_shared<const std::string>(culprit + " failed in a deferred program: " + error);
+  std::lock_guard<std::recursive_mutex> lock(buffers_mutex());
+  for (const auto& slot : all_slots) {
+    auto storage = slot.storage.lock();
+    if (!storage || !slot.written) continue;
+    StorageBuffer& sb = storage_buffer(c10::Storage(storage));
+    if (sb.pending_in == failed->owner) sb.pending_in = nullptr;
+    bool computed = false;
+    for (const auto& s : failed->slots) computed = computed || (s.storage_id == slot.storage_id && s.written);
+    if (!computed && !sb.buffer) sb.lost = lost;
+  }
+  TORCH_CHECK(false, error, "\n(tpu DeferAndFuse: the program of ", n, " ops recorded failed at op ", good + 1, ", ",
+              culprit, "; ", ran, "it and the ", n - good - 1,
+              " after it did not: tensors they created raise when read, tensors they modified keep their earlier "
+              "values.)");
+}
+
+// Runs `work`'s pending programs. Call with the deferred mutex held.
+void flush_work(PendingWork& work, const char* reason) {
+  DeferredPrograms& d = deferred();
+  if (work.capture.active) work.capture.broken = true;  // the graph no longer runs as one program
+  for (auto& state : work.per_device) {
+    if (!state || state->ops.empty()) continue;
+    std::unique_ptr<ProgramState> pending = std::move(state);
+    runtime::metrics().count_flush(reason);
+    // Counted as pending until its results are in their storages: a thread
+    // that finds no pending program reads storages without the lock.
+    struct Uncount {
+      DeferredPrograms& d;
+      ~Uncount() { d.pending_programs--; }
+    } uncount{d};
+    std::string error;
+    try {
+      run_program(*pending);
+      continue;
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    recover_failed_flush(std::move(pending), error);
+  }
+}
+
+}  // namespace
+
+void begin_graph_capture(int device) {
+  flush_deferred("graph_boundary");
+  DeferredPrograms& d = deferred();
+  std::lock_guard<std::recursive_mutex> lock(d.mutex);
+  PendingWork& w = my_work();
+  TORCH_CHECK(!w.capture.active, "internal: nested graph capture");
+  w.capture.active = true;
+  w.capture.broken = false;
+  w.capture.device = device;
+}
+
+std::unique_ptr<ProgramState> end_graph_capture(int device, bool* broken) {
+  DeferredPrograms& d = deferred();
+  std::lock_guard<std::recursive_mutex> lock(d.mutex);
+  PendingWork& w = my_work();
+  *broken = w.capture.broken || w.capture.device != device;
+  w.capture.active = false;
+  std::unique_ptr<ProgramState> state;
+  for (size_t k = 0; k < w.per_device.size(); ++k) {
+    if (!w.per_device[k] || w.per_device[k]->ops.empty()) continue;
+    if (static_cast<int>(k) == device) {
+      state = std::move(w.per_device[k]);
+      d.pending_programs--;
+    } else {
+      *broken = true;  // the graph touched another device
+    }
+  }
+  if (state) {
+    // The capture runs it now (capture_program); nothing of it is pending.
+    for (const auto& slot : state->slots) {
+      auto storage = slot.storage.lock();
+      if (!storage) continue;
+      StorageBuffer& sb = storage_buffer(c10::Storage(storage));
+      if (sb.pending_in == &w) sb.pending_in = nullptr;
+    }
+    state->owner = nullptr;
+  }
+  return state;
+}
+
+void abort_graph_capture() {
+  {
+    DeferredPrograms& d = deferred();
+    std::lock_guard<std::recursive_mutex> lock(d.mutex);
+    my_work().capture.active = false;
+  }
+  flush_deferred("graph");
+}
+
+void flush_deferred(const char* reason) {
+  PendingWork* w = this_thread_work.work;
+  if (!w || deferred().pending_programs.load() == 0) return;
+  std::lock_guard<std::recursive_mutex> lock(deferred().mutex);
+  flush_work(*w, reason);
+}
+
+void settle_pending_writes(StorageBuffer& sb) {
+  DeferredPrograms& d = deferred();
+  if (d.pending_programs.load() == 0) return;
+  std::lock_guard<std::recursive_mutex> lock(d.mutex);
+  PendingWork* owner = sb.pending_in;
+  if (!owner) return;
+  flush_work(*owner, owner == this_thread_work.work ? "mode_change" : "other_thread");
+  sb.pending_in = nullptr;
+}
+
+ProgramState& lock_pending_program(int device, std::unique_lock<std::recursive_mutex>& lock) {
+  DeferredPrograms& d = deferred();
+  lock = std::unique_lock<std::recursive_mutex>(d.mutex);
+  PendingWork& w = my_work();
+  if (static_cast<int>(w.per_device.size()) <= device) w.per_device.resize(device + 1);
+  if (!w.per_device[device]) {
+    w.per_device[device] = std::make_unique<ProgramState>(device);
+    w.per_device[device]->owner = &w;
+  }
+  return *w.per_device[device];
+}
+
+void op_recorded(ProgramState& state) {
+  if (state.ops.size() == 1) deferred().pending_programs++;
+  // A graph being captured stays one program whatever its size.
+  PendingWork* w = state.owner;
+  if (static_cast<int>(state.ops.size()) >= max_deferred_ops() && !w->capture.active) flush_work(*w, "size_bound");
+}
+
+}  // namespace torch_tpu::device

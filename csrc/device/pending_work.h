@@ -1,0 +1,57 @@
+// DeferAndFuse and graph capture, per thread: each thread's pending programs
+// (one per device) and its torch.compile capture, and how threads that share
+// storages see each other's pending writes.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "device/program_state.h"
+
+namespace torch_tpu::device {
+
+// Threads. Each thread has its own eager mode (runtime/eager_mode.h), its
+// own pending DeferAndFuse programs and its own graph capture: its ops never
+// land in another thread's program. What threads share are storages: a
+// program that reads a storage another thread's pending program writes runs
+// that program first (settle_pending_writes), and a storage rewritten by
+// another thread while a pending program reads it is read anew by later ops.
+
+// DeferAndFuse: runs the calling thread's pending programs (every device).
+// `reason` is counted in the metrics (flushes::<reason>). Cheap when nothing
+// is pending.
+void flush_deferred(const char* reason);
+
+// Runs the pending program (of any thread) that writes `sb`, so its buffer
+// is current. Cheap when no thread has pending work.
+void settle_pending_writes(StorageBuffer& sb);
+
+// Graph capture (torch.compile), per thread: between begin and end, the
+// thread's ops on the device record into one pending program that no flush
+// may split (a flush marks the capture broken) and that donates nothing, so
+// it can be replayed with other buffers. end_graph_capture hands the program
+// over (null when nothing was recorded); `broken` says whether a flush split it.
+void begin_graph_capture(int device);
+std::unique_ptr<ProgramState> end_graph_capture(int device, bool* broken);
+// Abandons a capture after an error; the pending program is flushed.
+void abort_graph_capture();
+
+// One thread's DeferAndFuse work: its pending program per device and its
+// graph capture. Guarded by the pending-work mutex.
+struct PendingWork {
+  std::vector<std::unique_ptr<ProgramState>> per_device;
+  struct {
+    bool active = false;
+    bool broken = false;
+    int device = 0;
+  } capture;
+};
+
+// For TensorProgram: the calling thread's pending program on `device`,
+// locking the pending-work mutex into `lock` (held while the op records).
+ProgramState& lock_pending_program(int device, std::unique_lock<std::recursive_mutex>& lock);
+// For TensorProgram: an op was recorded into `state` (flushes at the size bound).
+void op_recorded(ProgramState& state);
+
+}  // namespace torch_tpu::device

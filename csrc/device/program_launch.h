@@ -1,0 +1,67 @@
+// Running a program over storages: the one launch step every path shares
+// (donation, execution, write-back, range checks), a program's compile and
+// launch with its failure points, and the queue of range checks verified at
+// the next host wait.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "device/program_state.h"
+#include "runtime/device_runtime.h"
+
+namespace torch_tpu::device {
+
+// Testing failure paths: every program holding an op named `op` fails when
+// compiled (`stage` "compile") or launched ("run") with a PjrtError, as a
+// compiler bug or an out-of-memory would. An empty `op` clears it.
+void inject_fault(const std::string& op, const std::string& stage);
+
+// One launch of a compiled program over storages: the step every path that
+// runs a program shares (an eager op, a fused DeferAndFuse program, a graph's
+// capture and its replays, a storage resize). Under buffers_mutex(): each
+// donor argument is donated when only its `holders` hold it (its storage, if
+// alive, and the caller's argument lists, `args` included), so no other
+// thread is about to pass it to a program (otherwise the plugin copies it);
+// the program runs; result k is stored into
+// target k; results past the targets are `checks`, queued for the next host
+// wait. `owner` (a DeferAndFuse program's thread) is no longer pending in the
+// targets. Returns every result.
+struct ProgramLaunch {
+  struct Donor {
+    size_t arg;
+    long holders;
+  };
+  struct Target {
+    StorageBuffer* storage;
+    hlo::ElementType dtype;
+  };
+  int device = 0;
+  std::vector<runtime::BufferPtr> args;
+  std::vector<Donor> donors;
+  std::vector<Target> targets;
+  std::vector<RangeCheckInfo> checks;
+  PendingWork* owner = nullptr;
+  const std::vector<std::string>* op_names = nullptr;  // for injected faults
+};
+std::vector<runtime::BufferPtr> launch(pjrt::LoadedExecutable& executable, ProgramLaunch& launch);
+
+// Queues a program's range-check results (results[first...], one per
+// message) for verification at the next host wait.
+void queue_range_checks(const std::vector<RangeCheckInfo>& checks, const std::vector<runtime::BufferPtr>& results,
+                        size_t first);
+
+// Index range checks of programs that ran: raises IndexError for the first
+// that failed (naming its op). Called wherever the host waits anyway.
+void verify_range_checks();
+
+struct RunOptions {
+  bool donate = true;  // inputs nothing else holds may be updated in place
+  bool apply = true;   // store the results into their storages
+  bool wait = false;   // wait for the results (errors of the run surface here)
+};
+// Compiles (or finds) and launches `state`'s program; stores the results
+// into the storages that are still alive.
+void run_program(ProgramState& state, const RunOptions& options = {});
+
+}  // namespace torch_tpu::device

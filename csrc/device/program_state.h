@@ -1,0 +1,90 @@
+// A program under construction over `tpu` storages, as data: its builder,
+// the storages it reads and writes (slots), the buffers bound to its
+// parameters and where they came from, its range checks, and where each
+// recorded op began. TensorProgram (tensor_program.h) builds it; the launch
+// step (program_launch.h) runs it; DeferAndFuse keeps one pending per thread
+// and device (pending_work.h).
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "device/storage_buffer.h"
+#include "hlo/builder.h"
+
+namespace torch_tpu::device {
+
+// Where a program parameter's buffer came from; a captured graph program
+// (csrc/device/graph_capture.cpp) rebinds parameters from these on replay.
+struct ParamSource {
+  enum class Kind { Storage, HostTensor, Constant, Rng, HostScalar };
+  Kind kind = Kind::Constant;
+  uint64_t storage_id = 0;                // Storage: the StorageBuffer id
+  const c10::TensorImpl* host = nullptr;  // HostTensor: identity only, never dereferenced
+  at::Generator generator;                // Rng: drawn from again on replay
+  // HostScalar: a Python float the lowering made an input (lower::HostScalar):
+  // its value, dtype, origins in the op cache's signature, and whether the
+  // program also serves a number with no origin (then it is a constant).
+  double value = 0;
+  hlo::ElementType dtype = hlo::ElementType::F32;
+  std::vector<int> origins;
+  bool fixed = true;
+};
+
+// An index range check's failure: its message and exception type.
+struct RangeCheckInfo {
+  std::string message;
+  bool runtime_error = false;  // RuntimeError (gather/scatter on CPU) rather than IndexError
+};
+
+// One program under construction and the buffers bound to its parameters.
+struct ProgramState {
+  struct Slot {
+    uint64_t storage_id;
+    c10::weak_intrusive_ptr<c10::StorageImpl> storage;  // weak: dead storages need no output
+    size_t nbytes;
+    std::optional<hlo::Value> param;
+    std::optional<hlo::Value> current;  // flat value after this program's writes
+    bool written = false;
+  };
+  // Where one recorded op began, so the program can be cut back to the ops
+  // before it: an op that throws while recording, or, when a fused program
+  // fails, the ops before the one that made it fail (they still run).
+  struct OpRecord {
+    std::string name;
+    hlo::Builder::Checkpoint checkpoint;
+    size_t slots = 0, args = 0, checks = 0, undo = 0;
+  };
+  // A slot an op changed that existed before it, as it was.
+  struct SlotUndo {
+    size_t slot;
+    std::optional<hlo::Value> param, current;
+    bool written;
+  };
+  explicit ProgramState(int device) : device(device) {}
+  int device;
+  hlo::Builder b;
+  std::vector<Slot> slots;
+  std::vector<runtime::BufferPtr> args;  // by parameter index
+  std::vector<ParamSource> sources;      // by parameter index
+  std::vector<std::pair<hlo::Value, RangeCheckInfo>> range_checks;  // extra tensor<i1> outputs
+  std::vector<OpRecord> ops;  // one per op recorded (Strict: the one op)
+  std::vector<SlotUndo> undo;
+  PendingWork* owner = nullptr;  // DeferAndFuse: the thread whose pending program this is
+
+  // Undoes what the ops from `op` on added (and the slot changes they made),
+  // in reverse: the program is as it was before that op was recorded. A
+  // recording op that threw passes where it began instead of a record.
+  void rewind(size_t op, size_t slots_before, size_t args_before, size_t checks_before, size_t undo_before,
+              const hlo::Builder::Checkpoint& checkpoint);
+  void rewind_to_op(size_t op);
+};
+
+// The parameter index of a program parameter value (%argN).
+inline size_t param_index(const hlo::Value& param) { return std::stoul(param.name.substr(4)); }
+
+}  // namespace torch_tpu::device
