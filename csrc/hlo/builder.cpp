@@ -103,6 +103,32 @@ static std::string name_list(const std::vector<Value>& vs) {
   return s;
 }
 
+static std::string int_list(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+// "name = [..], " for a non-empty list: the StableHLO printer leaves empty
+// dimension lists out of gather and scatter dimension numbers.
+static std::string dims_field(const char* name, const std::vector<int64_t>& dims) {
+  return dims.empty() ? "" : std::string(name) + " = " + int_list(dims) + ", ";
+}
+
+static std::vector<int64_t> range(int64_t n) {
+  std::vector<int64_t> r(n);
+  for (int64_t i = 0; i < n; ++i) r[i] = i;
+  return r;
+}
+
+static std::vector<int64_t> all_dims_but(int64_t rank, int64_t dim) {
+  std::vector<int64_t> r;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d != dim) r.push_back(d);
+  }
+  return r;
+}
+
 static std::string results_sig(const std::vector<TensorType>& results) {
   return results.size() == 1 ? results[0].str() : "(" + type_list(results) + ")";
 }
@@ -297,6 +323,93 @@ Value Builder::dynamic_update_slice(const Value& base, const Value& update, cons
   return op("dynamic_update_slice", operands, base.type);
 }
 
+Value Builder::dynamic_slice(const Value& operand, const std::vector<Value>& starts, const Shape& sizes) {
+  std::vector<Value> operands{operand};
+  operands.insert(operands.end(), starts.begin(), starts.end());
+  return op("dynamic_slice", operands, {operand.dtype(), sizes}, "slice_sizes = " + dims_attr(sizes));
+}
+
+GatherDims GatherDims::points(int64_t rank, int64_t index_vector_dim) {
+  GatherDims g;
+  g.collapsed_slice_dims = range(rank);
+  g.start_index_map = range(rank);
+  g.index_vector_dim = index_vector_dim;
+  g.slice_sizes.assign(rank, 1);
+  return g;
+}
+
+Value Builder::gather(const Value& operand, const Value& indices, const GatherDims& dims, const Shape& result) {
+  std::string attrs = "dimension_numbers = #stablehlo.gather<" + dims_field("offset_dims", dims.offset_dims) +
+                      dims_field("collapsed_slice_dims", dims.collapsed_slice_dims) +
+                      dims_field("start_index_map", dims.start_index_map) +
+                      "index_vector_dim = " + std::to_string(dims.index_vector_dim) +
+                      ">, indices_are_sorted = false, slice_sizes = " + dims_attr(dims.slice_sizes);
+  return op("gather", {operand, indices}, {operand.dtype(), result}, attrs);
+}
+
+Value Builder::scatter(const Value& operand, const Value& indices, const Value& updates, const ScatterDims& dims,
+                       const ScatterCombiner& combiner) {
+  std::string attrs = "indices_are_sorted = false, scatter_dimension_numbers = #stablehlo.scatter<" +
+                      dims_field("update_window_dims", dims.update_window_dims) +
+                      dims_field("inserted_window_dims", dims.inserted_window_dims) +
+                      dims_field("scatter_dims_to_operand_dims", dims.scatter_dims_to_operand_dims) +
+                      "index_vector_dim = " + std::to_string(dims.index_vector_dim) + ">, unique_indices = false";
+  TensorType scalar{operand.dtype(), {}};
+  return op_with_region("scatter", {operand, indices, updates}, {operand.type}, attrs, {scalar, scalar},
+                        [&combiner](Builder& rb, const std::vector<Value>& args) {
+                          return std::vector<Value>{combiner(rb, args[0], args[1])};
+                        })[0];
+}
+
+Value Builder::gather_points(const Value& operand, const Value& coords) {
+  Shape result(coords.shape().begin(), coords.shape().end() - 1);
+  return gather(operand, coords, GatherDims::points(operand.rank(), static_cast<int64_t>(result.size())), result);
+}
+
+Value Builder::scatter_points(const Value& operand, const Value& coords, const Value& updates,
+                              const ScatterCombiner& combiner) {
+  ScatterDims s;
+  s.inserted_window_dims = range(operand.rank());
+  s.scatter_dims_to_operand_dims = range(operand.rank());
+  s.index_vector_dim = updates.rank();
+  return scatter(operand, coords, updates, s, combiner);
+}
+
+Value Builder::gather_slices(const Value& operand, int64_t dim, const Value& positions) {
+  GatherDims g;
+  g.offset_dims = all_dims_but(operand.rank(), dim);
+  g.collapsed_slice_dims = {dim};
+  g.start_index_map = {dim};
+  g.index_vector_dim = 1;
+  g.slice_sizes = operand.shape();
+  g.slice_sizes[dim] = 1;
+  Shape result = operand.shape();
+  result[dim] = positions.shape()[0];
+  return gather(operand, positions, g, result);
+}
+
+Value Builder::scatter_slices(const Value& operand, int64_t dim, const Value& positions, const Value& updates,
+                              const ScatterCombiner& combiner) {
+  ScatterDims s;
+  s.update_window_dims = all_dims_but(operand.rank(), dim);
+  s.inserted_window_dims = {dim};
+  s.scatter_dims_to_operand_dims = {dim};
+  s.index_vector_dim = 1;
+  return scatter(operand, positions, updates, s, combiner);
+}
+
+Value overwrite(Builder&, const Value&, const Value& update) { return update; }
+
+Value accumulate(Builder& b, const Value& current, const Value& update) { return b.binary("add", current, update); }
+
+std::pair<Value, Value> Builder::rng_bit_generator(const Value& state, const TensorType& bits, RngAlgorithm algorithm) {
+  static const char* names[] = {"DEFAULT", "THREE_FRY", "PHILOX"};
+  std::vector<Value> r = op_multi("rng_bit_generator", {state}, {state.type, bits},
+                                  std::string("rng_algorithm = #stablehlo<rng_algorithm ") +
+                                      names[static_cast<int>(algorithm)] + ">");
+  return {r[0], r[1]};
+}
+
 Value Builder::unary(const std::string& name, const Value& v) { return op(name, {v}, v.type); }
 
 Value Builder::binary(const std::string& name, const Value& a, const Value& b) { return op(name, {a, b}, a.type); }
@@ -352,12 +465,6 @@ Value Builder::reduce(const Value& v, const Value& init, const std::vector<int64
                              return std::vector<Value>{b.binary(combiner, args[0], args[1])};
                            })[0];
   return merged_kept == kept ? r : reshape(r, kept);
-}
-
-static std::string int_list(const std::vector<int64_t>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + "]";
 }
 
 Value Builder::dot_general(const Value& a, const Value& b, const std::vector<int64_t>& batch_a,

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace torch_tpu::hlo {
@@ -40,11 +41,36 @@ struct Value {
 
 enum class CompareDirection { EQ, NE, LT, LE, GT, GE };
 
+// stablehlo.gather's dimension numbers, named as in the StableHLO spec.
+struct GatherDims {
+  std::vector<int64_t> offset_dims, collapsed_slice_dims, start_index_map;
+  int64_t index_vector_dim = 0;
+  std::vector<int64_t> slice_sizes;
+  // One element per start: every dim of a rank-`rank` operand collapsed.
+  static GatherDims points(int64_t rank, int64_t index_vector_dim);
+};
+
+// stablehlo.scatter's dimension numbers, named as in the StableHLO spec.
+struct ScatterDims {
+  std::vector<int64_t> update_window_dims, inserted_window_dims, scatter_dims_to_operand_dims;
+  int64_t index_vector_dim = 0;
+};
+
+enum class RngAlgorithm { Default, ThreeFry, Philox };
+
 // Arguments marked donated may have their memory reused for an output.
 struct Parameter {
   TensorType type;
   bool donated = false;
 };
+
+class Builder;
+
+// How a scatter combines the value at a position (`current`) with an update
+// for it; it runs on 0-d values, once per update.
+using ScatterCombiner = std::function<Value(Builder&, const Value& current, const Value& update)>;
+Value overwrite(Builder& b, const Value& current, const Value& update);   // the update replaces it
+Value accumulate(Builder& b, const Value& current, const Value& update);  // stablehlo.add
 
 class Builder {
  public:
@@ -80,6 +106,27 @@ class Builder {
   Value pad(const Value& v, const Value& pad_value, const Shape& low, const Shape& high, const Shape& interior);
   Value iota(const TensorType& type, int64_t dim);
   Value dynamic_update_slice(const Value& base, const Value& update, const std::vector<Value>& starts);
+  // `sizes` elements from 0-d `starts` on (clamped in range, as StableHLO does).
+  Value dynamic_slice(const Value& operand, const std::vector<Value>& starts, const Shape& sizes);
+  Value gather(const Value& operand, const Value& indices, const GatherDims& dims, const Shape& result);
+  Value scatter(const Value& operand, const Value& indices, const Value& updates, const ScatterDims& dims,
+                const ScatterCombiner& combiner);
+  // One element per coordinate: operand[coords[i...]] for coords
+  // [*S, rank(operand)], a value of shape S.
+  Value gather_points(const Value& operand, const Value& coords);
+  // operand[coords[i...]] (combiner)= updates[i...]: coords is
+  // [*updates.shape, rank(operand)] (for a 1-d operand, also just
+  // updates.shape: a missing index vector dim counts as one of size 1).
+  Value scatter_points(const Value& operand, const Value& coords, const Value& updates,
+                       const ScatterCombiner& combiner);
+  // operand's slices along `dim` at `positions` ([n, 1]): dim's size becomes n.
+  Value gather_slices(const Value& operand, int64_t dim, const Value& positions);
+  // updates (operand's shape with n along `dim`) combined into operand's
+  // slices along `dim` at `positions` ([n, 1]).
+  Value scatter_slices(const Value& operand, int64_t dim, const Value& positions, const Value& updates,
+                       const ScatterCombiner& combiner);
+  // stablehlo.rng_bit_generator: (the next state, random bits of `bits`).
+  std::pair<Value, Value> rng_bit_generator(const Value& state, const TensorType& bits, RngAlgorithm algorithm);
   Value unary(const std::string& name, const Value& v);        // name: "exponential", "tanh" ...
   Value binary(const std::string& name, const Value& a, const Value& b);  // same types
   Value compare(const Value& a, const Value& b, CompareDirection dir);

@@ -135,14 +135,7 @@ std::vector<Value> nonzero_static(LowerContext& ctx) {
   Value spare = b.broadcast_to(b.constant_int(size, ElementType::S64), {n});
   Value keep = b.binary("and", nz, b.compare(row, spare, CompareDirection::LT));
   Value index = b.reshape(b.select(keep, row, spare), {n, 1});
-  TensorType scalar{ElementType::S64, {}};
-  const std::string attrs =
-      "indices_are_sorted = false, scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [1], "
-      "inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1>, unique_indices = false";
-  Value rows = b.op_with_region("scatter", {base, index, coordinates(b, x.shape(), n)}, {padded}, attrs,
-                                {scalar, scalar}, [](Builder&, const std::vector<Value>& args) {
-                                  return std::vector<Value>{args[1]};
-                                })[0];
+  Value rows = b.scatter_slices(base, 0, index, coordinates(b, x.shape(), n), hlo::overwrite);
   return {b.convert(b.slice(rows, {0, 0}, {size, rank}, {1, 1}), out.dtype)};
 }
 

@@ -104,10 +104,7 @@ Value pairs_to_grid(Builder& b, const Value& v, int64_t n) {
   Value idx = pair_index(b, n, pairs);
   Value upper = b.compare(idx, b.splat(static_cast<double>(pairs), idx.type), CompareDirection::LT);
   Value clamped = b.select(upper, idx, b.splat(0, idx.type));
-  std::string attrs =
-      "dimension_numbers = #stablehlo.gather<collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 2>, "
-      "indices_are_sorted = false, slice_sizes = " + Builder::dims_attr({1});
-  Value grid = b.op("gather", {v, b.reshape(clamped, {n, n, 1})}, {v.dtype(), {n, n}}, attrs);
+  Value grid = b.gather_points(v, b.reshape(clamped, {n, n, 1}));
   return b.select(upper, grid, b.splat(0, grid.type));
 }
 
@@ -116,15 +113,8 @@ Value grid_to_pairs(Builder& b, const Value& grid, int64_t pairs) {
   const int64_t n = grid.shape()[0];
   Value idx = b.reshape(pair_index(b, n, pairs), {n * n, 1});
   Value updates = b.reshape(grid, {n * n});
-  TensorType scalar{grid.dtype(), {}};
   // Lower-triangle entries index one past the end: scatter drops them.
-  std::string attrs =
-      "indices_are_sorted = false, scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0], "
-      "scatter_dims_to_operand_dims = [0], index_vector_dim = 1>, unique_indices = false";
-  return b.op_with_region("scatter", {b.splat(0, {grid.dtype(), {pairs}}), idx, updates}, {{grid.dtype(), {pairs}}}, attrs,
-                          {scalar, scalar}, [](Builder&, const std::vector<Value>& args) {
-                            return std::vector<Value>{args[1]};
-                          })[0];
+  return b.scatter_points(b.splat(0, {grid.dtype(), {pairs}}), idx, updates, hlo::overwrite);
 }
 
 }  // namespace

@@ -14,62 +14,21 @@ namespace {
 
 using hlo::CompareDirection;
 
-std::string int_list(const std::vector<int64_t>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + "]";
-}
-
-// "name = [..], " for a non-empty list: the StableHLO printer leaves empty
-// dimension lists out, and the parser expects them absent.
-std::string dims_field(const char* name, const std::vector<int64_t>& dims) {
-  return dims.empty() ? "" : std::string(name) + " = " + int_list(dims) + ", ";
-}
-
 std::vector<int64_t> range(int64_t n) {
   std::vector<int64_t> r(n);
   for (int64_t i = 0; i < n; ++i) r[i] = i;
   return r;
 }
 
-struct GatherDims {
-  std::vector<int64_t> offset_dims, collapsed_slice_dims, start_index_map;
-  int64_t index_vector_dim = 0;
-  std::vector<int64_t> slice_sizes;
-};
-
-Value gather_op(Builder& b, const Value& operand, const Value& indices, const GatherDims& g, const Shape& result) {
-  std::string attrs = "dimension_numbers = #stablehlo.gather<" + dims_field("offset_dims", g.offset_dims) +
-                      dims_field("collapsed_slice_dims", g.collapsed_slice_dims) +
-                      dims_field("start_index_map", g.start_index_map) +
-                      "index_vector_dim = " + std::to_string(g.index_vector_dim) +
-                      ">, indices_are_sorted = false, slice_sizes = " + Builder::dims_attr(g.slice_sizes);
-  return b.op("gather", {operand, indices}, {operand.dtype(), result}, attrs);
-}
-
-struct ScatterDims {
-  std::vector<int64_t> update_window_dims, inserted_window_dims, scatter_dims_to_operand_dims;
-  int64_t index_vector_dim = 0;
-};
-
 enum class Combine { Overwrite, Add };
 
 // Duplicate indices: Add sums them (scatter_add, index_put accumulate=True);
 // Overwrite keeps one of the writes, which PyTorch leaves unspecified too.
-Value scatter_op(Builder& b, const Value& operand, const Value& indices, const Value& updates, const ScatterDims& s,
-                 Combine combine) {
-  std::string attrs = "indices_are_sorted = false, scatter_dimension_numbers = #stablehlo.scatter<" +
-                      dims_field("update_window_dims", s.update_window_dims) +
-                      dims_field("inserted_window_dims", s.inserted_window_dims) +
-                      dims_field("scatter_dims_to_operand_dims", s.scatter_dims_to_operand_dims) +
-                      "index_vector_dim = " + std::to_string(s.index_vector_dim) + ">, unique_indices = false";
-  TensorType scalar{operand.dtype(), {}};
-  return b.op_with_region("scatter", {operand, indices, updates}, {operand.type}, attrs, {scalar, scalar},
-                          [combine](Builder& rb, const std::vector<Value>& args) {
-                            if (combine == Combine::Overwrite) return std::vector<Value>{args[1]};
-                            const char* add = args[0].dtype() == ElementType::Pred ? "or" : "add";
-                            return std::vector<Value>{rb.binary(add, args[0], args[1])};
-                          })[0];
+hlo::ScatterCombiner combiner(Combine combine) {
+  if (combine == Combine::Overwrite) return hlo::overwrite;
+  return [](Builder& rb, const Value& current, const Value& update) {
+    return rb.binary(current.dtype() == ElementType::Pred ? "or" : "add", current, update);
+  };
 }
 
 // Sums run in f32 for bf16/f16, one rounding at the end.
@@ -106,23 +65,6 @@ Value point_coordinates(Builder& b, const Value& index, int64_t dim) {
   return b.concatenate(parts, r);
 }
 
-GatherDims point_gather_dims(int64_t rank, int64_t index_vector_dim) {
-  GatherDims g;
-  g.collapsed_slice_dims = range(rank);
-  g.start_index_map = range(rank);
-  g.index_vector_dim = index_vector_dim;
-  g.slice_sizes.assign(rank, 1);
-  return g;
-}
-
-ScatterDims point_scatter_dims(int64_t rank) {
-  ScatterDims s;
-  s.inserted_window_dims = range(rank);
-  s.scatter_dims_to_operand_dims = range(rank);
-  s.index_vector_dim = rank;
-  return s;
-}
-
 // scatter / scatter_add: self[..index[i]..] (combine)= updates[i] over
 // index's shape. 0-d tensors act as 1-d ones of one element.
 Value scatter_along(LowerContext& ctx, const Value& updates_in, Combine combine) {
@@ -148,7 +90,7 @@ Value scatter_along(LowerContext& ctx, const Value& updates_in, Combine combine)
     updates = b.slice(updates, Shape(updates.rank(), 0), index.shape(), Shape(updates.rank(), 1));
   }
   Value coords = point_coordinates(b, index, dim);
-  Value r = scatter_op(b, operand, coords, updates, point_scatter_dims(index.rank()), combine);
+  Value r = b.scatter_points(operand, coords, updates, combiner(combine));
   return b.convert(b.reshape(r, out.shape), out.dtype);
 }
 
@@ -234,19 +176,7 @@ Value values_for(Builder& b, Value values, const Shape& result) {
 
 // operand's slices along `dim` at the positions in the 1-d `index`.
 Value select_along(Builder& b, const Value& operand, int64_t dim, const Value& index) {
-  const int64_t n = index.shape()[0];
-  GatherDims g;
-  for (int64_t d = 0; d < operand.rank(); ++d) {
-    if (d != dim) g.offset_dims.push_back(d);
-  }
-  g.collapsed_slice_dims = {dim};
-  g.start_index_map = {dim};
-  g.index_vector_dim = 1;
-  g.slice_sizes = operand.shape();
-  g.slice_sizes[dim] = 1;
-  Shape result = operand.shape();
-  result[dim] = n;
-  return gather_op(b, operand, b.reshape(index, {n, 1}), g, result);
+  return b.gather_slices(operand, dim, b.reshape(index, {index.shape()[0], 1}));
 }
 
 // ---- boolean masks in index_put ----------------------------------------------
@@ -330,12 +260,9 @@ Value embedding_row_weights(Builder& b, const Value& idx, int64_t num_weights, i
   TensorType row{t, {n}};
   Value w = b.splat(1, row);
   if (scale_grad_by_freq) {
-    ScatterDims s = point_scatter_dims(1);
-    s.index_vector_dim = 1;
     Value column = b.reshape(idx, {n, 1});
-    Value counts = scatter_op(b, zeros(b, {t, {num_weights}}), column, w, s, Combine::Add);
-    GatherDims g = point_gather_dims(1, 1);
-    w = b.binary("divide", w, gather_op(b, counts, column, g, {n}));
+    Value counts = b.scatter_points(zeros(b, {t, {num_weights}}), column, w, hlo::accumulate);
+    w = b.binary("divide", w, b.gather_points(counts, column));
   }
   if (padding_idx >= 0) {
     Value keep = b.compare(idx, b.splat(static_cast<double>(padding_idx), idx.type), CompareDirection::NE);
@@ -371,7 +298,7 @@ std::vector<Value> gather(LowerContext& ctx) {
                      /*runtime_error=*/true);  // CPU's gather raises RuntimeError
   self = rank_at_least_1(b, self);
   Value coords = point_coordinates(b, index, dim);
-  Value r = gather_op(b, self, coords, point_gather_dims(self.rank(), index.rank()), index.shape());
+  Value r = b.gather_points(self, coords);
   return {b.reshape(r, out.shape)};
 }
 
@@ -414,14 +341,7 @@ std::vector<Value> index_add(LowerContext& ctx) {
   if (ctx.has(4) && ctx.args[4].scalar.as_double() != 1.0) {
     updates = b.binary("multiply", updates, b.broadcast_to(ctx.scalar_arg(4, t), update_shape));
   }
-  ScatterDims s;
-  for (int64_t d = 0; d < operand.rank(); ++d) {
-    if (d != dim) s.update_window_dims.push_back(d);
-  }
-  s.inserted_window_dims = {dim};
-  s.scatter_dims_to_operand_dims = {dim};
-  s.index_vector_dim = 1;
-  Value r = scatter_op(b, operand, b.reshape(as_index(b, index), {n, 1}), updates, s, Combine::Add);
+  Value r = b.scatter_slices(operand, dim, b.reshape(as_index(b, index), {n, 1}), updates, hlo::accumulate);
   return {b.convert(b.reshape(r, out.shape), out.dtype)};
 }
 
@@ -433,14 +353,14 @@ std::vector<Value> index(LowerContext& ctx) {
   AdvancedIndex a = advanced_index(b, self, ctx.args.at(1).tensors);
   check_advanced_ranges(ctx, self, a, "index");
   if (any_indexed_dim_empty(self, a)) return {zeros(b, out)};
-  GatherDims g;
+  hlo::GatherDims g;
   g.offset_dims = a.rest_places;
   g.collapsed_slice_dims = a.dims;
   g.start_index_map = a.dims;
   g.index_vector_dim = static_cast<int64_t>(a.batch.size());
   g.slice_sizes = self.shape();
   for (int64_t d : a.dims) g.slice_sizes[d] = 1;
-  return {b.reshape(gather_op(b, self, a.coords, g, a.result), out.shape)};
+  return {b.reshape(b.gather(self, a.coords, g, a.result), out.shape)};
 }
 
 // _index_put_impl_(self, indices, values, accumulate, unsafe)
@@ -462,12 +382,12 @@ std::vector<Value> index_put(LowerContext& ctx) {
   TensorType result{out.dtype, a.result};
   if (result.numel() == 0 || any_indexed_dim_empty(self, a)) return {self};
   Value updates = values_for(b, b.convert(ctx.tensor(2), t), a.result);
-  ScatterDims s;
+  hlo::ScatterDims s;
   s.update_window_dims = a.rest_places;
   s.inserted_window_dims = a.dims;
   s.scatter_dims_to_operand_dims = a.dims;
   s.index_vector_dim = static_cast<int64_t>(a.batch.size());
-  Value r = scatter_op(b, b.convert(self, t), a.coords, updates, s, combine);
+  Value r = b.scatter(b.convert(self, t), a.coords, updates, s, combiner(combine));
   return {b.convert(r, out.dtype)};
 }
 
@@ -491,12 +411,7 @@ std::vector<Value> embedding_dense_backward(LowerContext& ctx) {
   Value rows = b.reshape(b.convert(grad, t), {n, width});
   Value weight = embedding_row_weights(b, idx, num_weights, padding_idx, by_freq, t);
   rows = b.binary("multiply", rows, b.broadcast_in_dim(weight, {n, width}, {0}));
-  ScatterDims s;
-  s.update_window_dims = {1};
-  s.inserted_window_dims = {0};
-  s.scatter_dims_to_operand_dims = {0};
-  s.index_vector_dim = 1;
-  Value r = scatter_op(b, zeros(b, {t, out.shape}), b.reshape(idx, {n, 1}), rows, s, Combine::Add);
+  Value r = b.scatter_slices(zeros(b, {t, out.shape}), 0, b.reshape(idx, {n, 1}), rows, hlo::accumulate);
   return {b.convert(r, out.dtype)};
 }
 

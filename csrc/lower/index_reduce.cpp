@@ -31,12 +31,6 @@ Reduce parse_reduce(const std::string& s) {
   throw std::invalid_argument("reduce argument must be either sum, prod, mean, amax or amin, got " + s);
 }
 
-std::string list_text(int64_t n) {
-  std::string s = "[";
-  for (int64_t d = 0; d < n; ++d) s += (d ? ", " : "") + std::to_string(d);
-  return s + "]";
-}
-
 // The combination of an existing value `a` and an update `u`. max/min
 // propagate NaN (PyTorch's scatter_reduce amax/amin).
 Value combine(Builder& b, Reduce r, const Value& a, const Value& u) {
@@ -54,29 +48,11 @@ Value combine(Builder& b, Reduce r, const Value& a, const Value& u) {
   return u;
 }
 
-// operand[coords[i...]] (combine)= updates[i...]; coords is [*updates.shape, rank].
+// operand[coords[i...]] (r)= updates[i...]; coords is [*updates.shape, rank].
 Value scatter_points(Builder& b, const Value& operand, const Value& coords, const Value& updates, Reduce r) {
-  const int64_t rank = operand.rank();
-  const std::string all = list_text(rank);
-  std::string attrs = "indices_are_sorted = false, scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = " +
-                      all + ", scatter_dims_to_operand_dims = " + all +
-                      ", index_vector_dim = " + std::to_string(updates.rank()) + ">, unique_indices = false";
-  TensorType scalar{operand.dtype(), {}};
-  return b.op_with_region("scatter", {operand, coords, updates}, {operand.type}, attrs, {scalar, scalar},
-                          [r](Builder& rb, const std::vector<Value>& a) {
-                            return std::vector<Value>{combine(rb, r, a[0], a[1])};
-                          })[0];
-}
-
-// operand[coords[i...]] for coords [*S, rank].
-Value gather_points(Builder& b, const Value& operand, const Value& coords) {
-  const int64_t rank = operand.rank();
-  Shape s(coords.shape().begin(), coords.shape().end() - 1);
-  const std::string all = list_text(rank);
-  std::string attrs = "dimension_numbers = #stablehlo.gather<collapsed_slice_dims = " + all +
-                      ", start_index_map = " + all + ", index_vector_dim = " + std::to_string(s.size()) +
-                      ">, indices_are_sorted = false, slice_sizes = " + Builder::dims_attr(Shape(rank, 1));
-  return b.op("gather", {operand, coords}, {operand.dtype(), s}, attrs);
+  return b.scatter_points(operand, coords, updates, [r](Builder& rb, const Value& current, const Value& update) {
+    return combine(rb, r, current, update);
+  });
 }
 
 // Coordinates [*shape, rank] of every element of `shape`, with coordinate
@@ -282,7 +258,7 @@ std::vector<Value> masked_scatter(LowerContext& ctx) {
   Value position = b.binary("subtract", inclusive_scan(b, {ones}, 0, {b.constant_int(0, ElementType::S64)}, add)[0],
                             b.splat(1, ones.type));
   position = b.clamp(b.constant_int(0, ElementType::S64), position, b.constant_int(m - 1, ElementType::S64));
-  Value taken = gather_points(b, b.reshape(b.convert(source, out.dtype), {m}), b.reshape(position, {n, 1}));
+  Value taken = b.gather_points(b.reshape(b.convert(source, out.dtype), {m}), b.reshape(position, {n, 1}));
   return {b.select(mask, b.reshape(taken, out.shape), self)};
 }
 
@@ -299,7 +275,7 @@ std::vector<Value> take(LowerContext& ctx) {
   index = wrap_negative(b, index, n);
   Shape column = index.shape();
   column.push_back(1);
-  return {b.reshape(gather_points(b, b.reshape(self, {n}), b.reshape(index, column)), out.shape)};
+  return {b.reshape(b.gather_points(b.reshape(self, {n}), b.reshape(index, column)), out.shape)};
 }
 
 // put(self, index, source, accumulate): self.flatten()[index] = source
@@ -388,7 +364,7 @@ Value scatter_rows(Builder& b, const Value& base, const Value& bag, const Value&
 
 Value gather_rows(Builder& b, const Value& table, const Value& idx) {
   const int64_t n = idx.shape()[0], d = table.shape()[1];
-  return gather_points(b, table, coords_along(b, {n, d}, 0, b.broadcast_in_dim(idx, {n, d}, {0})));
+  return b.gather_points(table, coords_along(b, {n, d}, 0, b.broadcast_in_dim(idx, {n, d}, {0})));
 }
 
 }  // namespace
@@ -452,7 +428,7 @@ std::vector<Value> embedding_bag(LowerContext& ctx) {
                          b.splat(static_cast<double>(n), {ElementType::S64, {n, dim}}));
     Value first = scatter_rows(b, b.splat(static_cast<double>(n), {ElementType::S64, {bags, dim}}), bag, pos, Reduce::Min);
     Value padded_idx = b.pad(idx, b.constant_int(-1, ElementType::S64), {0}, {1}, {0});  // position n: none
-    max_indices = gather_points(b, padded_idx, b.reshape(first, {bags, dim, 1}));
+    max_indices = b.gather_points(padded_idx, b.reshape(first, {bags, dim, 1}));
     Value empty = b.broadcast_in_dim(b.compare(count, zeros(b, count.type), CompareDirection::EQ), {bags, dim}, {0});
     result = b.select(empty, zeros(b, m.type), m);
   } else {
@@ -495,12 +471,12 @@ std::vector<Value> embedding_bag_dense_backward(LowerContext& ctx) {
   Value scale = b.convert(counted(b, idx, padding_idx), t);
   if (ctx.has(8)) scale = b.binary("multiply", scale, b.convert(ctx.tensor(8), t));
   if (mode == kMean) {
-    Value size = gather_points(b, b.convert(as_index(b, ctx.tensor(3)), t), b.reshape(safe_bag, {n, 1}));
+    Value size = b.gather_points(b.convert(as_index(b, ctx.tensor(3)), t), b.reshape(safe_bag, {n, 1}));
     scale = b.binary("divide", scale, b.binary("maximum", size, b.splat(1, size.type)));
   }
   if (ctx.bool_arg(6)) {
     Value freq = scatter_points(b, zeros(b, {t, {out.shape[0]}}), b.reshape(idx, {n, 1}), b.splat(1, {t, {n}}), Reduce::Sum);
-    scale = b.binary("divide", scale, gather_points(b, freq, b.reshape(idx, {n, 1})));
+    scale = b.binary("divide", scale, b.gather_points(freq, b.reshape(idx, {n, 1})));
   }
   rows = b.binary("multiply", rows, b.broadcast_in_dim(scale, {n, dim}, {0}));
   Value r = scatter_rows(b, zeros(b, {t, out.shape}), idx, rows, Reduce::Sum);
@@ -657,21 +633,21 @@ std::vector<Value> segment_reduce_backward(LowerContext& ctx) {
   Value valid = b.compare(coords, zeros(b, coords.type), CompareDirection::GE);
   Value ok = b.reduce(valid, b.constant(1, ElementType::Pred), {coords.rank() - 1}, "and");
   Value safe = b.binary("maximum", coords, zeros(b, coords.type));
-  Value g = gather_points(b, grad, safe);
+  Value g = b.gather_points(grad, safe);
   Value result = g;
   if (r == Reduce::Mean) {
     std::vector<int64_t> len_dims;
     for (int64_t d = 0; d <= axis; ++d) len_dims.push_back(d);
     Value len = b.broadcast_in_dim(b.convert(s.length, t), grad.shape(), len_dims);
-    result = gather_points(b, b.binary("divide", grad, len), safe);
+    result = b.gather_points(b.binary("divide", grad, len), safe);
   } else if (r == Reduce::Max || r == Reduce::Min) {
-    Value o = gather_points(b, output, safe);
+    Value o = b.gather_points(output, safe);
     Value hit = b.binary("or", b.compare(data, o, CompareDirection::EQ), is_nan(b, o));
     Value ties = scatter_points(b, zeros(b, grad.type), coords, b.convert(hit, t), Reduce::Sum);
     Value share = b.binary("divide", grad, b.binary("maximum", ties, b.splat(1, ties.type)));
-    result = b.select(hit, gather_points(b, share, safe), zeros(b, data.type));
+    result = b.select(hit, b.gather_points(share, safe), zeros(b, data.type));
   } else if (r == Reduce::Prod) {
-    Value o = gather_points(b, output, safe);
+    Value o = b.gather_points(output, safe);
     result = b.binary("multiply", g, b.binary("divide", o, data));
   }
   return {b.convert(b.select(ok, result, zeros(b, result.type)), out.dtype)};

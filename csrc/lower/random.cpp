@@ -56,9 +56,8 @@ Value random_bits(LowerContext& ctx, const Shape& shape, ElementType bits) {
   const int64_t n = type.numel();
   if (n == 0) return b.splat(0, type);
   Value state = op_state(ctx);
-  auto r = b.op_multi("rng_bit_generator", {state}, {state.type, {bits, {n}}},
-                      "rng_algorithm = #stablehlo<rng_algorithm THREE_FRY>");
-  return b.reshape(r[1], shape);
+  Value random = b.rng_bit_generator(state, {bits, {n}}, hlo::RngAlgorithm::ThreeFry).second;
+  return b.reshape(random, shape);
 }
 
 // f64 for f64 results, f32 otherwise (bf16/f16 are drawn in f32 then rounded).

@@ -51,19 +51,7 @@ Value take_along(Builder& b, const Value& x, int64_t d, const std::vector<int64_
   Shape shape = x.shape();
   shape[d] = n;
   if (n == 0 || x.type.numel() == 0) return b.splat(0, {x.dtype(), shape});
-  Value indices = b.reshape(constant_indices(b, idx), {n, 1});
-  std::vector<int64_t> offset_dims, slice_sizes = x.shape();
-  for (int64_t i = 0; i < x.rank(); ++i) {
-    if (i != d) offset_dims.push_back(i);
-  }
-  slice_sizes[d] = 1;
-  std::string offs;
-  for (size_t i = 0; i < offset_dims.size(); ++i) offs += (i ? ", " : "") + std::to_string(offset_dims[i]);
-  return b.op("gather", {x, indices}, {x.dtype(), shape},
-              "dimension_numbers = #stablehlo.gather<offset_dims = [" + offs + "], collapsed_slice_dims = [" +
-                  std::to_string(d) + "], start_index_map = [" + std::to_string(d) +
-                  "], index_vector_dim = 1>, indices_are_sorted = false, slice_sizes = " +
-                  Builder::dims_attr(slice_sizes));
+  return b.gather_slices(x, d, b.reshape(constant_indices(b, idx), {n, 1}));
 }
 
 Value contract_along(Builder& b, const Value& x, const std::vector<double>& m, int64_t rows, int64_t cols, int64_t d,
@@ -146,24 +134,13 @@ Value apply_rows_transposed(Builder& b, const Value& g, int64_t d, const Rows& r
   shape[d] = in;
   Value sum = b.splat(0, {g.dtype(), shape});
   if (g.type.numel() == 0 || out == 0) return sum;
-  std::string window;
-  for (int64_t i = 0; i < g.rank(); ++i) {
-    if (i != d) window += (window.empty() ? "" : ", ") + std::to_string(i);
-  }
-  const TensorType scalar{g.dtype(), {}};
   std::vector<int64_t> idx;
   std::vector<double> w;
   for (size_t k = 0; k < widest(rows); ++k) {
     tap(rows, k, idx, w);
     Value upd = b.binary("multiply", g, weights_along(b, w, g.dtype(), g.dtype(), g.shape(), d));
     Value indices = b.reshape(constant_indices(b, idx), {out, 1});
-    sum = b.op_with_region(
-        "scatter", {sum, indices, upd}, {sum.type},
-        "indices_are_sorted = false, scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [" + window +
-            "], inserted_window_dims = [" + std::to_string(d) + "], scatter_dims_to_operand_dims = [" +
-            std::to_string(d) + "], index_vector_dim = 1>, unique_indices = false",
-        {scalar, scalar},
-        [](Builder& rb, const std::vector<Value>& a) { return std::vector<Value>{rb.binary("add", a[0], a[1])}; })[0];
+    sum = b.scatter_slices(sum, d, indices, upd, hlo::accumulate);
   }
   return sum;
 }
@@ -611,17 +588,32 @@ std::pair<Value, Value> tap_indices(Builder& b, const GridSample& g, const Tap& 
   return {b.concatenate(parts, static_cast<int64_t>(pts.size())), inside};
 }
 
-std::string tap_dims(const char* kind, int64_t n, int64_t rank) {
-  std::string lead;
-  for (int64_t k = 0; k <= n; ++k) lead += (k ? ", " : "") + std::to_string(k);
-  const std::string window = std::to_string(rank - 1);
-  if (std::string(kind) == "gather") {
-    return "dimension_numbers = #stablehlo.gather<offset_dims = [" + window + "], collapsed_slice_dims = [" + lead +
-           "], start_index_map = [" + lead + "], index_vector_dim = " + window + ">, indices_are_sorted = false";
-  }
-  return "indices_are_sorted = false, scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [" + window +
-         "], inserted_window_dims = [" + lead + "], scatter_dims_to_operand_dims = [" + lead +
-         "], index_vector_dim = " + window + ">, unique_indices = false";
+// A tap addresses channels-last values [N, S..., C] by (batch, spatial...)
+// positions [N, O..., 1 + n] and reads or writes all C channels there.
+std::vector<int64_t> tap_position_dims(int64_t n) {
+  std::vector<int64_t> dims;
+  for (int64_t k = 0; k <= n; ++k) dims.push_back(k);
+  return dims;
+}
+
+hlo::GatherDims tap_gather_dims(int64_t n, int64_t channels) {
+  hlo::GatherDims g;
+  g.offset_dims = {n + 1};
+  g.collapsed_slice_dims = tap_position_dims(n);
+  g.start_index_map = tap_position_dims(n);
+  g.index_vector_dim = n + 1;
+  g.slice_sizes.assign(n + 1, 1);
+  g.slice_sizes.push_back(channels);
+  return g;
+}
+
+hlo::ScatterDims tap_scatter_dims(int64_t n) {
+  hlo::ScatterDims s;
+  s.update_window_dims = {n + 1};
+  s.inserted_window_dims = tap_position_dims(n);
+  s.scatter_dims_to_operand_dims = tap_position_dims(n);
+  s.index_vector_dim = n + 1;
+  return s;
 }
 
 // input [N, C, S...] -> [N, S..., C] and back.
@@ -643,10 +635,7 @@ Value gather_tap(Builder& b, const Value& cl, const GridSample& g, const Tap& t)
   Shape shape = t.weight.shape();
   const int64_t C = cl.shape().back();
   shape.push_back(C);
-  Shape slice(g.n + 1, 1);
-  slice.push_back(C);
-  Value v = b.op("gather", {cl, indices}, {cl.dtype(), shape},
-                 tap_dims("gather", g.n, static_cast<int64_t>(shape.size())) + ", slice_sizes = " + Builder::dims_attr(slice));
+  Value v = b.gather(cl, indices, tap_gather_dims(g.n, C), shape);
   Value mask = b.broadcast_in_dim(inside, shape, [&] {
     std::vector<int64_t> d;
     for (int64_t i = 0; i < static_cast<int64_t>(shape.size()) - 1; ++i) d.push_back(i);
@@ -729,7 +718,6 @@ std::vector<Value> grid_sampler_backward(LowerContext& ctx) {
   const Arith m{b, {ElementType::F32, pts}, std::nullopt};
   std::vector<Value> dpos(g.n, m.c(0));
   Value grad_cl = b.splat(0, cl.type);
-  const TensorType scalar{ElementType::F32, {}};
   const std::vector<int64_t> channel_dim{static_cast<int64_t>(pts.size())};
   std::vector<Value> all_indices, all_updates;  // every tap's, scattered at once
   for (const Tap& t : g.taps) {
@@ -746,11 +734,7 @@ std::vector<Value> grid_sampler_backward(LowerContext& ctx) {
   if (want_input) {
     Value indices = all_indices.size() == 1 ? all_indices[0] : b.concatenate(all_indices, 0);
     Value updates = all_updates.size() == 1 ? all_updates[0] : b.concatenate(all_updates, 0);
-    grad_cl = b.op_with_region("scatter", {grad_cl, indices, updates}, {grad_cl.type},
-                               tap_dims("scatter", g.n, gcl.rank()), {scalar, scalar},
-                               [](Builder& rb, const std::vector<Value>& a) {
-                                 return std::vector<Value>{rb.binary("add", a[0], a[1])};
-                               })[0];
+    grad_cl = b.scatter(grad_cl, indices, updates, tap_scatter_dims(g.n), hlo::accumulate);
   }
   std::vector<Value> r;
   if (want_input) r.push_back(b.convert(b.transpose(grad_cl, to_channels_first(grad_cl.rank())), in_t.dtype));

@@ -148,16 +148,7 @@ Value take_along(Builder& b, const Value& x, int64_t dim, const Value& pos) {
     Value c = d == dim ? pos : b.iota({ElementType::S64, s}, k++);
     parts.push_back(b.reshape(c, column));
   }
-  Value coords = b.concatenate(parts, static_cast<int64_t>(s.size()));
-  std::vector<int64_t> all(r), ones(r, 1);
-  for (int64_t d = 0; d < r; ++d) all[d] = d;
-  std::string list = "[";
-  for (int64_t d = 0; d < r; ++d) list += (d ? ", " : "") + std::to_string(d);
-  list += "]";
-  std::string attrs = "dimension_numbers = #stablehlo.gather<collapsed_slice_dims = " + list +
-                      ", start_index_map = " + list + ", index_vector_dim = " + std::to_string(s.size()) +
-                      ">, indices_are_sorted = false, slice_sizes = " + Builder::dims_attr(ones);
-  return b.op("gather", {x, coords}, {x.dtype(), s}, attrs);
+  return b.gather_points(x, b.concatenate(parts, static_cast<int64_t>(s.size())));
 }
 
 // sort(self, dim, descending) and sort.stable(self, *, stable, dim,

@@ -64,13 +64,7 @@ Value gather_last(Builder& b, const Value& seq, const Value& pos) {
   std::vector<Value> parts;
   for (int64_t d = 0; d + 1 < seq.rank(); ++d) parts.push_back(b.reshape(b.iota(pos.type, d), column));
   parts.push_back(b.reshape(pos, column));
-  std::string list = "[";
-  for (int64_t d = 0; d < seq.rank(); ++d) list += (d ? ", " : "") + std::to_string(d);
-  list += "]";
-  std::string attrs = "dimension_numbers = #stablehlo.gather<collapsed_slice_dims = " + list + ", start_index_map = " +
-                      list + ", index_vector_dim = " + std::to_string(pr) +
-                      ">, indices_are_sorted = false, slice_sizes = " + Builder::dims_attr(Shape(seq.rank(), 1));
-  return b.op("gather", {seq, b.concatenate(parts, pr)}, {seq.dtype(), pos.shape()}, attrs);
+  return b.gather_points(seq, b.concatenate(parts, pr));
 }
 
 // Binary search of each value in `values` among the last dim of `seq`

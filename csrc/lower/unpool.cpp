@@ -68,36 +68,47 @@ void require_float(ElementType t, const char* op) {
   if (!hlo::is_float(t)) throw NotImplementedForDtype(std::string(op) + ": only floating point inputs are supported");
 }
 
+// How out's trailing n dims split it into planes: `count` planes of `out`
+// elements each, each receiving `values` elements.
+struct Planes {
+  int64_t count = 1, out = 1, values = 1;
+};
+
+Planes planes_of(const Shape& out, const Shape& values, int64_t n) {
+  Planes p;
+  const int64_t rank = static_cast<int64_t>(out.size());
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d + n < rank) {
+      p.count *= out[d];
+    } else {
+      p.out *= out[d];
+      p.values *= values[d];
+    }
+  }
+  return p;
+}
+
+// A zero tensor of `out` with `values` (in out's dtype) combined in at `idx`
+// ([planes, values per plane]: flat positions within each plane).
+Value scatter_into_planes(Builder& b, const Value& values, const Value& idx, const Planes& p, const TensorType& out,
+                          const hlo::ScatterCombiner& combiner) {
+  Value base = b.binary("multiply", b.iota(idx.type, 0), b.splat(static_cast<double>(p.out), idx.type));
+  Value flat_idx = b.reshape(b.binary("add", idx, base), {p.count * p.values, 1});
+  Value updates = b.reshape(b.convert(values, out.dtype), {p.count * p.values});
+  Value operand = b.splat(0, {out.dtype, {p.count * p.out}});
+  return b.reshape(b.scatter_points(operand, flat_idx, updates, combiner), out.shape);
+}
+
 }  // namespace
 
 // grad (planes..., pooled...) added into a zero tensor of `out` at `indices`
 // (flat positions within each plane of out's trailing n dims).
 Value scatter_add_planes(Builder& b, const Value& grad, const Value& indices, const TensorType& out, int64_t n) {
-  const ElementType acc = accumulation_type(out.dtype);
-  int64_t planes = 1, plane_in = 1, plane_out = 1;
-  for (int64_t d = 0; d < out.rank(); ++d) {
-    if (d + n < out.rank()) {
-      planes *= out.shape[d];
-    } else {
-      plane_in *= out.shape[d];
-      plane_out *= grad.shape()[d];
-    }
-  }
   if (out.numel() == 0 || grad.type.numel() == 0) return zeros(b, out);
-  TensorType idx_t{ElementType::S64, {planes, plane_out}};
-  Value idx = b.reshape(b.convert(indices, ElementType::S64), idx_t.shape);
-  Value base = b.binary("multiply", b.iota(idx_t, 0), b.splat(static_cast<double>(plane_in), idx_t));
-  Value flat_idx = b.reshape(b.binary("add", idx, base), {planes * plane_out, 1});
-  Value updates = b.reshape(b.convert(grad, acc), {planes * plane_out});
-  Value operand = b.splat(0, {acc, {planes * plane_in}});
-  TensorType scalar{acc, {}};
-  Value r = b.op_with_region(
-      "scatter", {operand, flat_idx, updates}, {operand.type},
-      "indices_are_sorted = false, scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [], "
-      "inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1>, unique_indices = false",
-      {scalar, scalar},
-      [](Builder& rb, const std::vector<Value>& a) { return std::vector<Value>{rb.binary("add", a[0], a[1])}; })[0];
-  return b.convert(b.reshape(r, out.shape), out.dtype);
+  const Planes p = planes_of(out.shape, grad.shape(), n);
+  Value idx = b.reshape(b.convert(indices, ElementType::S64), {p.count, p.values});
+  Value sum = scatter_into_planes(b, grad, idx, p, {accumulation_type(out.dtype), out.shape}, hlo::accumulate);
+  return b.convert(sum, out.dtype);
 }
 
 // adaptive_max_pool{2,3}d(self, output_size) -> (output, indices)
@@ -207,10 +218,8 @@ std::vector<Value> fractional_max_pool(LowerContext& ctx) {
   }
   Value global = b.binary("add", within, b.binary("multiply", b.iota(it, 0), b.splat(static_cast<double>(plane_size), it)));
   Value flat = b.reshape(x, {planes * plane_size});
-  Value v = b.op("gather", {flat, global}, {x.dtype(), ishape},
-                 "dimension_numbers = #stablehlo.gather<collapsed_slice_dims = [0], start_index_map = [0], "
-                 "index_vector_dim = " + std::to_string(ishape.size()) +
-                     ">, indices_are_sorted = false, slice_sizes = array<i64: 1>");
+  // `global` holds flat positions: its index vector dim is implicit (size 1).
+  Value v = b.gather(flat, global, hlo::GatherDims::points(1, global.rank()), ishape);
   std::vector<int64_t> window_dims;
   for (int64_t k = 0; k < n; ++k) window_dims.push_back(1 + n + k);
   std::vector<Value> r = max_with_index(b, v, within, window_dims);
@@ -233,29 +242,10 @@ std::vector<Value> max_unpool(LowerContext& ctx) {
   const Value& x = ctx.tensor(0);
   const int64_t n = static_cast<int64_t>(ctx.ints(2).size());
   if (out.numel() == 0 || x.type.numel() == 0) return {zeros(b, out)};
-  int64_t planes = 1, plane_in = 1, plane_out = 1;
-  for (int64_t d = 0; d < out.rank(); ++d) {
-    if (d + n < out.rank()) {
-      planes *= out.shape[d];
-    } else {
-      plane_out *= out.shape[d];
-      plane_in *= x.shape()[d];
-    }
-  }
-  TensorType idx_t{ElementType::S64, {planes, plane_in}};
-  Value idx = b.reshape(b.convert(ctx.tensor(1), ElementType::S64), idx_t.shape);
-  ctx.check_in_range(idx, 0, plane_out, "max_unpool: Found an invalid max index");
-  Value base = b.binary("multiply", b.iota(idx_t, 0), b.splat(static_cast<double>(plane_out), idx_t));
-  Value flat_idx = b.reshape(b.binary("add", idx, base), {planes * plane_in, 1});
-  Value updates = b.reshape(x, {planes * plane_in});
-  Value operand = b.splat(0, {out.dtype, {planes * plane_out}});
-  TensorType scalar{out.dtype, {}};
-  Value r = b.op_with_region(
-      "scatter", {operand, flat_idx, updates}, {operand.type},
-      "indices_are_sorted = false, scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [], "
-      "inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1>, unique_indices = false",
-      {scalar, scalar}, [](Builder&, const std::vector<Value>& a) { return std::vector<Value>{a[1]}; })[0];
-  return {b.reshape(r, out.shape)};
+  const Planes p = planes_of(out.shape, x.shape(), n);
+  Value idx = b.reshape(b.convert(ctx.tensor(1), ElementType::S64), {p.count, p.values});
+  ctx.check_in_range(idx, 0, p.out, "max_unpool: Found an invalid max index");
+  return {scatter_into_planes(b, x, idx, p, out, hlo::overwrite)};
 }
 
 }  // namespace torch_tpu::lower

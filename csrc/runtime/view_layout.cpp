@@ -42,12 +42,6 @@ Value element_indices(Builder& b, const ViewLayout& layout, ElementType index_ty
   return idx;
 }
 
-std::string gather_attrs(int64_t index_vector_dim) {
-  return "dimension_numbers = #stablehlo.gather<collapsed_slice_dims = [0], start_index_map = [0], "
-         "index_vector_dim = " + std::to_string(index_vector_dim) +
-         ">, indices_are_sorted = false, slice_sizes = array<i64: 1>";
-}
-
 ElementType index_type_for(int64_t flat_numel) {
   return flat_numel < (int64_t{1} << 31) ? ElementType::S32 : ElementType::S64;
 }
@@ -218,7 +212,7 @@ Value read_view(Builder& b, const Value& flat, const ViewLayout& layout) {
   if (read_by_reshape(b, flat, layout, &v)) return v;
   // Overlapping windows (unfold with step < size, as_strided): a gather.
   Value idx = element_indices(b, layout, index_type_for(flat_numel));
-  return b.op("gather", {flat, idx}, t, gather_attrs(static_cast<int64_t>(layout.sizes.size())));
+  return b.gather(flat, idx, hlo::GatherDims::points(1, idx.rank()), t.shape);
 }
 
 Value write_view(Builder& b, const Value& flat, const Value& value, const ViewLayout& layout) {
@@ -235,13 +229,7 @@ Value write_view(Builder& b, const Value& flat, const Value& value, const ViewLa
   if (write_by_reshape(b, flat, value, layout, &out)) return out;
   // Overlapping or broadcast layouts (as_strided): an element-wise scatter.
   Value idx = element_indices(b, layout, index_type_for(flat_numel));
-  const int64_t rank = static_cast<int64_t>(layout.sizes.size());
-  TensorType scalar{flat.dtype(), {}};
-  return b.op_with_region(
-      "scatter", {flat, idx, value}, {flat.type},
-      "indices_are_sorted = false, scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0], "
-      "scatter_dims_to_operand_dims = [0], index_vector_dim = " + std::to_string(rank) + ">, unique_indices = false",
-      {scalar, scalar}, [](Builder&, const std::vector<Value>& args) { return std::vector<Value>{args[1]}; })[0];
+  return b.scatter_points(flat, idx, value, hlo::overwrite);
 }
 
 }  // namespace torch_tpu::runtime

@@ -1,0 +1,232 @@
+// hlo::Builder's output as text: the exact MLIR each helper emits is what
+// every PJRT plugin parses and what the compilation cache keys on.
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "hlo/builder.h"
+#include "test_runner.h"
+
+using namespace torch_tpu::hlo;  // the module under test
+
+namespace {
+
+const TensorType kRows{ElementType::F32, {4, 3}};
+const TensorType kVector{ElementType::F32, {5}};
+
+// The program's body: the lines between the signature and func.return.
+std::string body(const Builder& b, const Value& out) {
+  std::string text = b.finish({out});
+  const size_t begin = text.find('\n', text.find("func.func")) + 1;
+  return text.substr(begin, text.find("    \"func.return\"") - begin);
+}
+
+struct Emitted {
+  std::string body;
+  TensorType type;
+};
+
+// What `build` emits for parameters of `types` (%arg0, %arg1, ...).
+Emitted emit(const std::vector<TensorType>& types,
+             const std::function<Value(Builder&, const std::vector<Value>&)>& build) {
+  Builder b;
+  std::vector<Value> params;
+  for (const TensorType& t : types) params.push_back(b.parameter(t));
+  Value out = build(b, params);
+  return {body(b, out), out.type};
+}
+
+using Params = std::vector<Value>;
+
+}  // namespace
+
+TEST(hlo, program_lists_parameters_and_marks_donated_ones) {
+  Builder b;
+  Value x = b.parameter(kRows);
+  Value y = b.parameter({ElementType::S64, {}});
+  b.mark_donated(x);
+  CHECK_EQ(x.name, "%arg0");
+  CHECK_EQ(y.name, "%arg1");
+  CHECK_EQ(b.parameters().size(), size_t{2});
+  CHECK(b.parameters()[0].donated);
+  CHECK(!b.parameters()[1].donated);
+  CHECK_EQ(b.finish({y, x}),
+           "module @torch_tpu {\n"
+           "  func.func public @main(%arg0: tensor<4x3xf32> {jax.buffer_donor = true}, %arg1: tensor<i64>) -> "
+           "(tensor<i64>, tensor<4x3xf32>) {\n"
+           "    \"func.return\"(%arg1, %arg0) : (tensor<i64>, tensor<4x3xf32>) -> ()\n"
+           "  }\n"
+           "}\n");
+}
+
+TEST(hlo, ops_take_fresh_names_in_generic_form) {
+  Builder b;
+  Value x = b.parameter(kVector);
+  Value e = b.unary("exponential", x);
+  Value s = b.binary("add", e, x);
+  CHECK_EQ(e.name, "%0");
+  CHECK_EQ(s.name, "%1");
+  CHECK_EQ(body(b, s),
+           "    %0 = \"stablehlo.exponential\"(%arg0) : (tensor<5xf32>) -> tensor<5xf32>\n"
+           "    %1 = \"stablehlo.add\"(%0, %arg0) : (tensor<5xf32>, tensor<5xf32>) -> tensor<5xf32>\n");
+}
+
+TEST(hlo, gather_leaves_empty_dimension_lists_out) {
+  GatherDims g = GatherDims::points(2, 1);
+  CHECK_EQ(g.collapsed_slice_dims, (std::vector<int64_t>{0, 1}));
+  CHECK_EQ(g.slice_sizes, (std::vector<int64_t>{1, 1}));
+  Emitted e = emit({kRows, {ElementType::S64, {2, 2}}}, [&](Builder& b, const Params& p) {
+    return b.gather(p[0], p[1], g, {2});
+  });
+  CHECK_EQ(e.type.str(), "tensor<2xf32>");
+  CHECK_EQ(e.body,
+           "    %0 = \"stablehlo.gather\"(%arg0, %arg1) {dimension_numbers = #stablehlo.gather<"
+           "collapsed_slice_dims = [0, 1], start_index_map = [0, 1], index_vector_dim = 1>, "
+           "indices_are_sorted = false, slice_sizes = array<i64: 1, 1>} : (tensor<4x3xf32>, tensor<2x2xi64>) -> "
+           "tensor<2xf32>\n");
+}
+
+TEST(hlo, gather_points_reads_one_element_per_coordinate_vector) {
+  Emitted e = emit({kRows, {ElementType::S64, {7, 6, 2}}},
+                   [](Builder& b, const Params& p) { return b.gather_points(p[0], p[1]); });
+  CHECK_EQ(e.type.str(), "tensor<7x6xf32>");
+  CHECK(e.body.find("#stablehlo.gather<collapsed_slice_dims = [0, 1], start_index_map = [0, 1], "
+                        "index_vector_dim = 2>, indices_are_sorted = false, slice_sizes = array<i64: 1, 1>}") !=
+        std::string::npos);
+}
+
+TEST(hlo, gather_slices_keeps_the_other_dims_whole) {
+  Emitted e = emit({{ElementType::BF16, {4, 3, 2}}, {ElementType::S32, {5, 1}}},
+                   [](Builder& b, const Params& p) { return b.gather_slices(p[0], 1, p[1]); });
+  CHECK_EQ(e.type.str(), "tensor<4x5x2xbf16>");
+  CHECK_EQ(e.body,
+           "    %0 = \"stablehlo.gather\"(%arg0, %arg1) {dimension_numbers = #stablehlo.gather<"
+           "offset_dims = [0, 2], collapsed_slice_dims = [1], start_index_map = [1], index_vector_dim = 1>, "
+           "indices_are_sorted = false, slice_sizes = array<i64: 4, 1, 2>} : (tensor<4x3x2xbf16>, tensor<5x1xi32>) -> "
+           "tensor<4x5x2xbf16>\n");
+}
+
+TEST(hlo, scatter_points_overwrite_returns_the_update) {
+  Emitted e = emit({kVector, {ElementType::S64, {3, 1}}, {ElementType::F32, {3}}}, [](Builder& b, const Params& p) {
+    return b.scatter_points(p[0], p[1], p[2], overwrite);
+  });
+  CHECK_EQ(e.type.str(), kVector.str());
+  CHECK_EQ(e.body,
+           "    %0 = \"stablehlo.scatter\"(%arg0, %arg1, %arg2) ({\n"
+           "    ^bb0(%1: tensor<f32>, %2: tensor<f32>):\n"
+           "      \"stablehlo.return\"(%2) : (tensor<f32>) -> ()\n"
+           "    }) {indices_are_sorted = false, scatter_dimension_numbers = #stablehlo.scatter<"
+           "inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1>, "
+           "unique_indices = false} : (tensor<5xf32>, tensor<3x1xi64>, tensor<3xf32>) -> tensor<5xf32>\n");
+}
+
+// A 1-d operand may take flat positions without the index vector dim: it is
+// implicit, after the updates' dims.
+TEST(hlo, scatter_points_takes_flat_positions_for_a_1d_operand) {
+  Emitted e = emit({kVector, {ElementType::S32, {2, 3}}, {ElementType::F32, {2, 3}}}, [](Builder& b, const Params& p) {
+    return b.scatter_points(p[0], p[1], p[2], accumulate);
+  });
+  CHECK(e.body.find("index_vector_dim = 2>") != std::string::npos);
+}
+
+TEST(hlo, scatter_slices_accumulate_adds_in_its_region) {
+  Emitted e = emit({kRows, {ElementType::S64, {2, 1}}, {ElementType::F32, {2, 3}}}, [](Builder& b, const Params& p) {
+    return b.scatter_slices(p[0], 0, p[1], p[2], accumulate);
+  });
+  CHECK_EQ(e.type.str(), kRows.str());
+  CHECK_EQ(e.body,
+           "    %0 = \"stablehlo.scatter\"(%arg0, %arg1, %arg2) ({\n"
+           "    ^bb0(%1: tensor<f32>, %2: tensor<f32>):\n"
+           "      %3 = \"stablehlo.add\"(%1, %2) : (tensor<f32>, tensor<f32>) -> tensor<f32>\n"
+           "      \"stablehlo.return\"(%3) : (tensor<f32>) -> ()\n"
+           "    }) {indices_are_sorted = false, scatter_dimension_numbers = #stablehlo.scatter<"
+           "update_window_dims = [1], inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], "
+           "index_vector_dim = 1>, unique_indices = false} : (tensor<4x3xf32>, tensor<2x1xi64>, tensor<2x3xf32>) -> "
+           "tensor<4x3xf32>\n");
+}
+
+TEST(hlo, scatter_combiner_builds_its_own_region_ops) {
+  ScatterDims s;
+  s.inserted_window_dims = {0};
+  s.scatter_dims_to_operand_dims = {0};
+  s.index_vector_dim = 1;
+  auto combiner = [](Builder& rb, const Value& current, const Value& update) {
+    return rb.binary("maximum", rb.binary("multiply", current, update), current);
+  };
+  Emitted e = emit({{ElementType::S32, {4}}, {ElementType::S64, {2, 1}}, {ElementType::S32, {2}}},
+                   [&](Builder& b, const Params& p) { return b.scatter(p[0], p[1], p[2], s, combiner); });
+  // Ops built by the combiner are numbered after the region's arguments and
+  // indented inside it; the scatter's own name comes first.
+  CHECK_EQ(e.body,
+           "    %0 = \"stablehlo.scatter\"(%arg0, %arg1, %arg2) ({\n"
+           "    ^bb0(%1: tensor<i32>, %2: tensor<i32>):\n"
+           "      %3 = \"stablehlo.multiply\"(%1, %2) : (tensor<i32>, tensor<i32>) -> tensor<i32>\n"
+           "      %4 = \"stablehlo.maximum\"(%3, %1) : (tensor<i32>, tensor<i32>) -> tensor<i32>\n"
+           "      \"stablehlo.return\"(%4) : (tensor<i32>) -> ()\n"
+           "    }) {indices_are_sorted = false, scatter_dimension_numbers = #stablehlo.scatter<"
+           "inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1>, "
+           "unique_indices = false} : (tensor<4xi32>, tensor<2x1xi64>, tensor<2xi32>) -> tensor<4xi32>\n");
+}
+
+TEST(hlo, dynamic_slice_names_its_sizes) {
+  const TensorType index{ElementType::S64, {}};
+  Emitted e = emit({kRows, index, index},
+                   [](Builder& b, const Params& p) { return b.dynamic_slice(p[0], {p[1], p[2]}, {2, 3}); });
+  CHECK_EQ(e.type.str(), "tensor<2x3xf32>");
+  CHECK_EQ(e.body,
+           "    %0 = \"stablehlo.dynamic_slice\"(%arg0, %arg1, %arg2) {slice_sizes = array<i64: 2, 3>} : "
+           "(tensor<4x3xf32>, tensor<i64>, tensor<i64>) -> tensor<2x3xf32>\n");
+}
+
+TEST(hlo, rng_bit_generator_returns_the_next_state_and_the_bits) {
+  Builder b;
+  Value state = b.parameter({ElementType::U64, {2}});
+  auto [next, bits] = b.rng_bit_generator(state, {ElementType::U32, {8}}, RngAlgorithm::ThreeFry);
+  CHECK_EQ(next.name, "%0#0");
+  CHECK_EQ(next.type.str(), state.type.str());
+  CHECK_EQ(bits.name, "%0#1");
+  CHECK_EQ(bits.type.str(), "tensor<8xui32>");
+  CHECK_EQ(body(b, bits),
+           "    %0:2 = \"stablehlo.rng_bit_generator\"(%arg0) {rng_algorithm = #stablehlo<rng_algorithm THREE_FRY>} : "
+           "(tensor<2xui64>) -> (tensor<2xui64>, tensor<8xui32>)\n");
+  Builder p;
+  Value s = p.parameter({ElementType::U64, {2}});
+  CHECK(body(p, p.rng_bit_generator(s, {ElementType::U64, {1}}, RngAlgorithm::Philox).second)
+            .find("rng_algorithm PHILOX") != std::string::npos);
+}
+
+TEST(hlo, rollback_forgets_ops_parameters_and_names_after_the_checkpoint) {
+  Builder b;
+  Value x = b.parameter(kVector);
+  Value kept = b.unary("negate", x);
+  const std::string before = b.finish({kept});
+  const Builder::Checkpoint c = b.checkpoint();
+  Value y = b.parameter(kVector);
+  b.scatter_points(x, b.parameter({ElementType::S64, {2, 1}}), b.binary("add", y, y), accumulate);
+  CHECK_EQ(b.parameters().size(), size_t{3});
+  b.rollback(c);
+  CHECK_EQ(b.parameters().size(), size_t{1});
+  CHECK_EQ(b.finish({kept}), before);
+  CHECK_EQ(b.unary("negate", kept).name, "%1");  // the next name is the one after the checkpoint
+}
+
+// A lowering can throw in the middle of a region (its combiner rejected an
+// argument): rollback must also leave the region, so later ops land at the
+// function's level.
+TEST(hlo, rollback_from_inside_a_region_returns_to_the_function_body) {
+  Builder b;
+  Value x = b.parameter(kVector);
+  const Builder::Checkpoint c = b.checkpoint();
+  Value coords = b.parameter({ElementType::S64, {1, 1}});
+  Value one = b.parameter({ElementType::F32, {1}});
+  CHECK_THROWS(b.scatter_points(x, coords, one,
+                                [](Builder& rb, const Value& current, const Value&) -> Value {
+                                  rb.unary("negate", current);
+                                  throw std::invalid_argument("combiner rejects");
+                                }),
+               std::invalid_argument, "combiner rejects");
+  b.rollback(c);
+  Value r = b.unary("negate", x);
+  CHECK_EQ(body(b, r), "    %0 = \"stablehlo.negate\"(%arg0) : (tensor<5xf32>) -> tensor<5xf32>\n");
+}
