@@ -285,13 +285,22 @@ def save_checkpoint(path, model, optimizer, generator, step, device):
 
 def load_checkpoint(path, model, optimizer, generator, device):
     """Restores what save_checkpoint saved; returns the step it was saved at."""
-    state = torch.load(path, map_location=device)  # weights_only: tensors, numbers and dicts only
+    # weights_only (the default): tensors, numbers and dicts only. Tensors
+    # load where they were saved (the optimizer's step counts stay on CPU,
+    # as AdamW keeps them), or onto CPU for a CPU run.
+    state = torch.load(path, map_location="cpu" if device == "cpu" else None)
     model.load_state_dict(state["model"])
     optimizer.load_state_dict(state["optimizer"])
     generator.set_state(state["batch_rng"].cpu())
     torch.set_rng_state(state["cpu_rng"].cpu())
-    if "device_rng" in state and device != "cpu":
-        getattr(torch, torch.device(device).type).set_rng_state(state["device_rng"].cpu())
+    if device != "cpu":
+        module = getattr(torch, torch.device(device).type)
+        if "device_rng" in state:
+            module.set_rng_state(state["device_rng"].cpu())
+        # The copies into the model run now, as their own program: under
+        # DeferAndFuse the next step's program is then the one an
+        # uninterrupted run builds, and rounds the same.
+        module.synchronize()
     return state["step"]
 
 

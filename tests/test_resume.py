@@ -47,6 +47,19 @@ def test_resumed_losses_equal_an_uninterrupted_run(tmp_path, dataset, config, ho
     assert os.listdir(tmp_path) == ["ckpt.pt"]  # no temporary file left behind
 
 
+def test_load_checkpoint_puts_state_where_an_uninterrupted_run_has_it(tmp_path, dataset, config):
+    # AdamW keeps its step counts on CPU unless capturable; a step count
+    # moved onto tpu would take another code path (and round differently).
+    ckpt = str(tmp_path / "ckpt.pt")
+    train_gpt.train(config, "tpu", 2, seed=5, batch_size=4, dataset=dataset, save=ckpt)
+    model, opt = train_gpt.make_model_and_optimizer(config, "tpu", 5)
+    step = train_gpt.load_checkpoint(ckpt, model, opt, torch.Generator(), "tpu")
+    assert step == 2
+    for state in opt.state.values():
+        assert state["step"].device.type == "cpu" and state["step"].item() == 2
+        assert state["exp_avg"].device.type == "tpu" and state["exp_avg_sq"].device.type == "tpu"
+
+
 def test_resume_on_cpu_matches_too(tmp_path, dataset, config):
     ckpt = str(tmp_path / "ckpt.pt")
     full = train_gpt.train(config, "cpu", STEPS, seed=5, batch_size=4, dataset=dataset)
