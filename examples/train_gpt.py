@@ -2,6 +2,8 @@
 
     python examples/train_gpt.py                  # on tpu, default size
     python examples/train_gpt.py --device cpu     # the same run on native CPU
+    python examples/train_gpt.py --steps 50 --save ckpt.pt
+    python examples/train_gpt.py --steps 100 --resume ckpt.pt   # steps 51-100, as one run of 100 would
 
 The model is the usual decoder-only transformer (token + position embedding,
 pre-LayerNorm blocks of causal self-attention and a GELU MLP, a final
@@ -258,10 +260,58 @@ def train_step(model, optimizer, x, y):
     return loss.detach()
 
 
+def save_checkpoint(path, model, optimizer, generator, step, device):
+    """Everything a run needs to continue as if it never stopped: weights,
+    optimizer state, the step, the batch generator and the RNG states
+    (dropout draws from the device's). Written to a temporary file in the
+    same folder, then renamed over `path`: a kill during the save leaves the
+    previous checkpoint, never a truncated one."""
+    state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step,
+             "batch_rng": generator.get_state(), "cpu_rng": torch.get_rng_state()}
+    if device != "cpu":
+        state["device_rng"] = getattr(torch, torch.device(device).type).get_rng_state()
+    path = os.path.abspath(path)
+    tmp = f"{path}.tmp-{os.getpid()}"
+    try:
+        with open(tmp, "wb") as f:
+            torch.save(state, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def load_checkpoint(path, model, optimizer, generator, device):
+    """Restores what save_checkpoint saved; returns the step it was saved at."""
+    # weights_only (the default): tensors, numbers and dicts only. Tensors
+    # load where they were saved (the optimizer's step counts stay on CPU,
+    # as AdamW keeps them), or onto CPU for a CPU run.
+    state = torch.load(path, map_location="cpu" if device == "cpu" else None)
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    generator.set_state(state["batch_rng"].cpu())
+    torch.set_rng_state(state["cpu_rng"].cpu())
+    if device != "cpu":
+        module = getattr(torch, torch.device(device).type)
+        if "device_rng" in state:
+            module.set_rng_state(state["device_rng"].cpu())
+        # The copies into the model run now, as their own program: under
+        # DeferAndFuse the next step's program is then the one an
+        # uninterrupted run builds, and rounds the same.
+        module.synchronize()
+    return state["step"]
+
+
 def train(config, device, steps, seed, batch_size=16, lr=1e-3, dataset=None, eval_interval=0,
-          progress=False, foreach=None, return_model=False):
-    """Trains a fresh GPT for `steps` steps; returns the per-step training
-    losses as Python floats (and the model when `return_model`).
+          progress=False, foreach=None, return_model=False, save=None, resume=None, compile=False):
+    """Trains a GPT up to step `steps`; returns the per-step training losses
+    as Python floats (and the model when `return_model`). A fresh model starts
+    at step 1; with `resume` (a checkpoint path) the run continues after the
+    step it was saved at, and its losses are those of the steps it ran.
+    With `save`, a checkpoint is written at the end. `compile`: the model
+    runs under torch.compile.
 
     The losses stay on the device until the end (a `.item()` per step would
     make the host wait for every step); they are read back when the progress
@@ -270,14 +320,18 @@ def train(config, device, steps, seed, batch_size=16, lr=1e-3, dataset=None, eva
     dataset = dataset or CharDataset()
     generator = torch.Generator().manual_seed(seed)
     model, optimizer = make_model_and_optimizer(config, device, seed, lr=lr, foreach=foreach)
+    first = 1
+    if resume:
+        first = load_checkpoint(resume, model, optimizer, generator, device) + 1
     model.train()
-    bar = Progress(steps, enabled=progress)
+    step_model = torch.compile(model) if compile else model
+    bar = Progress(steps - first + 1, enabled=progress)
     losses = []
     tokens_per_step = batch_size * config.block_size
-    t0, last_step = time.perf_counter(), 0
-    for step in range(1, steps + 1):
+    t0, last_step = time.perf_counter(), first - 1
+    for step in range(first, steps + 1):
         x, y = get_batch(dataset.data, batch_size, config.block_size, generator, device)
-        losses.append(train_step(model, optimizer, x, y))
+        losses.append(train_step(step_model, optimizer, x, y))
         if progress and (step == steps or (eval_interval and step % eval_interval == 0)):
             value = losses[-1].item()  # waits for the step: the rate below is real
             now = time.perf_counter()
@@ -285,6 +339,8 @@ def train(config, device, steps, seed, batch_size=16, lr=1e-3, dataset=None, eva
             bar.update(step - last_step, loss=f"{value:.4f}", tok_s=f"{rate:,.0f}")
             t0, last_step = now, step
     bar.close()
+    if save:
+        save_checkpoint(save, model, optimizer, generator, steps, device)
     values = [l.item() for l in losses]
     return (values, model) if return_model else values
 
@@ -313,6 +369,9 @@ def parse_args(argv=None):
     p.add_argument("--mode", default="strict", choices=["strict", "debug", "defer_and_fuse"],
                    help="tpu eager mode (torch_tpu.set_eager_mode)")
     p.add_argument("--sample-tokens", type=int, default=200)
+    p.add_argument("--compile", action="store_true", help="run the model under torch.compile")
+    p.add_argument("--save", metavar="PATH", help="write a checkpoint at the end (atomically: temp file + rename)")
+    p.add_argument("--resume", metavar="PATH", help="continue a run from a checkpoint --save wrote")
     return p.parse_args(argv)
 
 
@@ -336,12 +395,17 @@ def main(argv=None):
           + (f" ({args.mode})" if args.device == "tpu" else ""))
     start = time.perf_counter()
     losses, model = train(config, args.device, args.steps, args.seed, batch_size=args.batch_size, lr=args.lr,
-                          dataset=dataset, eval_interval=args.eval_interval, progress=True, return_model=True)
+                          dataset=dataset, eval_interval=args.eval_interval, progress=True, return_model=True,
+                          save=args.save, resume=args.resume, compile=args.compile)
     elapsed = time.perf_counter() - start
-    tokens = args.steps * args.batch_size * args.block_size
-    print(f"{model.num_params():,} parameters; {args.steps} steps in {elapsed:.1f} s "
+    ran = len(losses)
+    tokens = ran * args.batch_size * args.block_size
+    print(f"{model.num_params():,} parameters; {ran} steps in {elapsed:.1f} s "
           f"({tokens / elapsed:,.0f} tokens/s, compilation included)")
-    print(f"loss: first {losses[0]:.4f}, final {losses[-1]:.4f}")
+    if losses:
+        print(f"loss: first {losses[0]:.4f}, final {losses[-1]:.4f}")
+    if args.save:
+        print(f"checkpoint: {args.save} (step {args.steps})")
     if args.sample_tokens > 0:
         print("sample:")
         print(sample(model, dataset, new_tokens=args.sample_tokens, seed=args.seed))

@@ -39,6 +39,7 @@ from . import _meta_kernels, _printing, modes, precision  # noqa: E402
 from .modes import check_nans, eager_mode, get_eager_mode, set_eager_mode, sync  # noqa: E402
 from .metrics import cache_stats, metrics, reset_cache_stats, reset_metrics  # noqa: E402
 from .precision import get_matmul_precision, matmul_precision, set_matmul_precision  # noqa: E402
+from .safetensors_io import load_safetensors  # noqa: E402
 
 _meta_kernels.install()
 _printing.install()
@@ -56,7 +57,7 @@ _install_compile_backend()
 
 __all__ = ["cpu_fallback", "metrics", "reset_metrics", "cache_stats", "reset_cache_stats", "plugin_info", "lowered_ops", "synchronize",
            "get_matmul_precision", "set_matmul_precision", "matmul_precision",
-           "set_eager_mode", "get_eager_mode", "eager_mode", "sync", "check_nans"]
+           "set_eager_mode", "get_eager_mode", "eager_mode", "sync", "check_nans", "load_safetensors"]
 
 
 def cpu_fallback(enabled=None):

@@ -41,8 +41,11 @@ runtime::BufferPtr whole_storage_buffer(const at::Tensor& t) {
   const StorageBuffer& sb = storage_buffer(t);
   hlo::ElementType dtype;
   runtime::BufferPtr buffer = sb.current(&dtype);
-  const bool whole = buffer && t.is_contiguous() && t.storage_offset() == 0 && dtype == element_type(t.scalar_type()) &&
-                     t.numel() * t.element_size() == static_cast<int64_t>(sb.nbytes);
+  // The buffer may hold the bytes as another element type (a byte-level
+  // view wrote them, torch.load filled them as bytes): bytes are bytes.
+  const bool whole = buffer && t.is_contiguous() && t.storage_offset() == 0 &&
+                     t.numel() * t.element_size() == static_cast<int64_t>(sb.nbytes) &&
+                     static_cast<int64_t>(sb.nbytes) % hlo::byte_size(dtype) == 0;
   return whole ? buffer : nullptr;
 }
 

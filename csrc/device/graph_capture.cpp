@@ -79,7 +79,9 @@ bool CapturedGraph::matches(const std::vector<c10::IValue>& values) {
         if (sb.device != device) return fail(k, "device changed");
         if (sb.nbytes != in.storage_nbytes) return fail(k, "storage size changed");
         settle_pending_writes(sb);  // another thread's pending program writes it: run that first
-        if ((sb.current() != nullptr) != in.has_buffer) return fail(k, "storage materialization changed");
+        hlo::ElementType buffer_dtype = hlo::ElementType::U8;
+        if ((sb.current(&buffer_dtype) != nullptr) != in.has_buffer) return fail(k, "storage materialization changed");
+        if (in.has_buffer && buffer_dtype != in.buffer_dtype) return fail(k, "storage buffer element type changed");
         auto [it, fresh] = first_of_storage.emplace(sb.id, static_cast<int>(k));
         if ((fresh ? -1 : it->second) != in.alias_of) return fail(k, "aliasing between inputs changed");
         break;
@@ -212,7 +214,7 @@ std::shared_ptr<CapturedGraph> capture_program(std::unique_ptr<ProgramState> sta
       in.strides = t.strides().vec();
       in.offset = t.storage_offset();
       in.storage_nbytes = sb.nbytes;
-      in.has_buffer = sb.current() != nullptr;
+      in.has_buffer = sb.current(&in.buffer_dtype) != nullptr;
       auto [it, fresh] = input_of_storage.emplace(sb.id, static_cast<int>(k));
       in.alias_of = fresh ? -1 : it->second;
     } else if (is_host_tensor(v)) {

@@ -39,6 +39,7 @@ class CapturedGraph {
     int64_t offset = 0;
     size_t storage_nbytes = 0;
     bool has_buffer = false;
+    hlo::ElementType buffer_dtype = hlo::ElementType::U8;  // a storage's buffer may hold its bytes as another type
     int alias_of = -1;   // DeviceTensor: earlier input sharing the storage
     c10::IValue value;   // Other: compared by equality
   };

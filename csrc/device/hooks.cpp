@@ -8,6 +8,7 @@
 #include "device/generator.h"
 #include "device/storage_buffer.h"
 #include "device/tensor_program.h"
+#include "runtime/view_layout.h"
 #include "runtime/device_runtime.h"
 
 namespace torch_tpu::device {
@@ -84,19 +85,22 @@ void resize_storage_bytes(const c10::Storage& storage, size_t new_nbytes) {
   guard.setDevice(prev);
   auto* sb = static_cast<StorageBuffer*>(fresh.get_context());
   if (old_buffer && new_nbytes > 0) {
-    // New buffer = old elements, cut or zero-padded to the new length.
-    const int64_t itemsize = hlo::byte_size(dtype);
-    const int64_t old_n = static_cast<int64_t>(old_sb.nbytes) / itemsize, new_n = static_cast<int64_t>(new_nbytes) / itemsize;
-    TORCH_CHECK(static_cast<int64_t>(new_nbytes) % itemsize == 0, "tpu: storage resize to ", new_nbytes,
-                " bytes is not a multiple of the element size");
+    // New buffer = old bytes, cut or zero-padded to the new length; in the
+    // old element type where it divides the new length, else as bytes.
+    hlo::ElementType new_dtype = dtype;
+    if (static_cast<int64_t>(new_nbytes) % hlo::byte_size(new_dtype) != 0) new_dtype = hlo::ElementType::U8;
+    const int64_t old_n = static_cast<int64_t>(old_sb.nbytes) / hlo::byte_size(dtype);
+    const int64_t new_n = static_cast<int64_t>(new_nbytes) / hlo::byte_size(new_dtype);
     hlo::Builder b;
     hlo::Value p = b.parameter({dtype, {old_n}});
-    hlo::Value out = new_n <= old_n ? b.slice(p, {0}, {new_n}, {1})
-                                    : b.pad(p, b.constant(0, dtype), {0}, {new_n - old_n}, {0});
+    hlo::Value v = runtime::reinterpret_flat(b, p, new_dtype);
+    const int64_t have = v.shape()[0];
+    hlo::Value out = new_n <= have ? b.slice(v, {0}, {new_n}, {1})
+                                   : b.pad(v, b.constant(0, new_dtype), {0}, {new_n - have}, {0});
     ProgramLaunch l;
     l.device = old_sb.device;
     l.args = {old_buffer};
-    l.targets = {{sb, dtype}};
+    l.targets = {{sb, new_dtype}};
     launch(*runtime::DeviceRuntime::get().executable(b.finish({out})), l);
   }
   storage.unsafeGetStorageImpl()->set_data_ptr_noswap(std::move(fresh));

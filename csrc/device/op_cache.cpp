@@ -81,7 +81,10 @@ uint64_t hash_of(const void* op, const std::vector<c10::IValue>& flat, bool floa
       StorageBuffer& sb = storage_buffer(t);
       settle_pending_writes(sb);  // another thread's pending program writes it: its buffer is not current yet
       h = mix(h, static_cast<uint64_t>(t.storage_offset()));
-      h = mix(h, sb.nbytes * 4 + static_cast<uint64_t>(sb.current() != nullptr) * 2);
+      hlo::ElementType buffer_dtype = hlo::ElementType::U8;
+      const bool has_buffer = sb.current(&buffer_dtype) != nullptr;
+      h = mix(h, sb.nbytes * 4 + static_cast<uint64_t>(has_buffer) * 2);
+      if (has_buffer) h = mix(h, static_cast<uint64_t>(buffer_dtype));  // the program's parameter type
       size_t k = 0;
       while (k < storages.size() && storages[k] != sb.id) ++k;
       if (k == storages.size()) storages.push_back(sb.id);

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <unordered_map>
 #include <cstdio>
 #include <vector>
 
@@ -97,9 +98,47 @@ void StorageBuffer::raise_if_lost() const {
               "). Compute it again.");
 }
 
+namespace {
+
+void delete_storage_buffer(void* ctx);
+
+// Every live storage by its (fake) address: PyTorch code that wraps a
+// device pointer in a tensor of its own (at::from_blob, as the legacy
+// serializer's storage._write_file does) finds the storage it points at.
+struct StorageAddresses {
+  std::mutex mutex;
+  std::unordered_map<uintptr_t, StorageBuffer*> by_address;
+  std::unordered_map<const StorageBuffer*, uintptr_t> address_of;
+};
+
+StorageAddresses& storage_addresses() {
+  static auto* a = new StorageAddresses();  // never destroyed: storages die at exit
+  return *a;
+}
+
+}  // namespace
+
 StorageBuffer& storage_buffer(const c10::Storage& storage) {
-  auto* sb = static_cast<StorageBuffer*>(storage.data_ptr().get_context());
+  const c10::DataPtr& ptr = storage.data_ptr();
+  if (ptr.get_deleter() == &delete_storage_buffer) return *static_cast<StorageBuffer*>(ptr.get_context());
+  StorageBuffer* sb = nullptr;
+  if (ptr.get() != nullptr) {
+    StorageAddresses& a = storage_addresses();
+    std::lock_guard<std::mutex> lock(a.mutex);
+    auto it = a.by_address.find(reinterpret_cast<uintptr_t>(ptr.get()));
+    if (it != a.by_address.end()) sb = it->second;
+  }
+  TORCH_CHECK_NOT_IMPLEMENTED(sb != nullptr || ptr.get() == nullptr || storage.nbytes() == 0,
+              "tpu: this storage points into another storage's memory (a slice, storage[a:b]); device buffers "
+              "cannot be aliased by address. Slice a tensor over the storage instead "
+              "(torch.tensor([], dtype=torch.uint8, device='tpu').set_(storage)[a:b])");
   TORCH_CHECK(sb != nullptr, "tpu storage has no device buffer");
+  // The same address and size: the same bytes (a from_blob wrapper of the whole storage).
+  TORCH_CHECK_NOT_IMPLEMENTED(storage.nbytes() == sb->nbytes,
+              "tpu: this storage covers ", storage.nbytes(), " of the ", sb->nbytes,
+              " bytes of the storage it points into (a slice, storage[a:b]); device buffers cannot be aliased "
+              "by address. Slice a tensor over the storage instead "
+              "(torch.tensor([], dtype=torch.uint8, device='tpu').set_(storage)[a:b])");
   return *sb;
 }
 
@@ -169,6 +208,15 @@ void release_device_bytes(int device, size_t nbytes) {
 
 void delete_storage_buffer(void* ctx) {
   auto* sb = static_cast<StorageBuffer*>(ctx);
+  {
+    StorageAddresses& a = storage_addresses();
+    std::lock_guard<std::mutex> lock(a.mutex);
+    auto it = a.address_of.find(sb);
+    if (it != a.address_of.end()) {
+      a.by_address.erase(it->second);
+      a.address_of.erase(it);
+    }
+  }
   release_device_bytes(sb->device, sb->nbytes);
   delete sb;
 }
@@ -189,6 +237,12 @@ c10::DataPtr TpuAllocator::allocate(size_t nbytes) {
   sb->nbytes = nbytes;
   sb->device = device;
   uintptr_t addr = next_address.fetch_add(((nbytes + 255) / 256 + 1) * 256);
+  {
+    StorageAddresses& a = storage_addresses();
+    std::lock_guard<std::mutex> lock(a.mutex);
+    a.by_address.emplace(addr, sb);
+    a.address_of.emplace(sb, addr);
+  }
   return {reinterpret_cast<void*>(addr), sb, &delete_storage_buffer,
           c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(sb->device))};
 }

@@ -163,39 +163,14 @@ ProgramState::Slot& TensorProgram::slot_for(const at::Tensor& t) {
 
 Value TensorProgram::flat_as(ProgramState::Slot& slot, ElementType dtype) {
   hlo::Builder& b = state_->b;
-  const int64_t itemsize = hlo::byte_size(dtype);
   if (!slot.current) {  // never written: contents are unspecified, use zeros
     save_for_undo(static_cast<size_t>(&slot - state_->slots.data()));
-    slot.current = b.splat(0, {dtype, {static_cast<int64_t>(slot.nbytes) / itemsize}});
+    const ElementType t = static_cast<int64_t>(slot.nbytes) % hlo::byte_size(dtype) == 0 ? dtype : ElementType::U8;
+    slot.current = b.splat(0, {t, {static_cast<int64_t>(slot.nbytes) / hlo::byte_size(t)}});
   }
-  Value flat = *slot.current;
-  if (flat.dtype() == dtype) return flat;
-  // view_as_real / view_as_complex: a complex<f32> element is (real, imag)
-  // f32 pairs in memory. bitcast_convert takes no complex types, so split
-  // and join with real/imag/complex.
-  if (flat.dtype() == ElementType::C64 && dtype == ElementType::F32) {
-    const int64_t n = flat.shape()[0];
-    Value re = b.reshape(b.op("real", {flat}, {dtype, {n}}), {n, 1});
-    Value im = b.reshape(b.op("imag", {flat}, {dtype, {n}}), {n, 1});
-    return b.reshape(b.concatenate({re, im}, 1), {2 * n});
-  }
-  if (flat.dtype() == ElementType::F32 && dtype == ElementType::C64 && flat.shape()[0] % 2 == 0) {
-    const int64_t n = flat.shape()[0] / 2;
-    Value pairs = b.reshape(flat, {n, 2});
-    Value re = b.reshape(b.slice(pairs, {0, 0}, {n, 1}, {1, 1}), {n});
-    Value im = b.reshape(b.slice(pairs, {0, 1}, {n, 2}, {1, 1}), {n});
-    return b.op("complex", {re, im}, {dtype, {n}});
-  }
-  TORCH_CHECK_NOT_IMPLEMENTED(hlo::byte_size(flat.dtype()) == itemsize,
-                              "tpu: viewing a storage of ", hlo::mlir_name(flat.dtype()), " elements as ",
-                              hlo::mlir_name(dtype), " (a different element size) is not supported yet");
-  if (flat.dtype() == ElementType::Pred || dtype == ElementType::Pred) {
-    // bool has no bit pattern in StableHLO: go through u8 values.
-    Value u8 = flat.dtype() == ElementType::Pred ? b.convert(flat, ElementType::U8)
-                                                 : b.bitcast_convert(flat, {ElementType::U8, flat.shape()});
-    return dtype == ElementType::Pred ? b.convert(u8, dtype) : b.bitcast_convert(u8, {dtype, flat.shape()});
-  }
-  return b.bitcast_convert(flat, {dtype, flat.shape()});
+  // A storage is bytes: a view of another dtype (x.view(torch.uint8),
+  // view_as_real) reads them through a bitcast.
+  return runtime::reinterpret_flat(b, *slot.current, dtype);
 }
 
 Value TensorProgram::read(const at::Tensor& t) {
@@ -255,7 +230,18 @@ void TensorProgram::write(const at::Tensor& t, const Value& v) {
     value = b.select(b.broadcast_to(ok, value.shape()), value, before);
   }
   save_for_undo(static_cast<size_t>(&slot - state_->slots.data()));
-  slot.current = runtime::write_view(b, flat, value, layout);
+  Value written;
+  if (dtype == ElementType::BF16 || dtype == ElementType::F16) {
+    // XLA:CPU moves some 16-bit floats through f32 (a dynamic_update_slice
+    // of bf16 does), which quiets the NaN payloads of elements the write
+    // does not touch: a storage is bytes, so they are moved as u16.
+    Value bits = runtime::write_view(b, runtime::reinterpret_flat(b, flat, ElementType::U16),
+                                     b.bitcast_convert(value, {ElementType::U16, value.shape()}), layout);
+    written = runtime::reinterpret_flat(b, bits, dtype);
+  } else {
+    written = runtime::write_view(b, flat, value, layout);
+  }
+  slot.current = runtime::merge_flat(b, *slot.current, written);
   slot.written = true;
   if (state_->owner) storage_buffer(t).pending_in = state_->owner;
 }

@@ -232,4 +232,71 @@ Value write_view(Builder& b, const Value& flat, const Value& value, const ViewLa
   return b.scatter_points(flat, idx, value, hlo::overwrite);
 }
 
+namespace {
+
+// The element type whose bits stand for `t`'s in a bitcast: StableHLO
+// bitcasts neither complex nor bool.
+ElementType bits_type(ElementType t) {
+  if (t == ElementType::C64) return ElementType::F32;
+  if (t == ElementType::Pred) return ElementType::U8;
+  return t;
+}
+
+// A complex64 element is (real, imag) f32 pairs in memory, as in PyTorch;
+// bool is one byte, 0 or 1.
+Value to_bits(Builder& b, const Value& flat) {
+  const int64_t n = flat.shape()[0];
+  if (flat.dtype() == ElementType::Pred) return b.convert(flat, ElementType::U8);
+  if (flat.dtype() != ElementType::C64) return flat;
+  Value re = b.reshape(b.op("real", {flat}, {ElementType::F32, {n}}), {n, 1});
+  Value im = b.reshape(b.op("imag", {flat}, {ElementType::F32, {n}}), {n, 1});
+  return b.reshape(b.concatenate({re, im}, 1), {2 * n});
+}
+
+Value from_bits(Builder& b, const Value& bits, ElementType dtype) {
+  if (dtype == ElementType::Pred) return b.convert(bits, ElementType::Pred);  // nonzero is true
+  if (dtype != ElementType::C64) return bits;
+  const int64_t n = bits.shape()[0] / 2;
+  Value pairs = b.reshape(n * 2 == bits.shape()[0] ? bits : b.slice(bits, {0}, {2 * n}, {1}), {n, 2});
+  Value re = b.reshape(b.slice(pairs, {0, 0}, {n, 1}, {1, 1}), {n});
+  Value im = b.reshape(b.slice(pairs, {0, 1}, {n, 2}, {1, 1}), {n});
+  return b.op("complex", {re, im}, {dtype, {n}});
+}
+
+int64_t flat_bytes(const Value& flat) { return flat.shape()[0] * hlo::byte_size(flat.dtype()); }
+
+}  // namespace
+
+Value reinterpret_flat(Builder& b, const Value& flat, ElementType dtype) {
+  if (flat.dtype() == dtype) return flat;
+  Value v = to_bits(b, flat);
+  const ElementType to = bits_type(dtype);
+  const int64_t from_size = hlo::byte_size(v.dtype()), to_size = hlo::byte_size(to), n = v.shape()[0];
+  if (from_size == to_size) {
+    if (v.dtype() != to) v = b.bitcast_convert(v, {to, {n}});
+  } else if (from_size > to_size) {  // each element splits into a minor dimension
+    const int64_t r = from_size / to_size;
+    v = b.reshape(b.bitcast_convert(v, {to, {n, r}}), {n * r});
+  } else {  // a minor dimension of r elements merges into one; a partial last element is left out
+    const int64_t r = to_size / from_size, k = n / r;
+    if (k * r != n) v = b.slice(v, {0}, {k * r}, {1});
+    v = b.bitcast_convert(b.reshape(v, {k, r}), {to, {k}});
+  }
+  return from_bits(b, v, dtype);
+}
+
+Value merge_flat(Builder& b, const Value& before, const Value& written) {
+  const int64_t total = flat_bytes(before), covered = flat_bytes(written);
+  if (covered == total) {
+    // The wider element type stays: a loaded (u8) storage becomes f32 at its
+    // first f32 write, and an f32 storage written through a u8 view stays
+    // f32, so later reads of the common view need no bitcast.
+    return hlo::byte_size(before.dtype()) > hlo::byte_size(written.dtype()) ? reinterpret_flat(b, written, before.dtype())
+                                                                            : written;
+  }
+  Value bytes = reinterpret_flat(b, written, ElementType::U8);
+  Value tail = b.slice(reinterpret_flat(b, before, ElementType::U8), {covered}, {total}, {1});
+  return reinterpret_flat(b, b.concatenate({bytes, tail}, 0), before.dtype());
+}
+
 }  // namespace torch_tpu::runtime

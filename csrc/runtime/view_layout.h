@@ -27,4 +27,19 @@ hlo::Value read_view(hlo::Builder& b, const hlo::Value& flat, const ViewLayout& 
 // same element type as `flat`).
 hlo::Value write_view(hlo::Builder& b, const hlo::Value& flat, const hlo::Value& value, const ViewLayout& layout);
 
+// Byte-level views (x.view(dtype)): a storage is bytes, its flat value holds
+// them in some element type. `reinterpret_flat` gives the same bytes as
+// `dtype` elements: bitcast_convert with the minor dimension split (to a
+// smaller type) or merged (to a larger one); floor(bytes / byte_size(dtype))
+// elements, trailing bytes that make no whole element left out. complex64
+// goes through (real, imag) f32 pairs and bool through u8 (StableHLO bitcasts
+// neither), so a bool element read from a byte other than 0 or 1 is true.
+hlo::Value reinterpret_flat(hlo::Builder& b, const hlo::Value& flat, hlo::ElementType dtype);
+// The storage after a write through a byte-level view: `written` (a flat
+// value of the view's type, from its first byte) replaces the leading bytes
+// of `before`; bytes it does not cover are kept. The result has the wider
+// of the two element types (`written`'s on a tie), so a storage's buffer
+// type may change with a write: signatures of captured programs include it.
+hlo::Value merge_flat(hlo::Builder& b, const hlo::Value& before, const hlo::Value& written);
+
 }  // namespace torch_tpu::runtime
