@@ -365,6 +365,7 @@ const std::unordered_map<std::string, DtypeGap>& dtype_gaps() {
       {"aten::native_layer_norm", {"LayerNormKernelImpl", floating}},
       {"aten::binary_cross_entropy", {"binary_cross_entropy", floating}},
       {"aten::mse_loss", {"mse", floating}},
+      {"aten::smooth_l1_loss", {"smooth_l1", floating}},
       {"aten::lerp", {"lerp", floating_or_complex}},
       {"aten::lerp_", {"lerp", floating_or_complex}},
       {"aten::logcumsumexp", {"logcumsumexp", floating_or_complex}},
