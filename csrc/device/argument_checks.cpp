@@ -255,6 +255,32 @@ void check_convolution_types(const c10::FunctionSchema&, const Args& args) {
               ") and bias type (", bias->toString(), ") should be the same");
 }
 
+// arange's bounds, checked and converted as CPU's kernel does
+// (native/RangeFactories.cpp): an infinite or NaN range first, then start
+// and step to the accumulation type, end too for int64 results (other
+// dtypes count their elements in double). A bound that overflows raises
+// c10's error; PyTorch's Python meta kernel fails inside prims::iota instead.
+void check_arange_bounds(const c10::FunctionSchema&, const Args& args) {
+  const at::Tensor* out = tensor_at(args, 3);
+  if (!out) return;
+  const double start = args[0].toScalar().toDouble(), end = args[1].toScalar().toDouble();
+  TORCH_CHECK(std::isfinite(start) && std::isfinite(end), "unsupported range: ", start, " -> ", end);
+  auto convert = [&](auto accumulation) {
+    using T = decltype(accumulation);
+    args[0].toScalar().to<T>();
+    args[2].toScalar().to<T>();
+    if (out->scalar_type() == at::kLong) args[1].toScalar().to<T>();
+  };
+  const at::ScalarType t = out->scalar_type();
+  if (t == at::kHalf || t == at::kBFloat16) {
+    convert(float{});
+  } else if (at::isFloatingType(t)) {
+    convert(double{});
+  } else if (at::isIntegralType(t, /*includeBool=*/false)) {
+    convert(int64_t{});
+  }
+}
+
 // index_add's meta function (native/TensorAdvancedIndexing.cpp).
 void check_index_add_types(const c10::FunctionSchema&, const Args& args) {
   const at::Tensor *self = tensor_at(args, 0), *source = tensor_at(args, 3);
@@ -511,6 +537,7 @@ const std::unordered_map<std::string, Check>& per_op_checks() {
       {"aten::amax", check_extreme_over_empty_dim},
       {"aten::amin", check_extreme_over_empty_dim},
       {"aten::aminmax", check_extreme_over_empty_dim},
+      {"aten::arange", check_arange_bounds},
       {"aten::cat", check_cat_inputs},
       {"aten::complex", check_complex_parts},
       {"aten::clamp", check_clamp_bounds},
