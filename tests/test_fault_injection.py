@@ -63,6 +63,7 @@ FITTING_SCALARS = {
     "full float32 nan": lambda d: torch.full((3,), float("nan"), device=d),
     "full float16 65504": lambda d: torch.full((3,), 65504.0, dtype=torch.float16, device=d),
     "int8 + 1000": lambda d: _ones(3, dtype=torch.int8, device=d) + 1000,
+    "int64 + 2**63": lambda d: _ones(3, dtype=torch.int64, device=d) + 2**63,
     "float16 + 1e10": lambda d: _ones(3, dtype=torch.float16, device=d) + 1e10,
     "aten.mul.Scalar float32 1e300": lambda d: torch.ops.aten.mul.Scalar(_ones(3, device=d), 1e300),
     "eq float16 1e10": lambda d: _ones(3, dtype=torch.float16, device=d) == 1e10,

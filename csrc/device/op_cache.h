@@ -26,9 +26,9 @@
 // Not cached: Debug and DeferAndFuse (their own paths), ops with out=
 // arguments (their resize belongs to each call), ops whose argument checks
 // read tensor values (multinomial; a replay skips the checks), an explicit
-// Generator,
-// complex Python numbers, and anything a capture refuses (int returns among
-// them); a refused signature is remembered and not captured again.
+// Generator, complex Python numbers and integers past int64, and anything
+// a capture refuses (int returns among them); a refused signature is
+// remembered and not captured again.
 // TORCH_TPU_OP_CACHE=0 turns it off.
 #pragma once
 
