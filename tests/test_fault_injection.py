@@ -139,3 +139,43 @@ def test_scalar_overflowing_the_dtype_raises_when_a_compiled_function_is_called_
         assert str(cpu_err.value) in str(tpu_err.value)
     finally:
         torch._dynamo.reset()
+
+
+# ---- exception types CPU raises -----------------------------------------------------
+@pytest.mark.parametrize("mode", ["strict", "defer_and_fuse", "debug"])
+@pytest.mark.parametrize("op", ["index_add", "index_add_"])
+def test_index_add_out_of_range_raises_index_error_as_cpu_does(op, mode):
+    def fn(d):
+        return getattr(torch.zeros(3, device=d), op)(0, torch.tensor([5], device=d), torch.ones(1, device=d))
+
+    with pytest.raises(IndexError) as cpu_err:
+        fn("cpu")
+    with torch_tpu.eager_mode(mode):
+        with pytest.raises(IndexError) as tpu_err:
+            fn("tpu").cpu()  # Debug raises at the op, the other modes by this host read
+    assert str(cpu_err.value) in str(tpu_err.value)
+
+
+EXTREMES_OF_EMPTY = {
+    "argmax": lambda d: torch.zeros(0, device=d).argmax(),
+    "argmin": lambda d: torch.zeros(0, device=d).argmin(),
+    "argmax keepdim": lambda d: torch.zeros(0, device=d).argmax(keepdim=True),
+    "argmax dim": lambda d: torch.zeros(0, 3, device=d).argmax(0),
+    "argmin dim": lambda d: torch.zeros(0, 3, device=d).argmin(-2),
+    "amax": lambda d: torch.zeros(0, device=d).amax(),
+    "amin": lambda d: torch.zeros(0, device=d).amin(),
+    "aminmax": lambda d: torch.aminmax(torch.zeros(0, device=d)),
+    "aminmax dim": lambda d: torch.aminmax(torch.zeros(0, 3, device=d), dim=0),
+}
+
+
+@pytest.mark.parametrize("case", sorted(EXTREMES_OF_EMPTY))
+def test_extremes_of_an_empty_tensor_raise_cpus_error(case):
+    # The Python meta kernels raise RuntimeError for argmax and argmin, call
+    # argmin "argmax", and word amax, amin and aminmax otherwise.
+    fn = EXTREMES_OF_EMPTY[case]
+    with pytest.raises((IndexError, RuntimeError)) as cpu_err:
+        fn("cpu")
+    with pytest.raises(cpu_err.type) as tpu_err:
+        fn("tpu")
+    assert str(tpu_err.value) == str(cpu_err.value)

@@ -20,7 +20,8 @@ void check_dim_index(const c10::FunctionSchema& schema, const std::vector<c10::I
   auto [lo, hi] = index_extent(index);
   const int64_t bad = lo < 0 ? lo : hi;
   if (lo >= 0 && hi < size) return;
-  if (schema.name() == "aten::index_select" || schema.name() == "aten::index_add") {
+  if (schema.name() == "aten::index_select" || schema.name() == "aten::index_add" ||
+      schema.name() == "aten::index_add_") {
     TORCH_CHECK_INDEX(false, "index out of range in self (", schema.name(), ": index ", bad, " with size ", size, ")");
   }
   TORCH_CHECK(false, schema.name(), ": index ", bad, " is out of bounds for dimension ", dim, " with size ", size);
