@@ -179,3 +179,42 @@ def test_extremes_of_an_empty_tensor_raise_cpus_error(case):
     with pytest.raises(cpu_err.type) as tpu_err:
         fn("tpu")
     assert str(tpu_err.value) == str(cpu_err.value)
+
+
+# ---- NaN and Inf in Debug mode --------------------------------------------------------
+# TORCH_TPU_CHECK_NANS names the op whose result holds NaN or Inf; casts and
+# the ops that compute on the host (data-dependent sizes) produce results too.
+NAN_PRODUCERS = {
+    "cast to float16": (lambda: torch.full((3,), 1e6, device="tpu").to(torch.float16), "Float to Half"),
+    "cast to bfloat16": (lambda: torch.full((3,), 1e39, dtype=torch.float64, device="tpu").to(torch.bfloat16),
+                         "Double to BFloat16"),
+    "cast from the host": (lambda: torch.full((3,), 1e6).to("tpu", torch.float16), "Float to Half"),
+    "unique": (lambda: torch.tensor([1.0, float("nan")]).to("tpu").unique(), "aten::_unique2"),
+    "unique_consecutive": (lambda: torch.tensor([1.0, float("inf")]).to("tpu").unique_consecutive(),
+                           "aten::unique_consecutive"),
+}
+
+
+@pytest.fixture
+def checking_nans():
+    previous = torch_tpu.check_nans(True)
+    try:
+        with torch_tpu.eager_mode("debug"):
+            yield
+    finally:
+        torch_tpu.check_nans(previous)
+
+
+@pytest.mark.parametrize("case", sorted(NAN_PRODUCERS))
+def test_debug_nan_check_names_the_cast_or_host_computed_op_that_produced_it(checking_nans, case):
+    fn, names = NAN_PRODUCERS[case]
+    with pytest.raises(RuntimeError, match="TORCH_TPU_CHECK_NANS") as err:
+        fn()
+    assert names in str(err.value)
+
+
+def test_debug_nan_check_passes_finite_casts_and_same_dtype_copies(checking_nans):
+    x = torch.full((3,), 1e3, device="tpu")
+    torch.testing.assert_close(x.to(torch.float16).cpu(), torch.full((3,), 1e3, dtype=torch.float16))
+    # A copy makes no new values: uploading a NaN is not an op producing one.
+    torch.tensor([float("nan")]).to("tpu").clone().cpu()

@@ -1,5 +1,8 @@
 #include "device/debug_checks.h"
 
+#include "device/argument_checks.h"
+#include "runtime/eager_mode.h"
+
 namespace torch_tpu::device {
 
 namespace {
@@ -61,14 +64,15 @@ void check_index_ranges(const c10::FunctionSchema& schema, const std::vector<c10
   }
 }
 
-void check_finite_results(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& results) {
-  for (const auto& r : results) {
-    if (!r.isTensor()) continue;
-    const at::Tensor& t = r.toTensor();
+void check_finite_results(const std::string& op, const std::vector<c10::IValue>& results) {
+  if (runtime::eager_mode() != runtime::EagerMode::Debug || !runtime::check_nans()) return;
+  std::vector<at::Tensor> tensors;
+  for (const auto& r : results) collect_tensors(r, tensors);
+  for (const at::Tensor& t : tensors) {
     if (!t.defined() || !at::isFloatingType(t.scalar_type()) || t.numel() == 0) continue;
     at::Tensor host = t.cpu();
-    TORCH_CHECK(at::isfinite(host).all().item<bool>(), "tpu debug (TORCH_TPU_CHECK_NANS): ", schema.name(),
-                schema.overload_name().empty() ? "" : ".", schema.overload_name(), " produced NaN or Inf");
+    TORCH_CHECK(at::isfinite(host).all().item<bool>(), "tpu debug (TORCH_TPU_CHECK_NANS): ", op,
+                " produced NaN or Inf");
   }
 }
 

@@ -341,7 +341,8 @@ void LoweredKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
   }
   if (debug) {
     runtime::DeviceRuntime::get().synchronize(device);  // errors surface at this op
-    if (runtime::check_nans()) check_finite_results(schema, returns);
+    check_finite_results(schema.overload_name().empty() ? schema.name() : schema.name() + "." + schema.overload_name(),
+                         returns);
   }
   for (auto& r : returns) stack->push_back(std::move(r));
 }
