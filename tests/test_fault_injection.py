@@ -1,6 +1,11 @@
 """Fault injection: every way a user or the environment can make the device
 fail, and what must happen instead of a wrong answer."""
 
+import os
+import subprocess
+import sys
+import textwrap
+
 import pytest
 import torch
 
@@ -218,3 +223,43 @@ def test_debug_nan_check_passes_finite_casts_and_same_dtype_copies(checking_nans
     torch.testing.assert_close(x.to(torch.float16).cpu(), torch.full((3,), 1e3, dtype=torch.float16))
     # A copy makes no new values: uploading a NaN is not an op producing one.
     torch.tensor([float("nan")]).to("tpu").clone().cpu()
+
+
+# ---- the compilation cache's directory ------------------------------------------------
+def _run_with_cache_dir(cache_dir):
+    code = textwrap.dedent("""
+        import torch, torch_tpu
+        print("VALUE", (torch.arange(4.0).to("tpu") * 2).sum().item())
+    """)
+    env = dict(os.environ, TORCH_TPU_CACHE_DIR=str(cache_dir))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "VALUE 12.0" in r.stdout  # the memory tier still serves
+    return r.stderr
+
+
+def test_a_regular_file_as_the_cache_directory_warns_and_turns_the_disk_tier_off(tmp_path):
+    not_a_dir = tmp_path / "cache"
+    not_a_dir.write_text("a file")
+    stderr = _run_with_cache_dir(not_a_dir)
+    assert "compilation cache directory (it is not a directory); disk tier off" in stderr
+    assert not_a_dir.read_text() == "a file"
+
+
+def test_a_cache_directory_that_cannot_be_created_warns(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    stderr = _run_with_cache_dir(blocker / "cache")
+    assert "compilation cache directory (cannot create it); disk tier off" in stderr
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only directories")
+def test_a_read_only_cache_directory_warns(tmp_path):
+    read_only = tmp_path / "cache"
+    read_only.mkdir()
+    read_only.chmod(0o555)
+    try:
+        stderr = _run_with_cache_dir(read_only)
+    finally:
+        read_only.chmod(0o755)
+    assert "compilation cache directory (it is not writable); disk tier off" in stderr
