@@ -240,6 +240,8 @@ DTYPE_GAPS = {
         _ones(3, device=d, dtype=torch.long), _ones(3, device=d, dtype=torch.long)),
     "mse_loss of int": lambda d: torch.nn.functional.mse_loss(_ones(3, device=d, dtype=torch.long),
                                                               _ones(3, device=d, dtype=torch.long)),
+    "smooth_l1_loss of int": lambda d: torch.nn.functional.smooth_l1_loss(_ones(3, device=d, dtype=torch.long),
+                                                                          _ones(3, device=d, dtype=torch.long)),
     "lerp of int": lambda d: torch.lerp(_ones(3, device=d, dtype=torch.long), _ones(3, device=d, dtype=torch.long),
                                         0.5),
     "mm of bool": lambda d: _ones(2, 2, device=d, dtype=torch.bool) @ _ones(2, 2, device=d, dtype=torch.bool),

@@ -101,17 +101,29 @@ void check_index_select_dtype(const c10::FunctionSchema&, const Args& args) {
   TORCH_CHECK(t == at::kLong || t == at::kInt, "index_select(): Expected dtype int32 or int64 for index");
 }
 
-// amax/amin over an explicitly named empty dim: CPU and CUDA raise
-// IndexError (the Python meta kernel RuntimeError, which is also what CPU
-// raises when no dim is named).
-void check_extreme_over_empty_dim(const c10::FunctionSchema& schema, const Args& args) {
+// Extremes of an empty tensor, with CPU's and CUDA's exception types and
+// words (native/ReduceOps.cpp, TensorCompare.cpp): over a named empty dim,
+// IndexError; over every dim, IndexError for argmax/argmin, RuntimeError for
+// amax/amin/aminmax. The Python meta kernels raise RuntimeError for argmax
+// and argmin, name argmin "argmax", and word amax/amin/aminmax otherwise.
+void check_extreme_of_empty(const c10::FunctionSchema& schema, const Args& args) {
   if (args.size() < 2 || !args[0].isTensor() || args[0].toTensor().numel() != 0) return;
-  if (!args[1].isIntList() && !args[1].isInt()) return;
   const at::Tensor& self = args[0].toTensor();
-  std::vector<int64_t> dims = args[1].isInt() ? std::vector<int64_t>{args[1].toInt()} : args[1].toIntVector();
+  const std::string op = schema.name().substr(6);
+  const bool arg = op == "argmax" || op == "argmin";
+  std::vector<int64_t> dims;
+  if (args[1].isInt()) dims = {args[1].toInt()};
+  if (args[1].isIntList()) dims = args[1].toIntVector();
+  if (dims.empty()) {
+    TORCH_CHECK_INDEX(!arg, op, "(): Expected reduction dim to be specified for input.numel() == 0.");
+    TORCH_CHECK(op != "aminmax", "aminmax(): cannot compute aminmax over an empty dimension as the operation has no "
+                                 "identity.");
+    TORCH_CHECK(false, op, "(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction "
+                           "dim with the 'dim' argument.");
+  }
   for (int64_t d : dims) {
     const int64_t w = at::maybe_wrap_dim(d, self.dim());
-    TORCH_CHECK_INDEX(self.size(w) != 0, schema.name().substr(6), "(): Expected reduction dim ", w,
+    TORCH_CHECK_INDEX(self.size(w) != 0, op, op == "aminmax" ? ": " : "(): ", "Expected reduction dim ", w,
                       " to have non-zero size.");
   }
 }
@@ -255,6 +267,32 @@ void check_convolution_types(const c10::FunctionSchema&, const Args& args) {
               ") and bias type (", bias->toString(), ") should be the same");
 }
 
+// arange's bounds, checked and converted as CPU's kernel does
+// (native/RangeFactories.cpp): an infinite or NaN range first, then start
+// and step to the accumulation type, end too for int64 results (other
+// dtypes count their elements in double). A bound that overflows raises
+// c10's error; PyTorch's Python meta kernel fails inside prims::iota instead.
+void check_arange_bounds(const c10::FunctionSchema&, const Args& args) {
+  const at::Tensor* out = tensor_at(args, 3);
+  if (!out) return;
+  const double start = args[0].toScalar().toDouble(), end = args[1].toScalar().toDouble();
+  TORCH_CHECK(std::isfinite(start) && std::isfinite(end), "unsupported range: ", start, " -> ", end);
+  auto convert = [&](auto accumulation) {
+    using T = decltype(accumulation);
+    args[0].toScalar().to<T>();
+    args[2].toScalar().to<T>();
+    if (out->scalar_type() == at::kLong) args[1].toScalar().to<T>();
+  };
+  const at::ScalarType t = out->scalar_type();
+  if (t == at::kHalf || t == at::kBFloat16) {
+    convert(float{});
+  } else if (at::isFloatingType(t)) {
+    convert(double{});
+  } else if (at::isIntegralType(t, /*includeBool=*/false)) {
+    convert(int64_t{});
+  }
+}
+
 // index_add's meta function (native/TensorAdvancedIndexing.cpp).
 void check_index_add_types(const c10::FunctionSchema&, const Args& args) {
   const at::Tensor *self = tensor_at(args, 0), *source = tensor_at(args, 3);
@@ -365,6 +403,7 @@ const std::unordered_map<std::string, DtypeGap>& dtype_gaps() {
       {"aten::native_layer_norm", {"LayerNormKernelImpl", floating}},
       {"aten::binary_cross_entropy", {"binary_cross_entropy", floating}},
       {"aten::mse_loss", {"mse", floating}},
+      {"aten::smooth_l1_loss", {"smooth_l1", floating}},
       {"aten::lerp", {"lerp", floating_or_complex}},
       {"aten::lerp_", {"lerp", floating_or_complex}},
       {"aten::logcumsumexp", {"logcumsumexp", floating_or_complex}},
@@ -507,9 +546,12 @@ const std::unordered_map<std::string, Check>& per_op_checks() {
       {"aten::_index_put_impl_", check_index_put},
       {"aten::index_put_", check_index_dtypes},
       {"aten::index_select", check_index_select_dtype},
-      {"aten::amax", check_extreme_over_empty_dim},
-      {"aten::amin", check_extreme_over_empty_dim},
-      {"aten::aminmax", check_extreme_over_empty_dim},
+      {"aten::amax", check_extreme_of_empty},
+      {"aten::amin", check_extreme_of_empty},
+      {"aten::aminmax", check_extreme_of_empty},
+      {"aten::argmax", check_extreme_of_empty},
+      {"aten::argmin", check_extreme_of_empty},
+      {"aten::arange", check_arange_bounds},
       {"aten::cat", check_cat_inputs},
       {"aten::complex", check_complex_parts},
       {"aten::clamp", check_clamp_bounds},

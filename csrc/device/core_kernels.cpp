@@ -14,6 +14,7 @@
 #include <ATen/ops/view_as_real_native.h>
 #include <ATen/ops/view_native.h>
 
+#include "device/debug_checks.h"
 #include "device/storage_buffer.h"
 #include "device/tensor_program.h"
 #include "runtime/metrics.h"
@@ -75,6 +76,16 @@ hlo::Value conj_value(hlo::Builder& b, const hlo::Value& v) {
   if (!hlo::is_complex(v.dtype())) return v;
   hlo::TensorType part{hlo::ElementType::F32, v.shape()};
   return b.op("complex", {b.op("real", {v}, part), b.unary("negate", b.op("imag", {v}, part))}, v.type);
+}
+
+// A copy that converts can overflow (1e6 is inf in float16): Debug mode
+// checks its result as it checks an op's. A copy within one dtype makes no
+// new values.
+void check_cast_result(const at::Tensor& src, const at::Tensor& dst) {
+  if (src.scalar_type() == dst.scalar_type()) return;
+  check_finite_results(std::string("aten::_copy_from (a cast from ") + c10::toString(src.scalar_type()) + " to " +
+                           c10::toString(dst.scalar_type()) + ")",
+                       {dst});
 }
 
 }  // namespace
@@ -197,6 +208,7 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_b
     if (conjugate) v = conj_value(prog.builder(), v);
     prog.write(dst, prog.builder().broadcast_to(v, dst.sizes().vec()));
     prog.run("aten::copy_");
+    check_cast_result(self, dst);
     return dst;
   }
   if (is_tpu(dst)) {  // host to device; dtype conversion on the host, as PyTorch does it
@@ -213,11 +225,12 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_b
       // above); it runs first so it cannot overwrite this copy later.
       settle_pending_writes(sb);
       sb.set(rt.upload(host.data_ptr(), pjrt_type(et), {dst.numel()}, device), et);
-      return dst;
+    } else {
+      TensorProgram prog(device);
+      prog.write(dst, prog.host_input(host));
+      prog.run("aten::copy_");
     }
-    TensorProgram prog(device);
-    prog.write(dst, prog.host_input(host));
-    prog.run("aten::copy_");
+    check_cast_result(self, dst);
     return dst;
   }
   TORCH_CHECK(is_tpu(self), "internal: _copy_from with no tpu tensor");

@@ -5,6 +5,8 @@
 // exactly CPU's.
 #include "device/data_dependent_kernels.h"
 
+#include "device/debug_checks.h"
+
 namespace torch_tpu::device {
 
 namespace {
@@ -16,9 +18,19 @@ std::optional<at::Tensor> on_host(const std::optional<at::Tensor>& t) {
   return t->cpu();
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> to_device(const std::tuple<at::Tensor, at::Tensor, at::Tensor>& r,
-                                                         const at::Device& device) {
-  return {std::get<0>(r).to(device), std::get<1>(r).to(device), std::get<2>(r).to(device)};
+// The CPU kernel's results on the device. Debug mode checks them for NaN
+// and Inf as it checks a lowered op's.
+at::Tensor to_device(const char* op, const at::Tensor& r, const at::Device& device) {
+  at::Tensor out = r.to(device);
+  check_finite_results(op, {out});
+  return out;
+}
+
+template <typename... T>
+std::tuple<T...> to_device(const char* op, const std::tuple<T...>& r, const at::Device& device) {
+  std::tuple<T...> out = std::apply([&](const auto&... t) { return std::make_tuple(t.to(device)...); }, r);
+  std::apply([&](const auto&... t) { check_finite_results(op, {t...}); }, out);
+  return out;
 }
 
 }  // namespace
@@ -34,13 +46,13 @@ bool equal(const at::Tensor& self, const at::Tensor& other) {
 }
 
 at::Tensor bincount(const at::Tensor& self, const std::optional<at::Tensor>& weights, int64_t minlength) {
-  return at::bincount(on_host(self), on_host(weights), minlength).to(self.device());
+  return to_device("aten::bincount", at::bincount(on_host(self), on_host(weights), minlength), self.device());
 }
 
 // Bin edges come from the data when min == max (PyTorch's rule), and CPU
 // raises for non-finite ranges: both need the values.
 at::Tensor histc(const at::Tensor& self, int64_t bins, const at::Scalar& min, const at::Scalar& max) {
-  return at::histc(on_host(self), bins, min, max).to(self.device());
+  return to_device("aten::histc", at::histc(on_host(self), bins, min, max), self.device());
 }
 
 at::Tensor repeat_interleave_tensor(const at::Tensor& repeats, std::optional<int64_t> output_size) {
@@ -62,23 +74,24 @@ at::Tensor triu_indices(int64_t row, int64_t col, int64_t offset, std::optional<
 }
 
 std::tuple<at::Tensor, at::Tensor> unique(const at::Tensor& self, bool sorted, bool return_inverse) {
-  auto [values, inverse] = at::_unique(on_host(self), sorted, return_inverse);
-  return {values.to(self.device()), inverse.to(self.device())};
+  return to_device("aten::_unique", at::_unique(on_host(self), sorted, return_inverse), self.device());
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> unique2(const at::Tensor& self, bool sorted, bool return_inverse,
                                                        bool return_counts) {
-  return to_device(at::_unique2(on_host(self), sorted, return_inverse, return_counts), self.device());
+  return to_device("aten::_unique2", at::_unique2(on_host(self), sorted, return_inverse, return_counts), self.device());
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> unique_consecutive(const at::Tensor& self, bool return_inverse,
                                                                   bool return_counts, std::optional<int64_t> dim) {
-  return to_device(at::unique_consecutive(on_host(self), return_inverse, return_counts, dim), self.device());
+  return to_device("aten::unique_consecutive", at::unique_consecutive(on_host(self), return_inverse, return_counts, dim),
+                   self.device());
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> unique_dim(const at::Tensor& self, int64_t dim, bool sorted,
                                                           bool return_inverse, bool return_counts) {
-  return to_device(at::unique_dim(on_host(self), dim, sorted, return_inverse, return_counts), self.device());
+  return to_device("aten::unique_dim", at::unique_dim(on_host(self), dim, sorted, return_inverse, return_counts),
+                   self.device());
 }
 
 }  // namespace torch_tpu::device

@@ -1,5 +1,8 @@
 #include "device/debug_checks.h"
 
+#include "device/argument_checks.h"
+#include "runtime/eager_mode.h"
+
 namespace torch_tpu::device {
 
 namespace {
@@ -20,7 +23,8 @@ void check_dim_index(const c10::FunctionSchema& schema, const std::vector<c10::I
   auto [lo, hi] = index_extent(index);
   const int64_t bad = lo < 0 ? lo : hi;
   if (lo >= 0 && hi < size) return;
-  if (schema.name() == "aten::index_select" || schema.name() == "aten::index_add") {
+  if (schema.name() == "aten::index_select" || schema.name() == "aten::index_add" ||
+      schema.name() == "aten::index_add_") {
     TORCH_CHECK_INDEX(false, "index out of range in self (", schema.name(), ": index ", bad, " with size ", size, ")");
   }
   TORCH_CHECK(false, schema.name(), ": index ", bad, " is out of bounds for dimension ", dim, " with size ", size);
@@ -60,14 +64,15 @@ void check_index_ranges(const c10::FunctionSchema& schema, const std::vector<c10
   }
 }
 
-void check_finite_results(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& results) {
-  for (const auto& r : results) {
-    if (!r.isTensor()) continue;
-    const at::Tensor& t = r.toTensor();
+void check_finite_results(const std::string& op, const std::vector<c10::IValue>& results) {
+  if (runtime::eager_mode() != runtime::EagerMode::Debug || !runtime::check_nans()) return;
+  std::vector<at::Tensor> tensors;
+  for (const auto& r : results) collect_tensors(r, tensors);
+  for (const at::Tensor& t : tensors) {
     if (!t.defined() || !at::isFloatingType(t.scalar_type()) || t.numel() == 0) continue;
     at::Tensor host = t.cpu();
-    TORCH_CHECK(at::isfinite(host).all().item<bool>(), "tpu debug (TORCH_TPU_CHECK_NANS): ", schema.name(),
-                schema.overload_name().empty() ? "" : ".", schema.overload_name(), " produced NaN or Inf");
+    TORCH_CHECK(at::isfinite(host).all().item<bool>(), "tpu debug (TORCH_TPU_CHECK_NANS): ", op,
+                " produced NaN or Inf");
   }
 }
 

@@ -6,13 +6,16 @@
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 
+#include <string>
 #include <vector>
 
 namespace torch_tpu::device {
 
 // Raises the error CPU raises for the first out-of-range index.
 void check_index_ranges(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
-// Raises naming the op when a floating result holds NaN or Inf.
-void check_finite_results(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& results);
+// Debug mode with TORCH_TPU_CHECK_NANS on: raises naming `op` when a
+// floating result (a tensor or a list's) holds NaN or Inf. Every kernel that
+// computes device values calls it: lowered ops, casts, data-dependent ops.
+void check_finite_results(const std::string& op, const std::vector<c10::IValue>& results);
 
 }  // namespace torch_tpu::device

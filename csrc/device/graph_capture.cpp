@@ -101,12 +101,20 @@ bool CapturedGraph::matches(const std::vector<c10::IValue>& values) {
     }
   }
   // Equal numbers shared one program input when captured; they still must be.
+  // A number its range-checked input cannot hold is the lowering's to refuse
+  // (LowerContext::scalar raises CPU's error), never a replay's to upload.
   for (const Param& p : params) {
     if (p.kind != Param::Kind::HostFloat) continue;
     for (int o : p.origins) {
       if (values[o].toDouble() != values[p.origins.front()].toDouble()) {
         return fail(o, "numbers that shared a program input differ");
       }
+    }
+    lower::ScalarArg number;
+    number.kind = lower::ScalarArg::Kind::Float;
+    number.f = values[p.origins.front()].toDouble();
+    if (p.range_checked && lower::scalar_overflows(number, p.dtype)) {
+      return fail(p.origins.front(), "a number its input's dtype cannot hold");
     }
   }
   return true;
@@ -286,6 +294,7 @@ std::shared_ptr<CapturedGraph> capture_program(std::unique_ptr<ProgramState> sta
         p.kind = CapturedGraph::Param::Kind::HostFloat;
         p.origins = src.origins;
         p.dtype = src.dtype;
+        p.range_checked = src.range_checked;
         for (int o : src.origins) cap->inputs[o].kind = CapturedGraph::Input::Kind::FreeFloat;
         break;
       case ParamSource::Kind::Rng:

@@ -44,11 +44,13 @@ class CapturedGraph {
     c10::IValue value;   // Other: compared by equality
   };
   struct Param {
-    // HostFloat: the number at `origins` (all equal), uploaded as `dtype`.
+    // HostFloat: the number at `origins` (all equal), uploaded as `dtype`;
+    // `range_checked`: only a number that fits `dtype` (ParamSource).
     enum class Kind { Input, Constant, Rng, HostFloat } kind = Kind::Constant;
     int input = -1;
     std::vector<int> origins;
     hlo::ElementType dtype = hlo::ElementType::F32;
+    bool range_checked = false;
     bool donor = false;  // an input the graph overwrites: its old buffer is donated when nothing else holds it
     runtime::BufferPtr constant;
     at::Generator generator;

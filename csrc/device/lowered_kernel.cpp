@@ -159,6 +159,9 @@ Arg to_arg(TensorProgram& prog, const c10::Argument& schema_arg, const c10::IVal
       a.scalar.i = v.toBool();
     } else if (v.isInt() || v.isSymInt()) {
       a.scalar.i = v.isInt() ? v.toInt() : v.toSymInt().guard_int(__FILE__, __LINE__);
+    } else if (v.isUnsigned()) {  // past int64's range
+      a.scalar.kind = lower::ScalarArg::Kind::UInt;
+      a.scalar.i = static_cast<int64_t>(v.toUInt());
     } else {
       const c10::complex<double> z = v.toComplexDouble();
       a.scalar.kind = lower::ScalarArg::Kind::Complex;
@@ -277,6 +280,8 @@ void LoweredKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
     TORCH_CHECK_INDEX(false, e.what());
   } catch (const lower::NotImplementedForDtype& e) {
     TORCH_CHECK_NOT_IMPLEMENTED(false, e.what());
+  } catch (const lower::ScalarOverflow& e) {
+    TORCH_CHECK(false, e.what());
   }
   prog.bind_lowering_inputs(ctx, generator);
 
@@ -336,7 +341,8 @@ void LoweredKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
   }
   if (debug) {
     runtime::DeviceRuntime::get().synchronize(device);  // errors surface at this op
-    if (runtime::check_nans()) check_finite_results(schema, returns);
+    check_finite_results(schema.overload_name().empty() ? schema.name() : schema.name() + "." + schema.overload_name(),
+                         returns);
   }
   for (auto& r : returns) stack->push_back(std::move(r));
 }

@@ -38,6 +38,7 @@ bool flatten(const c10::IValue& v, std::vector<c10::IValue>& flat) {
     if (t.defined() && t.unsafeGetTensorImpl()->is_wrapped_number()) {
       // A Python number the dispatcher wrapped (x * 2.5): its capture keeps
       // the value as a constant (graph_capture.cpp), so it is signature.
+      if (t.scalar_type() == at::kUInt64) return false;  // an integer past int64
       const c10::Scalar value = t.item();
       if (value.isComplex()) return false;
       if (value.isFloatingPoint()) {

@@ -14,7 +14,10 @@
 // step_size list) replay one program. Their keys hash floats only by class
 // (lower::is_special_scalar values by value, others alike); each key keeps a
 // few captures, each checking the floats its program baked in. These ops'
-// meta kernels check no float's value, and replays skip the meta kernel.
+// meta kernels check no float's value, and replays skip the meta kernel;
+// the one check a lowering makes on a float, that it fits the dtype CPU
+// converts it to (LowerContext::scalar), a replay makes too: a number that
+// does not fit runs the lowering, which raises CPU's error.
 // A key is captured the second time it is seen. Replays bind the new
 // buffers exactly as torch.compile's graph replays do
 // (csrc/device/graph_capture.h): CPU scalars are uploaded, RNG states
@@ -23,9 +26,9 @@
 // Not cached: Debug and DeferAndFuse (their own paths), ops with out=
 // arguments (their resize belongs to each call), ops whose argument checks
 // read tensor values (multinomial; a replay skips the checks), an explicit
-// Generator,
-// complex Python numbers, and anything a capture refuses (int returns among
-// them); a refused signature is remembered and not captured again.
+// Generator, complex Python numbers and integers past int64, and anything
+// a capture refuses (int returns among them); a refused signature is
+// remembered and not captured again.
 // TORCH_TPU_OP_CACHE=0 turns it off.
 #pragma once
 

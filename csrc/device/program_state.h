@@ -27,12 +27,14 @@ struct ParamSource {
   const c10::TensorImpl* host = nullptr;  // HostTensor: identity only, never dereferenced
   at::Generator generator;                // Rng: drawn from again on replay
   // HostScalar: a Python float the lowering made an input (lower::HostScalar):
-  // its value, dtype, origins in the op cache's signature, and whether the
-  // program also serves a number with no origin (then it is a constant).
+  // its value, dtype, origins in the op cache's signature, whether the
+  // program also serves a number with no origin (then it is a constant), and
+  // whether another number must fit `dtype` to be fed to it.
   double value = 0;
   hlo::ElementType dtype = hlo::ElementType::F32;
   std::vector<int> origins;
   bool fixed = true;
+  bool range_checked = false;
 };
 
 // An index range check's failure: its message and exception type.

@@ -281,6 +281,7 @@ void TensorProgram::bind_lowering_inputs(lower::LowerContext& ctx, const at::Gen
       source.dtype = s.dtype;
       source.origins = s.origins;
       source.fixed = s.fixed;
+      source.range_checked = s.range_checked;
     }
     bind(ctx.host_scalar_params()[k], rt.upload(host.data_ptr(), pjrt_type(s.dtype), {}, device_), source);
   }

@@ -6,6 +6,7 @@
 // threshold) compute in their own dtype with the Scalars cast to it.
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 
@@ -47,12 +48,19 @@ Value scalar(LowerContext& ctx, size_t i, const Value& like) {
   return ctx.b.broadcast_to(ctx.scalar(s, like.dtype()), like.shape());
 }
 
+// Scalars CPU's kernel converts to `dtype`, which may be narrower than the
+// opmath type the lowering computes in (threshold's value, float
+// hardtanh's and hardshrink's bounds take the tensor's own type).
+void check_scalars_fit(const LowerContext& ctx, std::initializer_list<size_t> indices, ElementType dtype) {
+  for (size_t i : indices) check_scalar_fits(ctx.args.at(i).scalar, dtype);
+}
+
 // A host number computed from Scalars, as a runtime input when it is not 0/±1.
 Value host_number(LowerContext& ctx, double v, const Value& like) {
   ScalarArg s;
   s.kind = ScalarArg::Kind::Float;
   s.f = v;
-  return ctx.b.broadcast_to(ctx.scalar(s, like.dtype()), like.shape());
+  return ctx.b.broadcast_to(ctx.cast_scalar(s, like.dtype()), like.shape());
 }
 
 Value number(Builder& b, double v, const Value& like) { return b.splat(v, like.type); }
@@ -128,6 +136,8 @@ std::vector<Value> elu_backward(LowerContext& ctx) {
 
 // hardtanh(self, min_val, max_val) == clamp; relu6 reaches the device as this op.
 std::vector<Value> hardtanh(LowerContext& ctx) {
+  const ElementType out = ctx.out_types.at(0).dtype;
+  if (hlo::is_float(out)) check_scalars_fit(ctx, {1, 2}, out);
   Value x = input(ctx, 0);
   return result(ctx, clamp_nan(ctx.b, scalar(ctx, 1, x), x, scalar(ctx, 2, x)));
 }
@@ -143,6 +153,7 @@ std::vector<Value> hardtanh_backward(LowerContext& ctx) {
 // hardshrink(self, lambd): 0 where -lambd <= x <= lambd.
 std::vector<Value> hardshrink(LowerContext& ctx) {
   require_float(ctx.tensor(0), "hardshrink");
+  check_scalars_fit(ctx, {1}, ctx.out_types.at(0).dtype);
   Value x = input(ctx, 0);
   return result(ctx, ctx.b.select(in_band(ctx, x, 1), number(ctx.b, 0, x), x));
 }
@@ -288,6 +299,10 @@ std::vector<Value> softplus_backward(LowerContext& ctx) {
 
 // threshold(self, threshold, value): x <= threshold ? value : x.
 std::vector<Value> threshold(LowerContext& ctx) {
+  // CPU's kernel converts the threshold to the opmath type, the value to the tensor's.
+  const ElementType out = ctx.out_types.at(0).dtype;
+  check_scalars_fit(ctx, {1}, accumulation_type(out));
+  check_scalars_fit(ctx, {2}, out);
   Builder& b = ctx.b;
   Value x = input(ctx, 0);
   return result(ctx, b.select(less_eq(b, x, scalar(ctx, 1, x)), scalar(ctx, 2, x), x));
@@ -346,6 +361,9 @@ std::vector<Value> rrelu_with_noise(LowerContext& ctx) {
   require_float(ctx.tensor(0), "rrelu_with_noise");
   Value x = input(ctx, 0);
   const double lower = ctx.double_arg(2, 1.0 / 8), upper = ctx.double_arg(3, 1.0 / 3);
+  for (size_t i : {2, 3}) {  // CPU converts the bounds to the opmath type
+    if (ctx.has(i)) check_scalar_fits(ctx.args[i].scalar, x.dtype());
+  }
   Value neg = less_eq(b, x, number(b, 0, x));
   if (!ctx.bool_arg(4)) {
     Value slope = host_number(ctx, (lower + upper) / 2, x);

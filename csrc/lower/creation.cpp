@@ -70,7 +70,10 @@ std::vector<Value> linspace(LowerContext& ctx) {
   const ScalarArg& start_arg = ctx.args.at(0).scalar;
   const ScalarArg& end_arg = ctx.args.at(1).scalar;
   if (steps == 0) return {b.splat(0, out)};
-  if (steps == 1) return {coerce(b, ctx.scalar(start_arg, out.dtype), out)};
+  if (steps == 1) return {coerce(b, ctx.fill_scalar(start_arg, out), out)};  // CPU fills start
+  // CPU's kernel converts both ends to the result type (start.to<scalar_t>()).
+  check_scalar_fits(start_arg, out.dtype);
+  check_scalar_fits(end_arg, out.dtype);
   const bool integral = !hlo::is_float(out.dtype);
   const ElementType acc = integral || out.dtype == ElementType::F64 ? ElementType::F64 : ElementType::F32;
   double start, end, step;
@@ -93,10 +96,10 @@ std::vector<Value> linspace(LowerContext& ctx) {
   Value i = b.iota({ElementType::S64, shape}, 0);
   Value halfway = b.broadcast_to(b.constant_int(steps / 2, ElementType::S64), shape);
   Value from_end = b.binary("subtract", b.broadcast_to(b.constant_int(steps - 1, ElementType::S64), shape), i);
-  Value d = b.broadcast_to(ctx.scalar(float_scalar(step), acc), shape);
-  Value head = b.binary("add", b.broadcast_to(ctx.scalar(float_scalar(start), acc), shape),
+  Value d = b.broadcast_to(ctx.cast_scalar(float_scalar(step), acc), shape);
+  Value head = b.binary("add", b.broadcast_to(ctx.cast_scalar(float_scalar(start), acc), shape),
                         b.binary("multiply", d, b.convert(i, acc)));
-  Value tail = b.binary("subtract", b.broadcast_to(ctx.scalar(float_scalar(end), acc), shape),
+  Value tail = b.binary("subtract", b.broadcast_to(ctx.cast_scalar(float_scalar(end), acc), shape),
                         b.binary("multiply", d, b.convert(from_end, acc)));
   Value v = b.select(b.compare(i, halfway, CompareDirection::LT), head, tail);
   return {b.reshape(b.convert(v, out.dtype), out.shape)};

@@ -48,6 +48,8 @@ Endpoints endpoints(LowerContext& ctx, ElementType dtype) {
   Builder& b = ctx.b;
   const ScalarArg& s = ctx.args.at(0).scalar;
   const ScalarArg& e = ctx.args.at(1).scalar;
+  check_scalar_fits(s, dtype);
+  check_scalar_fits(e, dtype);
   if (!hlo::is_float(dtype)) {
     Value si = b.convert(b.constant_int(scalar_to_int(s), ElementType::S64), dtype);
     Value ei = b.convert(b.constant_int(scalar_to_int(e), ElementType::S64), dtype);
@@ -92,10 +94,10 @@ std::vector<Value> logspace(LowerContext& ctx) {
   if (hlo::is_complex(out.dtype)) throw NotImplementedForDtype("tpu: complex logspace is not supported");
   if (steps == 0) return {b.splat(0, out)};
   const Shape shape{steps};
-  Value base_v = b.broadcast_to(ctx.scalar(float_scalar(base), ElementType::F64), shape);
+  Value base_v = b.broadcast_to(ctx.cast_scalar(float_scalar(base), ElementType::F64), shape);
   if (steps == 1) {
     const double v = std::pow(base, ctx.args.at(0).scalar.as_double());
-    return {b.reshape(store_as(b, ctx.scalar(float_scalar(v), ElementType::F64), out.dtype), out.shape)};
+    return {b.reshape(store_as(b, ctx.cast_scalar(float_scalar(v), ElementType::F64), out.dtype), out.shape)};
   }
   Endpoints ep = endpoints(ctx, out.dtype);
   Value step = b.binary("divide", ep.diff, b.constant(static_cast<double>(steps - 1), ElementType::F64));

@@ -23,23 +23,24 @@ ElementType opmath(ElementType t) { return t == ElementType::BF16 || t == Elemen
 // the default float dtype, as TensorIterator's promote_integer_inputs_to_float.
 ElementType float_compute_type(ElementType t) { return hlo::is_float(t) || hlo::is_complex(t) ? t : ElementType::F32; }
 
-// A Scalar as a 0-d value of `dtype`. Integers wrap into unsigned dtypes, as
-// the C++ cast PyTorch applies (alpha=-3 on uint8 is 253).
-Value scalar_value(LowerContext& ctx, ScalarArg s, ElementType dtype) {
-  if (hlo::is_unsigned(dtype) && s.kind == ScalarArg::Kind::Int && s.i < 0) {
-    const int bits = static_cast<int>(8 * hlo::byte_size(dtype));
-    s.i = bits >= 64 ? s.i : static_cast<int64_t>(static_cast<uint64_t>(s.i) & ((uint64_t{1} << bits) - 1));
-  }
-  return ctx.scalar(s, dtype);
-}
-
 // Argument i (tensor or Scalar) as a value of `type` (broadcast, converted).
+// A Scalar in a tensor operand's place is cast like the 0-d tensor CPU wraps
+// it into (x + 1e300 is inf in float32).
 Value operand(LowerContext& ctx, size_t i, const TensorType& type) {
   const Arg& a = ctx.args.at(i);
-  if (a.kind == Arg::Kind::Scalar) return ctx.b.broadcast_to(scalar_value(ctx, a.scalar, type.dtype), type.shape);
+  if (a.kind == Arg::Kind::Scalar) return ctx.b.broadcast_to(ctx.cast_scalar(a.scalar, type.dtype), type.shape);
   if (a.kind == Arg::Kind::Double) return ctx.b.splat(a.d, type);
   if (a.kind == Arg::Kind::Int) return ctx.b.broadcast_to(ctx.b.constant_int(a.i, type.dtype), type.shape);
   return coerce(ctx.b, ctx.tensor(i), type);
+}
+
+// Argument i as a value of `type`, a Scalar converted as CPU's kernel
+// converts it (`scalar.to<scalar_t>()`), so it must fit: clamp's bounds,
+// masked_fill's value, lerp's weight.
+Value converted_operand(LowerContext& ctx, size_t i, const TensorType& type) {
+  const Arg& a = ctx.args.at(i);
+  if (a.kind == Arg::Kind::Scalar) return ctx.b.broadcast_to(ctx.scalar(a.scalar, type.dtype), type.shape);
+  return operand(ctx, i, type);
 }
 
 TensorType out0(LowerContext& ctx) { return ctx.out_types.at(0); }
@@ -75,12 +76,16 @@ Value trunc_value(Builder& b, const Value& x) {
   return b.select(neg, b.unary("ceil", x), b.unary("floor", x));
 }
 
-Value alpha_scaled(LowerContext& ctx, Value v, size_t alpha_index) {
+// `v` times the Scalar argument alpha_index, which CPU converts to
+// `alpha_dtype`: add's and sub's alpha to the result type (a float16 alpha
+// rounds to float16, and must fit it), addcmul's and addcdiv's value to
+// their opmath type.
+Value alpha_scaled(LowerContext& ctx, Value v, size_t alpha_index, ElementType alpha_dtype) {
   if (!ctx.has(alpha_index)) return v;
   const ScalarArg& s = ctx.args[alpha_index].scalar;
   if (s.as_double() == 1.0) return v;
   Builder& b = ctx.b;
-  Value alpha = b.broadcast_to(scalar_value(ctx, s, v.dtype()), v.shape());
+  Value alpha = b.broadcast_to(b.convert(ctx.scalar(s, alpha_dtype), v.dtype()), v.shape());
   return b.binary(v.dtype() == ElementType::Pred ? "and" : "multiply", v, alpha);
 }
 
@@ -185,20 +190,22 @@ Value div_floor_float(Builder& b, const Value& a, const Value& d) {
 std::vector<Value> add(LowerContext& ctx) {
   TensorType t = compute_type(ctx, opmath(result_type(ctx, {0, 1})));
   Value a = operand(ctx, 0, t);
-  Value o = alpha_scaled(ctx, operand(ctx, 1, t), 2);
+  Value o = alpha_scaled(ctx, operand(ctx, 1, t), 2, out0(ctx).dtype);
   return result(ctx, ctx.b.binary(t.dtype == ElementType::Pred ? "or" : "add", a, o));
 }
 
 std::vector<Value> sub(LowerContext& ctx) {
   sub_check(ctx);
   TensorType t = compute_type(ctx, opmath(result_type(ctx, {0, 1})));
-  return result(ctx, ctx.b.binary("subtract", operand(ctx, 0, t), alpha_scaled(ctx, operand(ctx, 1, t), 2)));
+  Value scaled = alpha_scaled(ctx, operand(ctx, 1, t), 2, out0(ctx).dtype);
+  return result(ctx, ctx.b.binary("subtract", operand(ctx, 0, t), scaled));
 }
 
 std::vector<Value> rsub(LowerContext& ctx) {
   sub_check(ctx);
   TensorType t = compute_type(ctx, opmath(result_type(ctx, {0, 1})));
-  return result(ctx, ctx.b.binary("subtract", operand(ctx, 1, t), alpha_scaled(ctx, operand(ctx, 0, t), 2)));
+  Value scaled = alpha_scaled(ctx, operand(ctx, 0, t), 2, out0(ctx).dtype);
+  return result(ctx, ctx.b.binary("subtract", operand(ctx, 1, t), scaled));
 }
 
 std::vector<Value> mul(LowerContext& ctx) {
@@ -287,6 +294,10 @@ std::vector<Value> pow(LowerContext& ctx) {
     if (!hlo::is_float(t.dtype) && e.scalar.kind != ScalarArg::Kind::Float && p < 0) {
       throw std::invalid_argument("Integers to negative integer powers are not allowed.");
     }
+    // CPU's pow kernel converts the exponent to the tensor's type, double
+    // for float32 (pow_tensor_scalar_kernel), so it must fit that.
+    const ElementType out = out0(ctx).dtype;
+    check_scalar_fits(e.scalar, out == ElementType::F32 ? ElementType::F64 : out);
     // Small exponents as exact multiplies / sqrt, as PyTorch's pow kernel does.
     if (p == 2.0) return result(ctx, b.binary("multiply", x, x));
     if (p == 3.0) return result(ctx, b.binary("multiply", b.binary("multiply", x, x), x));
@@ -338,7 +349,7 @@ std::vector<Value> where(LowerContext& ctx) {  // where.self(condition, self, ot
 std::vector<Value> masked_fill(LowerContext& ctx) {  // (self, mask, value Scalar|Tensor): value cast to self's dtype
   TensorType t = out0(ctx);
   Value m = ctx.b.broadcast_to(ctx.b.convert(ctx.tensor(1), ElementType::Pred), t.shape);
-  return {ctx.b.select(m, operand(ctx, 2, t), operand(ctx, 0, t))};
+  return {ctx.b.select(m, converted_operand(ctx, 2, t), operand(ctx, 0, t))};
 }
 
 // clamp(self, min?, max?): min(max(x, lo), hi), so min > max gives max; NaN in
@@ -346,13 +357,20 @@ std::vector<Value> masked_fill(LowerContext& ctx) {  // (self, mask, value Scala
 std::vector<Value> clamp(LowerContext& ctx) {
   TensorType t = compute_type(ctx, result_type(ctx, {0, 1, 2}));
   Value x = operand(ctx, 0, t);
-  if (ctx.has(1)) x = nan_propagating(ctx.b, "maximum", x, operand(ctx, 1, t));
-  if (ctx.has(2)) x = nan_propagating(ctx.b, "minimum", x, operand(ctx, 2, t));
+  if (ctx.has(1)) x = nan_propagating(ctx.b, "maximum", x, converted_operand(ctx, 1, t));
+  if (ctx.has(2)) x = nan_propagating(ctx.b, "minimum", x, converted_operand(ctx, 2, t));
   return result(ctx, x);
 }
 
-std::vector<Value> clamp_min(LowerContext& ctx) { return maximum(ctx); }
-std::vector<Value> clamp_max(LowerContext& ctx) { return minimum(ctx); }
+std::vector<Value> clamp_min(LowerContext& ctx) {
+  TensorType t = compute_type(ctx, result_type(ctx, {0, 1}));
+  return result(ctx, nan_propagating(ctx.b, "maximum", operand(ctx, 0, t), converted_operand(ctx, 1, t)));
+}
+
+std::vector<Value> clamp_max(LowerContext& ctx) {
+  TensorType t = compute_type(ctx, result_type(ctx, {0, 1}));
+  return result(ctx, nan_propagating(ctx.b, "minimum", operand(ctx, 0, t), converted_operand(ctx, 1, t)));
+}
 
 // ---- unary math -----------------------------------------------------------------
 #define TORCH_TPU_UNARY(fn, hlo_name) \
@@ -471,7 +489,7 @@ std::vector<Value> threshold_backward(LowerContext& ctx) {  // (grad_output, sel
   TensorType t = out0(ctx);
   Value g = coerce(ctx.b, ctx.tensor(0), t);
   Value x = coerce(ctx.b, ctx.tensor(1), t);
-  Value th = ctx.b.broadcast_to(ctx.scalar_arg(2, t.dtype), t.shape);
+  Value th = ctx.b.broadcast_to(ctx.cast_scalar(ctx.args.at(2).scalar, t.dtype), t.shape);
   return {ctx.b.select(ctx.b.compare(x, th, CompareDirection::LE), scalar_like(ctx, 0, g), g)};
 }
 
@@ -541,14 +559,14 @@ std::vector<Value> addcmul(LowerContext& ctx) {  // (self, tensor1, tensor2, val
   TensorType t = compute_type(ctx, opmath(result_type(ctx, {0, 1, 2})));
   Builder& b = ctx.b;
   Value prod = b.binary("multiply", operand(ctx, 1, t), operand(ctx, 2, t));
-  return result(ctx, b.binary("add", operand(ctx, 0, t), alpha_scaled(ctx, prod, 3)));
+  return result(ctx, b.binary("add", operand(ctx, 0, t), alpha_scaled(ctx, prod, 3, t.dtype)));
 }
 
 std::vector<Value> addcdiv(LowerContext& ctx) {  // (self, tensor1, tensor2, value)
   TensorType t = compute_type(ctx, opmath(result_type(ctx, {0, 1, 2})));
   Builder& b = ctx.b;
   Value q = b.binary("divide", operand(ctx, 1, t), operand(ctx, 2, t));
-  return result(ctx, b.binary("add", operand(ctx, 0, t), alpha_scaled(ctx, q, 3)));
+  return result(ctx, b.binary("add", operand(ctx, 0, t), alpha_scaled(ctx, q, 3, t.dtype)));
 }
 
 // at::native::lerp: |weight| < 0.5 ? self + weight * (end - self)
@@ -557,7 +575,7 @@ std::vector<Value> addcdiv(LowerContext& ctx) {  // (self, tensor1, tensor2, val
 std::vector<Value> lerp(LowerContext& ctx) {  // (self, end, weight Scalar|Tensor)
   TensorType t = compute_type(ctx, accumulation_type(out0(ctx).dtype));
   Builder& b = ctx.b;
-  Value s = operand(ctx, 0, t), e = operand(ctx, 1, t), w = operand(ctx, 2, t);
+  Value s = operand(ctx, 0, t), e = operand(ctx, 1, t), w = converted_operand(ctx, 2, t);
   Value diff = b.binary("subtract", e, s);
   Value small = b.compare(b.unary("abs", w), scalar_like(ctx, 0.5, w), CompareDirection::LT);
   Value from_start = b.binary("add", s, b.binary("multiply", w, diff));
@@ -569,16 +587,7 @@ std::vector<Value> lerp(LowerContext& ctx) {  // (self, end, weight Scalar|Tenso
 std::vector<Value> fill(LowerContext& ctx) {  // fill_.Scalar / fill_.Tensor (self, value)
   const TensorType t = out0(ctx);
   const Arg& v = ctx.args.at(1);
-  if (hlo::is_integer(t.dtype) && v.kind == Arg::Kind::Scalar && v.scalar.kind == ScalarArg::Kind::Float) {
-    // c10::checked_convert: a float Scalar must fit the integer dtype.
-    const double f = v.scalar.f;
-    const double lim = std::ldexp(1.0, static_cast<int>(8 * hlo::byte_size(t.dtype)) - (hlo::is_unsigned(t.dtype) ? 0 : 1));
-    const double lo = hlo::is_unsigned(t.dtype) ? 0.0 : -lim;
-    if (!(f >= lo - 1 && f < lim)) {
-      throw std::invalid_argument(std::string("value cannot be converted to type ") + hlo::mlir_name(t.dtype) +
-                                  " without overflow");
-    }
-  }
+  if (v.kind == Arg::Kind::Scalar) return {ctx.b.broadcast_to(ctx.fill_scalar(v.scalar, t), t.shape)};
   return {operand(ctx, 1, t)};
 }
 

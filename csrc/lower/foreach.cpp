@@ -211,7 +211,7 @@ Value hyper(LowerContext& ctx, double v, ElementType dtype) {
   ScalarArg s;
   s.kind = ScalarArg::Kind::Float;
   s.f = v;
-  return ctx.scalar(s, dtype);
+  return ctx.cast_scalar(s, dtype);
 }
 
 // Hyperparameters as 0-d values, made once per compute dtype.

@@ -339,6 +339,7 @@ std::vector<Value> index_add(LowerContext& ctx) {
   update_shape[dim] = n;
   Value updates = b.reshape(b.convert(ctx.tensor(3), t), update_shape);
   if (ctx.has(4) && ctx.args[4].scalar.as_double() != 1.0) {
+    check_scalar_fits(ctx.args[4].scalar, out.dtype);  // CPU converts alpha to self's type, not to `t`
     updates = b.binary("multiply", updates, b.broadcast_to(ctx.scalar_arg(4, t), update_shape));
   }
   Value r = b.scatter_slices(operand, dim, b.reshape(as_index(b, index), {n, 1}), updates, hlo::accumulate);

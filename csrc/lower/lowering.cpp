@@ -49,7 +49,122 @@ bool is_special_scalar(double v) {
          v == -2.0;
 }
 
+namespace {
+
+// The C++ type c10's overflow message names (its scalar type macros' spelling).
+const char* cpp_type_name(ElementType t) {
+  switch (t) {
+    case ElementType::Pred: return "bool";
+    case ElementType::S8: return "int8_t";
+    case ElementType::S16: return "int16_t";
+    case ElementType::S32: return "int";
+    case ElementType::S64: return "int64_t";
+    case ElementType::U8: return "uint8_t";
+    case ElementType::U16: return "uint16_t";
+    case ElementType::U32: return "uint32_t";
+    case ElementType::U64: return "uint64_t";
+    case ElementType::F16: return "c10::Half";
+    case ElementType::BF16: return "c10::BFloat16";
+    case ElementType::F32: return "float";
+    case ElementType::F64: return "double";
+    case ElementType::C64: return "c10::complex<float>";
+  }
+  return "?";
+}
+
+// The largest finite value of a floating dtype (of complex64's parts).
+double float_max(ElementType t) {
+  switch (t) {
+    case ElementType::F16: return 65504.0;
+    case ElementType::BF16: return std::ldexp(255.0, 120);
+    case ElementType::F64: return std::numeric_limits<double>::max();
+    default: return std::numeric_limits<float>::max();
+  }
+}
+
+int64_t integer_lowest(ElementType t) {
+  const int bits = static_cast<int>(8 * hlo::byte_size(t));
+  return hlo::is_unsigned(t) ? 0 : (bits == 64 ? std::numeric_limits<int64_t>::min() : -(int64_t{1} << (bits - 1)));
+}
+
+uint64_t integer_max(ElementType t) {
+  const int bits = static_cast<int>(8 * hlo::byte_size(t)) - (hlo::is_unsigned(t) ? 0 : 1);
+  return bits == 64 ? std::numeric_limits<uint64_t>::max() : (uint64_t{1} << bits) - 1;
+}
+
+// c10::overflows<To, double>: comparisons in double, so NaN fails only the
+// dtypes without it.
+bool double_overflows(double v, ElementType t) {
+  if (hlo::is_float(t) || hlo::is_complex(t)) return std::isfinite(v) && std::abs(v) > float_max(t);
+  return std::isnan(v) || v < static_cast<double>(integer_lowest(t)) || v > static_cast<double>(integer_max(t));
+}
+
+// The bits of `s` in an integer dtype, as a C++ cast makes them: a float is
+// truncated (one past int64, inf or NaN becomes int64's lowest, as x86
+// converts it), then the low bits are kept (1000 in int8 is -24, -1 in
+// uint8 is 255).
+int64_t integer_bits(const ScalarArg& s, ElementType dtype) {
+  int64_t v = s.i;
+  if (s.kind == ScalarArg::Kind::Float || s.kind == ScalarArg::Kind::Complex) {
+    constexpr double k2to63 = 9223372036854775808.0;
+    if (s.f >= -k2to63 && s.f < k2to63) {
+      v = static_cast<int64_t>(s.f);
+    } else if (hlo::is_unsigned(dtype) && s.f >= k2to63 && s.f < 2 * k2to63) {
+      v = static_cast<int64_t>(static_cast<uint64_t>(s.f));
+    } else {
+      v = std::numeric_limits<int64_t>::min();
+    }
+  }
+  const int bits = static_cast<int>(8 * hlo::byte_size(dtype));
+  if (bits == 64) return v;
+  const uint64_t low = static_cast<uint64_t>(v) & ((uint64_t{1} << bits) - 1);
+  const bool negative = !hlo::is_unsigned(dtype) && (low >> (bits - 1)) != 0;
+  return negative ? static_cast<int64_t>(low) - (int64_t{1} << bits) : static_cast<int64_t>(low);
+}
+
+}  // namespace
+
+bool scalar_overflows(const ScalarArg& s, ElementType dtype) {
+  if (dtype == ElementType::Pred || s.kind == ScalarArg::Kind::Bool) return false;
+  switch (s.kind) {
+    case ScalarArg::Kind::Float:
+      return double_overflows(s.f, dtype);
+    case ScalarArg::Kind::Complex:
+      if (!hlo::is_complex(dtype) && s.imag != 0) return true;
+      return double_overflows(s.f, dtype) || double_overflows(s.imag, dtype);
+    case ScalarArg::Kind::UInt:
+      if (!hlo::is_integer(dtype)) return double_overflows(s.as_double(), dtype);
+      return static_cast<uint64_t>(s.i) > integer_max(dtype);
+    default:  // Int
+      if (!hlo::is_integer(dtype)) return double_overflows(s.as_double(), dtype);
+      if (s.i > 0) return static_cast<uint64_t>(s.i) > integer_max(dtype);
+      // Unsigned dtypes take negative numbers as two's complement wraps.
+      if (hlo::is_unsigned(dtype)) return -static_cast<uint64_t>(s.i) > integer_max(dtype);
+      return s.i < integer_lowest(dtype);
+  }
+}
+
+void check_scalar_fits(const ScalarArg& s, ElementType dtype) {
+  if (scalar_overflows(s, dtype)) {
+    throw ScalarOverflow(std::string("value cannot be converted to type ") + cpp_type_name(dtype) + " without overflow");
+  }
+}
+
 Value LowerContext::scalar(const ScalarArg& s, ElementType dtype) {
+  check_scalar_fits(s, dtype);
+  return scalar_value(s, dtype, /*range_checked=*/true);
+}
+
+Value LowerContext::cast_scalar(const ScalarArg& s, ElementType dtype) {
+  return scalar_value(s, dtype, /*range_checked=*/false);
+}
+
+Value LowerContext::fill_scalar(const ScalarArg& s, const TensorType& type) {
+  const bool unchecked = type.numel() == 1 && (type.dtype == ElementType::F16 || type.dtype == ElementType::BF16);
+  return unchecked ? cast_scalar(s, type.dtype) : scalar(s, type.dtype);
+}
+
+Value LowerContext::scalar_value(const ScalarArg& s, ElementType dtype, bool range_checked) {
   if (s.kind == ScalarArg::Kind::Complex || hlo::is_complex(dtype)) {
     // complex64 from its parts (a real number has no imaginary part), kept
     // in the program text: complex scalars are rare enough not to matter
@@ -59,15 +174,20 @@ Value LowerContext::scalar(const ScalarArg& s, ElementType dtype) {
     const double im = s.kind == ScalarArg::Kind::Complex ? s.imag : 0.0;
     return b.op("complex", {b.constant(s.as_double(), ElementType::F32), b.constant(im, ElementType::F32)}, {dtype, {}});
   }
+  if (dtype == ElementType::Pred) return b.constant(s.as_double(), dtype);  // != 0, NaN included
+  if (hlo::is_integer(dtype)) return b.constant_int(integer_bits(s, dtype), dtype);
   if (s.kind != ScalarArg::Kind::Float) {
-    if (hlo::is_integer(dtype) || dtype == ElementType::Pred) return b.constant_int(s.i, dtype);
-    return b.constant(static_cast<double>(s.i), dtype);
+    // An integer past float16's range rounds to inf, as a cast does; float32
+    // holds every integer up to there exactly.
+    if (double_overflows(s.as_double(), dtype)) return b.convert(b.constant(s.as_double(), ElementType::F32), dtype);
+    return b.constant(s.as_double(), dtype);
   }
   const double v = s.f;
   // Values that are part of an op's meaning stay constants (like TorchTPU:
   // 0, 1, -1); everything else is an input so that changing it (a learning
-  // rate, a step count) reuses the compiled program.
-  if (v == 0.0 || v == 1.0 || v == -1.0 || !std::isfinite(v) || !hlo::is_float(dtype)) return b.constant(v, dtype);
+  // rate, a step count) reuses the compiled program. Its upload rounds it to
+  // `dtype` as a cast does.
+  if (v == 0.0 || v == 1.0 || v == -1.0 || !std::isfinite(v)) return b.constant(v, dtype);
   // One input per distinct value: a _foreach_ op over 100 tensors reads its
   // lr once, not 100 times.
   auto note_origin = [&](HostScalar& hs) {
@@ -76,6 +196,7 @@ Value LowerContext::scalar(const ScalarArg& s, ElementType dtype) {
     } else {
       hs.fixed = true;
     }
+    hs.range_checked = hs.range_checked || range_checked;
   };
   for (size_t k = 0; k < host_scalars_.size(); ++k) {
     if (host_scalars_[k].is_float && host_scalars_[k].dtype == dtype && host_scalars_[k].f == v) {

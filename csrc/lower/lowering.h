@@ -25,7 +25,9 @@ using hlo::Value;
 // A Python number passed where the schema says `Scalar`.
 struct ScalarArg {
   // Complex: a Python complex number, real part in `f`, imaginary in `imag`.
-  enum class Kind { Float, Int, Bool, Complex } kind = Kind::Int;
+  // UInt: an integer past int64's range (c10::Scalar holds it as uint64), its
+  // bits in `i`.
+  enum class Kind { Float, Int, UInt, Bool, Complex } kind = Kind::Int;
   double f = 0;
   int64_t i = 0;
   double imag = 0;
@@ -34,8 +36,21 @@ struct ScalarArg {
   // op cache). A Float that becomes a program input keeps its origin, so a
   // replay can feed the new call's number to the same program.
   int origin = -1;
-  double as_double() const { return kind == Kind::Float || kind == Kind::Complex ? f : static_cast<double>(i); }
+  double as_double() const {
+    if (kind == Kind::Float || kind == Kind::Complex) return f;
+    return kind == Kind::UInt ? static_cast<double>(static_cast<uint64_t>(i)) : static_cast<double>(i);
+  }
 };
+
+// Whether converting `s` to `dtype` overflows, by c10's rule for a Scalar
+// (c10::checked_convert and c10::overflows): floats may hold inf and NaN,
+// integers neither; a negative integer may wrap into an unsigned dtype down
+// to minus its maximum (uint8 takes -255, not -256), a negative float may
+// not; a complex number overflows a real dtype when its imaginary part is
+// not 0; bool takes anything.
+bool scalar_overflows(const ScalarArg& s, ElementType dtype);
+// Throws ScalarOverflow, worded as CPU words it, when `s` overflows `dtype`.
+void check_scalar_fits(const ScalarArg& s, ElementType dtype);
 
 struct Arg {
   enum class Kind { None, Tensor, TensorList, Int, Double, Bool, Scalar, IntList, DoubleList, String, Other };
@@ -69,6 +84,10 @@ struct HostScalar {
   // input); `fixed` when one of them has none, so the value is the program's.
   std::vector<int> origins;
   bool fixed = false;
+  // Whether a number fed to this input must fit `dtype` (a Scalar converted
+  // by LowerContext::scalar): a replay with one that does not is refused, so
+  // that the lowering raises CPU's error.
+  bool range_checked = false;
 };
 
 // Numbers lowerings treat specially: 0, 1 and -1 stay constants, and pow has
@@ -96,10 +115,25 @@ class LowerContext {
   bool bool_arg(size_t i, bool fallback = false) const;
   const std::vector<int64_t>& ints(size_t i) const;
 
-  // A Scalar argument as a 0-d value of `dtype`: 0, 1, -1 and integers are
-  // constants; other floats become a runtime input (see HostScalar).
+  // A Scalar argument as a 0-d value of `dtype`, converted as CPU's kernels
+  // convert one (`scalar.to<scalar_t>()`): a number that overflows `dtype`
+  // raises ScalarOverflow (check_scalar_fits), so pass the type CPU converts
+  // it to (its opmath type where the kernel converts to that). 0, 1, -1 and
+  // integers are constants; other floats become a runtime input (see
+  // HostScalar).
   Value scalar(const ScalarArg& s, ElementType dtype);
   Value scalar_arg(size_t i, ElementType dtype) { return scalar(args.at(i).scalar, dtype); }
+  // The same value converted as a tensor is cast, without a range check:
+  // 1e300 is inf in float32, 1000 wraps to -24 in int8. For a Python number
+  // in a tensor operand's place (x + 2.5, torch.where(c, x, 0.5): CPU wraps
+  // it into a 0-d tensor), and for numbers a lowering computes itself.
+  Value cast_scalar(const ScalarArg& s, ElementType dtype);
+  // `s` as the 0-d value that fills a tensor of `type`, converted as CPU's
+  // fill_ converts it: checked, except that fill_ short-circuits a
+  // one-element tensor (at::detail::scalar_fill), which casts a
+  // float16/bfloat16 value unchecked; torch.where(c, x, -1e9) and
+  // x[0] = 1e9 make their values so.
+  Value fill_scalar(const ScalarArg& s, const TensorType& type);
   const std::vector<HostScalar>& host_scalars() const { return host_scalars_; }
   std::vector<Value>& host_scalar_params() { return host_scalar_params_; }
 
@@ -130,6 +164,8 @@ class LowerContext {
   const std::vector<RangeCheck>& range_checks() const { return range_checks_; }
 
  private:
+  Value scalar_value(const ScalarArg& s, ElementType dtype, bool range_checked);
+
   std::vector<HostScalar> host_scalars_;
   std::vector<Value> host_scalar_params_;
   std::vector<Value> rng_params_;
@@ -143,6 +179,12 @@ using LowerFn = std::vector<Value> (*)(LowerContext&);
 // raises it as NotImplementedError, as CPU and CUDA do.
 struct NotImplementedForDtype : std::invalid_argument {
   using std::invalid_argument::invalid_argument;
+};
+
+// Thrown for a Python number that overflows the dtype it is converted to;
+// the device layer raises it as RuntimeError, as CPU does.
+struct ScalarOverflow : std::overflow_error {
+  using std::overflow_error::overflow_error;
 };
 
 // Normalize dims PyTorch-style (negative wraps).

@@ -54,7 +54,7 @@ ElementType float_opmath(ElementType t) {
 Value operand_as(LowerContext& ctx, size_t i, ElementType dtype) {
   const Arg& a = ctx.args.at(i);
   const Shape& shape = ctx.out_types.at(0).shape;
-  if (a.kind == Arg::Kind::Scalar) return ctx.b.broadcast_to(ctx.scalar(a.scalar, dtype), shape);
+  if (a.kind == Arg::Kind::Scalar) return ctx.b.broadcast_to(ctx.cast_scalar(a.scalar, dtype), shape);
   return coerce(ctx.b, ctx.tensor(i), {dtype, shape});
 }
 

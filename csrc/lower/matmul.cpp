@@ -84,6 +84,11 @@ std::vector<Value> addmm(LowerContext& ctx) {
 // torch.mv and matrix @ vector reach the device as addmv.out with beta = 0.
 std::vector<Value> addmv(LowerContext& ctx) {
   const TensorType& out = ctx.out_types.at(0);
+  // CPU's gemv converts beta and alpha to the result type (addmm converts
+  // them to its opmath type, float for float16).
+  for (size_t i : {3, 4}) {
+    if (ctx.has(i)) check_scalar_fits(ctx.args[i].scalar, out.dtype);
+  }
   Value p = contract(ctx, ctx.tensor(1), ctx.tensor(2), {}, {}, 1, 0, out.dtype);
   return {ctx.b.convert(add_scaled(ctx, p, 0, 3, 4), out.dtype)};
 }

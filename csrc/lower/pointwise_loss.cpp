@@ -100,7 +100,7 @@ Value double_arg_value(LowerContext& ctx, size_t i, double fallback, const Value
   ScalarArg s;
   s.kind = ScalarArg::Kind::Float;
   s.f = ctx.double_arg(i, fallback);
-  return ctx.b.broadcast_to(ctx.scalar(s, like.dtype()), like.shape());
+  return ctx.b.broadcast_to(ctx.cast_scalar(s, like.dtype()), like.shape());
 }
 
 // ---- margin losses --------------------------------------------------------------
@@ -129,7 +129,7 @@ MultiMargin multi_margin_terms(LowerContext& ctx, const Value& x, size_t target_
   m.onehot = b.compare(b.iota({ElementType::S64, s}, 1), b.broadcast_in_dim(y, s, {0}), CompareDirection::EQ);
   Value zero = number(b, 0, x);
   Value x_y = sum_dims(b, b.select(m.onehot, x, zero), {1});
-  Value margin = b.broadcast_to(ctx.scalar_arg(margin_index, x.dtype()), s);
+  Value margin = b.broadcast_to(ctx.cast_scalar(ctx.args.at(margin_index).scalar, x.dtype()), s);
   m.z = add(b, sub(b, margin, b.broadcast_in_dim(x_y, s, {0})), x);
   m.active = b.binary("and", b.compare(m.z, zero, CompareDirection::GT), b.unary("not", m.onehot));
   if (ctx.has(weight_index)) {

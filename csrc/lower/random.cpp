@@ -101,7 +101,7 @@ Value scalar_value(LowerContext& ctx, double v, ElementType dtype, const Shape& 
   ScalarArg s;
   s.kind = ScalarArg::Kind::Float;
   s.f = v;
-  return ctx.b.broadcast_to(ctx.scalar(s, dtype), shape);
+  return ctx.b.broadcast_to(ctx.cast_scalar(s, dtype), shape);
 }
 
 std::string number(double v) {

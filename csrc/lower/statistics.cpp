@@ -94,7 +94,7 @@ Value binary_search(Builder& b, const Value& seq, const Value& values, bool righ
 // A Scalar or tensor argument as a value of type `t`.
 Value operand(LowerContext& ctx, size_t i, ElementType t) {
   if (ctx.args.at(i).kind == Arg::Kind::Tensor) return ctx.b.convert(ctx.tensor(i), t);
-  return ctx.scalar_arg(i, t);
+  return ctx.cast_scalar(ctx.args.at(i).scalar, t);
 }
 
 ElementType operand_type(LowerContext& ctx, size_t i) {
@@ -190,7 +190,7 @@ std::vector<Value> renorm(LowerContext& ctx) {
     Value s = reduce_with(b, b.binary("power", a, b.splat(p, a.type)), dims, "add");
     norm = b.binary("power", s, b.splat(1.0 / p, s.type));
   }
-  Value maxnorm = b.broadcast_to(ctx.scalar_arg(3, acc), norm.shape());
+  Value maxnorm = b.broadcast_to(ctx.cast_scalar(ctx.args.at(3).scalar, acc), norm.shape());
   Value factor = b.binary("divide", maxnorm, b.binary("add", norm, b.splat(1e-7, norm.type)));
   factor = b.select(b.compare(norm, maxnorm, CompareDirection::GT), factor, b.splat(1, norm.type));
   Value r = b.binary("multiply", x, b.broadcast_in_dim(factor, x.shape(), {dim}));

@@ -59,6 +59,17 @@ bool make_dirs(const std::string& path) {
   return true;
 }
 
+// Why entries cannot be written into `dir`, or "" when they can. mkdir
+// reports an existing regular file as EEXIST, like a directory; without
+// this check every entry would then fail to write, silently.
+std::string unusable_directory(const std::string& dir) {
+  if (!make_dirs(dir)) return "cannot create it";
+  struct stat st;
+  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return "it is not a directory";
+  if (access(dir.c_str(), W_OK | X_OK) != 0) return "it is not writable";
+  return "";
+}
+
 std::string default_directory() {
   const char* env = std::getenv("TORCH_TPU_CACHE_DIR");
   if (env != nullptr) return std::string(env) == "off" ? "" : env;
@@ -79,8 +90,9 @@ CompileCache::CompileCache() : dir_(default_directory()) {
   max_bytes_ = max ? std::atoll(max) : (int64_t{4} << 30);
   const char* max_programs = std::getenv("TORCH_TPU_CACHE_MAX_PROGRAMS");
   max_programs_ = max_programs ? std::max<long long>(1, std::atoll(max_programs)) : 2048;
-  if (!dir_.empty() && !make_dirs(dir_)) {
-    warning_handler()("cannot create the compilation cache directory " + dir_ + "; disk tier off");
+  if (dir_.empty()) return;
+  if (const std::string why = unusable_directory(dir_); !why.empty()) {
+    warning_handler()("cannot use " + dir_ + " as the compilation cache directory (" + why + "); disk tier off");
     dir_.clear();
   }
 }

@@ -1,0 +1,265 @@
+"""Fault injection: every way a user or the environment can make the device
+fail, and what must happen instead of a wrong answer."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+import torch_tpu
+
+
+def _ones(*sizes, dtype=torch.float32, device):
+    return torch.ones(*sizes, dtype=dtype, device=device)
+
+
+def _set(t, index, value):
+    t[index] = value
+    return t
+
+
+# ---- Python numbers that do not fit the tensor's dtype -------------------------------
+# CPU converts a Scalar argument with c10::checked_convert and raises
+# RuntimeError naming the C++ type. Each of these once failed inside the XLA
+# compiler ("integer constant out of range"), became inf, NaN or a clamped
+# value, or raised another error.
+OVERFLOWING_SCALARS = {
+    "full int32 2**40": lambda d: torch.full((3,), 2**40, dtype=torch.int32, device=d),
+    "full int64 2**63": lambda d: torch.full((3,), 2**63, dtype=torch.int64, device=d),
+    "full uint8 300": lambda d: torch.full((3,), 300, dtype=torch.uint8, device=d),
+    "full uint8 -256": lambda d: torch.full((3,), -256, dtype=torch.uint8, device=d),
+    "full float32 1e300": lambda d: torch.full((3,), 1e300, device=d),
+    "full float16 1e10": lambda d: torch.full((3,), 1e10, dtype=torch.float16, device=d),
+    "full bfloat16 1e39": lambda d: torch.full((3,), 1e39, dtype=torch.bfloat16, device=d),
+    "fill_ int8 1000": lambda d: _ones(3, dtype=torch.int8, device=d).fill_(1000),
+    "fill_ int8 1e3": lambda d: _ones(3, dtype=torch.int8, device=d).fill_(1e3),
+    "fill_ int8 127.5": lambda d: _ones(3, dtype=torch.int8, device=d).fill_(127.5),
+    "fill_ int8 inf": lambda d: _ones(3, dtype=torch.int8, device=d).fill_(float("inf")),
+    "clamp int8 max=1000": lambda d: _ones(3, dtype=torch.int8, device=d).clamp(max=1000),
+    "clamp_min int8 -1000": lambda d: torch.clamp_min(_ones(3, dtype=torch.int8, device=d), -1000),
+    "clamp float32 max=1e300": lambda d: _ones(3, device=d).clamp(max=1e300),
+    "clamp float16 max=1e10": lambda d: _ones(3, dtype=torch.float16, device=d).clamp(max=1e10),
+    "add int8 alpha=1000": lambda d: torch.add(_ones(3, dtype=torch.int8, device=d),
+                                               _ones(3, dtype=torch.int8, device=d), alpha=1000),
+    "add float16 alpha=1e10": lambda d: torch.add(_ones(3, dtype=torch.float16, device=d),
+                                                  _ones(3, dtype=torch.float16, device=d), alpha=1e10),
+    "masked_fill int8 1000": lambda d: _ones(3, dtype=torch.int8, device=d).masked_fill(
+        _ones(3, dtype=torch.bool, device=d), 1000),
+    "index_fill float32 1e300": lambda d: _ones(3, device=d).index_fill(0, torch.tensor([0], device=d), 1e300),
+    "threshold float16 value=1e10": lambda d: torch.nn.functional.threshold(
+        _ones(3, dtype=torch.float16, device=d), 0.5, 1e10),
+    "linspace float32 1e300": lambda d: torch.linspace(0, 1e300, 3, device=d),
+    "arange 10**19": lambda d: torch.arange(0, 10**19, device=d),
+}
+
+# Numbers CPU takes: a negative integer wraps into an unsigned dtype down to
+# minus its maximum, bool takes anything, inf and NaN are floats' own values,
+# a number in a tensor operand's place is cast like the 0-d tensor CPU wraps
+# it into, and CPU's fill_ of one float16 element casts unchecked (which is
+# how torch.where and indexing make their value tensors).
+FITTING_SCALARS = {
+    "full uint8 -1": lambda d: torch.full((3,), -1, dtype=torch.uint8, device=d),
+    "full uint8 -255": lambda d: torch.full((3,), -255, dtype=torch.uint8, device=d),
+    "full bool 2": lambda d: torch.full((3,), 2, dtype=torch.bool, device=d),
+    "full float32 inf": lambda d: torch.full((3,), float("inf"), device=d),
+    "full float32 nan": lambda d: torch.full((3,), float("nan"), device=d),
+    "full float16 65504": lambda d: torch.full((3,), 65504.0, dtype=torch.float16, device=d),
+    "int8 + 1000": lambda d: _ones(3, dtype=torch.int8, device=d) + 1000,
+    "int64 + 2**63": lambda d: _ones(3, dtype=torch.int64, device=d) + 2**63,
+    "float16 + 1e10": lambda d: _ones(3, dtype=torch.float16, device=d) + 1e10,
+    "aten.mul.Scalar float32 1e300": lambda d: torch.ops.aten.mul.Scalar(_ones(3, device=d), 1e300),
+    "eq float16 1e10": lambda d: _ones(3, dtype=torch.float16, device=d) == 1e10,
+    "where float16 -1e10": lambda d: torch.where(torch.tensor([True, False, True], device=d),
+                                                 _ones(3, dtype=torch.float16, device=d), -1e10),
+    "setitem float16 1e10": lambda d: _set(_ones(3, dtype=torch.float16, device=d), 1, 1e10),
+    "addcmul float16 value=1e10": lambda d: torch.addcmul(_ones(3, dtype=torch.float16, device=d),
+                                                          _ones(3, dtype=torch.float16, device=d),
+                                                          _ones(3, dtype=torch.float16, device=d) * 0, value=1e10),
+    "full float32 2**63": lambda d: torch.full((3,), 2**63, dtype=torch.float32, device=d),
+    "linspace float16 of one step 1e10": lambda d: torch.linspace(1e10, 0, 1, dtype=torch.float16, device=d),
+}
+
+
+@pytest.mark.parametrize("mode", ["strict", "defer_and_fuse"])
+@pytest.mark.parametrize("case", sorted(OVERFLOWING_SCALARS))
+def test_scalar_overflowing_the_dtype_raises_cpus_error(case, mode):
+    fn = OVERFLOWING_SCALARS[case]
+    with pytest.raises(RuntimeError) as cpu_err:
+        fn("cpu")
+    assert "without overflow" in str(cpu_err.value)
+    with torch_tpu.eager_mode(mode):
+        with pytest.raises(RuntimeError) as tpu_err:
+            fn("tpu").cpu()  # a host read: DeferAndFuse runs what it recorded
+        assert str(tpu_err.value) == str(cpu_err.value)
+        # Nothing of the refused op is left pending.
+        torch.testing.assert_close((_ones(2, device="tpu") * 3).cpu(), torch.full((2,), 3.0))
+
+
+@pytest.mark.parametrize("mode", ["strict", "defer_and_fuse"])
+@pytest.mark.parametrize("case", sorted(FITTING_SCALARS))
+def test_scalar_that_cpu_takes_computes_cpus_value(case, mode):
+    fn = FITTING_SCALARS[case]
+    want = fn("cpu")
+    with torch_tpu.eager_mode(mode):
+        got = fn("tpu").cpu()
+    torch.testing.assert_close(got, want, equal_nan=True)
+
+
+def test_scalar_overflowing_the_dtype_raises_when_an_op_cache_replay_would_feed_it():
+    # fill_'s and add's floats are inputs of their captured programs
+    # (csrc/device/op_cache.h): a replay feeds each call's own number.
+    torch_tpu._C._clear_op_cache()
+    x = torch.zeros(3, device="tpu")
+    h = torch.zeros(3, dtype=torch.float16, device="tpu")
+    with torch_tpu.eager_mode("strict"):
+        before = torch_tpu.metrics()["op_cache_replays"]
+        for v in (2.5, 3.5, 4.5):
+            x.fill_(v)
+            h.add_(h, alpha=v)
+        torch_tpu.sync()
+        assert torch_tpu.metrics()["op_cache_replays"] - before >= 2  # the next calls would replay
+        with pytest.raises(RuntimeError, match="^value cannot be converted to type float without overflow$"):
+            x.fill_(1e300)
+        with pytest.raises(RuntimeError, match="^value cannot be converted to type c10::Half without overflow$"):
+            h.add_(h, alpha=1e10)
+        torch.testing.assert_close(x.cpu(), torch.full((3,), 4.5))  # untouched by the refused call
+        x.fill_(5.5)
+        torch.testing.assert_close(x.cpu(), torch.full((3,), 5.5))
+
+
+def test_scalar_overflowing_the_dtype_raises_when_a_compiled_function_is_called_again():
+    torch._dynamo.reset()
+    try:
+        f = torch.compile(lambda t, v: t.clamp(max=v) * 2, backend="tpu")
+        x = torch.arange(4.0)
+        for v in (2.5, 2.5, 1.5):
+            torch.testing.assert_close(f(x.to("tpu"), v).cpu(), x.clamp(max=v) * 2)
+        with pytest.raises(RuntimeError) as cpu_err:
+            x.clamp(max=1e300)
+        with pytest.raises(RuntimeError) as tpu_err:
+            f(x.to("tpu"), 1e300).cpu()
+        assert str(cpu_err.value) in str(tpu_err.value)
+    finally:
+        torch._dynamo.reset()
+
+
+# ---- exception types CPU raises -----------------------------------------------------
+@pytest.mark.parametrize("mode", ["strict", "defer_and_fuse", "debug"])
+@pytest.mark.parametrize("op", ["index_add", "index_add_"])
+def test_index_add_out_of_range_raises_index_error_as_cpu_does(op, mode):
+    def fn(d):
+        return getattr(torch.zeros(3, device=d), op)(0, torch.tensor([5], device=d), torch.ones(1, device=d))
+
+    with pytest.raises(IndexError) as cpu_err:
+        fn("cpu")
+    with torch_tpu.eager_mode(mode):
+        with pytest.raises(IndexError) as tpu_err:
+            fn("tpu").cpu()  # Debug raises at the op, the other modes by this host read
+    assert str(cpu_err.value) in str(tpu_err.value)
+
+
+EXTREMES_OF_EMPTY = {
+    "argmax": lambda d: torch.zeros(0, device=d).argmax(),
+    "argmin": lambda d: torch.zeros(0, device=d).argmin(),
+    "argmax keepdim": lambda d: torch.zeros(0, device=d).argmax(keepdim=True),
+    "argmax dim": lambda d: torch.zeros(0, 3, device=d).argmax(0),
+    "argmin dim": lambda d: torch.zeros(0, 3, device=d).argmin(-2),
+    "amax": lambda d: torch.zeros(0, device=d).amax(),
+    "amin": lambda d: torch.zeros(0, device=d).amin(),
+    "aminmax": lambda d: torch.aminmax(torch.zeros(0, device=d)),
+    "aminmax dim": lambda d: torch.aminmax(torch.zeros(0, 3, device=d), dim=0),
+}
+
+
+@pytest.mark.parametrize("case", sorted(EXTREMES_OF_EMPTY))
+def test_extremes_of_an_empty_tensor_raise_cpus_error(case):
+    # The Python meta kernels raise RuntimeError for argmax and argmin, call
+    # argmin "argmax", and word amax, amin and aminmax otherwise.
+    fn = EXTREMES_OF_EMPTY[case]
+    with pytest.raises((IndexError, RuntimeError)) as cpu_err:
+        fn("cpu")
+    with pytest.raises(cpu_err.type) as tpu_err:
+        fn("tpu")
+    assert str(tpu_err.value) == str(cpu_err.value)
+
+
+# ---- NaN and Inf in Debug mode --------------------------------------------------------
+# TORCH_TPU_CHECK_NANS names the op whose result holds NaN or Inf; casts and
+# the ops that compute on the host (data-dependent sizes) produce results too.
+NAN_PRODUCERS = {
+    "cast to float16": (lambda: torch.full((3,), 1e6, device="tpu").to(torch.float16), "Float to Half"),
+    "cast to bfloat16": (lambda: torch.full((3,), 1e39, dtype=torch.float64, device="tpu").to(torch.bfloat16),
+                         "Double to BFloat16"),
+    "cast from the host": (lambda: torch.full((3,), 1e6).to("tpu", torch.float16), "Float to Half"),
+    "unique": (lambda: torch.tensor([1.0, float("nan")]).to("tpu").unique(), "aten::_unique2"),
+    "unique_consecutive": (lambda: torch.tensor([1.0, float("inf")]).to("tpu").unique_consecutive(),
+                           "aten::unique_consecutive"),
+}
+
+
+@pytest.fixture
+def checking_nans():
+    previous = torch_tpu.check_nans(True)
+    try:
+        with torch_tpu.eager_mode("debug"):
+            yield
+    finally:
+        torch_tpu.check_nans(previous)
+
+
+@pytest.mark.parametrize("case", sorted(NAN_PRODUCERS))
+def test_debug_nan_check_names_the_cast_or_host_computed_op_that_produced_it(checking_nans, case):
+    fn, names = NAN_PRODUCERS[case]
+    with pytest.raises(RuntimeError, match="TORCH_TPU_CHECK_NANS") as err:
+        fn()
+    assert names in str(err.value)
+
+
+def test_debug_nan_check_passes_finite_casts_and_same_dtype_copies(checking_nans):
+    x = torch.full((3,), 1e3, device="tpu")
+    torch.testing.assert_close(x.to(torch.float16).cpu(), torch.full((3,), 1e3, dtype=torch.float16))
+    # A copy makes no new values: uploading a NaN is not an op producing one.
+    torch.tensor([float("nan")]).to("tpu").clone().cpu()
+
+
+# ---- the compilation cache's directory ------------------------------------------------
+def _run_with_cache_dir(cache_dir):
+    code = textwrap.dedent("""
+        import torch, torch_tpu
+        print("VALUE", (torch.arange(4.0).to("tpu") * 2).sum().item())
+    """)
+    env = dict(os.environ, TORCH_TPU_CACHE_DIR=str(cache_dir))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "VALUE 12.0" in r.stdout  # the memory tier still serves
+    return r.stderr
+
+
+def test_a_regular_file_as_the_cache_directory_warns_and_turns_the_disk_tier_off(tmp_path):
+    not_a_dir = tmp_path / "cache"
+    not_a_dir.write_text("a file")
+    stderr = _run_with_cache_dir(not_a_dir)
+    assert "compilation cache directory (it is not a directory); disk tier off" in stderr
+    assert not_a_dir.read_text() == "a file"
+
+
+def test_a_cache_directory_that_cannot_be_created_warns(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    stderr = _run_with_cache_dir(blocker / "cache")
+    assert "compilation cache directory (cannot create it); disk tier off" in stderr
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only directories")
+def test_a_read_only_cache_directory_warns(tmp_path):
+    read_only = tmp_path / "cache"
+    read_only.mkdir()
+    read_only.chmod(0o555)
+    try:
+        stderr = _run_with_cache_dir(read_only)
+    finally:
+        read_only.chmod(0o755)
+    assert "compilation cache directory (it is not writable); disk tier off" in stderr
