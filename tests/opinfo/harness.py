@@ -71,10 +71,15 @@ _SCATTER_ADD_ORDER = "duplicate indices accumulate in another order, and in floa
 TOLERANCE_OVERRIDES = {
     "nn.functional.conv2d": {"float32": (1e-4, 1.3e-5, _SUM_ORDER)},
     "nn.functional.conv3d": {"float32": (1e-4, 1.3e-5, _SUM_ORDER)},
+    # Against float64 over every bfloat16 sample: conv_transpose1d's error is
+    # 0.48 on tpu and 0.48 on CPU, conv_transpose3d's 1.96 on tpu and 7.54 on
+    # CPU (op_db's samples, upcast to float64, as the reference); the
+    # distance to CPU is mostly CPU's error.
+    "nn.functional.conv_transpose1d": {"bfloat16": (1e-1, 1.6e-2, _PARTIAL_SUMS_ROUNDED)},
     "nn.functional.conv_transpose2d": {"bfloat16": (1e-1, 1.6e-2, _PARTIAL_SUMS_ROUNDED),
                                        "float16": (2.5e-2, 1e-3, _PARTIAL_SUMS_ROUNDED)},
     "nn.functional.conv_transpose3d": {"float32": (1e-4, 1.3e-5, _SUM_ORDER),
-                                       "bfloat16": (3e-1, 1.6e-2, _PARTIAL_SUMS_ROUNDED),
+                                       "bfloat16": (1.0, 1.6e-2, _PARTIAL_SUMS_ROUNDED),
                                        "float16": (5e-2, 1e-3, _PARTIAL_SUMS_ROUNDED)},
     "nn.functional.scaled_dot_product_attention": {"float32": (1e-4, 1.3e-5, _SUM_ORDER)},
     "addr": {"bfloat16": (6.25e-2, 1.6e-2, _F32_PRODUCT_KEPT), "float16": (1e-2, 1e-3, _F32_PRODUCT_KEPT)},
