@@ -117,6 +117,15 @@ void TensorProgram::bind(const Value& param, runtime::BufferPtr buffer, ParamSou
   state_->sources[idx] = std::move(source);
 }
 
+void TensorProgram::bind_storage(ProgramState::Slot& slot, runtime::BufferPtr buffer, ElementType dtype) {
+  slot.param = state_->b.parameter({dtype, {static_cast<int64_t>(slot.nbytes) / hlo::byte_size(dtype)}});
+  slot.current = slot.param;
+  ParamSource source;
+  source.kind = ParamSource::Kind::Storage;
+  source.storage_id = slot.storage_id;
+  bind(*slot.param, std::move(buffer), std::move(source));
+}
+
 ProgramState::Slot& TensorProgram::slot_for(const at::Tensor& t) {
   TORCH_CHECK(t.device().type() == c10::DeviceType::PrivateUse1, "internal: expected a tpu tensor");
   StorageBuffer* sb = &storage_buffer(t);
@@ -132,12 +141,7 @@ ProgramState::Slot& TensorProgram::slot_for(const at::Tensor& t) {
       runtime::BufferPtr now = sb->current(&dtype);
       if (now && now != (s.param ? state_->args[param_index(*s.param)] : nullptr)) {
         save_for_undo(k);
-        s.param = state_->b.parameter({dtype, {static_cast<int64_t>(sb->nbytes) / hlo::byte_size(dtype)}});
-        s.current = s.param;
-        ParamSource source;
-        source.kind = ParamSource::Kind::Storage;
-        source.storage_id = sb->id;
-        bind(*s.param, std::move(now), std::move(source));
+        bind_storage(s, std::move(now), dtype);
         if (state_->owner && state_->owner->capture.active) state_->owner->capture.broken = true;
       }
     }
@@ -149,14 +153,7 @@ ProgramState::Slot& TensorProgram::slot_for(const at::Tensor& t) {
   ProgramState::Slot slot{sb->id, c10::weak_intrusive_ptr<c10::StorageImpl>(t.storage().getWeakStorageImpl()),
                           sb->nbytes, std::nullopt, std::nullopt, false};
   ElementType dtype;
-  if (runtime::BufferPtr buffer = sb->current(&dtype)) {
-    slot.param = state_->b.parameter({dtype, {static_cast<int64_t>(sb->nbytes) / hlo::byte_size(dtype)}});
-    slot.current = slot.param;
-    ParamSource source;
-    source.kind = ParamSource::Kind::Storage;
-    source.storage_id = sb->id;
-    bind(*slot.param, std::move(buffer), std::move(source));
-  }
+  if (runtime::BufferPtr buffer = sb->current(&dtype)) bind_storage(slot, std::move(buffer), dtype);
   state_->slots.push_back(std::move(slot));
   return state_->slots.back();
 }

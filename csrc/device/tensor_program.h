@@ -69,6 +69,8 @@ class TensorProgram {
   void save_for_undo(size_t slot_index);
   hlo::Value flat_as(ProgramState::Slot& slot, hlo::ElementType dtype);
   void bind(const hlo::Value& param, runtime::BufferPtr buffer, ParamSource source);
+  // The slot reads `buffer` (its storage's, as `dtype` elements) from here on.
+  void bind_storage(ProgramState::Slot& slot, runtime::BufferPtr buffer, hlo::ElementType dtype);
 
   int device_;
   bool deferred_;
