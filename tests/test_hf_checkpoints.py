@@ -1,14 +1,12 @@
 """Hugging Face checkpoints of a tpu model: save_pretrained writes what the
 CPU model writes, from_pretrained(device_map="tpu") loads onto tpu (tied
 weights kept) and computes what the CPU model computes. Needs transformers
-and accelerate (not in requirements.txt: skipped without them)."""
+and accelerate (requirements.txt installs both)."""
 
-import pytest
+import accelerate  # noqa: F401 - from_pretrained(device_map=...) needs it
 import torch
-
-transformers = pytest.importorskip("transformers")
-pytest.importorskip("accelerate")
-from safetensors.torch import load_file  # noqa: E402
+import transformers
+from safetensors.torch import load_file
 
 
 def _tiny_gpt2():
