@@ -8,10 +8,13 @@ cd "$(dirname "$0")/.."
 include=${1:?usage: check_torch_headers.sh TORCH_INCLUDE_DIR}
 pjrt=$(.venv/bin/python -c "import xla_plugins.xla_cpu_pjrt as p, os; print(os.path.join(os.path.dirname(p.__file__), 'include'))")
 python_include=$(.venv/bin/python -c "import sysconfig; print(sysconfig.get_paths()['include'])")
+# The language standard CMakeLists.txt builds with.
+std=$(sed -n 's/^set(CMAKE_CXX_STANDARD \([0-9]*\))/\1/p' CMakeLists.txt)
 status=0
+shopt -s nullglob
 # csrc/python/graph_bindings.cpp includes torch's Python binding headers.
-for f in csrc/device/*.cpp csrc/python/graph_bindings.cpp; do
-  if ! g++ -std=gnu++17 -fsyntax-only -D_GLIBCXX_USE_CXX11_ABI=1 -Icsrc -I"$pjrt" -I"$include" \
+for f in csrc/device/*.cpp csrc/distributed/*.cpp csrc/python/graph_bindings.cpp; do
+  if ! g++ -std=gnu++"$std" -fsyntax-only -D_GLIBCXX_USE_CXX11_ABI=1 -Icsrc -I"$pjrt" -I"$include" \
        -I"$include/torch/csrc/api/include" -I"$python_include" "$f"; then
     echo "FAILED: $f" >&2
     status=1

@@ -30,7 +30,11 @@ std::string named_value_text(const PJRT_NamedValue& v) {
       return std::to_string(v.int64_value);
     case PJRT_NamedValue_kInt64List: {
       std::string s;
-      for (size_t i = 0; i < v.value_size; ++i) s += (i ? "." : "") + std::to_string(v.int64_array_value[i]);
+      for (size_t i = 0; i < v.value_size; ++i) {
+        // Appended piecewise: `"." + std::to_string(...)` trips GCC 12's false -Wrestrict.
+        if (i) s += '.';
+        s += std::to_string(v.int64_array_value[i]);
+      }
       return s;
     }
     case PJRT_NamedValue_kFloat:
