@@ -532,3 +532,31 @@ def test_compiled_optimizer_step_matches_eager(eager_steps_first):
         torch.testing.assert_close(b, a, rtol=1e-5, atol=1e-6)
     assert capturable == (eager_steps_first == 0)
     assert graphs["graph_replays"] >= 3 and not graphs["trace_reasons"], graphs
+
+
+def test_arange_after_another_op_replays():
+    # HF decoders build position_ids this way: the arange's fresh out= tensor
+    # is resized inside the graph, which must not split the captured program.
+    def f(h):
+        y = h * 2
+        return y + torch.arange(8, device=h.device)
+
+    g = torch.compile(f, backend="tpu")
+    h = torch.randn(8)
+    outs = [g(h.to("tpu")).cpu() for _ in range(4)]
+    for out in outs:
+        torch.testing.assert_close(out, f(h))
+    stats = tpu_compile.stats()
+    assert stats["graph_replays"] == 3, stats["trace_reasons"]
+
+
+def test_resizing_a_storage_the_pending_program_writes_keeps_its_values():
+    with torch_tpu.modes.eager_mode("defer_and_fuse"):
+        x = torch.zeros(4, device="tpu")
+        x.add_(torch.arange(4.0, device="tpu"))  # pending
+        x.resize_(6)
+        assert x[:4].cpu().tolist() == [0.0, 1.0, 2.0, 3.0]
+        y = torch.ones(2, device="tpu") * 3  # pending; an unrelated fresh tensor resized after it
+        z = torch.empty(0, device="tpu")
+        torch.arange(3, out=z)
+        assert y.cpu().tolist() == [3.0, 3.0] and z.cpu().tolist() == [0, 1, 2]

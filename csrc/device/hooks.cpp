@@ -75,7 +75,7 @@ void register_hooks() {
 void resize_storage_bytes(const c10::Storage& storage, size_t new_nbytes) {
   StorageBuffer& old_sb = storage_buffer(storage);
   if (new_nbytes == old_sb.nbytes) return;
-  flush_deferred("resize");  // the old contents may still be pending, here
+  flush_if_pending_uses(old_sb, "resize");  // the old contents may still be pending, here
   settle_pending_writes(old_sb);  // or in another thread's program
   hlo::ElementType dtype;
   runtime::BufferPtr old_buffer = old_sb.current(&dtype);

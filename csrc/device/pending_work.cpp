@@ -210,6 +210,19 @@ void flush_deferred(const char* reason) {
   flush_work(*w, reason);
 }
 
+void flush_if_pending_uses(const StorageBuffer& sb, const char* reason) {
+  PendingWork* w = this_thread_work.work;
+  if (!w || deferred().pending_programs.load() == 0) return;
+  std::lock_guard<std::recursive_mutex> lock(deferred().mutex);
+  if (sb.device >= static_cast<int>(w->per_device.size()) || !w->per_device[sb.device]) return;
+  for (const ProgramState::Slot& slot : w->per_device[sb.device]->slots) {
+    if (slot.storage_id == sb.id) {
+      flush_work(*w, reason);
+      return;
+    }
+  }
+}
+
 void settle_pending_writes(StorageBuffer& sb) {
   DeferredPrograms& d = deferred();
   if (d.pending_programs.load() == 0) return;

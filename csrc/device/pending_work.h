@@ -23,6 +23,11 @@ namespace torch_tpu::device {
 // is pending.
 void flush_deferred(const char* reason);
 
+// DeferAndFuse: runs the calling thread's pending programs if the one on
+// `sb`'s device reads or writes `sb` (a storage about to be replaced under
+// its tensors); a storage no pending op touched, such as a fresh out=
+// tensor being resized, leaves a graph capture unsplit.
+void flush_if_pending_uses(const StorageBuffer& sb, const char* reason);
 // Runs the pending program (of any thread) that writes `sb`, so its buffer
 // is current. Cheap when no thread has pending work.
 void settle_pending_writes(StorageBuffer& sb);
