@@ -161,6 +161,17 @@ def memory_allocated(device=None):
     return _C._metrics()["live_device_bytes"]
 
 
+def mem_get_info(device=None):
+    """(free, total) bytes of a device, as torch.cuda.mem_get_info: total is
+    the plugin's memory limit (host memory on the XLA:CPU plugin, whose
+    devices share it), free what live tpu tensors leave of it; the same
+    accounting that raises torch.OutOfMemoryError."""
+    index = _index(device)
+    if not 0 <= index < device_count():
+        raise AssertionError("Invalid device id")
+    return tuple(_C._mem_get_info(index))
+
+
 def max_memory_allocated(device=None):
     stats = _C._memory_stats(_index(device))
     if stats["available"] and stats["peak_bytes_in_use"]:

@@ -177,6 +177,24 @@ std::string format_bytes(double bytes) {
   return buf;
 }
 
+// Bytes allocated by live storages that count against `device`'s capacity.
+int64_t bytes_in_use(int device, bool shared_host) {
+  if (!shared_host) return allocated_bytes[device].load(std::memory_order_relaxed);
+  int64_t in_use = 0;
+  for (const auto& a : allocated_bytes) in_use += a.load(std::memory_order_relaxed);
+  return in_use;
+}
+
+}  // namespace
+
+std::pair<int64_t, int64_t> device_memory_info(int device) {
+  bool shared_host = false;
+  const int64_t capacity = device_capacity(device, &shared_host);
+  return {std::max<int64_t>(capacity - bytes_in_use(device, shared_host), 0), capacity};
+}
+
+namespace {
+
 // Storages count from their allocation, as CUDA's allocator counts them
 // (torch.empty allocates), whether or not a buffer exists yet: a tensor
 // the device cannot hold raises at the call that asked for it, not at some
@@ -185,12 +203,7 @@ void reserve_device_bytes(int device, size_t nbytes) {
   if (nbytes == 0) return;
   bool shared_host = false;
   const int64_t capacity = device_capacity(device, &shared_host);
-  int64_t in_use = 0;
-  if (shared_host) {
-    for (const auto& a : allocated_bytes) in_use += a.load(std::memory_order_relaxed);
-  } else {
-    in_use = allocated_bytes[device].load(std::memory_order_relaxed);
-  }
+  const int64_t in_use = bytes_in_use(device, shared_host);
   TORCH_CHECK_WITH(OutOfMemoryError, static_cast<int64_t>(nbytes) <= capacity - in_use,
                    "tpu out of memory. Tried to allocate ", format_bytes(static_cast<double>(nbytes)), ". tpu:", device,
                    " has a total capacity of ", format_bytes(static_cast<double>(capacity)),

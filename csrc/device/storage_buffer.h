@@ -70,6 +70,11 @@ class TpuAllocator final : public c10::Allocator {
 
 TpuAllocator* allocator();
 
+// torch.cuda.mem_get_info's pair for a device, by the accounting the
+// allocator's out-of-memory check uses: (capacity - bytes allocated by live
+// tpu storages, capacity). Devices of the XLA:CPU plugin share host memory.
+std::pair<int64_t, int64_t> device_memory_info(int device);
+
 // Grows or shrinks a storage, keeping its leading bytes.
 void resize_storage_bytes(const c10::Storage& storage, size_t new_nbytes);
 

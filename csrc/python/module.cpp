@@ -4,6 +4,7 @@
 
 #include "device/cpu_fallback.h"
 #include "device/registration.h"
+#include "device/storage_buffer.h"
 #include "device/tensor_program.h"
 #include "runtime/device_runtime.h"
 #include "runtime/eager_mode.h"
@@ -99,6 +100,7 @@ PYBIND11_MODULE(_C, m) {
     info["device_kinds"] = kinds;
     return info;
   });
+  m.def("_mem_get_info", [](int device) { return torch_tpu::device::device_memory_info(device); });
   m.def("_memory_stats", [](int device) {
     auto stats = DeviceRuntime::get().client().memory_stats(device);
     py::dict d;

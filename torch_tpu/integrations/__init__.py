@@ -1,0 +1,60 @@
+"""Integrations with libraries that place models on devices by name, made
+at `import torch_tpu` without editing them: each hooks a library when (and
+only if) the program imports it, so importing torch_tpu stays cheap.
+
+- accelerate (and transformers through it): `from_pretrained(...,
+  device_map="auto")`, `max_memory={"tpu": "10GiB", "cpu": ...}`,
+  `infer_auto_device_map` and `dispatch_model` place layers on tpu
+  (`torch_tpu/integrations/accelerate.py`).
+"""
+
+import importlib.abc
+import importlib.util
+import sys
+
+# module name -> function(module) patching it right after it executes
+_post_import_hooks = {}
+
+
+class _PostImportFinder(importlib.abc.MetaPathFinder):
+    """Finds nothing itself: for a hooked module it wraps the real loader
+    so the hook runs once the module has executed, before the importer
+    (e.g. a package's `from .modeling import get_max_memory`) binds names
+    from it."""
+
+    def find_spec(self, name, path, target=None):
+        hook = _post_import_hooks.get(name)
+        if hook is None:
+            return None
+        sys.meta_path.remove(self)  # find the real spec without finding ourselves
+        try:
+            spec = importlib.util.find_spec(name)
+        finally:
+            sys.meta_path.insert(0, self)
+        if spec is None or spec.loader is None:
+            return None
+        loader = spec.loader
+        exec_module = loader.exec_module
+
+        def exec_then_hook(module):
+            exec_module(module)
+            hook(module)
+
+        loader.exec_module = exec_then_hook
+        return spec
+
+
+def _when_imported(name, hook):
+    """Runs hook(module) now if `name` is imported, else right after it is."""
+    if name in sys.modules:
+        hook(sys.modules[name])
+        return
+    _post_import_hooks[name] = hook
+    if not any(isinstance(f, _PostImportFinder) for f in sys.meta_path):
+        sys.meta_path.insert(0, _PostImportFinder())
+
+
+def install():
+    from . import accelerate
+
+    accelerate.install(_when_imported)
