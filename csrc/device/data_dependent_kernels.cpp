@@ -49,12 +49,6 @@ at::Tensor bincount(const at::Tensor& self, const std::optional<at::Tensor>& wei
   return to_device("aten::bincount", at::bincount(on_host(self), on_host(weights), minlength), self.device());
 }
 
-// Bin edges come from the data when min == max (PyTorch's rule), and CPU
-// raises for non-finite ranges: both need the values.
-at::Tensor histc(const at::Tensor& self, int64_t bins, const at::Scalar& min, const at::Scalar& max) {
-  return to_device("aten::histc", at::histc(on_host(self), bins, min, max), self.device());
-}
-
 at::Tensor repeat_interleave_tensor(const at::Tensor& repeats, std::optional<int64_t> output_size) {
   return at::repeat_interleave(on_host(repeats), output_size).to(repeats.device());
 }

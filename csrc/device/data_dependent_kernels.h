@@ -14,7 +14,6 @@ namespace torch_tpu::device {
 
 bool equal(const at::Tensor& self, const at::Tensor& other);
 at::Tensor bincount(const at::Tensor& self, const std::optional<at::Tensor>& weights, int64_t minlength);
-at::Tensor histc(const at::Tensor& self, int64_t bins, const at::Scalar& min, const at::Scalar& max);
 at::Tensor repeat_interleave_tensor(const at::Tensor& repeats, std::optional<int64_t> output_size);
 // tril_indices / triu_indices: factories with no tensor input, whose values
 // follow from the ints alone; computed on the host and uploaded.

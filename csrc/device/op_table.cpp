@@ -218,6 +218,7 @@ const OpEntry kLoweredOps[] = {
     {L::heaviside, "heaviside heaviside_ heaviside.out"},
     {L::huber_loss, "huber_loss huber_loss.out"},
     {L::huber_loss_backward, "huber_loss_backward huber_loss_backward.out"},
+    {L::histc, "histc histc.out"},
     {L::hypot, "hypot hypot_ hypot.out"},
     {L::i0, "i0 i0_ i0.out"},
     {L::igamma, "igamma igamma_ igamma.out"},
@@ -481,7 +482,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("empty.memory_format", TORCH_FN(empty_memory_format));
   m.impl("empty_strided", TORCH_FN(empty_strided));
   m.impl("equal", TORCH_FN(equal));
-  m.impl("histc", TORCH_FN(histc));
   m.impl("masked_select", TORCH_FN(masked_select));
   m.impl("masked_select.out", TORCH_FN(masked_select_out));
   m.impl("nonzero", TORCH_FN(nonzero));

@@ -255,4 +255,58 @@ std::vector<Value> isin(LowerContext& ctx) {
   return {b.reshape(found, out.shape)};
 }
 
+// histc: counts of the input's elements in `bins` equal bins over [min, max];
+// min == max means the data's own range, widened by 1 either side where that
+// is a single value. Elements outside the range (and NaN) are not counted;
+// max falls in the last bin. A bin is (x - min) * bins / (max - min) in the
+// input's arithmetic (integers: truncating division, as CUDA's kernel; CPU
+// takes floats only), so integer inputs work as on CUDA: MoE routers count
+// tokens per expert this way. Every shape is static, so it runs on the device.
+std::vector<Value> histc(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  const TensorType& out = ctx.out_types.at(0);
+  const Value& x = ctx.tensor(0);
+  const int64_t bins = out.shape.at(0);
+  const int64_t n = x.type.numel();
+  if (n == 0) return {b.splat(0, out)};
+  const bool integral = !hlo::is_float(x.dtype());
+  const ElementType t = integral ? ElementType::S64 : accumulation_type(x.dtype());
+  Value v = b.convert(b.reshape(x, {n}), t);
+  const double min_arg = ctx.has(2) ? ctx.args[2].scalar.as_double() : 0.0;
+  const double max_arg = ctx.has(3) ? ctx.args[3].scalar.as_double() : 0.0;
+  Value lo, hi;
+  if (min_arg == max_arg) {
+    lo = reduce_with(b, v, {0}, "minimum");
+    hi = reduce_with(b, v, {0}, "maximum");
+    if (!integral) {
+      // CUDA reads this range to the host and raises; here the program
+      // checks it and the device layer raises by the next synchronization.
+      const Value inf = b.constant(std::numeric_limits<double>::infinity(), t);
+      Value finite = b.binary("and", b.compare(b.unary("abs", lo), inf, CompareDirection::LT),
+                              b.compare(b.unary("abs", hi), inf, CompareDirection::LT));
+      ctx.check_all(finite, "histc(): range of [min, max] of the input's values is not finite");
+    }
+    Value one_value = b.compare(lo, hi, CompareDirection::EQ);
+    lo = b.select(one_value, b.binary("subtract", lo, b.constant(1, t)), lo);
+    hi = b.select(one_value, b.binary("add", hi, b.constant(1, t)), hi);
+  } else {
+    lo = integral ? b.constant_int(static_cast<int64_t>(min_arg), t) : b.constant(min_arg, t);
+    hi = integral ? b.constant_int(static_cast<int64_t>(max_arg), t) : b.constant(max_arg, t);
+  }
+  const TensorType vt = v.type;
+  Value lo_n = b.broadcast_to(lo, vt.shape), hi_n = b.broadcast_to(hi, vt.shape);
+  Value scaled = b.binary("multiply", b.binary("subtract", v, lo_n), b.splat(static_cast<double>(bins), vt));
+  Value position = b.binary("divide", scaled, b.binary("subtract", hi_n, lo_n));
+  const TensorType index_type{ElementType::S64, vt.shape};
+  // In range, position >= 0: converting truncates, which is floor here.
+  Value bin = b.binary("minimum", b.convert(position, ElementType::S64), b.splat(static_cast<double>(bins - 1), index_type));
+  Value inside = b.binary("and", b.compare(v, lo_n, CompareDirection::GE), b.compare(v, hi_n, CompareDirection::LE));
+  // Outside elements add 0 to bin 0: every index stays in bounds.
+  Value index = b.select(inside, bin, b.splat(0, index_type));
+  const ElementType count_type = integral ? ElementType::S64 : t;
+  Value ones = b.select(inside, b.splat(1, {count_type, vt.shape}), b.splat(0, {count_type, vt.shape}));
+  Value counts = b.scatter_points(b.splat(0, {count_type, {bins}}), index, ones, hlo::accumulate);
+  return {b.convert(counts, out.dtype)};
+}
+
 }  // namespace torch_tpu::lower

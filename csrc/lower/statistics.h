@@ -1,5 +1,5 @@
 // Statistics and searches: nansum, var_mean/std_mean, aminmax,
-// count_nonzero, trace, renorm, searchsorted/bucketize, isin.
+// count_nonzero, trace, renorm, searchsorted/bucketize, isin, histc.
 #pragma once
 
 #include "lower/lowering.h"
@@ -13,6 +13,7 @@ namespace torch_tpu::lower {
 TORCH_TPU_LOWERING(aminmax)
 TORCH_TPU_LOWERING(bucketize)
 TORCH_TPU_LOWERING(count_nonzero)
+TORCH_TPU_LOWERING(histc)
 TORCH_TPU_LOWERING(isin)
 TORCH_TPU_LOWERING(nansum)
 TORCH_TPU_LOWERING(renorm)

@@ -6,6 +6,8 @@ data-dependent ops (unique, bincount, histc, repeat_interleave)."""
 import pytest
 import torch
 
+import torch_tpu
+
 from reference import assert_close, check_op, make_input as make
 
 NAN = float("nan")
@@ -122,3 +124,36 @@ def test_data_dependent_ops_match_cpu():
         assert_close(actual, expected)
     check_op(lambda t: torch.histc(t, bins=5), torch.randn(20))
     check_op(lambda t: torch.unique(t, dim=0), torch.tensor([[1, 2], [1, 2], [0, 5]]))
+
+
+@pytest.mark.parametrize("mode", ["strict", "defer_and_fuse"])
+def test_histc_runs_on_the_device_for_floats_and_integers(mode):
+    torch.manual_seed(0)
+    x = torch.randn(50)
+    x[3] = 1.0  # max itself falls in the last bin
+    with torch_tpu.eager_mode(mode):
+        torch_tpu.reset_metrics()
+        cases = [
+            (x, dict(bins=5)),  # the data's own range
+            (x, dict(bins=7, min=-1.0, max=1.0)),  # outside elements not counted
+            (torch.full((4,), 2.5), dict(bins=3)),  # one value: widened by 1 each side
+            (torch.tensor([]), dict(bins=4)),
+        ]
+        for t, kw in cases:
+            assert_close(torch.histc(t.to("tpu"), **kw), torch.histc(t, **kw))
+        # Integer input (CPU rejects it; CUDA counts, and MoE routers use it):
+        # compared with the float count of the same values.
+        experts = torch.randint(0, 8, (64,), dtype=torch.int32)
+        got = torch.histc(experts.to("tpu"), bins=8, min=0, max=7)
+        assert got.dtype == torch.int32
+        assert_close(got, torch.histc(experts.float(), bins=8, min=0, max=7).int())
+        assert torch_tpu.metrics()["cpu_fallbacks"] == {}
+        # 5 reads for the comparisons and 2 data-range finiteness checks; the
+        # host path waited once more per call.
+        assert torch_tpu.metrics()["host_waits"] <= 7
+
+
+def test_histc_of_a_non_finite_range_raises():
+    x = torch.tensor([1.0, float("inf")], device="tpu")
+    with pytest.raises(RuntimeError, match="not finite"):
+        torch.histc(x, bins=3).cpu()
