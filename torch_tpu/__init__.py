@@ -55,6 +55,10 @@ def _install_compile_backend():
 
 _install_compile_backend()
 
+from . import distributed as _distributed  # noqa: E402
+
+_distributed.install()
+
 __all__ = ["cpu_fallback", "metrics", "reset_metrics", "cache_stats", "reset_cache_stats", "plugin_info", "lowered_ops", "synchronize",
            "get_matmul_precision", "set_matmul_precision", "matmul_precision",
            "set_eager_mode", "get_eager_mode", "eager_mode", "sync", "check_nans", "load_safetensors"]
