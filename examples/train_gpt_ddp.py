@@ -84,7 +84,7 @@ def main(argv=None):
     gpt, _ = train_gpt.make_model_and_optimizer(config, "cpu", args.seed)
     model = (WithUnusedLayer(gpt) if args.unused else gpt).to(device)
     if args.optimizer == "sgd":
-        optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     else:
         optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.95))
     step_model = model

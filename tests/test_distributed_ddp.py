@@ -51,9 +51,12 @@ def single():
 def test_ddp_matches_one_process_on_the_global_batch(single, nproc):
     with tempfile.TemporaryDirectory() as d:
         ddp = _run(nproc, os.path.join(d, "ddp.pt"))
-    torch.testing.assert_close(torch.tensor(ddp["losses"]), torch.tensor(single["losses"]), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(torch.tensor(ddp["losses"]), torch.tensor(single["losses"]), rtol=1e-4, atol=0)
     assert ddp["state"].keys() == single["state"].keys()
+    # measured: losses 1e-5 apart (relative) on 4 processes; weights at most
+    # 8e-6 apart on 2 (magnitudes 0.05-1). A step moves a weight by about
+    # 1e-3, so a wrong average (a missing or doubled 1/world) is far outside.
     for name, value in single["state"].items():
-        torch.testing.assert_close(ddp["state"][name], value, rtol=1e-4, atol=1e-5, msg=name)
+        torch.testing.assert_close(ddp["state"][name], value, rtol=1e-4, atol=1e-4, msg=name)
     # the unused layer never got a gradient, in either run
     torch.testing.assert_close(ddp["state"]["unused.weight"], single["state"]["unused.weight"], rtol=0, atol=0)
