@@ -313,6 +313,28 @@ def functional_collectives_eager():
 
 
 @check
+def collectives_under_torch_compile_run_eagerly_inside_the_graph():
+    # The tpu backend traces a graph through the eager kernels; a collective
+    # reads its inputs on the host, which splits the program there, so the
+    # graph is never replayed without it (each call runs the collective).
+    import torch.distributed._functional_collectives as funcol
+
+    def functional(x):
+        return funcol.wait_tensor(funcol.all_reduce(x * 2, "sum", dist.group.WORLD)) + 1
+
+    def in_place(x):
+        y = x * 2
+        dist.all_reduce(y)
+        return y + 1
+
+    for fn in (functional, in_place):
+        compiled = torch.compile(fn, backend="tpu")
+        for i in range(3):
+            x = torch.full((4,), float(RANK + 1 + i), device=DEV)
+            same(compiled(x), torch.full((4,), 2.0 * sum(r + 1 + i for r in range(WORLD)) + 1))
+
+
+@check
 def reinit_with_device_map_string_then_device_id_then_alias():
     global GLOO
     dist.destroy_process_group()
