@@ -8,7 +8,10 @@ Every job runs under a hard timeout (tests/distributed_launch.py)."""
 import json
 import os
 import re
+import signal
 import socket
+import subprocess
+import sys
 import tempfile
 import threading
 
@@ -52,6 +55,24 @@ def test_a_dead_rank_makes_the_others_raise():
     # rank 1 leaves without a word; rank 0's next collective must raise
     # (gloo sees the closed connection, or the group's 15 s timeout passes)
     run_job("failures.py", 2, timeout=180, ranks=[0]).check("collective_with_a_dead_peer_raises")
+
+
+def test_mp_spawn():
+    out_dir = tempfile.mkdtemp(prefix="tpu_dist_spawn_")
+    env = dict(os.environ, DIST_RESULTS_DIR=out_dir, OMP_NUM_THREADS="1")
+    proc = subprocess.Popen([sys.executable, os.path.join(JOBS, "spawned.py")], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        output, _ = proc.communicate(timeout=240)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)  # the spawned children too
+        raise AssertionError(f"mp.spawn job ran past 240s:\n{proc.communicate()[0][-3000:]}") from None
+    assert proc.returncode == 0, output[-6000:]
+    results = JobResult(0, "", [])
+    for rank in range(2):
+        with open(os.path.join(out_dir, f"rank{rank}.json")) as f:
+            results.results.append(json.load(f))
+    results.check("all_reduce_under_mp_spawn")
 
 
 def _free_port():
