@@ -55,8 +55,10 @@ def _install_compile_backend():
 
 _install_compile_backend()
 
+from . import distributed as _distributed  # noqa: E402
 from . import integrations  # noqa: E402
 
+_distributed.install()
 integrations.install()
 
 __all__ = ["cpu_fallback", "metrics", "reset_metrics", "cache_stats", "reset_cache_stats", "plugin_info", "lowered_ops", "synchronize",

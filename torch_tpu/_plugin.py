@@ -66,7 +66,9 @@ def find_plugin():
 
 
 def num_devices():
-    value = os.environ.get("TORCH_TPU_NUM_DEVICES", "1")
+    # Under torchrun each process calls torch.tpu.set_device(local_rank), as
+    # with CUDA; on the CPU plugin that needs one device per local rank.
+    value = os.environ.get("TORCH_TPU_NUM_DEVICES", os.environ.get("LOCAL_WORLD_SIZE", "1"))
     try:
         n = int(value)
     except ValueError:

@@ -6,6 +6,7 @@
 #include <c10/core/impl/VirtualGuardImpl.h>
 
 #include "device/generator.h"
+#include "device/pinned_memory.h"
 #include "device/storage_buffer.h"
 #include "device/tensor_program.h"
 #include "runtime/view_layout.h"
@@ -34,8 +35,8 @@ struct TpuHooks final : public at::PrivateUse1HooksInterface {
   at::Device getDeviceFromPtr(void* /*data*/) const override {
     return at::Device(at::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(current_device()));
   }
-  bool isPinnedPtr(const void* /*data*/) const override { return false; }
-  at::Allocator* getPinnedMemoryAllocator() const override { return at::getCPUAllocator(); }
+  bool isPinnedPtr(const void* data) const override { return is_pinned_ptr(data); }
+  at::Allocator* getPinnedMemoryAllocator() const override { return pinned_memory_allocator(); }
   bool hasPrimaryContext(c10::DeviceIndex /*device_index*/) const override { return true; }
   c10::DeviceIndex deviceCount() const override {
     try {

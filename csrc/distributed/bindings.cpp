@@ -1,0 +1,23 @@
+// torch_tpu.distributed._C: the tpu_dist backend class for Python.
+//
+// A separate extension module: c10d's Python types (the Backend base class
+// and its intrusive_ptr holder) come from torch._C, so this module is
+// loaded only when torch.distributed is.
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/utils/pybind.h>
+
+#include "distributed/process_group_tpu.h"
+
+namespace py = pybind11;
+using torch_tpu::distributed::ProcessGroupTpu;
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "torch_tpu c10d backend (tpu_dist)";
+  py::module_::import("torch.distributed");
+  py::class_<ProcessGroupTpu, c10d::Backend, c10::intrusive_ptr<ProcessGroupTpu>>(m, "ProcessGroupTpu")
+      .def(py::init([](const c10::intrusive_ptr<c10d::Backend>& host, int rank, int size, bool check_calls) {
+             return c10::make_intrusive<ProcessGroupTpu>(host, rank, size, check_calls);
+           }),
+           py::arg("host"), py::arg("rank"), py::arg("size"), py::arg("check_calls") = true)
+      .def_property_readonly("host", &ProcessGroupTpu::host);
+}

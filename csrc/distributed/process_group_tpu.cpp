@@ -1,0 +1,468 @@
+#include "distributed/process_group_tpu.h"
+
+#include <ATen/core/ivalue_inl.h>
+
+#include <mutex>
+#include <sstream>
+
+namespace torch_tpu::distributed {
+namespace {
+
+using c10d::ReduceOp;
+using c10d::Work;
+
+bool on_tpu(const at::Tensor& t) { return t.defined() && t.device().type() == c10::DeviceType::PrivateUse1; }
+
+// Host copies of one call's tensors, and where results go back.
+class Staging {
+ public:
+  // `force`: stage CPU tensors as well (the call rewrites its inputs).
+  explicit Staging(bool force = false) : force_(force) {}
+
+  // A host tensor with t's sizes and strides (gloo then checks the layout
+  // exactly as it checks a CPU tensor's), holding t's values.
+  at::Tensor in(const at::Tensor& t) {
+    if (!must_stage(t)) return t;
+    at::Tensor h = at::empty_strided(t.sizes(), t.strides(), t.options().device(at::kCPU));
+    h.copy_(t);
+    return h;
+  }
+  std::vector<at::Tensor> in(const std::vector<at::Tensor>& ts) {
+    std::vector<at::Tensor> hs;
+    hs.reserve(ts.size());
+    for (const auto& t : ts) hs.push_back(in(t));
+    return hs;
+  }
+  // A host tensor laid out like t whose values are written back into t.
+  at::Tensor out(const at::Tensor& t) {
+    if (!must_stage(t)) return t;
+    at::Tensor h = at::empty_strided(t.sizes(), t.strides(), t.options().device(at::kCPU));
+    writes_.emplace_back(t, h);
+    return h;
+  }
+  std::vector<at::Tensor> out(const std::vector<at::Tensor>& ts) {
+    std::vector<at::Tensor> hs;
+    hs.reserve(ts.size());
+    for (const auto& t : ts) hs.push_back(out(t));
+    return hs;
+  }
+  at::Tensor inout(const at::Tensor& t) {
+    if (!must_stage(t)) return t;
+    at::Tensor h = in(t);
+    writes_.emplace_back(t, h);
+    return h;
+  }
+  std::vector<at::Tensor> inout(const std::vector<at::Tensor>& ts) {
+    std::vector<at::Tensor> hs;
+    hs.reserve(ts.size());
+    for (const auto& t : ts) hs.push_back(inout(t));
+    return hs;
+  }
+  // In place, as CUDA collectives write their outputs: every view of the
+  // tpu storage sees the result.
+  void write_back() {
+    for (auto& [dst, host] : writes_) dst.copy_(host);
+    writes_.clear();
+  }
+
+ private:
+  bool must_stage(const at::Tensor& t) const { return t.defined() && (force_ || on_tpu(t)); }
+
+  bool force_;
+  std::vector<std::pair<at::Tensor, at::Tensor>> writes_;
+};
+
+// gloo has no AVG and no PREMUL_SUM (NCCL has both, and FSDP and DDP comm
+// hooks use them): they run as SUM with the factor applied on the host copy.
+bool rewrites_inputs(const ReduceOp& op) { return op.op_ == ReduceOp::PREMUL_SUM; }
+
+ReduceOp transport_op(const ReduceOp& op) {
+  if (op.op_ == ReduceOp::AVG || op.op_ == ReduceOp::PREMUL_SUM) return ReduceOp(ReduceOp::SUM);
+  return op;
+}
+
+void premultiply(std::vector<at::Tensor>& host_inputs, const ReduceOp& op) {
+  if (op.op_ != ReduceOp::PREMUL_SUM) return;
+  auto* factor = dynamic_cast<c10d::PreMulSumSupplement*>(op.supplement_.get());
+  TORCH_CHECK(factor != nullptr, "PREMUL_SUM needs a factor (use dist._make_nccl_premul_sum)");
+  for (auto& h : host_inputs) {
+    if (factor->tensor_factor.defined()) {
+      h.mul_(factor->tensor_factor.to(at::kCPU));
+    } else {
+      h.mul_(factor->double_factor);
+    }
+  }
+}
+
+void average(std::vector<at::Tensor>& host_outputs, const ReduceOp& op, int size) {
+  if (op.op_ != ReduceOp::AVG) return;
+  for (auto& h : host_outputs) {
+    if (at::isIntegralType(h.scalar_type(), /*includeBool=*/true)) {
+      h.div_(size, "trunc");  // integer AVG truncates, as NCCL's does
+    } else {
+      h.div_(size);
+    }
+  }
+}
+
+c10::intrusive_ptr<Work> finished(std::vector<at::Tensor> results) {
+  auto future = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
+  future->markCompleted(c10::IValue(std::move(results)));
+  return Work::create_from_future(future);
+}
+
+// Point-to-point work stays asynchronous (a batch of isend/irecv must all
+// be posted before any completes); its results go back on wait().
+class StagedWork : public Work {
+ public:
+  StagedWork(c10::intrusive_ptr<Work> host, Staging staging) : host_(std::move(host)), staging_(std::move(staging)) {}
+
+  bool wait(std::chrono::milliseconds timeout) override {
+    bool done = host_->wait(timeout);
+    std::call_once(written_, [this] { staging_.write_back(); });
+    return done;
+  }
+  bool isCompleted() override { return host_->isCompleted(); }
+  bool isSuccess() const override { return host_->isSuccess(); }
+  std::exception_ptr exception() const override { return host_->exception(); }
+  int sourceRank() const override { return host_->sourceRank(); }
+  void abort() override { host_->abort(); }
+
+ private:
+  c10::intrusive_ptr<Work> host_;
+  Staging staging_;
+  std::once_flag written_;
+};
+
+enum class Op { broadcast, allreduce, reduce, allgather, gather, scatter, reduce_scatter, alltoall };
+const char* const kOpNames[] = {"broadcast", "allreduce", "reduce", "allgather", "gather", "scatter", "reduce_scatter", "alltoall"};
+
+constexpr int kMaxDims = 8;
+constexpr int kHeader = 4;  // op, dtype, ndim, number of tensors
+
+std::string describe(const at::Tensor& row) {
+  auto v = row.accessor<int64_t, 1>();
+  std::ostringstream s;
+  s << kOpNames[v[0]] << "(";
+  if (v[1] < 0) {
+    s << "no tensors";
+  } else {
+    s << "dtype=" << c10::toString(static_cast<c10::ScalarType>(v[1]));
+    if (v[2] >= 0) {
+      s << ", shape=[";
+      for (int64_t d = 0; d < std::min<int64_t>(v[2], kMaxDims); ++d) s << (d ? ", " : "") << v[kHeader + d];
+      if (v[2] > kMaxDims) s << ", ...";
+      s << "]";
+    }
+    s << ", tensors=" << v[3];
+  }
+  s << ")";
+  return s.str();
+}
+
+}  // namespace
+
+ProcessGroupTpu::ProcessGroupTpu(c10::intrusive_ptr<c10d::Backend> host, int rank, int size, bool check_calls)
+    : Backend(rank, size), host_(std::move(host)), check_calls_(check_calls) {
+  TORCH_CHECK(host_, "tpu_dist needs a host transport backend");
+}
+
+void ProcessGroupTpu::check_same_call(const char* op_name, const std::vector<at::Tensor>& tensors,
+                                      bool shapes_must_match) {
+  if (!check_calls_ || size_ == 1) return;
+  int64_t op = 0;
+  while (std::string(kOpNames[op]) != op_name) ++op;
+  at::Tensor mine = at::full({kHeader + kMaxDims}, -1, at::kLong);
+  auto v = mine.accessor<int64_t, 1>();
+  v[0] = op;
+  v[3] = static_cast<int64_t>(tensors.size());
+  if (!tensors.empty() && tensors[0].defined()) {
+    const at::Tensor& t = tensors[0];
+    v[1] = static_cast<int64_t>(t.scalar_type());
+    if (shapes_must_match) {
+      v[2] = t.dim();
+      for (int64_t d = 0; d < std::min<int64_t>(t.dim(), kMaxDims); ++d) v[kHeader + d] = t.size(d);
+    }
+  }
+  std::vector<std::vector<at::Tensor>> all(1);
+  for (int r = 0; r < size_; ++r) all[0].push_back(at::empty_like(mine));
+  std::vector<at::Tensor> inputs{mine};
+  host_->allgather(all, inputs)->wait();
+  for (int r = 1; r < size_; ++r) {
+    if (!at::equal(all[0][r], all[0][0])) {
+      TORCH_CHECK(false, "Detected mismatch between collectives on ranks. Rank 0 is running collective: ",
+                  describe(all[0][0]), ", but Rank ", r, " is running collective: ", describe(all[0][r]),
+                  " (tpu_dist checks every collective; TORCH_TPU_DIST_CHECK_CALLS=0 turns the check off)");
+    }
+  }
+}
+
+c10::intrusive_ptr<Work> ProcessGroupTpu::broadcast(std::vector<at::Tensor>& tensors,
+                                                    const c10d::BroadcastOptions& opts) {
+  check_same_call("broadcast", tensors, true);
+  Staging staging;
+  auto host = staging.inout(tensors);
+  host_->broadcast(host, opts)->wait();
+  staging.write_back();
+  return finished(tensors);
+}
+
+c10::intrusive_ptr<Work> ProcessGroupTpu::allreduce(std::vector<at::Tensor>& tensors,
+                                                    const c10d::AllreduceOptions& opts) {
+  check_same_call("allreduce", tensors, true);
+  Staging staging(rewrites_inputs(opts.reduceOp));
+  auto host = staging.inout(tensors);
+  premultiply(host, opts.reduceOp);
+  c10d::AllreduceOptions host_opts = opts;
+  host_opts.reduceOp = transport_op(opts.reduceOp);
+  host_->allreduce(host, host_opts)->wait();
+  average(host, opts.reduceOp, size_);
+  staging.write_back();
+  return finished(tensors);
+}
+
+c10::intrusive_ptr<Work> ProcessGroupTpu::allreduce_coalesced(std::vector<at::Tensor>& tensors,
+                                                              const c10d::AllreduceCoalescedOptions& opts) {
+  check_same_call("allreduce", tensors, true);
+  Staging staging(rewrites_inputs(opts.reduceOp));
+  auto host = staging.inout(tensors);
+  premultiply(host, opts.reduceOp);
+  c10d::AllreduceCoalescedOptions host_opts = opts;
+  host_opts.reduceOp = transport_op(opts.reduceOp);
+  host_->allreduce_coalesced(host, host_opts)->wait();
+  average(host, opts.reduceOp, size_);
+  staging.write_back();
+  return finished(tensors);
+}
+
+c10::intrusive_ptr<Work> ProcessGroupTpu::reduce(std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts) {
+  check_same_call("reduce", tensors, true);
+  Staging staging(rewrites_inputs(opts.reduceOp));
+  auto host = staging.inout(tensors);
+  premultiply(host, opts.reduceOp);
+  c10d::ReduceOptions host_opts = opts;
+  host_opts.reduceOp = transport_op(opts.reduceOp);
+  host_->reduce(host, host_opts)->wait();
+  if (rank_ == opts.rootRank) {
+    average(host, opts.reduceOp, size_);
+    staging.write_back();
+  }
+  return finished(tensors);
+}
+
+c10::intrusive_ptr<Work> ProcessGroupTpu::allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                                                    std::vector<at::Tensor>& inputs,
+                                                    const c10d::AllgatherOptions& opts) {
+  check_same_call("allgather", inputs, true);
+  Staging staging;
+  auto host_in = staging.in(inputs);
+  std::vector<std::vector<at::Tensor>> host_out;
+  for (auto& list : outputs) host_out.push_back(staging.out(list));
+  host_->allgather(host_out, host_in, opts)->wait();
+  staging.write_back();
+  std::vector<at::Tensor> results;
+  for (auto& list : outputs) results.insert(results.end(), list.begin(), list.end());
+  return finished(results);
+}
+
+c10::intrusive_ptr<Work> ProcessGroupTpu::_allgather_base(at::Tensor& output, at::Tensor& input,
+                                                          const c10d::AllgatherOptions& opts) {
+  check_same_call("allgather", {input}, true);
+  Staging staging;
+  at::Tensor host_in = staging.in(input);
+  at::Tensor host_out = staging.out(output);
+  host_->_allgather_base(host_out, host_in, opts)->wait();
+  staging.write_back();
+  return finished({output});
+}
+
+c10::intrusive_ptr<Work> ProcessGroupTpu::allgather_coalesced(std::vector<std::vector<at::Tensor>>& outputs,
+                                                              std::vector<at::Tensor>& inputs,
+                                                              const c10d::AllgatherOptions& opts) {
+  check_same_call("allgather", inputs, true);
+  Staging staging;
+  auto host_in = staging.in(inputs);
+  std::vector<std::vector<at::Tensor>> host_out;
+  for (auto& list : outputs) host_out.push_back(staging.out(list));
+  host_->allgather_coalesced(host_out, host_in, opts)->wait();
+  staging.write_back();
+  std::vector<at::Tensor> results;
+  for (auto& list : outputs) results.insert(results.end(), list.begin(), list.end());
+  return finished(results);
+}
+
+c10::intrusive_ptr<Work> ProcessGroupTpu::allgather_into_tensor_coalesced(std::vector<at::Tensor>& outputs,
+                                                                          std::vector<at::Tensor>& inputs,
+                                                                          const c10d::AllgatherOptions& opts) {
+  check_same_call("allgather", inputs, true);
+  Staging staging;
+  auto host_in = staging.in(inputs);
+  auto host_out = staging.out(outputs);
+  host_->allgather_into_tensor_coalesced(host_out, host_in, opts)->wait();
+  staging.write_back();
+  return finished(outputs);
+}
+
+c10::intrusive_ptr<Work> ProcessGroupTpu::gather(std::vector<std::vector<at::Tensor>>& outputs,
+                                                 std::vector<at::Tensor>& inputs, const c10d::GatherOptions& opts) {
+  check_same_call("gather", inputs, true);
+  Staging staging;
+  auto host_in = staging.in(inputs);
+  std::vector<std::vector<at::Tensor>> host_out;
+  for (auto& list : outputs) host_out.push_back(staging.out(list));
+  host_->gather(host_out, host_in, opts)->wait();
+  staging.write_back();
+  std::vector<at::Tensor> results;
+  for (auto& list : outputs) results.insert(results.end(), list.begin(), list.end());
+  return finished(results);
+}
+
+c10::intrusive_ptr<Work> ProcessGroupTpu::scatter(std::vector<at::Tensor>& outputs,
+                                                  std::vector<std::vector<at::Tensor>>& inputs,
+                                                  const c10d::ScatterOptions& opts) {
+  check_same_call("scatter", outputs, true);
+  Staging staging;
+  std::vector<std::vector<at::Tensor>> host_in;
+  for (auto& list : inputs) host_in.push_back(staging.in(list));
+  auto host_out = staging.out(outputs);
+  host_->scatter(host_out, host_in, opts)->wait();
+  staging.write_back();
+  return finished(outputs);
+}
+
+c10::intrusive_ptr<Work> ProcessGroupTpu::reduce_scatter(std::vector<at::Tensor>& outputs,
+                                                         std::vector<std::vector<at::Tensor>>& inputs,
+                                                         const c10d::ReduceScatterOptions& opts) {
+  check_same_call("reduce_scatter", outputs, true);
+  Staging staging(rewrites_inputs(opts.reduceOp));
+  std::vector<std::vector<at::Tensor>> host_in;
+  for (auto& list : inputs) {
+    host_in.push_back(staging.in(list));
+    premultiply(host_in.back(), opts.reduceOp);
+  }
+  auto host_out = staging.out(outputs);
+  c10d::ReduceScatterOptions host_opts = opts;
+  host_opts.reduceOp = transport_op(opts.reduceOp);
+  host_->reduce_scatter(host_out, host_in, host_opts)->wait();
+  average(host_out, opts.reduceOp, size_);
+  staging.write_back();
+  return finished(outputs);
+}
+
+c10::intrusive_ptr<Work> ProcessGroupTpu::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
+                                                               const c10d::ReduceScatterOptions& opts) {
+  check_same_call("reduce_scatter", {input}, true);
+  Staging staging(rewrites_inputs(opts.reduceOp));
+  std::vector<at::Tensor> host_in{staging.in(input)};
+  premultiply(host_in, opts.reduceOp);
+  std::vector<at::Tensor> host_out{staging.out(output)};
+  c10d::ReduceScatterOptions host_opts = opts;
+  host_opts.reduceOp = transport_op(opts.reduceOp);
+  host_->_reduce_scatter_base(host_out[0], host_in[0], host_opts)->wait();
+  average(host_out, opts.reduceOp, size_);
+  staging.write_back();
+  return finished({output});
+}
+
+c10::intrusive_ptr<Work> ProcessGroupTpu::reduce_scatter_tensor_coalesced(std::vector<at::Tensor>& outputs,
+                                                                          std::vector<at::Tensor>& inputs,
+                                                                          const c10d::ReduceScatterOptions& opts) {
+  check_same_call("reduce_scatter", inputs, true);
+  Staging staging(rewrites_inputs(opts.reduceOp));
+  auto host_in = staging.in(inputs);
+  premultiply(host_in, opts.reduceOp);
+  auto host_out = staging.out(outputs);
+  c10d::ReduceScatterOptions host_opts = opts;
+  host_opts.reduceOp = transport_op(opts.reduceOp);
+  host_->reduce_scatter_tensor_coalesced(host_out, host_in, host_opts)->wait();
+  average(host_out, opts.reduceOp, size_);
+  staging.write_back();
+  return finished(outputs);
+}
+
+c10::intrusive_ptr<Work> ProcessGroupTpu::alltoall_base(at::Tensor& output, at::Tensor& input,
+                                                        std::vector<int64_t>& output_splits,
+                                                        std::vector<int64_t>& input_splits,
+                                                        const c10d::AllToAllOptions& opts) {
+  // Splits may differ by rank (uneven all_to_all); dtypes may not.
+  check_same_call("alltoall", {input}, false);
+  Staging staging;
+  at::Tensor host_in = staging.in(input);
+  at::Tensor host_out = staging.out(output);
+  host_->alltoall_base(host_out, host_in, output_splits, input_splits, opts)->wait();
+  staging.write_back();
+  return finished({output});
+}
+
+c10::intrusive_ptr<Work> ProcessGroupTpu::alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+                                                   const c10d::AllToAllOptions& opts) {
+  check_same_call("alltoall", inputs, false);
+  // gloo's list alltoall needs tensors of one size; NCCL's (and so
+  // dist.all_to_all on CUDA) does not: run it as one alltoall_base over
+  // the flattened tensors, with their element counts as splits.
+  TORCH_CHECK(!inputs.empty() && inputs.size() == outputs.size() && inputs.size() == static_cast<size_t>(size_),
+              "all_to_all needs one input and one output tensor per rank");
+  std::vector<at::Tensor> flat;
+  std::vector<int64_t> in_splits, out_splits;
+  for (const auto& t : inputs) {
+    TORCH_CHECK(t.scalar_type() == inputs[0].scalar_type(), "all_to_all: tensors must all have the same dtype");
+    flat.push_back(t.reshape(-1));
+    in_splits.push_back(t.numel());
+  }
+  int64_t total = 0;
+  for (const auto& t : outputs) {
+    TORCH_CHECK(t.scalar_type() == inputs[0].scalar_type(), "all_to_all: tensors must all have the same dtype");
+    out_splits.push_back(t.numel());
+    total += t.numel();
+  }
+  at::Tensor host_in = at::cat(flat).to(at::kCPU);
+  at::Tensor host_out = at::empty({total}, host_in.options());
+  host_->alltoall_base(host_out, host_in, out_splits, in_splits, opts)->wait();
+  int64_t offset = 0;
+  for (auto& t : outputs) {
+    t.copy_(host_out.narrow(0, offset, t.numel()).view(t.sizes()));
+    offset += t.numel();
+  }
+  return finished(outputs);
+}
+
+c10::intrusive_ptr<Work> ProcessGroupTpu::send(std::vector<at::Tensor>& tensors, int dst, int tag) {
+  Staging staging;
+  auto host = staging.in(tensors);
+  return c10::make_intrusive<StagedWork>(host_->send(host, dst, tag), std::move(staging));
+}
+
+c10::intrusive_ptr<Work> ProcessGroupTpu::recv(std::vector<at::Tensor>& tensors, int src, int tag) {
+  Staging staging;
+  auto host = staging.out(tensors);
+  auto work = host_->recv(host, src, tag);
+  return c10::make_intrusive<StagedWork>(std::move(work), std::move(staging));
+}
+
+c10::intrusive_ptr<Work> ProcessGroupTpu::recvAnysource(std::vector<at::Tensor>& tensors, int tag) {
+  Staging staging;
+  auto host = staging.out(tensors);
+  auto work = host_->recvAnysource(host, tag);
+  return c10::make_intrusive<StagedWork>(std::move(work), std::move(staging));
+}
+
+c10::intrusive_ptr<Work> ProcessGroupTpu::barrier(const c10d::BarrierOptions& opts) {
+  return host_->barrier(opts);
+}
+
+void ProcessGroupTpu::monitoredBarrier(const c10d::BarrierOptions& opts, bool wait_all_ranks) {
+  host_->monitoredBarrier(opts, wait_all_ranks);
+}
+
+// Collectives run to completion as they are issued, so a coalesced block is
+// already complete at its end; every rank still issues the same sequence.
+void ProcessGroupTpu::startCoalescing() {}
+c10::intrusive_ptr<Work> ProcessGroupTpu::endCoalescing() { return finished({}); }
+
+void ProcessGroupTpu::setSequenceNumberForGroup() { host_->setSequenceNumberForGroup(); }
+uint64_t ProcessGroupTpu::getSequenceNumberForGroup() { return host_->getSequenceNumberForGroup(); }
+void ProcessGroupTpu::setTimeout(std::chrono::milliseconds timeout) { host_->setTimeout(timeout); }
+void ProcessGroupTpu::abort() { host_->abort(); }
+void ProcessGroupTpu::shutdown() { host_->shutdown(); }
+
+}  // namespace torch_tpu::distributed

@@ -1,0 +1,60 @@
+"""Launches a multi-process job with torchrun, under a hard timeout.
+
+Every distributed test goes through `run_job`: the job runs in its own
+process group (session) and the whole session is killed when the timeout
+passes, so a hung collective can never hang the suite.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+
+JOBS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "distributed_jobs")
+
+
+class JobResult:
+    def __init__(self, returncode, output, results):
+        self.returncode = returncode
+        self.output = output
+        self.results = results  # per rank: {check name: "ok" | traceback}
+
+    def check(self, name):
+        """Asserts that check `name` passed on every rank."""
+        assert self.results, f"the job wrote no results (exit {self.returncode}):\n{self.output[-6000:]}"
+        for rank, results in enumerate(self.results):
+            outcome = results.get(name, f"check {name} did not run on rank {rank}")
+            assert outcome == "ok", f"rank {rank}: {outcome}"
+
+
+def run_job(script, nproc, timeout, args=(), env=None, launcher_args=(), out_dir=None, ranks=None):
+    """Runs tests/distributed_jobs/`script` on `nproc` processes; returns a
+    JobResult with the results of `ranks` (default: all `nproc`; a job whose
+    results files are shared with another launch, as the nodes of a
+    multi-node run, names the ranks it expects in `out_dir`)."""
+    out_dir = out_dir or tempfile.mkdtemp(prefix="tpu_dist_")
+    full_env = dict(os.environ)
+    full_env.update({"DIST_RESULTS_DIR": out_dir, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1",
+                     "TORCH_TPU_DIST_TEST_TIMEOUT": str(timeout)})
+    full_env.pop("TORCH_TPU_NUM_DEVICES", None)  # torchrun's LOCAL_WORLD_SIZE gives each rank its device
+    full_env.update(env or {})
+    cmd = [sys.executable, "-m", "torch.distributed.run", *(launcher_args or ("--standalone",)),
+           f"--nproc_per_node={nproc}", os.path.join(JOBS, script), *args]
+    proc = subprocess.Popen(cmd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    try:
+        output, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        output, _ = proc.communicate()
+        raise AssertionError(f"{script} on {nproc} processes ran past {timeout}s:\n{output[-6000:]}") from None
+    ranks = range(nproc) if ranks is None else ranks
+    results = []
+    for rank in ranks:
+        path = os.path.join(out_dir, f"rank{rank}.json")
+        if os.path.exists(path):
+            with open(path) as f:
+                results.append(json.load(f))
+    return JobResult(proc.returncode, output, results if len(results) == len(ranks) else [])
