@@ -175,15 +175,11 @@ MetaResult run_meta(const c10::OperatorHandle& op, const std::vector<c10::IValue
 
 }  // namespace
 
-MetaResult infer_meta(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args) {
+MetaResult infer_meta(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args, bool reads_numbers) {
   static std::mutex mutex;
   static std::unordered_map<std::string, MetaResult> cache;
-  // _foreach_* results mirror their tensor lists whatever the scalars'
-  // values; an optimizer passes new ones every step (bias corrections, a
-  // scheduled learning rate), and their meta kernels are Python (~10 ms for
-  // a 50-tensor list), so the values stay out of the key.
   const std::string name = c10::toString(op.schema().operator_name());
-  KeyWriter key(name, name.rfind("aten::_foreach_", 0) != 0);
+  KeyWriter key(name, reads_numbers);
   for (const auto& v : args) key.add(v);
   if (key.ok()) {
     std::lock_guard<std::mutex> lock(mutex);
@@ -196,6 +192,12 @@ MetaResult infer_meta(const c10::OperatorHandle& op, const std::vector<c10::IVal
   if (cache.size() > 100000) cache.clear();  // bound memory for shape-polymorphic workloads
   cache.emplace(key.str(), r);
   return r;
+}
+
+void empty_statistics_in_evaluation(const std::vector<c10::IValue>& args, MetaResult& meta) {
+  const bool training = !(args.size() > 5 && args[5].isBool() && !args[5].toBool());
+  if (training || meta.returns.size() != 3) return;
+  for (size_t r = 1; r < 3; ++r) meta.returns[r][0].sizes = {0}, meta.returns[r][0].strides = {1};
 }
 
 }  // namespace torch_tpu::device

@@ -68,7 +68,7 @@ uint64_t mix(uint64_t h, uint64_t v) {
   return h;
 }
 
-// `float_classes`: hash floats by class only (floats_are_inputs ops).
+// `float_classes`: hash floats by class only (OpSpec::floats_are_inputs ops).
 uint64_t hash_of(const void* op, const std::vector<c10::IValue>& flat, bool float_classes) {
   uint64_t h = reinterpret_cast<uintptr_t>(op);
   std::vector<uint64_t> storages;  // aliasing: the first flat position of each storage
@@ -167,23 +167,14 @@ void op_cache_clear() {
   c.entries = 0;
 }
 
-bool floats_are_inputs(const c10::OperatorHandle& op) {
-  const std::string& name = op.schema().name();
-  if (name.rfind("aten::_foreach_", 0) == 0) return true;
-  static const std::unordered_set<std::string> ops = {
-      "aten::add", "aten::add_", "aten::sub", "aten::sub_", "aten::rsub", "aten::mul", "aten::mul_",
-      "aten::div", "aten::div_", "aten::addcmul", "aten::addcmul_", "aten::addcdiv", "aten::addcdiv_",
-      "aten::lerp", "aten::lerp_", "aten::fill_"};
-  return ops.count(name) > 0;
-}
-
-std::optional<OpCall> op_cache_call(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args) {
+std::optional<OpCall> op_cache_call(const c10::OperatorHandle& op, const OpSpec& spec,
+                                    const std::vector<c10::IValue>& args) {
   if (!enabled()) return std::nullopt;
   const c10::FunctionSchema& schema = op.schema();
   for (const c10::Argument& a : schema.arguments()) {
     if (a.is_out()) return std::nullopt;
   }
-  if (checks_read_values(schema)) return std::nullopt;  // a replay would skip them
+  if (spec.checks_read_values) return std::nullopt;  // a replay would skip them
   OpCall call;
   call.flat.reserve(args.size() + 2);
   call.flat.emplace_back(runtime::matmul_precision());
@@ -193,7 +184,7 @@ std::optional<OpCall> op_cache_call(const c10::OperatorHandle& op, const std::ve
     call.arg_start.push_back(static_cast<int>(call.flat.size()));
     if (!flatten(v, call.flat)) return std::nullopt;
   }
-  call.floats_are_inputs = floats_are_inputs(op);
+  call.floats_are_inputs = spec.floats_are_inputs;
   call.key = hash_of(op_id(op), call.flat, call.floats_are_inputs);
   return call;
 }
