@@ -57,8 +57,8 @@ int aliased_argument(const c10::FunctionSchema& schema, size_t ret) {
   return -1;
 }
 
-// `flat_start`: where the argument begins in the op cache's flat signature
-// (csrc/device/op_cache.h), or -1; Python floats keep it as their origin.
+// `flat_start`: where the argument begins in the call's flat signature
+// (csrc/device/call_signature.h), or -1; Python floats keep it as their origin.
 Arg to_arg(TensorProgram& prog, const c10::Argument& schema_arg, const c10::IValue& v, bool read_tensors,
            int flat_start) {
   Arg a;

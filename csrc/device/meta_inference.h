@@ -3,7 +3,8 @@
 // promotion are PyTorch's). Many meta kernels are Python (torch._refs), which
 // costs hundreds of microseconds, so results are cached by everything the
 // meta kernel can see: argument metadata, aliasing between arguments, and
-// non-tensor argument values.
+// non-tensor argument values (the call's signature under the meta policy,
+// csrc/device/call_signature.h).
 #pragma once
 
 #include <ATen/ATen.h>

@@ -4,10 +4,11 @@
 // Eager training loops repeat the same few hundred op signatures every step;
 // building their program text was most of Strict's per-op cost.
 //
-// A signature is what fixes the program: the op, the matmul precision, every
-// tpu tensor's dtype, sizes, strides, offset, storage size and aliasing,
-// CPU scalar tensors' dtypes, and every other argument's value (lists
-// element by element). For the arithmetic ops optimizers are made of
+// A signature is what fixes the program (csrc/device/call_signature.h, under
+// the program policy): the op, the matmul precision, every tpu tensor's
+// dtype, sizes, strides, offset, storage size, buffer and aliasing, CPU
+// scalar tensors' dtypes, and every other argument's value (lists element by
+// element). For the arithmetic ops optimizers are made of
 // (OpSpec::floats_are_inputs: the _foreach_ ops and add, sub, rsub, mul,
 // div, addcmul, addcdiv, lerp, fill_), Python floats that the lowering made program inputs
 // (ScalarArg::origin) are the exception: a replay uploads the new call's
@@ -49,7 +50,7 @@ namespace torch_tpu::device {
 void op_cache_clear();
 
 struct OpCall {
-  std::vector<c10::IValue> flat;  // the signature's values, in argument order
+  std::vector<c10::IValue> flat;  // the signature's values (call_signature.h), in argument order
   std::vector<int> arg_start;     // per argument: its first position in `flat`
   bool floats_are_inputs = false;  // OpSpec::floats_are_inputs
   uint64_t key = 0;               // hash of the signature, floats by class (verified on replay)
