@@ -4,9 +4,7 @@
 #include <ATen/native/TypeProperties.h>
 
 #include <cmath>
-#include <set>
 #include <string>
-#include <unordered_map>
 
 #include "device/storage_buffer.h"
 
@@ -19,18 +17,17 @@ using Args = std::vector<c10::IValue>;
 // ---- every op: what a written tensor may overlap ----------------------------------
 // TensorIterator's rules on CPU and CUDA (the Python meta kernels PyTorch
 // registers for add_, fill_ ... do not check them).
-void check_write_overlap(const c10::FunctionSchema& schema, const Args& args) {
+void check_write_overlap(WriteOverlap rule, const c10::FunctionSchema& schema, const Args& args) {
   std::vector<at::Tensor> inputs;  // tensors the op reads
   for (size_t i = 0; i < args.size(); ++i) {
     if (!(writes_argument(schema.arguments()[i]) && schema.arguments()[i].is_out())) collect_tensors(args[i], inputs);
   }
   // Ops whose CPU kernels refuse an out= that aliases an input even exactly.
-  const bool no_alias_at_all = schema.name() == "aten::take" || schema.name() == "aten::cat";
+  const bool no_alias_at_all = rule == WriteOverlap::Disjoint;
   // fill_ with a number, zero_ and masked_fill_ write one value wherever they
   // write, so CPU and CUDA let them write an expanded tensor (masked_fill_
   // with a deprecation warning).
-  const bool writes_one_value = (schema.name() == "aten::fill_" && schema.overload_name() == "Scalar") ||
-                                schema.name() == "aten::zero_" || schema.name() == "aten::masked_fill_";
+  const bool writes_one_value = rule == WriteOverlap::OneValue;
   for (size_t i = 0; i < args.size(); ++i) {
     if (!writes_argument(schema.arguments()[i]) || !args[i].isTensor()) continue;
     const at::Tensor& t = args[i].toTensor();
@@ -50,17 +47,7 @@ void check_write_overlap(const c10::FunctionSchema& schema, const Args& args) {
   }
 }
 
-// In-place elementwise ops whose result must be castable to self's dtype
-// (TensorIterator's rule on CPU and CUDA; PyTorch's Python meta kernels do
-// not check it when the other operand is a wrapped number).
-bool is_promoting_inplace(const std::string& name) {
-  static const std::set<std::string> kOps = {
-      "aten::add_", "aten::sub_", "aten::mul_", "aten::div_", "aten::pow_", "aten::remainder_", "aten::fmod_",
-      "aten::atan2_", "aten::clamp_", "aten::clamp_min_", "aten::clamp_max_", "aten::lerp_", "aten::addcmul_",
-      "aten::addcdiv_", "aten::bitwise_and_", "aten::bitwise_or_", "aten::bitwise_xor_"};
-  return kOps.count(name) > 0;
-}
-
+// The result type of an in-place elementwise op's operands.
 at::ScalarType promoted_type(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args) {
   at::native::ResultTypeState state{};
   for (size_t i = 0; i < args.size(); ++i) {
@@ -73,14 +60,40 @@ at::ScalarType promoted_type(const c10::FunctionSchema& schema, const std::vecto
       state = at::native::update_result_type_state(v.toScalar(), state);
     }
   }
-  at::ScalarType t = at::native::result_type(state);
-  // True division of integers gives the default float type.
-  bool true_div = schema.name() == "aten::div_" && schema.overload_name() == "Tensor";
-  if (true_div && at::isIntegralType(t, /*includeBool=*/true)) t = at::typeMetaToScalarType(at::get_default_dtype());
-  return t;
+  return at::native::result_type(state);
 }
 
+// Whether the overload writes its first argument in place (add_, not add.out).
+bool writes_self(const c10::FunctionSchema& schema, const Args& args) {
+  return !schema.arguments().empty() && writes_argument(schema.arguments()[0]) && !schema.arguments()[0].is_out() &&
+         !args.empty() && args[0].isTensor();
+}
+
+void check_castable_to_self(at::ScalarType result, const Args& args) {
+  at::ScalarType self_t = args[0].toTensor().scalar_type();
+  TORCH_CHECK(at::canCast(result, self_t), "result type ", result, " can't be cast to the desired output type ",
+              self_t);
+}
+
+}  // namespace
+
 // ---- per-op checks ---------------------------------------------------------------------
+
+// In-place elementwise ops: the result must be castable to self's dtype
+// (TensorIterator's rule on CPU and CUDA; PyTorch's Python meta kernels do
+// not check it when the other operand is a wrapped number).
+void check_inplace_castable(const c10::FunctionSchema& schema, const Args& args) {
+  if (writes_self(schema, args)) check_castable_to_self(promoted_type(schema, args), args);
+}
+
+// div_ as true division: integers divide into the default float type.
+void check_inplace_division_castable(const c10::FunctionSchema& schema, const Args& args) {
+  if (!writes_self(schema, args)) return;
+  at::ScalarType t = promoted_type(schema, args);
+  const bool true_div = schema.overload_name() == "Tensor";  // div_.Tensor_mode rounds
+  if (true_div && at::isIntegralType(t, /*includeBool=*/true)) t = at::typeMetaToScalarType(at::get_default_dtype());
+  check_castable_to_self(t, args);
+}
 
 // Advanced indexing: PyTorch raises IndexError for float indices (the Python
 // meta kernel raises RuntimeError, CUDA and CPU IndexError).
@@ -162,12 +175,16 @@ void check_clamp_bounds(const c10::FunctionSchema&, const Args& args) {
 // (native/LinearAlgebra.cpp, native/Blas.cpp); PyTorch's Python meta kernels,
 // which compute our result shapes, word theirs differently and check no
 // dtypes. mm's dtype check is in each device's kernel: CUDA's wording here.
+namespace {
+
 std::string matrix_sizes(const at::Tensor& t) { return std::to_string(t.size(0)) + "x" + std::to_string(t.size(1)); }
 
 void check_mat1_mat2_shapes(const at::Tensor& mat1, const at::Tensor& mat2) {
   TORCH_CHECK(mat1.size(1) == mat2.size(0), "mat1 and mat2 shapes cannot be multiplied (", matrix_sizes(mat1), " and ",
               matrix_sizes(mat2), ")");
 }
+
+}  // namespace
 
 void check_mm(const c10::FunctionSchema&, const Args& args) {
   if (args.size() < 2 || !args[0].isTensor() || !args[1].isTensor()) return;
@@ -191,7 +208,9 @@ void check_addmm(const c10::FunctionSchema&, const Args& args) {
   check_mat1_mat2_shapes(mat1, mat2);
 }
 
-// mv is addmv into its result; addmv's meta function (native/Blas.cpp).
+namespace {
+
+// addmv's meta function (native/Blas.cpp).
 void check_addmv_shapes(const at::Tensor* self, const at::Tensor& mat, const at::Tensor& vec) {
   const int64_t self_dim = self ? self->dim() : 1;
   TORCH_CHECK(mat.dim() == 2 && vec.dim() == 1 && self_dim <= 1, "vector + matrix @ vector expected, got ", self_dim,
@@ -201,10 +220,7 @@ void check_addmv_shapes(const at::Tensor* self, const at::Tensor& mat, const at:
               "), mat (", matrix_sizes(mat), "), vec (", vec.size(0), ")");
 }
 
-void check_mv(const c10::FunctionSchema&, const Args& args) {
-  if (args.size() < 2 || !args[0].isTensor() || !args[1].isTensor()) return;
-  check_addmv_shapes(nullptr, args[0].toTensor(), args[1].toTensor());
-}
+}  // namespace
 
 void check_addmv(const c10::FunctionSchema&, const Args& args) {
   if (args.size() < 3 || !args[0].isTensor() || !args[1].isTensor() || !args[2].isTensor()) return;
@@ -226,9 +242,13 @@ void check_dot(const c10::FunctionSchema&, const Args& args) {
 }
 
 // ---- checks ATen makes on every device that PyTorch's meta kernels lack --------
+namespace {
+
 const at::Tensor* tensor_at(const Args& args, size_t i) {
   return i < args.size() && args[i].isTensor() && args[i].toTensor().defined() ? &args[i].toTensor() : nullptr;
 }
+
+}  // namespace
 
 // at::native::_softmax and sort wrap `dim` (c10::maybe_wrap_dim: IndexError).
 void check_dim_of_self(const c10::FunctionSchema& schema, const Args& args) {
@@ -301,6 +321,8 @@ void check_index_add_types(const c10::FunctionSchema&, const Args& args) {
               ") and source (", source->scalar_type(), ") must have the same scalar type");
 }
 
+namespace {
+
 // index_put's iterator (make_index_put_iterator).
 void check_index_put_types(const c10::FunctionSchema&, const Args& args) {
   const at::Tensor *self = tensor_at(args, 0), *values = tensor_at(args, 2);
@@ -309,6 +331,8 @@ void check_index_put_types(const c10::FunctionSchema&, const Args& args) {
               "Index put requires the source and destination dtypes match, got ", self->scalar_type(),
               " for the destination and ", values->scalar_type(), " for the source.");
 }
+
+}  // namespace
 
 void check_index_put(const c10::FunctionSchema& schema, const Args& args) {
   check_index_dtypes(schema, args);  // make_info, before the iterator
@@ -347,25 +371,6 @@ void check_index_fill_index(const c10::FunctionSchema&, const Args& args) {
   TORCH_CHECK_INDEX(index->scalar_type() == at::kLong, "index_fill_(): Expected dtype int64 for index.");
 }
 
-// Shifts and random fills have kernels for some dtypes only: like every
-// other dtype gap, NotImplementedError (the Python meta kernels raise
-// RuntimeError).
-void check_shift_dtype(const c10::FunctionSchema& schema, const Args& args) {
-  const at::Tensor* self = tensor_at(args, 0);
-  if (!self || !at::isFloatingType(self->scalar_type())) return;
-  const bool left = schema.name().find("lshift") != std::string::npos || schema.name().find("left") != std::string::npos;
-  TORCH_CHECK_NOT_IMPLEMENTED(false, "\"", left ? "lshift" : "rshift", "\" not implemented for '",
-                              self->scalar_type(), "'");
-}
-
-void check_random_fill_dtype(const c10::FunctionSchema& schema, const Args& args) {
-  const at::Tensor* self = tensor_at(args, 0);
-  if (!self || at::isFloatingType(self->scalar_type()) || at::isComplexType(self->scalar_type())) return;
-  const bool normal = schema.name() == "aten::normal_";
-  TORCH_CHECK_NOT_IMPLEMENTED(false, "\"", normal ? "normal_kernel_cpu" : "check_uniform_bounds",
-                              "\" not implemented for '", self->scalar_type(), "'");
-}
-
 // topk's meta function.
 void check_topk_k(const c10::FunctionSchema&, const Args& args) {
   const at::Tensor* self = tensor_at(args, 0);
@@ -383,51 +388,19 @@ void check_scan_dtype(const c10::FunctionSchema& schema, const Args& args) {
                               "'");
 }
 
-// Dtypes an op has no kernel for on CPU and CUDA (their AT_DISPATCH raises
-// NotImplementedError naming the kernel). Without this, the Python meta
-// kernels raise RuntimeError, or compute, or the program fails to compile.
+// Dtype gaps (OpSpec::dtype_gap): which first-argument dtypes have a kernel.
 bool floating(at::ScalarType t) { return at::isFloatingType(t); }
 bool floating_or_complex(at::ScalarType t) { return at::isFloatingType(t) || at::isComplexType(t); }
 bool not_bool(at::ScalarType t) { return t != at::kBool; }
-bool floating_or_byte(at::ScalarType t) { return at::isFloatingType(t) || t == at::kByte; }
+bool not_floating(at::ScalarType t) { return !at::isFloatingType(t); }
 
-struct DtypeGap {
-  const char* kernel;                 // the name in the message
-  bool (*supported)(at::ScalarType);  // of the first argument's dtype
-};
-
-const std::unordered_map<std::string, DtypeGap>& dtype_gaps() {
-  static const std::unordered_map<std::string, DtypeGap> gaps = {
-      {"aten::_softmax", {"softmax", floating}},
-      {"aten::_log_softmax", {"log_softmax", floating}},
-      {"aten::native_layer_norm", {"LayerNormKernelImpl", floating}},
-      {"aten::binary_cross_entropy", {"binary_cross_entropy", floating}},
-      {"aten::mse_loss", {"mse", floating}},
-      {"aten::smooth_l1_loss", {"smooth_l1", floating}},
-      {"aten::lerp", {"lerp", floating_or_complex}},
-      {"aten::lerp_", {"lerp", floating_or_complex}},
-      {"aten::logcumsumexp", {"logcumsumexp", floating_or_complex}},
-      {"aten::linalg_cross", {"cross", not_bool}},
-      {"aten::mm", {"mm", not_bool}},
-      {"aten::addmm", {"addmm", not_bool}},
-      {"aten::floor_divide", {"div_floor", not_bool}},
-      {"aten::floor_divide_", {"div_floor", not_bool}},
-      {"aten::upsample_nearest1d", {"upsample_nearest1d", floating_or_byte}},
-      {"aten::upsample_nearest2d", {"upsample_nearest2d", floating_or_byte}},
-      {"aten::upsample_nearest3d", {"upsample_nearest3d", floating_or_byte}},
-      {"aten::_upsample_nearest_exact1d", {"upsample_nearest1d", floating_or_byte}},
-      {"aten::_upsample_nearest_exact2d", {"upsample_nearest2d", floating_or_byte}},
-      {"aten::_upsample_nearest_exact3d", {"upsample_nearest3d", floating_or_byte}},
-  };
-  return gaps;
-}
-
-void check_dtype_gap(const c10::FunctionSchema& schema, const Args& args) {
-  auto it = dtype_gaps().find(schema.name());
-  if (it == dtype_gaps().end()) return;
+// upsample_nearest{1,2,3}d and their _exact twins: the kernel each names.
+void check_upsample_nearest_dtype(const c10::FunctionSchema& schema, const Args& args) {
   const at::Tensor* self = tensor_at(args, 0);
-  if (!self || it->second.supported(self->scalar_type())) return;
-  TORCH_CHECK_NOT_IMPLEMENTED(false, "\"", it->second.kernel, "\" not implemented for '", self->scalar_type(), "'");
+  if (!self || at::isFloatingType(self->scalar_type()) || self->scalar_type() == at::kByte) return;
+  const std::string& name = schema.name();
+  TORCH_CHECK_NOT_IMPLEMENTED(false, "\"upsample_nearest", name.substr(name.size() - 2), "\" not implemented for '",
+                              self->scalar_type(), "'");
 }
 
 // bernoulli(self) reads self as probabilities.
@@ -524,8 +497,6 @@ void check_multinomial_distribution(const c10::FunctionSchema&, const Args& args
   TORCH_CHECK(!(row_sums == 0).any().item<bool>(), "invalid multinomial distribution (sum of probabilities <= 0)");
 }
 
-using Check = void (*)(const c10::FunctionSchema&, const Args&);
-
 // GradScaler's kernels take one-element float32 scale and found_inf tensors
 // and an int32 growth tracker (AmpGradScalerKernels.cpp's messages).
 void check_amp_update_scale(const c10::FunctionSchema&, const Args& args) {
@@ -538,79 +509,6 @@ void check_amp_update_scale(const c10::FunctionSchema&, const Args& args) {
   TORCH_CHECK(scale->scalar_type() == at::kFloat, "current_scale must be a float tensor.");
   TORCH_CHECK(found_inf->scalar_type() == at::kFloat, "found_inf must be a float tensor.");
 }
-
-const std::unordered_map<std::string, Check>& per_op_checks() {
-  static const std::unordered_map<std::string, Check> checks = {
-      {"aten::index", check_index_dtypes},
-      {"aten::_amp_update_scale_", check_amp_update_scale},
-      {"aten::_index_put_impl_", check_index_put},
-      {"aten::index_put_", check_index_dtypes},
-      {"aten::index_select", check_index_select_dtype},
-      {"aten::amax", check_extreme_of_empty},
-      {"aten::amin", check_extreme_of_empty},
-      {"aten::aminmax", check_extreme_of_empty},
-      {"aten::argmax", check_extreme_of_empty},
-      {"aten::argmin", check_extreme_of_empty},
-      {"aten::arange", check_arange_bounds},
-      {"aten::cat", check_cat_inputs},
-      {"aten::complex", check_complex_parts},
-      {"aten::clamp", check_clamp_bounds},
-      {"aten::clamp_", check_clamp_bounds},
-      {"aten::multinomial", check_multinomial_distribution},
-      {"aten::_softmax", check_dim_of_self},
-      {"aten::sort", check_dim_of_self},
-      {"aten::convolution", check_convolution_types},
-      {"aten::index_add", check_index_add_types},
-      {"aten::index_add_", check_index_add_types},
-      {"aten::put", check_put_types},
-      {"aten::put_", check_put_types},
-      {"aten::nll_loss_forward", check_nll_target_type},
-      {"aten::nll_loss2d_forward", check_nll_target_type},
-      {"aten::index_copy", check_index_copy_types},
-      {"aten::index_copy_", check_index_copy_types},
-      {"aten::index_fill", check_index_fill_index},
-      {"aten::index_fill_", check_index_fill_index},
-      {"aten::__lshift__", check_shift_dtype},
-      {"aten::__ilshift__", check_shift_dtype},
-      {"aten::__rshift__", check_shift_dtype},
-      {"aten::__irshift__", check_shift_dtype},
-      {"aten::bitwise_left_shift", check_shift_dtype},
-      {"aten::bitwise_left_shift_", check_shift_dtype},
-      {"aten::bitwise_right_shift", check_shift_dtype},
-      {"aten::bitwise_right_shift_", check_shift_dtype},
-      {"aten::normal_", check_random_fill_dtype},
-      {"aten::uniform_", check_random_fill_dtype},
-      {"aten::topk", check_topk_k},
-      {"aten::cumsum", check_scan_dtype},
-      {"aten::cumsum_", check_scan_dtype},
-      {"aten::cumprod", check_scan_dtype},
-      {"aten::cumprod_", check_scan_dtype},
-      {"aten::native_layer_norm", check_layer_norm_parameters},
-      {"aten::bernoulli", check_bernoulli_probability_dtype},
-      {"aten::addcdiv", check_addcdiv_integer_division},
-      {"aten::addcdiv_", check_addcdiv_integer_division},
-      {"aten::var", check_std_var_dtype},
-      {"aten::std", check_std_var_dtype},
-      {"aten::var_mean", check_std_var_dtype},
-      {"aten::std_mean", check_std_var_dtype},
-      {"aten::masked_fill", check_masked_fill_mask},
-      {"aten::masked_fill_", check_masked_fill_mask},
-      {"aten::where", check_where_condition},
-      {"aten::lerp", check_lerp_dtypes},
-      {"aten::lerp_", check_lerp_dtypes},
-      {"aten::mm", check_mm},
-      {"aten::addmm", check_addmm},
-      {"aten::addmm_", check_addmm},
-      {"aten::mv", check_mv},
-      {"aten::addmv", check_addmv},
-      {"aten::addmv_", check_addmv},
-      {"aten::dot", check_dot},
-      {"aten::vdot", check_dot},
-  };
-  return checks;
-}
-
-}  // namespace
 
 void collect_tensors(const c10::IValue& v, std::vector<at::Tensor>& out) {
   if (v.isTensor()) {
@@ -627,18 +525,17 @@ void collect_tensors(const c10::IValue& v, std::vector<at::Tensor>& out) {
 
 bool writes_argument(const c10::Argument& a) { return a.alias_info() && a.alias_info()->isWrite(); }
 
-bool checks_read_values(const c10::FunctionSchema& schema) { return schema.name() == "aten::multinomial"; }
-
-void check_arguments(const c10::FunctionSchema& schema, const Args& args) {
-  check_write_overlap(schema, args);
-  check_dtype_gap(schema, args);
-  auto it = per_op_checks().find(schema.name());
-  if (it != per_op_checks().end()) it->second(schema, args);
-  if (is_promoting_inplace(schema.name()) && !args.empty() && args[0].isTensor()) {
-    at::ScalarType self_t = args[0].toTensor().scalar_type();
-    at::ScalarType result = promoted_type(schema, args);
-    TORCH_CHECK(at::canCast(result, self_t), "result type ", result, " can't be cast to the desired output type ",
-                self_t);
+void check_arguments(const OpSpec& spec, const c10::FunctionSchema& schema, const Args& args) {
+  check_write_overlap(spec.write_overlap, schema, args);
+  if (spec.dtype_gap.kernel) {
+    const at::Tensor* self = tensor_at(args, 0);
+    if (self && !spec.dtype_gap.supported(self->scalar_type())) {
+      TORCH_CHECK_NOT_IMPLEMENTED(false, "\"", spec.dtype_gap.kernel, "\" not implemented for '", self->scalar_type(),
+                                  "'");
+    }
+  }
+  for (ArgCheck check : spec.checks) {
+    if (check) check(schema, args);
   }
 }
 

@@ -1,7 +1,7 @@
 // Argument checks PyTorch's CPU and CUDA kernels make before they compute
 // and its meta kernels skip (or make with another exception type). Every
-// lowered op runs them first, so bad input raises the exception a CUDA user
-// would see, at the call that made it.
+// lowered op runs its row's checks first (csrc/device/op_spec.h), so bad
+// input raises the exception a CUDA user would see, at the call that made it.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -9,20 +9,59 @@
 
 #include <vector>
 
+#include "device/op_spec.h"
+
 namespace torch_tpu::device {
 
-void check_arguments(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
-
-// Whether the op's checks read tensor values on the host (multinomial's
-// probabilities), so that a call cannot skip them by replaying an earlier
-// call's program (csrc/device/op_cache.h); every other check reads dtypes,
-// shapes and non-tensor arguments only, which a replay's signature fixes.
-bool checks_read_values(const c10::FunctionSchema& schema);
+// The op's checks: what its written tensors may overlap, its dtype gap, then
+// its row's checks.
+void check_arguments(const OpSpec& spec, const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
 
 // The tensors of an argument (a Tensor, Tensor[] or Tensor?[]).
 void collect_tensors(const c10::IValue& v, std::vector<at::Tensor>& out);
 
 // Whether the schema marks the argument as written (in-place self, out=).
 bool writes_argument(const c10::Argument& a);
+
+// ---- the checks rows name (OpSpec::checks); each says what it follows ----
+void check_inplace_castable(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+void check_inplace_division_castable(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+void check_index_dtypes(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+void check_index_select_dtype(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+void check_extreme_of_empty(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+void check_cat_inputs(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+void check_complex_parts(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+void check_clamp_bounds(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+void check_mm(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+void check_addmm(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+void check_addmv(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+void check_dot(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+void check_dim_of_self(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+void check_convolution_types(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+void check_arange_bounds(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+void check_index_add_types(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+void check_index_put(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+void check_put_types(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+void check_nll_target_type(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+void check_index_copy_types(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+void check_index_fill_index(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+void check_topk_k(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+void check_scan_dtype(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+void check_upsample_nearest_dtype(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+void check_bernoulli_probability_dtype(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+void check_addcdiv_integer_division(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+void check_std_var_dtype(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+void check_layer_norm_parameters(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+void check_masked_fill_mask(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+void check_where_condition(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+void check_lerp_dtypes(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+void check_multinomial_distribution(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+void check_amp_update_scale(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+
+// Dtype gaps' predicates (OpSpec::dtype_gap): of the first argument's dtype.
+bool floating(at::ScalarType t);
+bool floating_or_complex(at::ScalarType t);
+bool not_bool(at::ScalarType t);
+bool not_floating(at::ScalarType t);
 
 }  // namespace torch_tpu::device

@@ -58,6 +58,7 @@ TORCH_LIBRARY_IMPL(aten, AutocastPrivateUse1, m) {
   AT_FORALL_PROMOTE(TORCH_TPU_AUTOCAST_PROMOTE)
 #undef TORCH_TPU_AUTOCAST_PROMOTE
 
+  // A registration name, as every m.impl takes one; no rule is keyed by it.
   m.impl(TORCH_SELECTIVE_NAME("aten::binary_cross_entropy"),
          TORCH_FN(torch_tpu::device::binary_cross_entropy_under_autocast));
 }

@@ -80,7 +80,9 @@ hlo::Value conj_value(hlo::Builder& b, const hlo::Value& v) {
 
 // A copy that converts can overflow (1e6 is inf in float16): Debug mode
 // checks its result as it checks an op's. A copy within one dtype makes no
-// new values.
+// new values. The aten op names quoted in this file are labels for messages
+// (this check's, and prog.run's name of the op in a failed program's
+// error), not keys of any rule.
 void check_cast_result(const at::Tensor& src, const at::Tensor& dst) {
   if (src.scalar_type() == dst.scalar_type()) return;
   check_finite_results(std::string("aten::_copy_from (a cast from ") + c10::toString(src.scalar_type()) + " to " +

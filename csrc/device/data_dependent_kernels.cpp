@@ -19,7 +19,9 @@ std::optional<at::Tensor> on_host(const std::optional<at::Tensor>& t) {
 }
 
 // The CPU kernel's results on the device. Debug mode checks them for NaN
-// and Inf as it checks a lowered op's.
+// and Inf as it checks a lowered op's. `op` (the aten names below) is
+// only a label for that check's message: these kernels are registered by
+// name in op_table.cpp and keep no rule keyed by it.
 at::Tensor to_device(const char* op, const at::Tensor& r, const at::Device& device) {
   at::Tensor out = r.to(device);
   check_finite_results(op, {out});

@@ -13,8 +13,10 @@ std::pair<int64_t, int64_t> index_extent(const at::Tensor& index) {
   return {host.min().item<int64_t>(), host.max().item<int64_t>()};
 }
 
-// gather, scatter, scatter_add, index_add, index_select: (self, dim, index, ...)
-void check_dim_index(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args) {
+// gather, scatter, scatter_add, index_add, index_select: (self, dim, index, ...).
+// `index_error`: CPU raises IndexError, worded as index_select's and
+// index_add's kernels word it; otherwise RuntimeError.
+void check_dim_index(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args, bool index_error) {
   const at::Tensor& self = args[0].toTensor();
   const at::Tensor& index = args[2].toTensor();
   if (index.numel() == 0) return;
@@ -23,15 +25,23 @@ void check_dim_index(const c10::FunctionSchema& schema, const std::vector<c10::I
   auto [lo, hi] = index_extent(index);
   const int64_t bad = lo < 0 ? lo : hi;
   if (lo >= 0 && hi < size) return;
-  if (schema.name() == "aten::index_select" || schema.name() == "aten::index_add" ||
-      schema.name() == "aten::index_add_") {
+  if (index_error) {
     TORCH_CHECK_INDEX(false, "index out of range in self (", schema.name(), ": index ", bad, " with size ", size, ")");
   }
   TORCH_CHECK(false, schema.name(), ": index ", bad, " is out of bounds for dimension ", dim, " with size ", size);
 }
 
-// index / index_put: (self, indices, ...), one index tensor per leading dim.
-void check_advanced_index(const std::vector<c10::IValue>& args) {
+}  // namespace
+
+void check_dim_index_range(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args) {
+  check_dim_index(schema, args, /*index_error=*/false);
+}
+
+void check_dim_index_range_index_error(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args) {
+  check_dim_index(schema, args, /*index_error=*/true);
+}
+
+void check_advanced_index_ranges(const c10::FunctionSchema&, const std::vector<c10::IValue>& args) {
   const at::Tensor& self = args[0].toTensor();
   auto list = args[1].toList();
   int64_t dim = 0;
@@ -48,19 +58,6 @@ void check_advanced_index(const std::vector<c10::IValue>& args) {
     const int64_t bad = lo < -size ? lo : hi;
     TORCH_CHECK_INDEX(lo >= -size && hi < size, "index ", bad, " is out of bounds for dimension ", dim, " with size ",
                       size);
-  }
-}
-
-}  // namespace
-
-void check_index_ranges(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args) {
-  const std::string& name = schema.name();
-  if (name == "aten::gather" || name == "aten::scatter" || name == "aten::scatter_" || name == "aten::scatter_add" ||
-      name == "aten::scatter_add_" || name == "aten::index_select" || name == "aten::index_add" ||
-      name == "aten::index_add_") {
-    check_dim_index(schema, args);
-  } else if (name == "aten::index" || name == "aten::_index_put_impl_") {
-    check_advanced_index(args);
   }
 }
 

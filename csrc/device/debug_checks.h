@@ -11,8 +11,14 @@
 
 namespace torch_tpu::device {
 
-// Raises the error CPU raises for the first out-of-range index.
-void check_index_ranges(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+// Index ranges (OpSpec::debug_check): each raises the error CPU raises for
+// the first out-of-range index.
+// (self, dim, index, ...): gather, scatter, scatter_add.
+void check_dim_index_range(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+// (self, dim, index, ...) with IndexError: index_select, index_add.
+void check_dim_index_range_index_error(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+// (self, indices, ...), one index tensor per leading dim: index, index_put.
+void check_advanced_index_ranges(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
 // Debug mode with TORCH_TPU_CHECK_NANS on: raises naming `op` when a
 // floating result (a tensor or a list's) holds NaN or Inf. Every kernel that
 // computes device values calls it: lowered ops, casts, data-dependent ops.

@@ -10,16 +10,6 @@ namespace torch_tpu::device {
 
 namespace {
 
-bool same_value(const c10::IValue& a, const c10::IValue& b) {
-  if (a.isNone() || b.isNone()) return a.isNone() && b.isNone();
-  if (a.isBool() || b.isBool()) return a.isBool() && b.isBool() && a.toBool() == b.toBool();
-  if (a.isInt() || b.isInt()) return a.isInt() && b.isInt() && a.toInt() == b.toInt();
-  if (a.isDouble() || b.isDouble()) return a.isDouble() && b.isDouble() && a.toDouble() == b.toDouble();
-  if (a.isString() || b.isString()) return a.isString() && b.isString() && a.toStringRef() == b.toStringRef();
-  if (a.isDevice() || b.isDevice()) return a.isDevice() && b.isDevice() && a.toDevice() == b.toDevice();
-  return false;  // anything else (SymInts, lists...): never assumed equal
-}
-
 bool is_device_tensor(const c10::IValue& v) {
   return v.isTensor() && v.toTensor().defined() && v.toTensor().device().type() == c10::DeviceType::PrivateUse1;
 }
@@ -60,46 +50,7 @@ bool CapturedGraph::matches(const std::vector<c10::IValue>& values) {
     mismatch_ = "input " + std::to_string(k) + ": " + what;
     return false;
   };
-  if (values.size() != inputs.size()) {
-    mismatch_ = "number of inputs changed";
-    return false;
-  }
-  std::unordered_map<uint64_t, int> first_of_storage;
-  for (size_t k = 0; k < values.size(); ++k) {
-    const Input& in = inputs[k];
-    const c10::IValue& v = values[k];
-    switch (in.kind) {
-      case Input::Kind::DeviceTensor: {
-        if (!is_device_tensor(v)) return fail(k, "no longer a tpu tensor");
-        const at::Tensor& t = v.toTensor();
-        if (t.scalar_type() != in.dtype) return fail(k, "dtype changed");
-        if (t.sizes() != in.sizes) return fail(k, "sizes changed");
-        if (t.strides() != in.strides || t.storage_offset() != in.offset) return fail(k, "strides or offset changed");
-        StorageBuffer& sb = storage_buffer(t);
-        if (sb.device != device) return fail(k, "device changed");
-        if (sb.nbytes != in.storage_nbytes) return fail(k, "storage size changed");
-        settle_pending_writes(sb);  // another thread's pending program writes it: run that first
-        hlo::ElementType buffer_dtype = hlo::ElementType::U8;
-        if ((sb.current(&buffer_dtype) != nullptr) != in.has_buffer) return fail(k, "storage materialization changed");
-        if (in.has_buffer && buffer_dtype != in.buffer_dtype) return fail(k, "storage buffer element type changed");
-        auto [it, fresh] = first_of_storage.emplace(sb.id, static_cast<int>(k));
-        if ((fresh ? -1 : it->second) != in.alias_of) return fail(k, "aliasing between inputs changed");
-        break;
-      }
-      case Input::Kind::HostTensor: {
-        if (!is_host_tensor(v)) return fail(k, "no longer a CPU tensor");
-        const at::Tensor& t = v.toTensor();
-        if (t.scalar_type() != in.dtype || t.sizes() != in.sizes) return fail(k, "CPU tensor dtype or sizes changed");
-        break;
-      }
-      case Input::Kind::Other:
-        if (!same_value(v, in.value)) return fail(k, "value changed");
-        break;
-      case Input::Kind::FreeFloat:
-        if (!v.isDouble() || lower::is_special_scalar(v.toDouble())) return fail(k, "a number the program cannot take");
-        break;
-    }
-  }
+  if (!signature.matches(values, &mismatch_)) return false;
   // Equal numbers shared one program input when captured; they still must be.
   // A number its range-checked input cannot hold is the lowering's to refuse
   // (LowerContext::scalar raises CPU's error), never a replay's to upload.
@@ -131,7 +82,7 @@ std::optional<std::vector<c10::IValue>> CapturedGraph::replay(const std::vector<
     switch (p.kind) {
       case Param::Kind::Input: {
         const at::Tensor& t = values[p.input].toTensor();
-        arg = inputs[p.input].kind == Input::Kind::HostTensor ? upload_host(t, device) : storage_buffer(t).current();
+        arg = signature.entries[p.input].kind == Input::Kind::HostTensor ? upload_host(t, device) : storage_buffer(t).current();
         break;
       }
       case Param::Kind::Constant:
@@ -207,34 +158,18 @@ std::shared_ptr<CapturedGraph> capture_program(std::unique_ptr<ProgramState> sta
     if (reason.empty()) reason = r;
   };
 
-  // Inputs and their signature.
+  // Inputs and their signature: graph replay's policy is a program's (a
+  // graph's numbers are baked in unless the loop below frees them).
+  cap->signature = record_signature(values, program_signature(/*floats_are_inputs=*/false));
   std::unordered_map<uint64_t, int> input_of_storage;
   std::unordered_map<const c10::TensorImpl*, int> input_of_host;
   for (size_t k = 0; k < values.size(); ++k) {
     const c10::IValue& v = values[k];
-    CapturedGraph::Input in;
     if (is_device_tensor(v)) {
-      const at::Tensor& t = v.toTensor();
-      StorageBuffer& sb = storage_buffer(t);
-      in.kind = CapturedGraph::Input::Kind::DeviceTensor;
-      in.dtype = t.scalar_type();
-      in.sizes = t.sizes().vec();
-      in.strides = t.strides().vec();
-      in.offset = t.storage_offset();
-      in.storage_nbytes = sb.nbytes;
-      in.has_buffer = sb.current(&in.buffer_dtype) != nullptr;
-      auto [it, fresh] = input_of_storage.emplace(sb.id, static_cast<int>(k));
-      in.alias_of = fresh ? -1 : it->second;
+      input_of_storage.emplace(storage_buffer(v.toTensor()).id, static_cast<int>(k));
     } else if (is_host_tensor(v)) {
-      const at::Tensor& t = v.toTensor();
-      in.kind = CapturedGraph::Input::Kind::HostTensor;
-      in.dtype = t.scalar_type();
-      in.sizes = t.sizes().vec();
-      input_of_host.emplace(t.unsafeGetTensorImpl(), static_cast<int>(k));
-    } else {
-      in.value = v;
+      input_of_host.emplace(v.toTensor().unsafeGetTensorImpl(), static_cast<int>(k));
     }
-    cap->inputs.push_back(std::move(in));
   }
 
   // Python floats the program reads only as inputs (an op cache capture's):
@@ -295,7 +230,7 @@ std::shared_ptr<CapturedGraph> capture_program(std::unique_ptr<ProgramState> sta
         p.origins = src.origins;
         p.dtype = src.dtype;
         p.range_checked = src.range_checked;
-        for (int o : src.origins) cap->inputs[o].kind = CapturedGraph::Input::Kind::FreeFloat;
+        for (int o : src.origins) cap->signature.entries[o].kind = CapturedGraph::Input::Kind::FreeFloat;
         break;
       case ParamSource::Kind::Rng:
         p.kind = CapturedGraph::Param::Kind::Rng;
@@ -360,7 +295,7 @@ std::shared_ptr<CapturedGraph> capture_program(std::unique_ptr<ProgramState> sta
     } else if (auto in = input_of_storage.find(sb.id); in != input_of_storage.end()) {
       o.kind = CapturedGraph::Output::Kind::Input;
       o.index = in->second;
-      if (o.dtype != cap->inputs[in->second].dtype) refuse("the graph returns a view of an input in another dtype");
+      if (o.dtype != cap->signature.entries[in->second].dtype) refuse("the graph returns a view of an input in another dtype");
     } else {
       refuse("the graph returns a tensor it did not compute");
     }

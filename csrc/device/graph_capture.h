@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "device/call_signature.h"
 #include "device/tensor_program.h"
 
 namespace torch_tpu::device {
@@ -30,19 +31,7 @@ class CapturedGraph {
   // Why the last replay did not match (for recompile diagnostics).
   const std::string& mismatch() const { return mismatch_; }
 
-  struct Input {
-    // FreeFloat: a Python float only program inputs read (ParamSource::
-    // HostScalar); any number but lower::is_special_scalar ones matches.
-    enum class Kind { DeviceTensor, HostTensor, Other, FreeFloat } kind = Kind::Other;
-    at::ScalarType dtype = at::kFloat;
-    std::vector<int64_t> sizes, strides;
-    int64_t offset = 0;
-    size_t storage_nbytes = 0;
-    bool has_buffer = false;
-    hlo::ElementType buffer_dtype = hlo::ElementType::U8;  // a storage's buffer may hold its bytes as another type
-    int alias_of = -1;   // DeviceTensor: earlier input sharing the storage
-    c10::IValue value;   // Other: compared by equality
-  };
+  using Input = SignatureEntry;
   struct Param {
     // HostFloat: the number at `origins` (all equal), uploaded as `dtype`;
     // `range_checked`: only a number that fits `dtype` (ParamSource).
@@ -71,7 +60,7 @@ class CapturedGraph {
 
   int device = 0;
   std::shared_ptr<pjrt::LoadedExecutable> executable;
-  std::vector<Input> inputs;
+  SignatureRecord signature;  // of the inputs (csrc/device/call_signature.h)
   std::vector<Param> params;
   std::vector<Sink> sinks;
   std::vector<Output> outputs;

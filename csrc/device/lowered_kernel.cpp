@@ -2,7 +2,6 @@
 
 #include <ATen/ATen.h>
 
-#include <map>
 #include <set>
 
 #include "device/argument_checks.h"
@@ -47,12 +46,6 @@ int op_device(const std::vector<at::Tensor>& tensors) {
   return device < 0 ? current_device() : device;
 }
 
-// Arguments an op writes in place although its schema does not say so:
-// native_batch_norm updates running_mean/running_var in training.
-bool writes_unmarked(const c10::FunctionSchema& schema, size_t i) {
-  return schema.name() == "aten::native_batch_norm" && (i == 3 || i == 4);
-}
-
 // Argument index a return aliases (in-place and out= ops), or -1.
 int aliased_argument(const c10::FunctionSchema& schema, size_t ret) {
   const auto* info = schema.returns()[ret].alias_info();
@@ -64,43 +57,8 @@ int aliased_argument(const c10::FunctionSchema& schema, size_t ret) {
   return -1;
 }
 
-// Advanced indexing as CUDA accepts it: index tensors may live on the CPU,
-// and a boolean mask in `index` becomes the coordinates of its true elements
-// (a data-dependent size: the host waits for the mask, as CUDA does).
-void normalize_index_arguments(const c10::FunctionSchema& schema, std::vector<c10::IValue>& args) {
-  const bool is_index = schema.name() == "aten::index";
-  if (!is_index && schema.name() != "aten::_index_put_impl_") return;
-  if (args.size() < 2 || !args[0].isTensor() || !args[1].isList()) return;
-  const at::Tensor& self = args[0].toTensor();
-  if (!is_tpu(self)) return;
-  auto list = args[1].toList();
-  c10::List<std::optional<at::Tensor>> normalized;
-  bool changed = false;
-  for (size_t i = 0; i < list.size(); ++i) {
-    c10::IValue e = list.get(i);
-    if (e.isNone() || !e.toTensor().defined()) {
-      normalized.push_back(std::nullopt);
-      continue;
-    }
-    at::Tensor idx = e.toTensor();
-    const bool is_mask = idx.scalar_type() == at::kBool || idx.scalar_type() == at::kByte;
-    if (is_index && is_mask) {
-      at::Tensor coords = idx.cpu().nonzero();  // [n, mask.dim()]
-      for (int64_t d = 0; d < idx.dim(); ++d) normalized.push_back(coords.select(1, d).to(self.device()));
-      changed = true;
-      continue;
-    }
-    if (!is_tpu(idx) && idx.dim() > 0) {
-      idx = idx.to(self.device());
-      changed = true;
-    }
-    normalized.push_back(idx);
-  }
-  if (changed) args[1] = normalized;
-}
-
-// `flat_start`: where the argument begins in the op cache's flat signature
-// (csrc/device/op_cache.h), or -1; Python floats keep it as their origin.
+// `flat_start`: where the argument begins in the call's flat signature
+// (csrc/device/call_signature.h), or -1; Python floats keep it as their origin.
 Arg to_arg(TensorProgram& prog, const c10::Argument& schema_arg, const c10::IValue& v, bool read_tensors,
            int flat_start) {
   Arg a;
@@ -210,11 +168,11 @@ void LoweredKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
   std::vector<c10::IValue> args(stack->end() - num_args, stack->end());
   stack->erase(stack->end() - num_args, stack->end());
 
-  normalize_index_arguments(schema, args);
+  if (spec_->normalize_arguments) spec_->normalize_arguments(args);
 
   // Strict: a signature seen before replays its captured program.
   std::optional<OpCall> cached_call;
-  if (runtime::eager_mode() == runtime::EagerMode::Strict) cached_call = op_cache_call(op, args);
+  if (runtime::eager_mode() == runtime::EagerMode::Strict) cached_call = op_cache_call(op, *spec_, args);
   if (cached_call) {
     if (auto replayed = op_cache_replay(op, *cached_call)) {
       for (auto& r : *replayed) stack->push_back(std::move(r));
@@ -230,19 +188,13 @@ void LoweredKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
   }
   const int device = op_device(tensors);
 
-  check_arguments(schema, args);
+  check_arguments(*spec_, schema, args);
   const bool debug = runtime::eager_mode() == runtime::EagerMode::Debug;
-  if (debug) check_index_ranges(schema, args);
+  if (debug && spec_->debug_check) spec_->debug_check(schema, args);
 
   // 1. PyTorch's meta kernel: argument checks, result shapes and dtypes.
-  MetaResult meta = infer_meta(op, args);
-  // Batch norm in evaluation saves no statistics: CPU and CUDA return empty
-  // save_mean/save_invstd where the Python meta kernel gives (C,).
-  if ((schema.name() == "aten::_native_batch_norm_legit" || schema.name() == "aten::native_batch_norm") &&
-      schema.overload_name().empty() && args.size() > 5 && args[5].isBool() && !args[5].toBool() &&
-      meta.returns.size() == 3) {
-    for (size_t r = 1; r < 3; ++r) meta.returns[r][0].sizes = {0}, meta.returns[r][0].strides = {1};
-  }
+  MetaResult meta = infer_meta(op, args, spec_->meta_reads_numbers);
+  if (spec_->correct_meta) spec_->correct_meta(args, meta);
 
   // 2. out= arguments take the meta kernel's resize.
   for (const auto& [i, m] : meta.written_args) {
@@ -274,7 +226,7 @@ void LoweredKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
   ctx.matmul_precision = runtime::matmul_precision();
   std::vector<hlo::Value> results;
   try {
-    results = fn_(ctx);
+    results = spec_->lowering(ctx);
   } catch (const std::out_of_range& e) {
     // Lowerings know no torch: std::out_of_range is their IndexError.
     TORCH_CHECK_INDEX(false, e.what());
@@ -330,7 +282,7 @@ void LoweredKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
   std::set<int> returned;
   for (size_t r = 0; r < schema.returns().size(); ++r) returned.insert(aliased_argument(schema, r));
   for (size_t i = 0; i < num_args && k < results.size() && !schema.returns().empty(); ++i) {
-    const bool written = writes_argument(schema.arguments()[i]) || writes_unmarked(schema, i);
+    const bool written = writes_argument(schema.arguments()[i]) || spec_->writes_unmarked(i);
     if (!written || returned.count(static_cast<int>(i)) || !args[i].isTensor() || !args[i].toTensor().defined()) continue;
     prog.write(args[i].toTensor(), results[k++]);
   }

@@ -2,9 +2,9 @@
 
 #include <map>
 #include <mutex>
-#include <string>
 #include <unordered_map>
 
+#include "device/call_signature.h"
 #include "device/storage_buffer.h"
 
 namespace torch_tpu::device {
@@ -60,83 +60,6 @@ TensorMeta meta_of(const at::Tensor& t) {
   return {t.sizes().vec(), t.strides().vec(), t.scalar_type()};
 }
 
-// ---- cache key ----------------------------------------------------------
-class KeyWriter {
- public:
-  void add(const c10::IValue& v) {
-    if (v.isTensor()) {
-      tensor(v.toTensor());
-    } else if (v.isTensorList()) {
-      key_ += "[";
-      for (const at::Tensor& t : v.toTensorVector()) tensor(t);
-      key_ += "]";
-    } else if (v.isList()) {
-      auto list = v.toList();
-      key_ += "[";
-      for (size_t i = 0; i < list.size(); ++i) add(list.get(i));
-      key_ += "]";
-    } else if (v.isNone()) {
-      key_ += "N,";
-    } else if (v.isInt()) {
-      key_ += "i" + (scalar_values_matter_ ? std::to_string(v.toInt()) : std::string()) + ",";
-    } else if (v.isDouble()) {
-      double d = v.toDouble();
-      key_ += "d";
-      if (scalar_values_matter_) key_.append(reinterpret_cast<const char*>(&d), sizeof(d));
-      key_ += ",";
-    } else if (v.isBool()) {
-      key_ += v.toBool() ? "T," : "F,";
-    } else if (v.isString()) {
-      key_ += "s" + v.toStringRef() + ",";
-    } else if (v.isIntList()) {
-      key_ += "I";
-      for (int64_t x : v.toIntVector()) key_ += std::to_string(x) + ".";
-      key_ += ",";
-    } else if (v.isDoubleList()) {
-      key_ += "D";
-      for (double d : v.toDoubleVector()) key_.append(reinterpret_cast<const char*>(&d), sizeof(d));
-      key_ += ",";
-    } else if (v.isGenerator()) {
-      key_ += "G,";
-    } else if (v.isDevice()) {
-      key_ += "v" + v.toDevice().str() + ",";
-    } else {
-      ok_ = false;  // something we do not know how to key: no caching
-    }
-  }
-  bool ok() const { return ok_; }
-  const std::string& str() const { return key_; }
-  // `scalar_values_matter` false: numbers are keyed by kind (int, float)
-  // only, for ops whose result metadata cannot depend on their values.
-  KeyWriter(const std::string& op, bool scalar_values_matter)
-      : key_(op + "|"), scalar_values_matter_(scalar_values_matter) {}
-
- private:
-  void tensor(const at::Tensor& t) {
-    if (!t.defined()) {
-      key_ += "u,";
-      return;
-    }
-    key_ += is_tpu(t) ? "t" : (t.unsafeGetTensorImpl()->is_wrapped_number() ? "w" : "c");
-    key_ += std::to_string(static_cast<int>(t.scalar_type())) + ":";
-    for (int64_t s : t.sizes()) key_ += std::to_string(s) + ".";
-    key_ += ":";
-    for (int64_t s : t.strides()) key_ += std::to_string(s) + ".";
-    key_ += ":" + std::to_string(t.storage_offset());
-    if (is_tpu(t)) {  // which earlier argument shares the storage, and its size
-      const c10::StorageImpl* s = t.storage().unsafeGetStorageImpl();
-      auto it = storage_ids_.find(s);
-      if (it == storage_ids_.end()) it = storage_ids_.emplace(s, storage_ids_.size()).first;
-      key_ += "@" + std::to_string(it->second) + "/" + std::to_string(t.storage().nbytes());
-    }
-    key_ += ",";
-  }
-  std::string key_;
-  bool ok_ = true;
-  bool scalar_values_matter_ = true;
-  std::map<const c10::StorageImpl*, size_t> storage_ids_;
-};
-
 MetaResult run_meta(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args) {
   const c10::FunctionSchema& schema = op.schema();
   MetaMirror mm;
@@ -175,27 +98,52 @@ MetaResult run_meta(const c10::OperatorHandle& op, const std::vector<c10::IValue
 
 }  // namespace
 
-MetaResult infer_meta(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args) {
+MetaResult infer_meta(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args, bool reads_numbers) {
+  struct Entry {
+    SignatureRecord signature;
+    MetaResult result;
+  };
   static std::mutex mutex;
-  static std::unordered_map<std::string, MetaResult> cache;
-  // _foreach_* results mirror their tensor lists whatever the scalars'
-  // values; an optimizer passes new ones every step (bias corrections, a
-  // scheduled learning rate), and their meta kernels are Python (~10 ms for
-  // a 50-tensor list), so the values stay out of the key.
-  const std::string name = c10::toString(op.schema().operator_name());
-  KeyWriter key(name, name.rfind("aten::_foreach_", 0) != 0);
-  for (const auto& v : args) key.add(v);
-  if (key.ok()) {
+  static std::unordered_map<uint64_t, std::vector<Entry>> cache;
+  static size_t entries = 0;
+  const SignaturePolicy policy = meta_signature(reads_numbers);
+  std::vector<c10::IValue> flat;
+  flat.reserve(args.size() + 2);
+  bool keyed = true;
+  for (const auto& v : args) {
+    // Meta kernels draw nothing: a Generator is None to them (MetaMirror).
+    if (!append_signature(v.isGenerator() ? c10::IValue() : v, flat, policy)) {
+      keyed = false;  // something without a signature: no caching
+      break;
+    }
+  }
+  const uint64_t key = keyed ? signature_hash(&op.schema(), flat, policy) : 0;
+  if (keyed) {
     std::lock_guard<std::mutex> lock(mutex);
-    auto it = cache.find(key.str());
-    if (it != cache.end()) return it->second;
+    auto it = cache.find(key);
+    if (it != cache.end()) {
+      for (const Entry& e : it->second) {
+        if (e.signature.matches(flat, nullptr)) return e.result;
+      }
+    }
   }
   MetaResult r = run_meta(op, args);  // raises PyTorch's error for bad input
-  if (!key.ok()) return r;
+  if (!keyed) return r;
+  SignatureRecord signature = record_signature(flat, policy);
   std::lock_guard<std::mutex> lock(mutex);
-  if (cache.size() > 100000) cache.clear();  // bound memory for shape-polymorphic workloads
-  cache.emplace(key.str(), r);
+  if (entries > 100000) {  // bound memory for shape-polymorphic workloads
+    cache.clear();
+    entries = 0;
+  }
+  cache[key].push_back({std::move(signature), r});
+  ++entries;
   return r;
+}
+
+void empty_statistics_in_evaluation(const std::vector<c10::IValue>& args, MetaResult& meta) {
+  const bool training = !(args.size() > 5 && args[5].isBool() && !args[5].toBool());
+  if (training || meta.returns.size() != 3) return;
+  for (size_t r = 1; r < 3; ++r) meta.returns[r][0].sizes = {0}, meta.returns[r][0].strides = {1};
 }
 
 }  // namespace torch_tpu::device

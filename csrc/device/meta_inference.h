@@ -3,7 +3,8 @@
 // promotion are PyTorch's). Many meta kernels are Python (torch._refs), which
 // costs hundreds of microseconds, so results are cached by everything the
 // meta kernel can see: argument metadata, aliasing between arguments, and
-// non-tensor argument values.
+// non-tensor argument values (the call's signature under the meta policy,
+// csrc/device/call_signature.h).
 #pragma once
 
 #include <ATen/ATen.h>
@@ -31,6 +32,19 @@ struct MetaResult {
   std::vector<std::pair<size_t, TensorMeta>> written_args;
 };
 
-MetaResult infer_meta(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args);
+// `reads_numbers` false (OpSpec::meta_reads_numbers): the results cannot
+// depend on the values of numbers, so they are cached by kind. The _foreach_
+// ops' results mirror their tensor lists whatever the scalars' values; an
+// optimizer passes new ones every step (bias corrections, a scheduled
+// learning rate), and their meta kernels are Python (~10 ms for a 50-tensor
+// list).
+MetaResult infer_meta(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args, bool reads_numbers);
+
+// Meta corrections (OpSpec::correct_meta), where CPU's and CUDA's kernels
+// differ from PyTorch's meta kernel.
+// Batch norm (native_batch_norm, _native_batch_norm_legit) in evaluation
+// saves no statistics: CPU and CUDA return empty save_mean/save_invstd where
+// the Python meta kernel gives (C,).
+void empty_statistics_in_evaluation(const std::vector<c10::IValue>& args, MetaResult& meta);
 
 }  // namespace torch_tpu::device

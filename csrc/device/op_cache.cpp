@@ -1,13 +1,12 @@
 #include "device/op_cache.h"
 
 #include <cstdlib>
-#include <cstring>
 #include <mutex>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
 
-#include "device/argument_checks.h"
+#include "device/call_signature.h"
 #include "device/storage_buffer.h"
 #include "device/tensor_program.h"
 #include "runtime/metrics.h"
@@ -24,94 +23,6 @@ bool enabled() {
   return on;
 }
 
-// ---- signature --------------------------------------------------------------------
-
-// One argument's values, appended to `flat`; false when the call is not cached.
-// Lists go element by element behind their length, so each position of a
-// flat signature means the same thing for every call of one op.
-bool flatten(const c10::IValue& v, std::vector<c10::IValue>& flat) {
-  if (v.isNone() || v.isInt() || v.isDouble() || v.isBool() || v.isString() || v.isDevice()) {
-    flat.push_back(v);
-  } else if (v.isTensor()) {
-    const at::Tensor& t = v.toTensor();
-    flat.push_back(t.defined() ? c10::IValue(t) : c10::IValue());
-    if (t.defined() && t.unsafeGetTensorImpl()->is_wrapped_number()) {
-      // A Python number the dispatcher wrapped (x * 2.5): its capture keeps
-      // the value as a constant (graph_capture.cpp), so it is signature.
-      if (t.scalar_type() == at::kUInt64) return false;  // an integer past int64
-      const c10::Scalar value = t.item();
-      if (value.isComplex()) return false;
-      if (value.isFloatingPoint()) {
-        flat.emplace_back(value.toDouble());
-      } else if (value.isBoolean()) {
-        flat.emplace_back(value.toBool());
-      } else {
-        flat.emplace_back(value.toLong());
-      }
-    }
-  } else if (v.isSymInt()) {
-    flat.emplace_back(v.toSymInt().guard_int(__FILE__, __LINE__));
-  } else if (v.isList()) {  // every list: Tensor[], Tensor?[], int[], float[], bool[], Scalar[]
-    auto list = v.toListRef();
-    flat.emplace_back(static_cast<int64_t>(list.size()));
-    for (const c10::IValue& e : list) {
-      if (e.isList() || !flatten(e, flat)) return false;
-    }
-  } else {
-    return false;  // a Generator (its own state), complex numbers, anything else
-  }
-  return true;
-}
-
-uint64_t mix(uint64_t h, uint64_t v) {
-  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-  return h;
-}
-
-// `float_classes`: hash floats by class only (floats_are_inputs ops).
-uint64_t hash_of(const void* op, const std::vector<c10::IValue>& flat, bool float_classes) {
-  uint64_t h = reinterpret_cast<uintptr_t>(op);
-  std::vector<uint64_t> storages;  // aliasing: the first flat position of each storage
-  for (const c10::IValue& v : flat) {
-    if (v.isTensor()) {
-      const at::Tensor& t = v.toTensor();
-      h = mix(h, static_cast<uint64_t>(t.scalar_type()) + (is_tpu(t) ? 1000 : 2000));
-      for (int64_t s : t.sizes()) h = mix(h, static_cast<uint64_t>(s));
-      if (!is_tpu(t)) continue;
-      for (int64_t s : t.strides()) h = mix(h, static_cast<uint64_t>(s));
-      StorageBuffer& sb = storage_buffer(t);
-      settle_pending_writes(sb);  // another thread's pending program writes it: its buffer is not current yet
-      h = mix(h, static_cast<uint64_t>(t.storage_offset()));
-      hlo::ElementType buffer_dtype = hlo::ElementType::U8;
-      const bool has_buffer = sb.current(&buffer_dtype) != nullptr;
-      h = mix(h, sb.nbytes * 4 + static_cast<uint64_t>(has_buffer) * 2);
-      if (has_buffer) h = mix(h, static_cast<uint64_t>(buffer_dtype));  // the program's parameter type
-      size_t k = 0;
-      while (k < storages.size() && storages[k] != sb.id) ++k;
-      if (k == storages.size()) storages.push_back(sb.id);
-      h = mix(h, k);
-    } else if (v.isInt()) {
-      h = mix(h, static_cast<uint64_t>(v.toInt()));
-    } else if (v.isDouble()) {
-      // Floats by class: a capture may take any other number as an input
-      // (CapturedGraph checks the ones its program baked in).
-      double d = v.toDouble();
-      uint64_t bits = 0x5ca1a4;
-      if (!float_classes || lower::is_special_scalar(d)) std::memcpy(&bits, &d, sizeof(bits));
-      h = mix(h, bits);
-    } else if (v.isBool()) {
-      h = mix(h, v.toBool() ? 3 : 5);
-    } else if (v.isString()) {
-      h = mix(h, std::hash<std::string>()(v.toStringRef()));
-    } else if (v.isDevice()) {
-      h = mix(h, static_cast<uint64_t>(v.toDevice().index()) * 131 + static_cast<uint64_t>(v.toDevice().type()));
-    } else {
-      h = mix(h, 7);  // None
-    }
-  }
-  return h;
-}
-
 // ---- the cache --------------------------------------------------------------------
 
 struct Key {
@@ -120,9 +31,7 @@ struct Key {
   bool operator==(const Key& o) const { return op == o.op && signature == o.signature; }
 };
 struct KeyHash {
-  size_t operator()(const Key& k) const {
-    return static_cast<size_t>(mix(k.signature, reinterpret_cast<uintptr_t>(k.op)));
-  }
+  size_t operator()(const Key& k) const { return static_cast<size_t>(k.signature); }  // the op is in the hash
 };
 
 constexpr int kTensorReturn = -1;  // one Tensor (undefined ones included)
@@ -167,34 +76,26 @@ void op_cache_clear() {
   c.entries = 0;
 }
 
-bool floats_are_inputs(const c10::OperatorHandle& op) {
-  const std::string& name = op.schema().name();
-  if (name.rfind("aten::_foreach_", 0) == 0) return true;
-  static const std::unordered_set<std::string> ops = {
-      "aten::add", "aten::add_", "aten::sub", "aten::sub_", "aten::rsub", "aten::mul", "aten::mul_",
-      "aten::div", "aten::div_", "aten::addcmul", "aten::addcmul_", "aten::addcdiv", "aten::addcdiv_",
-      "aten::lerp", "aten::lerp_", "aten::fill_"};
-  return ops.count(name) > 0;
-}
-
-std::optional<OpCall> op_cache_call(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args) {
+std::optional<OpCall> op_cache_call(const c10::OperatorHandle& op, const OpSpec& spec,
+                                    const std::vector<c10::IValue>& args) {
   if (!enabled()) return std::nullopt;
   const c10::FunctionSchema& schema = op.schema();
   for (const c10::Argument& a : schema.arguments()) {
     if (a.is_out()) return std::nullopt;
   }
-  if (checks_read_values(schema)) return std::nullopt;  // a replay would skip them
+  if (spec.checks_read_values) return std::nullopt;  // a replay would skip them
   OpCall call;
   call.flat.reserve(args.size() + 2);
   call.flat.emplace_back(runtime::matmul_precision());
   call.flat.emplace_back(static_cast<int64_t>(current_device()));
   call.arg_start.reserve(args.size());
+  call.floats_are_inputs = spec.floats_are_inputs;
+  const SignaturePolicy policy = program_signature(call.floats_are_inputs);
   for (const c10::IValue& v : args) {
     call.arg_start.push_back(static_cast<int>(call.flat.size()));
-    if (!flatten(v, call.flat)) return std::nullopt;
+    if (!append_signature(v, call.flat, policy)) return std::nullopt;
   }
-  call.floats_are_inputs = floats_are_inputs(op);
-  call.key = hash_of(op_id(op), call.flat, call.floats_are_inputs);
+  call.key = signature_hash(op_id(op), call.flat, policy);
   return call;
 }
 

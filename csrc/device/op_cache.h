@@ -4,11 +4,13 @@
 // Eager training loops repeat the same few hundred op signatures every step;
 // building their program text was most of Strict's per-op cost.
 //
-// A signature is what fixes the program: the op, the matmul precision, every
-// tpu tensor's dtype, sizes, strides, offset, storage size and aliasing,
-// CPU scalar tensors' dtypes, and every other argument's value (lists
-// element by element). For the arithmetic ops optimizers are made of
-// (floats_are_inputs), Python floats that the lowering made program inputs
+// A signature is what fixes the program (csrc/device/call_signature.h, under
+// the program policy): the op, the matmul precision, every tpu tensor's
+// dtype, sizes, strides, offset, storage size, buffer and aliasing, CPU
+// scalar tensors' dtypes, and every other argument's value (lists element by
+// element). For the arithmetic ops optimizers are made of
+// (OpSpec::floats_are_inputs: the _foreach_ ops and add, sub, rsub, mul,
+// div, addcmul, addcdiv, lerp, fill_), Python floats that the lowering made program inputs
 // (ScalarArg::origin) are the exception: a replay uploads the new call's
 // numbers, so an optimizer's per-step bias corrections (foreach AdamW's
 // step_size list) replay one program. Their keys hash floats only by class
@@ -39,6 +41,7 @@
 #include <vector>
 
 #include "device/graph_capture.h"
+#include "device/op_spec.h"
 
 namespace torch_tpu::device {
 
@@ -46,19 +49,16 @@ namespace torch_tpu::device {
 // start from an empty cache; the cache starts over by itself when full).
 void op_cache_clear();
 
-// Whether the op's Python floats may feed program inputs on replay: the
-// _foreach_ ops and add, sub, rsub, mul, div, addcmul, addcdiv, lerp, fill_.
-bool floats_are_inputs(const c10::OperatorHandle& op);
-
 struct OpCall {
-  std::vector<c10::IValue> flat;  // the signature's values, in argument order
+  std::vector<c10::IValue> flat;  // the signature's values (call_signature.h), in argument order
   std::vector<int> arg_start;     // per argument: its first position in `flat`
-  bool floats_are_inputs = false;  // floats_are_inputs(op)
+  bool floats_are_inputs = false;  // OpSpec::floats_are_inputs
   uint64_t key = 0;               // hash of the signature, floats by class (verified on replay)
 };
 
 // The call's flat signature, or nullopt when the call is not cached.
-std::optional<OpCall> op_cache_call(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args);
+std::optional<OpCall> op_cache_call(const c10::OperatorHandle& op, const OpSpec& spec,
+                                    const std::vector<c10::IValue>& args);
 
 // The op's returns from a captured replay, or nullopt (not captured yet, or
 // the signature did not match): the caller runs the op normally.

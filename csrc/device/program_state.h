@@ -27,7 +27,7 @@ struct ParamSource {
   const c10::TensorImpl* host = nullptr;  // HostTensor: identity only, never dereferenced
   at::Generator generator;                // Rng: drawn from again on replay
   // HostScalar: a Python float the lowering made an input (lower::HostScalar):
-  // its value, dtype, origins in the op cache's signature, whether the
+  // its value, dtype, origins in the call's signature, whether the
   // program also serves a number with no origin (then it is a constant), and
   // whether another number must fit `dtype` to be fed to it.
   double value = 0;

@@ -9,6 +9,9 @@ namespace torch_tpu::device {
 
 void register_hooks();                        // hooks.cpp
 std::vector<std::string> lowered_op_names();  // op_table.cpp
+// op_table.cpp: the Meta kernels PyTorch lacks for lowered ops (OpSpec::meta),
+// registered where it has none; once, at import, after torch's own.
+void register_missing_meta_kernels();
 
 // tensor_program.cpp: DeferAndFuse's pending programs run now.
 void flush_deferred(const char* reason);

@@ -44,7 +44,7 @@ class TensorProgram {
   hlo::Value read(const at::Tensor& t);
   // A CPU tensor (a wrapped scalar, say) as a program input.
   // `origin`: for a Python float the dispatcher wrapped (x * 2.5), its
-  // position in the op cache's signature, so a replay can feed a new number
+  // position in the call's signature (call_signature.h), so a replay can feed a new number
   // (ParamSource::HostScalar); -1 keeps the number the program's.
   hlo::Value host_input(const at::Tensor& cpu, int origin = -1);
   // Writes `v` (converted to t's dtype) into t's view of its storage.

@@ -31,9 +31,9 @@ struct ScalarArg {
   double f = 0;
   int64_t i = 0;
   double imag = 0;
-  // Where the number came from: its position in the op cache's flat
-  // signature (csrc/device/op_cache.h), or -1 (a lowering's own number, or no
-  // op cache). A Float that becomes a program input keeps its origin, so a
+  // Where the number came from, as the caller numbers its arguments' values
+  // (the device's call signature), or -1 (a lowering's own number, or not
+  // tracked). A Float that becomes a program input keeps its origin, so a
   // replay can feed the new call's number to the same program.
   int origin = -1;
   double as_double() const {

@@ -18,6 +18,7 @@ void register_graph_bindings(py::module_& m);  // graph_bindings.cpp
 PYBIND11_MODULE(_C, m) {
   m.doc() = "torch_tpu native core";
   torch_tpu::device::register_hooks();
+  torch_tpu::device::register_missing_meta_kernels();
   register_graph_bindings(m);
 
   m.def("_configure", [](const std::string& plugin_path, int num_devices, const std::string& error) {

@@ -1,0 +1,92 @@
+// A call's signature: everything about its arguments that decides what a
+// cached result may be reused for. One module encodes it for the three
+// caches that reuse work across calls:
+//   - meta caching (csrc/device/meta_inference.h): result shapes and dtypes;
+//   - Strict's op cache (csrc/device/op_cache.h): a captured one-op program;
+//   - graph replay (csrc/device/graph_capture.h): a captured graph program.
+// A signature is a flat list of values (lists element by element behind
+// their length, so each position means the same thing for every call of one
+// op), a hash of it, and a record that verifies a later call against it
+// (the hash alone may collide). Positions in the flat list are also where a
+// Python float a program reads as an input comes from (its origin,
+// lower::ScalarArg::origin), so a replay can feed the new call's number.
+//
+// The three differ where what they cache differs; each difference is a
+// field of SignaturePolicy, with its reason.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hlo/builder.h"
+
+namespace torch_tpu::device {
+
+struct SignaturePolicy {
+  enum class Numbers {
+    ByValue,        // a program or result may depend on any number's value
+    FloatsByClass,  // floats feed program inputs (OpSpec::floats_are_inputs): hashed by
+                    // lower::is_special_scalar class only; the record checks what the program baked in
+    ByKind,         // results cannot depend on numbers (OpSpec::meta_reads_numbers false): int or float only
+  } numbers = Numbers::ByValue;
+  // A wrapped number's value (x * 2.5): a program bakes it in as a constant,
+  // a meta kernel sees only its dtype.
+  bool wrapped_values = true;
+  // Whether a storage holds a buffer yet, and its element type: a program's
+  // parameter types; meta kernels see no buffers.
+  bool buffers = true;
+};
+
+// Policies of the three users.
+inline SignaturePolicy program_signature(bool floats_are_inputs) {
+  SignaturePolicy p;
+  if (floats_are_inputs) p.numbers = SignaturePolicy::Numbers::FloatsByClass;
+  return p;
+}
+inline SignaturePolicy meta_signature(bool reads_numbers) {
+  SignaturePolicy p;
+  p.numbers = reads_numbers ? SignaturePolicy::Numbers::ByValue : SignaturePolicy::Numbers::ByKind;
+  p.wrapped_values = false;
+  p.buffers = false;
+  return p;
+}
+
+// Appends one argument's values to `flat`; false when it has no signature
+// (a Generator, complex numbers, integers past int64, nested lists...).
+bool append_signature(const c10::IValue& v, std::vector<c10::IValue>& flat, const SignaturePolicy& policy);
+
+// Hash of a flat signature. `op` distinguishes ops.
+uint64_t signature_hash(const void* op, const std::vector<c10::IValue>& flat, const SignaturePolicy& policy);
+
+// One flat position as recorded to verify later calls.
+struct SignatureEntry {
+  // FreeFloat: a Python float only program inputs read (ParamSource::
+  // HostScalar); any number but lower::is_special_scalar ones matches.
+  // AnyNumber: a number of the same kind (SignaturePolicy::Numbers::ByKind).
+  enum class Kind { DeviceTensor, HostTensor, Other, FreeFloat, AnyNumber } kind = Kind::Other;
+  at::ScalarType dtype = at::kFloat;
+  bool wrapped = false;  // HostTensor: a Python number the dispatcher wrapped (type promotion treats it apart)
+  std::vector<int64_t> sizes, strides;
+  int64_t offset = 0;
+  size_t storage_nbytes = 0;
+  int device = 0;
+  bool has_buffer = false;
+  hlo::ElementType buffer_dtype = hlo::ElementType::U8;  // a storage's buffer may hold its bytes as another type
+  int alias_of = -1;   // DeviceTensor: earlier position sharing the storage
+  c10::IValue value;   // Other: compared by equality; AnyNumber: of the same kind
+};
+
+struct SignatureRecord {
+  std::vector<SignatureEntry> entries;
+  bool buffers = true;  // SignaturePolicy::buffers when recorded
+
+  // Whether `flat` matches; when not, `why` says which position and what changed.
+  bool matches(const std::vector<c10::IValue>& flat, std::string* why) const;
+};
+
+SignatureRecord record_signature(const std::vector<c10::IValue>& flat, const SignaturePolicy& policy);
+
+}  // namespace torch_tpu::device

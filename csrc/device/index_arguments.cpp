@@ -1,0 +1,46 @@
+#include "device/index_arguments.h"
+
+#include "device/storage_buffer.h"
+
+namespace torch_tpu::device {
+
+namespace {
+
+// `is_index`: masks become coordinates (index), or stay (index_put).
+void normalize(std::vector<c10::IValue>& args, bool is_index) {
+  if (args.size() < 2 || !args[0].isTensor() || !args[1].isList()) return;
+  const at::Tensor& self = args[0].toTensor();
+  if (!is_tpu(self)) return;
+  auto list = args[1].toList();
+  c10::List<std::optional<at::Tensor>> normalized;
+  bool changed = false;
+  for (size_t i = 0; i < list.size(); ++i) {
+    c10::IValue e = list.get(i);
+    if (e.isNone() || !e.toTensor().defined()) {
+      normalized.push_back(std::nullopt);
+      continue;
+    }
+    at::Tensor idx = e.toTensor();
+    const bool is_mask = idx.scalar_type() == at::kBool || idx.scalar_type() == at::kByte;
+    if (is_index && is_mask) {
+      at::Tensor coords = idx.cpu().nonzero();  // [n, mask.dim()]
+      for (int64_t d = 0; d < idx.dim(); ++d) normalized.push_back(coords.select(1, d).to(self.device()));
+      changed = true;
+      continue;
+    }
+    if (!is_tpu(idx) && idx.dim() > 0) {
+      idx = idx.to(self.device());
+      changed = true;
+    }
+    normalized.push_back(idx);
+  }
+  if (changed) args[1] = normalized;
+}
+
+}  // namespace
+
+void normalize_index_arguments(std::vector<c10::IValue>& args) { normalize(args, /*is_index=*/true); }
+
+void normalize_index_put_arguments(std::vector<c10::IValue>& args) { normalize(args, /*is_index=*/false); }
+
+}  // namespace torch_tpu::device

@@ -1,0 +1,144 @@
+// What the device layer knows about one lowered op: its row of the
+// registration table (csrc/device/op_table.cpp). Every rule the kernel
+// applies to an op besides its lowering (argument checks, Debug mode's
+// checks, which numbers may feed a replayed program, arguments written
+// without the schema saying so ...) is a field of this row, so that an op's
+// meaning lives in its lowering file and its row. The kernel holds a pointer
+// to its row, resolved once at registration: no call compares op names.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <ATen/core/function_schema.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "lower/lowering.h"
+
+namespace torch_tpu::device {
+
+struct MetaResult;
+
+// Raises the exception PyTorch raises on CUDA for bad arguments; the
+// argument functions themselves live in argument_checks.h and debug_checks.h.
+using ArgCheck = void (*)(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+
+// Dtypes of the first argument the op's CPU and CUDA kernels have no kernel
+// for: NotImplementedError naming `kernel`, as their AT_DISPATCH raises.
+// Without it, the Python meta kernels raise RuntimeError, or compute, or the
+// program fails to compile.
+struct DtypeGap {
+  const char* kernel = nullptr;  // nullptr: no gap
+  bool (*supported)(at::ScalarType) = nullptr;
+};
+
+// What a tensor the op writes may overlap (beyond no internal overlap).
+enum class WriteOverlap {
+  Partial,   // TensorIterator's rule: it may be an input exactly, never partly
+  Disjoint,  // an out= may not even be an input exactly (take's and cat's CPU kernels)
+  OneValue,  // writes one value wherever it writes, so it may write an expanded tensor too
+};
+
+// Which Meta kernel gives the op's result shapes: PyTorch's, or one the
+// device registers where PyTorch has none (csrc/device/missing_meta_kernels.cpp).
+enum class MetaSource { PyTorch, LikeSelf, UpdatesInPlace, FusedAttentionBackward };
+
+struct OpSpec {
+  lower::LowerFn lowering = nullptr;
+  const char* overloads = "";  // space-separated ATen overload names
+
+  // Before the meta kernel: CUDA's checks and exception types where
+  // PyTorch's meta kernels lack them, in order.
+  DtypeGap dtype_gap;  // checked first
+  ArgCheck checks[2] = {nullptr, nullptr};
+  WriteOverlap write_overlap = WriteOverlap::Partial;
+  // The checks read tensor values on the host (multinomial's
+  // probabilities), so a call may not replay an earlier call's program.
+  bool checks_read_values = false;
+  // Debug mode only: checks that read values on the host (index ranges).
+  ArgCheck debug_check = nullptr;
+  // Rewrites the arguments as CUDA accepts them before anything else reads
+  // them (advanced indexing's CPU indices and boolean masks).
+  void (*normalize_arguments)(std::vector<c10::IValue>& args) = nullptr;
+
+  MetaSource meta = MetaSource::PyTorch;
+  // Whether the meta kernel's results depend on the values of numbers;
+  // false: meta results are cached by their kinds only (the _foreach_ ops,
+  // whose optimizers pass new numbers every step).
+  bool meta_reads_numbers = true;
+  // Corrects the meta kernel's result metadata where PyTorch's CPU and CUDA
+  // kernels differ from it.
+  void (*correct_meta)(const std::vector<c10::IValue>& args, MetaResult& meta) = nullptr;
+
+  // Bit i: argument i is written in place although the schema does not mark
+  // it; its new value follows the lowering's returns.
+  uint32_t unmarked_writes = 0;
+  // Python floats may feed program inputs when the op cache replays a call
+  // (csrc/device/op_cache.h): the arithmetic optimizers are made of.
+  bool floats_are_inputs = false;
+
+  constexpr OpSpec(lower::LowerFn fn, const char* names) : lowering(fn), overloads(names) {}
+  // Builders for the table's rows: OpSpec(L::lerp, "...").check(a).floats_in().
+  constexpr OpSpec check(ArgCheck c) const {
+    OpSpec s = *this;
+    (s.checks[0] ? s.checks[1] : s.checks[0]) = c;
+    return s;
+  }
+  constexpr OpSpec gap(const char* kernel, bool (*supported)(at::ScalarType)) const {
+    OpSpec s = *this;
+    s.dtype_gap = {kernel, supported};
+    return s;
+  }
+  constexpr OpSpec overlap(WriteOverlap w) const {
+    OpSpec s = *this;
+    s.write_overlap = w;
+    return s;
+  }
+  constexpr OpSpec reads_values() const {
+    OpSpec s = *this;
+    s.checks_read_values = true;
+    return s;
+  }
+  constexpr OpSpec debug(ArgCheck c) const {
+    OpSpec s = *this;
+    s.debug_check = c;
+    return s;
+  }
+  constexpr OpSpec normalize(void (*fn)(std::vector<c10::IValue>&)) const {
+    OpSpec s = *this;
+    s.normalize_arguments = fn;
+    return s;
+  }
+  constexpr OpSpec meta_from(MetaSource m) const {
+    OpSpec s = *this;
+    s.meta = m;
+    return s;
+  }
+  constexpr OpSpec meta_ignores_numbers() const {
+    OpSpec s = *this;
+    s.meta_reads_numbers = false;
+    return s;
+  }
+  constexpr OpSpec correct(void (*fn)(const std::vector<c10::IValue>&, MetaResult&)) const {
+    OpSpec s = *this;
+    s.correct_meta = fn;
+    return s;
+  }
+  constexpr OpSpec writes(std::initializer_list<int> args) const {
+    OpSpec s = *this;
+    for (int i : args) s.unmarked_writes |= 1u << i;
+    return s;
+  }
+  constexpr OpSpec floats_in() const {
+    OpSpec s = *this;
+    s.floats_are_inputs = true;
+    return s;
+  }
+  // The _foreach_ ops: results mirror their lists whatever the numbers, and
+  // every number may feed a replay.
+  constexpr OpSpec foreach_op() const { return meta_ignores_numbers().floats_in(); }
+
+  bool writes_unmarked(size_t i) const { return i < 32 && (unmarked_writes >> i & 1u); }
+};
+
+}  // namespace torch_tpu::device
