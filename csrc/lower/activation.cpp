@@ -11,8 +11,8 @@
 #include <string>
 
 #include "lower/activation.h"
-#include "lower/random_distributions.h"
-#include "lower/type_promotion.h"
+#include "lower/random.h"
+#include "lower/common/type_promotion.h"
 
 namespace torch_tpu::lower {
 

@@ -7,7 +7,7 @@
 #include <limits>
 
 #include "lower/math.h"
-#include "lower/ops.h"
+#include "lower/elementwise.h"
 
 namespace torch_tpu::lower {
 

@@ -17,7 +17,7 @@
 #include <limits>
 #include <stdexcept>
 
-#include "lower/ops.h"
+#include "lower/elementwise.h"
 
 namespace torch_tpu::lower {
 

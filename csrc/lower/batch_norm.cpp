@@ -17,7 +17,7 @@
 #include <stdexcept>
 
 #include "lower/batch_norm.h"
-#include "lower/ops.h"
+#include "lower/elementwise.h"
 
 namespace torch_tpu::lower {
 

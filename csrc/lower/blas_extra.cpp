@@ -4,7 +4,7 @@
 // under DEFAULT, lowering.h at_matmul_precision).
 #include "lower/blas_extra.h"
 
-#include "lower/ops.h"
+#include "lower/elementwise.h"
 
 namespace torch_tpu::lower {
 

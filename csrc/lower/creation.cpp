@@ -3,7 +3,7 @@
 // follow PyTorch's CPU kernels (ATen/native/cpu/RangeFactoriesKernel.cpp).
 #include <cstdint>
 
-#include "lower/ops.h"
+#include "lower/elementwise.h"
 
 namespace torch_tpu::lower {
 

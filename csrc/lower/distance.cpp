@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "lower/distance.h"
-#include "lower/ops.h"
+#include "lower/elementwise.h"
 
 namespace torch_tpu::lower {
 

@@ -6,8 +6,8 @@
 #include <optional>
 #include <stdexcept>
 
-#include "lower/ops.h"
-#include "lower/type_promotion.h"
+#include "lower/elementwise.h"
+#include "lower/common/type_promotion.h"
 
 namespace torch_tpu::lower {
 

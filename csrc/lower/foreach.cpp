@@ -11,7 +11,7 @@
 #include <map>
 #include <stdexcept>
 
-#include "lower/ops.h"
+#include "lower/elementwise.h"
 
 namespace torch_tpu::lower {
 

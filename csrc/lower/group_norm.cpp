@@ -7,7 +7,7 @@
 // Backward formula: torch/_decomp/decompositions.py native_group_norm_backward.
 #include <stdexcept>
 
-#include "lower/ops.h"
+#include "lower/elementwise.h"
 
 namespace torch_tpu::lower {
 

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "lower/ops.h"
+#include "lower/elementwise.h"
 
 namespace torch_tpu::lower {
 

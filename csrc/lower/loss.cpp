@@ -10,7 +10,7 @@
 // of total_weight. Out-of-range targets contribute 0 and raise IndexError by
 // the next synchronization, as CPU raises at the op (CUDA asserts in its
 // kernel).
-#include "lower/ops.h"
+#include "lower/elementwise.h"
 
 namespace torch_tpu::lower {
 

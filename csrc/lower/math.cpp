@@ -3,7 +3,7 @@
 // cases included. Float ops compute in float32 for bfloat16/half inputs and
 // round once (opmath), and in float32 for integer inputs.
 #include "lower/math.h"
-#include "lower/type_promotion.h"
+#include "lower/common/type_promotion.h"
 
 #include <cmath>
 #include <cstdio>

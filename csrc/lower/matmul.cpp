@@ -5,7 +5,7 @@
 // of addmm and baddbmm happens in that accumulation type too.
 #include <stdexcept>
 
-#include "lower/ops.h"
+#include "lower/elementwise.h"
 
 namespace torch_tpu::lower {
 

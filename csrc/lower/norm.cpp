@@ -5,7 +5,7 @@
 // are returned in that type with shape input.shape[:axis] + [1] * len(normalized_shape).
 #include <stdexcept>
 
-#include "lower/ops.h"
+#include "lower/elementwise.h"
 
 namespace torch_tpu::lower {
 

@@ -18,7 +18,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "lower/ops.h"
+#include "lower/elementwise.h"
 #include "lower/resample.h"
 #include "lower/unpool.h"
 

@@ -11,8 +11,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "lower/ops.h"
-#include "lower/random_distributions.h"
+#include "lower/elementwise.h"
+#include "lower/random.h"
 
 namespace torch_tpu::lower {
 

@@ -11,12 +11,12 @@
 #include <stdexcept>
 #include <string>
 
-#include "lower/ops.h"
-#include "lower/reduction.h"
+#include "lower/elementwise.h"
+#include "lower/common/reduction.h"
 
 namespace torch_tpu::lower {
 
-// ---- shared reduction helpers (declared in lower/reduction.h) ----
+// ---- shared reduction helpers (declared in lower/common/reduction.h) ----
 
 // The dims argument `i` names: an int, an int list, or None. None, or an
 // overload without a dim argument (`present` false) mean every dim. An empty

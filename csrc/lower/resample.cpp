@@ -20,7 +20,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "lower/ops.h"
+#include "lower/elementwise.h"
 
 namespace torch_tpu::lower {
 

@@ -8,7 +8,7 @@
 
 #include <limits>
 
-#include "lower/ops.h"
+#include "lower/elementwise.h"
 
 namespace torch_tpu::lower {
 

@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "lower/ops.h"
+#include "lower/elementwise.h"
 #include "lower/scan.h"
 
 namespace torch_tpu::lower {

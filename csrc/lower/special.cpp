@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "lower/math.h"
-#include "lower/type_promotion.h"
+#include "lower/common/type_promotion.h"
 
 namespace torch_tpu::lower {
 

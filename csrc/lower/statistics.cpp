@@ -10,8 +10,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "lower/ops.h"
-#include "lower/reduction.h"
+#include "lower/elementwise.h"
+#include "lower/common/reduction.h"
 
 namespace torch_tpu::lower {
 

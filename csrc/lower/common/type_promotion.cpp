@@ -1,6 +1,6 @@
 // PyTorch's type promotion (c10/core/ScalarType.h promoteTypes,
 // ATen/native/TypeProperties.cpp result_type) over HLO element types.
-#include "lower/type_promotion.h"
+#include "lower/common/type_promotion.h"
 
 #include <optional>
 #include <string>
