@@ -6,8 +6,7 @@
 
 #include <limits>
 
-#include "lower/math.h"
-#include "lower/elementwise.h"
+#include "lower/common/arith.h"
 
 namespace torch_tpu::lower {
 

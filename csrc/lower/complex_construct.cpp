@@ -5,8 +5,6 @@
 #include <stdexcept>
 #include <string>
 
-#include "lower/elementwise.h"
-
 namespace torch_tpu::lower {
 
 namespace {

@@ -1,16 +1,14 @@
-// Every lowering, by op family. Each is registered for its ATen overloads in
-// csrc/device/op_table.cpp. Argument indices follow the ATen schema.
+// Elementwise basics: arithmetic, comparisons, logic and bitwise ops,
+// rounding, clamp, where/masked_fill/fill, the common unary math (exp, log,
+// sin/cos/tan/tanh, sqrt, erf ...) and the activations PyTorch implements as
+// pointwise kernels (relu, gelu, silu, sigmoid and their backward).
+// Broadcasting and result types are PyTorch's (ctx.out_types).
 #pragma once
 
 #include "lower/lowering.h"
 
-#ifndef TORCH_TPU_LOWERING
-#define TORCH_TPU_LOWERING(name) std::vector<Value> name(LowerContext& ctx);
-#endif
-
 namespace torch_tpu::lower {
 
-// elementwise.cpp
 TORCH_TPU_LOWERING(abs)
 TORCH_TPU_LOWERING(add)
 TORCH_TPU_LOWERING(addcdiv)
@@ -80,100 +78,5 @@ TORCH_TPU_LOWERING(threshold_backward)
 TORCH_TPU_LOWERING(trunc)
 TORCH_TPU_LOWERING(where)
 TORCH_TPU_LOWERING(zero)
-
-// reduce.cpp
-TORCH_TPU_LOWERING(all)
-TORCH_TPU_LOWERING(amax)
-TORCH_TPU_LOWERING(amin)
-TORCH_TPU_LOWERING(any)
-TORCH_TPU_LOWERING(argmax)
-TORCH_TPU_LOWERING(argmin)
-TORCH_TPU_LOWERING(cumsum)
-TORCH_TPU_LOWERING(linalg_vector_norm)
-TORCH_TPU_LOWERING(log_softmax)
-TORCH_TPU_LOWERING(log_softmax_backward)
-TORCH_TPU_LOWERING(logsumexp)
-TORCH_TPU_LOWERING(max_all)
-TORCH_TPU_LOWERING(max_dim)
-TORCH_TPU_LOWERING(mean)
-TORCH_TPU_LOWERING(min_all)
-TORCH_TPU_LOWERING(min_dim)
-TORCH_TPU_LOWERING(prod)
-TORCH_TPU_LOWERING(softmax)
-TORCH_TPU_LOWERING(softmax_backward)
-TORCH_TPU_LOWERING(std)
-TORCH_TPU_LOWERING(sum)
-TORCH_TPU_LOWERING(var)
-
-// attention.cpp
-TORCH_TPU_LOWERING(scaled_dot_product_fused_attention)
-TORCH_TPU_LOWERING(scaled_dot_product_fused_attention_backward)
-
-// matmul.cpp
-TORCH_TPU_LOWERING(addmm)
-TORCH_TPU_LOWERING(addmv)
-TORCH_TPU_LOWERING(baddbmm)
-TORCH_TPU_LOWERING(bmm)
-TORCH_TPU_LOWERING(dot)
-TORCH_TPU_LOWERING(mm)
-
-// norm.cpp
-TORCH_TPU_LOWERING(native_layer_norm)
-TORCH_TPU_LOWERING(native_layer_norm_backward)
-
-// conv.cpp
-TORCH_TPU_LOWERING(convolution)
-TORCH_TPU_LOWERING(convolution_backward)
-
-// pool.cpp
-TORCH_TPU_LOWERING(adaptive_avg_pool)
-TORCH_TPU_LOWERING(adaptive_avg_pool2d_backward)
-TORCH_TPU_LOWERING(adaptive_avg_pool3d_backward)
-TORCH_TPU_LOWERING(avg_pool)
-TORCH_TPU_LOWERING(avg_pool_backward)
-TORCH_TPU_LOWERING(max_pool_with_indices)
-TORCH_TPU_LOWERING(max_pool_with_indices_backward)
-
-// batch_norm.cpp
-TORCH_TPU_LOWERING(native_batch_norm)
-TORCH_TPU_LOWERING(native_batch_norm_backward)
-TORCH_TPU_LOWERING(native_batch_norm_no_training)
-
-// group_norm.cpp
-TORCH_TPU_LOWERING(native_group_norm)
-TORCH_TPU_LOWERING(native_group_norm_backward)
-
-// loss.cpp
-TORCH_TPU_LOWERING(nll_loss_backward)
-TORCH_TPU_LOWERING(nll_loss_forward)
-
-// index.cpp
-TORCH_TPU_LOWERING(embedding_dense_backward)
-TORCH_TPU_LOWERING(gather)
-TORCH_TPU_LOWERING(index)
-TORCH_TPU_LOWERING(index_add)
-TORCH_TPU_LOWERING(index_put)
-TORCH_TPU_LOWERING(index_select)
-TORCH_TPU_LOWERING(scatter)
-TORCH_TPU_LOWERING(scatter_add)
-
-// shape.cpp
-TORCH_TPU_LOWERING(cat)
-TORCH_TPU_LOWERING(flip)
-TORCH_TPU_LOWERING(tril)
-TORCH_TPU_LOWERING(triu)
-
-// random.cpp
-TORCH_TPU_LOWERING(bernoulli)
-TORCH_TPU_LOWERING(native_dropout)
-TORCH_TPU_LOWERING(native_dropout_backward)
-TORCH_TPU_LOWERING(normal)
-TORCH_TPU_LOWERING(random)
-TORCH_TPU_LOWERING(uniform)
-
-// creation.cpp
-TORCH_TPU_LOWERING(arange)
-TORCH_TPU_LOWERING(eye)
-TORCH_TPU_LOWERING(linspace)
 
 }  // namespace torch_tpu::lower

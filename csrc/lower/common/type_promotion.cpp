@@ -114,5 +114,12 @@ void not_implemented_for(const char* op, ElementType t) {
   throw NotImplementedForDtype(std::string("\"") + op + "\" not implemented for '" + torch_dtype_name(t) + "'");
 }
 
+void require_float(ElementType t, const char* op) {
+  if (!hlo::is_float(t)) not_implemented_for(op, t);
+}
+
+void require_floating_input(ElementType t, const char* op) {
+  if (!hlo::is_float(t)) throw NotImplementedForDtype(std::string(op) + ": only floating point inputs are supported");
+}
 
 }  // namespace torch_tpu::lower
