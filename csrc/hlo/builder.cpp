@@ -67,6 +67,12 @@ std::string Builder::dims_attr(const std::vector<int64_t>& dims) {
   return s + ">";
 }
 
+std::string Builder::padding_attr(const std::vector<int64_t>& lo, const std::vector<int64_t>& hi) {
+  std::string s = "dense<[";
+  for (size_t i = 0; i < lo.size(); ++i) s += (i ? ", [" : "[") + std::to_string(lo[i]) + ", " + std::to_string(hi[i]) + "]";
+  return s + "]> : tensor<" + std::to_string(lo.size()) + "x2xi64>";
+}
+
 std::string Builder::fresh() { return "%" + std::to_string(next_++); }
 
 void Builder::emit(const std::string& line) {
@@ -408,6 +414,91 @@ std::pair<Value, Value> Builder::rng_bit_generator(const Value& state, const Ten
                                   std::string("rng_algorithm = #stablehlo<rng_algorithm ") +
                                       names[static_cast<int>(algorithm)] + ">");
   return {r[0], r[1]};
+}
+
+std::vector<Value> Builder::sort(const std::vector<Value>& operands, int64_t dim, bool is_stable,
+                                 const RegionBody& comparator) {
+  std::vector<TensorType> results, block_args;
+  for (const Value& v : operands) {
+    results.push_back(v.type);
+    block_args.insert(block_args.end(), 2, {v.dtype(), {}});
+  }
+  return op_with_region("sort", operands, results,
+                        "dimension = " + std::to_string(dim) + " : i64, is_stable = " + (is_stable ? "true" : "false"),
+                        block_args, comparator);
+}
+
+std::vector<Value> Builder::reduce_window(const std::vector<Value>& operands, const std::vector<Value>& inits,
+                                          const Window& w, const RegionBody& body) {
+  const Shape& in = operands.at(0).shape();
+  const size_t rank = in.size();
+  auto at = [](const std::vector<int64_t>& v, size_t d, int64_t fallback) { return v.empty() ? fallback : v[d]; };
+  Shape shape;
+  for (size_t d = 0; d < rank; ++d) {
+    const int64_t padded = in[d] + at(w.pad_lo, d, 0) + at(w.pad_hi, d, 0);
+    const int64_t span = at(w.dilations, d, 1) * (w.dimensions[d] - 1) + 1;
+    shape.push_back(padded < span ? 0 : (padded - span) / at(w.strides, d, 1) + 1);
+  }
+  std::vector<TensorType> results, block_args;
+  for (const Value& v : operands) results.push_back({v.dtype(), shape});
+  for (int twice = 0; twice < 2; ++twice) {
+    for (const Value& v : operands) block_args.push_back({v.dtype(), {}});
+  }
+  std::vector<std::string> attrs;
+  if (!w.pad_lo.empty() || !w.pad_hi.empty()) {
+    attrs.push_back("padding = " + padding_attr(w.pad_lo.empty() ? std::vector<int64_t>(rank, 0) : w.pad_lo,
+                                                w.pad_hi.empty() ? std::vector<int64_t>(rank, 0) : w.pad_hi));
+  }
+  if (!w.dilations.empty()) attrs.push_back("window_dilations = " + dims_attr(w.dilations));
+  attrs.push_back("window_dimensions = " + dims_attr(w.dimensions));
+  if (!w.strides.empty()) attrs.push_back("window_strides = " + dims_attr(w.strides));
+  std::string text;
+  for (size_t i = 0; i < attrs.size(); ++i) text += (i ? ", " : "") + attrs[i];
+  std::vector<Value> all(operands);
+  all.insert(all.end(), inits.begin(), inits.end());
+  return op_with_region("reduce_window", all, results, text, block_args, body);
+}
+
+namespace {
+
+// "[b, f, 0, 1]": the two named dims in the given order, then the spatial ones.
+std::string conv_layout(const char* first, const char* second, size_t spatial) {
+  std::string s = std::string("[") + first + ", " + second;
+  for (size_t i = 0; i < spatial; ++i) s += ", " + std::to_string(i);
+  return s + "]";
+}
+
+}  // namespace
+
+Value Builder::convolution(const Value& lhs, const Value& rhs, const ConvDims& d, const ConvWindow& w,
+                           const TensorType& result, const std::string& precision) {
+  const std::string dims = conv_layout(d.input_feature_first ? "f" : "b", d.input_feature_first ? "b" : "f", d.spatial) +
+                           "x" + conv_layout(d.kernel_input_first ? "i" : "o", d.kernel_input_first ? "o" : "i", d.spatial) +
+                           "->" +
+                           conv_layout(d.output_feature_first ? "f" : "b", d.output_feature_first ? "b" : "f", d.spatial);
+  const std::string p = "#stablehlo<precision " + precision + ">";
+  return op("convolution", {lhs, rhs}, result,
+            "batch_group_count = " + std::to_string(w.batch_groups) + " : i64, dimension_numbers = #stablehlo.conv<" +
+                dims + ">, feature_group_count = " + std::to_string(w.feature_groups) +
+                " : i64, lhs_dilation = " + dims_attr(w.lhs_dilation) + ", padding = " + padding_attr(w.pad_lo, w.pad_hi) +
+                ", precision_config = [" + p + ", " + p + "], rhs_dilation = " + dims_attr(w.rhs_dilation) +
+                ", window_strides = " + dims_attr(w.strides));
+}
+
+Value Builder::fft(const Value& x, FftType type, const std::vector<int64_t>& fft_length, const TensorType& result) {
+  static const char* names[] = {"FFT", "IFFT", "RFFT", "IRFFT"};
+  return op("fft", {x}, result,
+            std::string("fft_type = #stablehlo<fft_type ") + names[static_cast<int>(type)] +
+                ">, fft_length = " + dims_attr(fft_length));
+}
+
+Value Builder::triangular_solve(const Value& a, const Value& b, bool left_side, bool lower, bool unit_diagonal,
+                                bool transpose_a) {
+  auto flag = [](bool v) { return v ? "true" : "false"; };
+  return op("triangular_solve", {a, b}, b.type,
+            std::string("left_side = ") + flag(left_side) + ", lower = " + flag(lower) + ", unit_diagonal = " +
+                flag(unit_diagonal) + ", transpose_a = #stablehlo<transpose " +
+                (transpose_a ? "TRANSPOSE" : "NO_TRANSPOSE") + ">");
 }
 
 Value Builder::unary(const std::string& name, const Value& v) { return op(name, {v}, v.type); }

@@ -58,6 +58,32 @@ struct ScatterDims {
 
 enum class RngAlgorithm { Default, ThreeFry, Philox };
 
+// A window over every dim of an operand (stablehlo.reduce_window): its
+// sizes, strides and dilations, and the padding added before and after each
+// dim. Empty strides or dilations mean 1s, empty padding 0s.
+struct Window {
+  std::vector<int64_t> dimensions, strides, dilations, pad_lo, pad_hi;
+};
+
+// stablehlo.convolution's dimension numbers for operands laid out as two
+// named dims followed by `spatial` spatial dims in order, the layouts
+// lowerings use: input and output [b, f, 0, 1, ...] or [f, b, ...], kernel
+// [o, i, ...] or [i, o, ...].
+struct ConvDims {
+  size_t spatial = 0;
+  bool input_feature_first = false;
+  bool kernel_input_first = false;
+  bool output_feature_first = false;
+};
+
+// stablehlo.convolution's window, per spatial dim, and its group counts.
+struct ConvWindow {
+  std::vector<int64_t> strides, pad_lo, pad_hi, lhs_dilation, rhs_dilation;
+  int64_t feature_groups = 1, batch_groups = 1;
+};
+
+enum class FftType { FFT, IFFT, RFFT, IRFFT };
+
 // Arguments marked donated may have their memory reused for an output.
 struct Parameter {
   TensorType type;
@@ -127,6 +153,25 @@ class Builder {
                        const ScatterCombiner& combiner);
   // stablehlo.rng_bit_generator: (the next state, random bits of `bits`).
   std::pair<Value, Value> rng_bit_generator(const Value& state, const TensorType& bits, RngAlgorithm algorithm);
+  // stablehlo.sort of `operands` (one shape) along `dim`; `comparator` gets
+  // (lhs of operand 0, rhs of operand 0, lhs of operand 1, ...) as 0-d values
+  // and returns one tensor<i1>: whether lhs goes first.
+  std::vector<Value> sort(const std::vector<Value>& operands, int64_t dim, bool is_stable, const RegionBody& comparator);
+  // stablehlo.reduce_window of `operands` (one shape) with 0-d `inits`, one
+  // each; `body` combines (accumulators..., elements...). The result shape
+  // is the number of whole windows per dim.
+  std::vector<Value> reduce_window(const std::vector<Value>& operands, const std::vector<Value>& inits,
+                                   const Window& window, const RegionBody& body);
+  // stablehlo.convolution of `lhs` with the kernel `rhs` into `result`.
+  Value convolution(const Value& lhs, const Value& rhs, const ConvDims& dims, const ConvWindow& window,
+                    const TensorType& result, const std::string& precision = "DEFAULT");
+  // stablehlo.fft of kind `type` over x's last fft_length.size() dims.
+  Value fft(const Value& x, FftType type, const std::vector<int64_t>& fft_length, const TensorType& result);
+  // stablehlo.triangular_solve: X with op(a) X = b (`left_side`) or
+  // X op(a) = b, a lower or upper triangular (its other half unread), with a
+  // unit diagonal when `unit_diagonal`; op transposes when `transpose_a`.
+  Value triangular_solve(const Value& a, const Value& b, bool left_side, bool lower, bool unit_diagonal,
+                         bool transpose_a);
   Value unary(const std::string& name, const Value& v);        // name: "exponential", "tanh" ...
   Value binary(const std::string& name, const Value& a, const Value& b);  // same types
   Value compare(const Value& a, const Value& b, CompareDirection dir);
@@ -143,6 +188,8 @@ class Builder {
   std::string finish(const std::vector<Value>& outputs) const;
 
   static std::string dims_attr(const std::vector<int64_t>& dims);  // array<i64: 1, 2>
+  // Padding per dim as StableHLO reads it: dense<[[lo, hi], ...]> : tensor<Nx2xi64>.
+  static std::string padding_attr(const std::vector<int64_t>& lo, const std::vector<int64_t>& hi);
 
   // Undo everything emitted since a checkpoint (an op whose lowering threw
   // must leave no trace in a program that outlives it).

@@ -4,28 +4,23 @@
 // kink gets the gradient. Reduced-precision floats compute in float32 and
 // round once at the end (the CPU kernels' opmath); integer results (hardtanh,
 // threshold) compute in their own dtype with the Scalars cast to it.
+#include "lower/activation.h"
+
 #include <cmath>
 #include <cstdint>
 #include <initializer_list>
 #include <stdexcept>
 #include <string>
 
-#include "lower/activation.h"
-#include "lower/random_distributions.h"
-#include "lower/type_promotion.h"
+#include "lower/common/sampling.h"
+#include "lower/common/scalars.h"
+#include "lower/common/type_promotion.h"
 
 namespace torch_tpu::lower {
 
 namespace {
 
 using hlo::CompareDirection;
-
-// The CPU kernels of float-only activations dispatch on float types only.
-void require_float(const Value& x, const char* op) {
-  if (!hlo::is_float(x.dtype())) {
-    not_implemented_for(op, x.dtype());
-  }
-}
 
 // Result `i`'s shape in its compute dtype.
 TensorType compute_type(const LowerContext& ctx, size_t i = 0) {
@@ -55,15 +50,6 @@ void check_scalars_fit(const LowerContext& ctx, std::initializer_list<size_t> in
   for (size_t i : indices) check_scalar_fits(ctx.args.at(i).scalar, dtype);
 }
 
-// A host number computed from Scalars, as a runtime input when it is not 0/±1.
-Value host_number(LowerContext& ctx, double v, const Value& like) {
-  ScalarArg s;
-  s.kind = ScalarArg::Kind::Float;
-  s.f = v;
-  return ctx.b.broadcast_to(ctx.cast_scalar(s, like.dtype()), like.shape());
-}
-
-Value number(Builder& b, double v, const Value& like) { return b.splat(v, like.type); }
 Value mul(Builder& b, const Value& x, const Value& y) { return b.binary("multiply", x, y); }
 Value add(Builder& b, const Value& x, const Value& y) { return b.binary("add", x, y); }
 Value sub(Builder& b, const Value& x, const Value& y) { return b.binary("subtract", x, y); }
@@ -107,7 +93,7 @@ std::pair<Value, Value> halves(Builder& b, const Value& x, int64_t dim) {
 
 // x > 0 ? g : g * slope (leaky_relu_backward; rrelu's eval-mode backward).
 Value leaky_grad(Builder& b, const Value& g, const Value& x, const Value& slope) {
-  return b.select(greater(b, x, number(b, 0, x)), g, mul(b, g, slope));
+  return b.select(greater(b, x, b.splat(0, x.type)), g, mul(b, g, slope));
 }
 
 }  // namespace
@@ -116,10 +102,10 @@ Value leaky_grad(Builder& b, const Value& g, const Value& x, const Value& slope)
 // celu and selu reach the device as this op.
 std::vector<Value> elu(LowerContext& ctx) {
   Builder& b = ctx.b;
-  require_float(ctx.tensor(0), "elu");
+  require_float(ctx.tensor(0).dtype(), "elu");
   Value x = input(ctx, 0);
   Value neg = mul(b, mul(b, b.unary("exponential_minus_one", mul(b, x, scalar(ctx, 3, x))), scalar(ctx, 1, x)), scalar(ctx, 2, x));
-  return result(ctx, b.select(less_eq(b, x, number(b, 0, x)), neg, mul(b, x, scalar(ctx, 2, x))));
+  return result(ctx, b.select(less_eq(b, x, b.splat(0, x.type)), neg, mul(b, x, scalar(ctx, 2, x))));
 }
 
 // elu_backward(grad_output, alpha, scale, input_scale, is_result, self_or_result)
@@ -131,7 +117,7 @@ std::vector<Value> elu_backward(LowerContext& ctx) {
   // From the result y: d/dx = input_scale * (y + alpha * scale) where x <= 0.
   Value neg = ctx.bool_arg(4) ? mul(b, mul(b, g, input_scale), add(b, x, neg_coef))
                               : mul(b, mul(b, mul(b, g, input_scale), neg_coef), b.unary("exponential", mul(b, x, input_scale)));
-  return result(ctx, b.select(less_eq(b, x, number(b, 0, x)), neg, mul(b, g, scale)));
+  return result(ctx, b.select(less_eq(b, x, b.splat(0, x.type)), neg, mul(b, g, scale)));
 }
 
 // hardtanh(self, min_val, max_val) == clamp; relu6 reaches the device as this op.
@@ -147,21 +133,21 @@ std::vector<Value> hardtanh_backward(LowerContext& ctx) {
   Builder& b = ctx.b;
   Value g = input(ctx, 0), x = input(ctx, 1);
   Value outside = b.binary("or", less_eq(b, x, scalar(ctx, 2, x)), greater_eq(b, x, scalar(ctx, 3, x)));
-  return result(ctx, b.select(outside, number(b, 0, g), g));
+  return result(ctx, b.select(outside, b.splat(0, g.type), g));
 }
 
 // hardshrink(self, lambd): 0 where -lambd <= x <= lambd.
 std::vector<Value> hardshrink(LowerContext& ctx) {
-  require_float(ctx.tensor(0), "hardshrink");
+  require_float(ctx.tensor(0).dtype(), "hardshrink");
   check_scalars_fit(ctx, {1}, ctx.out_types.at(0).dtype);
   Value x = input(ctx, 0);
-  return result(ctx, ctx.b.select(in_band(ctx, x, 1), number(ctx.b, 0, x), x));
+  return result(ctx, ctx.b.select(in_band(ctx, x, 1), ctx.b.splat(0, x.type), x));
 }
 
 // hardshrink_backward(grad_out, self, lambd); softshrink_backward has the same form.
 std::vector<Value> hardshrink_backward(LowerContext& ctx) {
   Value g = input(ctx, 0), x = input(ctx, 1);
-  return result(ctx, ctx.b.select(in_band(ctx, x, 2), number(ctx.b, 0, g), g));
+  return result(ctx, ctx.b.select(in_band(ctx, x, 2), ctx.b.splat(0, g.type), g));
 }
 
 std::vector<Value> softshrink_backward(LowerContext& ctx) { return hardshrink_backward(ctx); }
@@ -170,34 +156,34 @@ std::vector<Value> softshrink_backward(LowerContext& ctx) { return hardshrink_ba
 std::vector<Value> softshrink(LowerContext& ctx) {
   Builder& b = ctx.b;
   Value x = input(ctx, 0), l = scalar(ctx, 1, x);
-  Value inner = b.select(less(b, x, b.unary("negate", l)), add(b, x, l), mul(b, x, number(b, 0, x)));
+  Value inner = b.select(less(b, x, b.unary("negate", l)), add(b, x, l), mul(b, x, b.splat(0, x.type)));
   return result(ctx, b.select(greater(b, x, l), sub(b, x, l), inner));
 }
 
 // hardsigmoid: min(max(x + 3, 0), 6) / 6.
 std::vector<Value> hardsigmoid(LowerContext& ctx) {
   Builder& b = ctx.b;
-  require_float(ctx.tensor(0), "hardsigmoid");
+  require_float(ctx.tensor(0).dtype(), "hardsigmoid");
   Value x = input(ctx, 0);
-  Value r = clamp_nan(b, number(b, 0, x), add(b, x, number(b, 3, x)), number(b, 6, x));
-  return result(ctx, div(b, r, number(b, 6, x)));
+  Value r = clamp_nan(b, b.splat(0, x.type), add(b, x, b.splat(3, x.type)), b.splat(6, x.type));
+  return result(ctx, div(b, r, b.splat(6, x.type)));
 }
 
 // hardsigmoid_backward(grad_output, self): g / 6 where -3 < x < 3, else 0.
 std::vector<Value> hardsigmoid_backward(LowerContext& ctx) {
   Builder& b = ctx.b;
   Value g = input(ctx, 0), x = input(ctx, 1);
-  Value inside = b.binary("and", greater(b, x, number(b, -3, x)), less(b, x, number(b, 3, x)));
-  return result(ctx, b.select(inside, mul(b, g, number(b, 1.0 / 6.0, g)), number(b, 0, g)));
+  Value inside = b.binary("and", greater(b, x, b.splat(-3, x.type)), less(b, x, b.splat(3, x.type)));
+  return result(ctx, b.select(inside, mul(b, g, b.splat(1.0 / 6.0, g.type)), b.splat(0, g.type)));
 }
 
 // hardswish: x * min(max(x + 3, 0), 6) / 6.
 std::vector<Value> hardswish(LowerContext& ctx) {
   Builder& b = ctx.b;
-  require_float(ctx.tensor(0), "hardswish");
+  require_float(ctx.tensor(0).dtype(), "hardswish");
   Value x = input(ctx, 0);
-  Value r = clamp_nan(b, number(b, 0, x), add(b, x, number(b, 3, x)), number(b, 6, x));
-  return result(ctx, div(b, mul(b, x, r), number(b, 6, x)));
+  Value r = clamp_nan(b, b.splat(0, x.type), add(b, x, b.splat(3, x.type)), b.splat(6, x.type));
+  return result(ctx, div(b, mul(b, x, r), b.splat(6, x.type)));
 }
 
 // hardswish_backward(grad_output, self): 0 up to -3, g * (x / 3 + 1/2) below 3, g
@@ -205,17 +191,17 @@ std::vector<Value> hardswish(LowerContext& ctx) {
 std::vector<Value> hardswish_backward(LowerContext& ctx) {
   Builder& b = ctx.b;
   Value g = input(ctx, 0), x = input(ctx, 1);
-  Value mid = mul(b, g, add(b, div(b, x, number(b, 3, x)), number(b, 0.5, x)));
-  Value upper = b.select(less(b, x, number(b, 3, x)), mid, g);
-  return result(ctx, b.select(less_eq(b, x, number(b, -3, x)), number(b, 0, g), upper));
+  Value mid = mul(b, g, add(b, div(b, x, b.splat(3, x.type)), b.splat(0.5, x.type)));
+  Value upper = b.select(less(b, x, b.splat(3, x.type)), mid, g);
+  return result(ctx, b.select(less_eq(b, x, b.splat(-3, x.type)), b.splat(0, g.type), upper));
 }
 
 // leaky_relu(self, negative_slope): x > 0 ? x : x * slope.
 std::vector<Value> leaky_relu(LowerContext& ctx) {
   Builder& b = ctx.b;
-  require_float(ctx.tensor(0), "leaky_relu");
+  require_float(ctx.tensor(0).dtype(), "leaky_relu");
   Value x = input(ctx, 0);
-  return result(ctx, b.select(greater(b, x, number(b, 0, x)), x, mul(b, x, scalar(ctx, 1, x))));
+  return result(ctx, b.select(greater(b, x, b.splat(0, x.type)), x, mul(b, x, scalar(ctx, 1, x))));
 }
 
 // leaky_relu_backward(grad_output, self, negative_slope, self_is_result): from
@@ -237,10 +223,10 @@ std::vector<Value> leaky_relu_backward(LowerContext& ctx) {
 // buffer exp(-|x|) (CPU's; CUDA leaves it empty, and so may the meta kernel).
 std::vector<Value> log_sigmoid_forward(LowerContext& ctx) {
   Builder& b = ctx.b;
-  require_float(ctx.tensor(0), "log_sigmoid_forward");
+  require_float(ctx.tensor(0).dtype(), "log_sigmoid_forward");
   Value x = input(ctx, 0);
   Value z = b.unary("exponential", b.unary("negate", b.unary("abs", x)));
-  Value zero = number(b, 0, x);
+  Value zero = b.splat(0, x.type);
   Value out = sub(b, b.select(less(b, x, zero), x, zero), b.unary("log_plus_one", z));
   std::vector<Value> r = result(ctx, out);
   const TensorType& buffer = ctx.out_types.at(1);
@@ -254,15 +240,15 @@ std::vector<Value> log_sigmoid_backward(LowerContext& ctx) {
   Builder& b = ctx.b;
   Value g = input(ctx, 0), x = input(ctx, 1);
   Value z = b.unary("exponential", b.unary("negate", b.unary("abs", x)));
-  Value t = div(b, z, add(b, number(b, 1, z), z));
-  Value d = b.select(less(b, x, number(b, 0, x)), sub(b, number(b, 1, t), t), t);
+  Value t = div(b, z, add(b, b.splat(1, z.type), z));
+  Value d = b.select(less(b, x, b.splat(0, x.type)), sub(b, b.splat(1, t.type), t), t);
   return result(ctx, mul(b, d, g));
 }
 
 // mish: x * tanh(log1p(exp(x))).
 std::vector<Value> mish(LowerContext& ctx) {
   Builder& b = ctx.b;
-  require_float(ctx.tensor(0), "mish");
+  require_float(ctx.tensor(0).dtype(), "mish");
   Value x = input(ctx, 0);
   return result(ctx, mul(b, x, b.unary("tanh", softplus_value(b, x))));
 }
@@ -272,7 +258,7 @@ std::vector<Value> mish_backward(LowerContext& ctx) {
   Builder& b = ctx.b;
   Value g = input(ctx, 0), x = input(ctx, 1);
   Value t = b.unary("tanh", softplus_value(b, x));
-  Value one = number(b, 1, x);
+  Value one = b.splat(1, x.type);
   Value d = add(b, t, mul(b, mul(b, x, b.unary("logistic", x)), sub(b, one, mul(b, t, t))));
   return result(ctx, mul(b, g, d));
 }
@@ -280,7 +266,7 @@ std::vector<Value> mish_backward(LowerContext& ctx) {
 // softplus(self, beta, threshold): x * beta > threshold ? x : log1p(exp(x * beta)) / beta.
 std::vector<Value> softplus(LowerContext& ctx) {
   Builder& b = ctx.b;
-  require_float(ctx.tensor(0), "softplus");
+  require_float(ctx.tensor(0).dtype(), "softplus");
   Value x = input(ctx, 0), beta = scalar(ctx, 1, x);
   Value xb = mul(b, x, beta);
   Value soft = div(b, b.unary("log_plus_one", b.unary("exponential", xb)), beta);
@@ -293,7 +279,7 @@ std::vector<Value> softplus_backward(LowerContext& ctx) {
   Value g = input(ctx, 0), x = input(ctx, 1);
   Value xb = mul(b, x, scalar(ctx, 2, x));
   Value z = b.unary("exponential", xb);
-  Value soft = div(b, mul(b, g, z), add(b, z, number(b, 1, z)));
+  Value soft = div(b, mul(b, g, z), add(b, z, b.splat(1, z.type)));
   return result(ctx, b.select(greater(b, xb, scalar(ctx, 3, x)), g, soft));
 }
 
@@ -312,7 +298,7 @@ std::vector<Value> threshold(LowerContext& ctx) {
 std::vector<Value> glu(LowerContext& ctx) {
   Builder& b = ctx.b;
   const Value& self = ctx.tensor(0);
-  require_float(self, "glu");
+  require_float(self.dtype(), "glu");
   Value x = b.convert(self, accumulation_type(self.dtype()));
   auto [first, second] = halves(b, x, wrap_dim(ctx.int_arg(1, -1), x.rank()));
   return result(ctx, mul(b, first, b.unary("logistic", second)));
@@ -327,16 +313,16 @@ std::vector<Value> glu_backward(LowerContext& ctx) {
   const int64_t dim = wrap_dim(ctx.int_arg(2, -1), x.rank());
   auto [first, second] = halves(b, x, dim);
   Value s = b.unary("logistic", second);
-  Value grad_second = mul(b, mul(b, mul(b, g, first), s), sub(b, number(b, 1, s), s));
+  Value grad_second = mul(b, mul(b, mul(b, g, first), s), sub(b, b.splat(1, s.type), s));
   return result(ctx, b.concatenate({mul(b, g, s), grad_second}, dim));
 }
 
 // _prelu_kernel(self, weight): x > 0 ? x : weight * x (weight already broadcastable).
 std::vector<Value> prelu_kernel(LowerContext& ctx) {
   Builder& b = ctx.b;
-  require_float(ctx.tensor(0), "prelu_cpu");
+  require_float(ctx.tensor(0).dtype(), "prelu_cpu");
   Value x = input(ctx, 0), w = input(ctx, 1);
-  return result(ctx, b.select(greater(b, x, number(b, 0, x)), x, mul(b, w, x)));
+  return result(ctx, b.select(greater(b, x, b.splat(0, x.type)), x, mul(b, w, x)));
 }
 
 // _prelu_kernel_backward(grad_output, self, weight) -> (grad_self, grad_weight),
@@ -344,9 +330,9 @@ std::vector<Value> prelu_kernel(LowerContext& ctx) {
 std::vector<Value> prelu_kernel_backward(LowerContext& ctx) {
   Builder& b = ctx.b;
   Value g = input(ctx, 0), x = input(ctx, 1), w = input(ctx, 2);
-  Value pos = greater(b, x, number(b, 0, x));
+  Value pos = greater(b, x, b.splat(0, x.type));
   Value grad_self = b.select(pos, g, mul(b, w, g));
-  Value grad_weight = b.select(pos, number(b, 0, g), mul(b, x, g));
+  Value grad_weight = b.select(pos, b.splat(0, g.type), mul(b, x, g));
   return {b.convert(grad_self, ctx.out_types.at(0).dtype),
           b.convert(coerce(b, grad_weight, compute_type(ctx, 1)), ctx.out_types.at(1).dtype)};
 }
@@ -358,21 +344,21 @@ std::vector<Value> prelu_kernel_backward(LowerContext& ctx) {
 // noise untouched.
 std::vector<Value> rrelu_with_noise(LowerContext& ctx) {
   Builder& b = ctx.b;
-  require_float(ctx.tensor(0), "rrelu_with_noise");
+  require_float(ctx.tensor(0).dtype(), "rrelu_with_noise");
   Value x = input(ctx, 0);
   const double lower = ctx.double_arg(2, 1.0 / 8), upper = ctx.double_arg(3, 1.0 / 3);
   for (size_t i : {2, 3}) {  // CPU converts the bounds to the opmath type
     if (ctx.has(i)) check_scalar_fits(ctx.args[i].scalar, x.dtype());
   }
-  Value neg = less_eq(b, x, number(b, 0, x));
+  Value neg = less_eq(b, x, b.splat(0, x.type));
   if (!ctx.bool_arg(4)) {
     Value slope = host_number(ctx, (lower + upper) / 2, x);
-    return result(ctx, b.select(greater(b, x, number(b, 0, x)), x, mul(b, x, slope)));
+    return result(ctx, b.select(greater(b, x, b.splat(0, x.type)), x, mul(b, x, slope)));
   }
   Value u = b.convert(uniform01(ctx, x.shape(), ElementType::F32), x.dtype());
   Value r = add(b, host_number(ctx, lower, x), mul(b, u, host_number(ctx, upper - lower, x)));
   std::vector<Value> out = result(ctx, b.select(neg, mul(b, x, r), x));
-  out.push_back(b.convert(b.select(neg, r, number(b, 1, r)), ctx.tensor(1).dtype()));
+  out.push_back(b.convert(b.select(neg, r, b.splat(1, r.type)), ctx.tensor(1).dtype()));
   return out;
 }
 

@@ -1,14 +1,9 @@
 // Activation functions (elu family, hardtanh, shrinks, hard sigmoid/swish,
 // leaky/randomized/parametric relu, mish, softplus, log-sigmoid, threshold,
-// glu) and the backward ops autograd calls for them. Registered in
-// csrc/device/op_table.cpp. Argument indices follow the ATen schema.
+// glu) and the backward ops autograd calls for them.
 #pragma once
 
 #include "lower/lowering.h"
-
-#ifndef TORCH_TPU_LOWERING
-#define TORCH_TPU_LOWERING(name) std::vector<Value> name(LowerContext& ctx);
-#endif
 
 namespace torch_tpu::lower {
 

@@ -6,8 +6,7 @@
 
 #include <limits>
 
-#include "lower/math.h"
-#include "lower/ops.h"
+#include "lower/common/arith.h"
 
 namespace torch_tpu::lower {
 

@@ -1,13 +1,8 @@
 // The gradient scaler's ops (torch.amp.GradScaler): unscaling gradients
-// while noting non-finite values, and updating the scale. Registered in
-// csrc/device/op_table.cpp. Argument indices follow the ATen schema.
+// while noting non-finite values, and updating the scale.
 #pragma once
 
 #include "lower/lowering.h"
-
-#ifndef TORCH_TPU_LOWERING
-#define TORCH_TPU_LOWERING(name) std::vector<Value> name(LowerContext& ctx);
-#endif
 
 namespace torch_tpu::lower {
 

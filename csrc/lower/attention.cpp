@@ -13,11 +13,11 @@
 // the math path). Products accumulate in f32 for bf16/f16 inputs, as CPU's
 // flash kernel does; rows with every key masked give zeros (lse -inf), as
 // the math path's _safe_softmax does.
+#include "lower/attention.h"
+
 #include <cmath>
 #include <limits>
 #include <stdexcept>
-
-#include "lower/ops.h"
 
 namespace torch_tpu::lower {
 

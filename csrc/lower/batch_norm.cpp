@@ -14,10 +14,11 @@
 // statistics are returned after the schema's returns, in argument order
 // (running_mean, then running_var, each only if it is defined); the device
 // layer writes them back.
+#include "lower/batch_norm.h"
+
 #include <stdexcept>
 
-#include "lower/batch_norm.h"
-#include "lower/ops.h"
+#include "lower/common/output_mask.h"
 
 namespace torch_tpu::lower {
 
@@ -140,8 +141,7 @@ std::vector<Value> native_batch_norm_backward(LowerContext& ctx) {
   const Shape& shape = input.shape();
   const ElementType acc = accumulation_type(input.dtype());
   const bool train = ctx.bool_arg(7);
-  const std::vector<int64_t>& mask = ctx.ints(9);
-  auto wanted = [&](size_t i) { return i >= mask.size() || mask[i] != 0; };
+  OutputMask results(ctx, 9, "batch_norm_backward");
 
   Value g = b.convert(ctx.tensor(0), acc);
   Value x = b.convert(input, acc);
@@ -152,13 +152,7 @@ std::vector<Value> native_batch_norm_backward(LowerContext& ctx) {
   Value sum_g = sum_stat(b, g);
   Value sum_g_xhat = sum_stat(b, b.binary("multiply", g, x_hat));
 
-  std::vector<Value> results;
-  size_t k = 0;
-  auto out_dtype = [&]() {
-    if (k >= ctx.out_types.size()) throw std::invalid_argument("batch_norm_backward: more results than the meta kernel's");
-    return ctx.out_types[k++].dtype;
-  };
-  if (wanted(0)) {
+  if (results.wanted(0)) {
     Value scale = invstd;
     if (ctx.has(2)) scale = b.binary("multiply", scale, b.convert(ctx.tensor(2), acc));
     Value gx = g;
@@ -169,14 +163,11 @@ std::vector<Value> native_batch_norm_backward(LowerContext& ctx) {
       Value proj = per_channel(b, b.binary("divide", sum_g_xhat, n), shape, acc);
       gx = b.binary("subtract", b.binary("subtract", g, mean_g), b.binary("multiply", x_hat, proj));
     }
-    results.push_back(b.convert(b.binary("multiply", gx, per_channel(b, scale, shape, acc)), out_dtype()));
+    results.push(b.convert(b.binary("multiply", gx, per_channel(b, scale, shape, acc)), results.next_type().dtype));
   }
-  if (wanted(1)) results.push_back(b.convert(sum_g_xhat, out_dtype()));
-  if (wanted(2)) results.push_back(b.convert(sum_g, out_dtype()));
-  if (results.size() != ctx.out_types.size()) {
-    throw std::invalid_argument("batch_norm_backward: defined results differ from the meta kernel's");
-  }
-  return results;
+  if (results.wanted(1)) results.push(b.convert(sum_g_xhat, results.next_type().dtype));
+  if (results.wanted(2)) results.push(b.convert(sum_g, results.next_type().dtype));
+  return results.finish();
 }
 
 }  // namespace torch_tpu::lower

@@ -1,17 +1,15 @@
-// Batch normalization overloads beyond native_batch_norm's (declared in
-// ops.h): the statistics-free and the update-in-place training forms.
+// Batch normalization: training and inference forms, the statistics-free
+// and the update-in-place training overloads, and the backward.
 #pragma once
 
 #include "lower/lowering.h"
 
-#ifndef TORCH_TPU_LOWERING
-#define TORCH_TPU_LOWERING(name) std::vector<Value> name(LowerContext& ctx);
-#endif
-
 namespace torch_tpu::lower {
 
-// batch_norm.cpp
 TORCH_TPU_LOWERING(batch_norm_with_update)
+TORCH_TPU_LOWERING(native_batch_norm)
+TORCH_TPU_LOWERING(native_batch_norm_backward)
 TORCH_TPU_LOWERING(native_batch_norm_no_stats)
+TORCH_TPU_LOWERING(native_batch_norm_no_training)
 
 }  // namespace torch_tpu::lower

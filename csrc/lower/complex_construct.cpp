@@ -5,8 +5,6 @@
 #include <stdexcept>
 #include <string>
 
-#include "lower/ops.h"
-
 namespace torch_tpu::lower {
 
 namespace {

@@ -10,20 +10,19 @@
 //   - grad_weight is a convolution of the input with grad_output in which the
 //     batch dim is contracted (the rule JAX's conv_general_dilated VJP uses).
 // Half-width floats convolve in f32 and round once, as PyTorch's CPU kernels.
+#include "lower/conv.h"
+
 #include <stdexcept>
 #include <string>
 
-#include "lower/ops.h"
+#include "lower/common/output_mask.h"
 
 namespace torch_tpu::lower {
 
 namespace {
 
-// The window of one convolution in StableHLO terms.
-struct ConvWindow {
-  std::vector<int64_t> strides, pad_lo, pad_hi, lhs_dilation, rhs_dilation;
-  int64_t feature_groups = 1, batch_groups = 1;
-};
+using hlo::ConvDims;
+using hlo::ConvWindow;
 
 // PyTorch's per-op parameters, each expanded to one entry per spatial dim.
 struct ConvParams {
@@ -58,35 +57,15 @@ ConvParams conv_params(const LowerContext& ctx, size_t first, size_t spatial) {
   return p;
 }
 
-// "[b, f, 0, 1]"-style layout of one operand: its first two dims, then the spatial ones.
-std::string layout(const std::string& first, const std::string& second, size_t spatial) {
-  std::string s = "[" + first + ", " + second;
-  for (size_t i = 0; i < spatial; ++i) s += ", " + std::to_string(i);
-  return s + "]";
+// A convolution at the context's matmul precision.
+Value convolution_op(LowerContext& ctx, const Value& lhs, const Value& rhs, const ConvWindow& w, const ConvDims& dims,
+                     const TensorType& result) {
+  return ctx.b.convolution(at_matmul_precision(ctx, lhs), at_matmul_precision(ctx, rhs), dims, w, result,
+                           ctx.matmul_precision);
 }
 
-std::string padding_attr(const std::vector<int64_t>& lo, const std::vector<int64_t>& hi) {
-  std::string s = "dense<[";
-  for (size_t i = 0; i < lo.size(); ++i) s += (i ? ", [" : "[") + std::to_string(lo[i]) + ", " + std::to_string(hi[i]) + "]";
-  return s + "]> : tensor<" + std::to_string(lo.size()) + "x2xi64>";
-}
-
-Value convolution_op(LowerContext& ctx, const Value& lhs, const Value& rhs, const ConvWindow& w,
-                     const std::string& dims, const TensorType& result) {
-  const std::string precision = "#stablehlo<precision " + ctx.matmul_precision + ">";
-  std::string attrs = "batch_group_count = " + std::to_string(w.batch_groups) +
-                      " : i64, dimension_numbers = #stablehlo.conv<" + dims +
-                      ">, feature_group_count = " + std::to_string(w.feature_groups) +
-                      " : i64, lhs_dilation = " + Builder::dims_attr(w.lhs_dilation) +
-                      ", padding = " + padding_attr(w.pad_lo, w.pad_hi) + ", precision_config = [" + precision +
-                      ", " + precision + "], rhs_dilation = " + Builder::dims_attr(w.rhs_dilation) +
-                      ", window_strides = " + Builder::dims_attr(w.strides);
-  return ctx.b.op("convolution", {at_matmul_precision(ctx, lhs), at_matmul_precision(ctx, rhs)}, result, attrs);
-}
-
-std::string standard_dims(size_t spatial) {
-  return layout("b", "f", spatial) + "x" + layout("o", "i", spatial) + "->" + layout("b", "f", spatial);
-}
+// [b, f, *]x[o, i, *]->[b, f, *]
+ConvDims standard_dims(size_t spatial) { return {spatial}; }
 
 // y[n, o, *] of a plain convolution: x [N, C, *], w [O, C/g, *K], y of type `out`.
 Value conv_forward(LowerContext& ctx, const Value& x, const Value& w, const ConvParams& p, const TensorType& out) {
@@ -152,7 +131,8 @@ Value conv_weight_grad(LowerContext& ctx, const Value& x, const Value& g, const 
     const int64_t in = x.shape()[i + 2], k = out.shape[i + 2], o = g.shape()[i + 2];
     win.pad_hi.push_back((o - 1) * p.stride[i] - in + p.dilation[i] * (k - 1) + 1 - p.padding[i]);
   }
-  const std::string dims = layout("f", "b", spatial) + "x" + layout("i", "o", spatial) + "->" + layout("f", "b", spatial);
+  // [f, b, *]x[i, o, *]->[f, b, *]
+  const ConvDims dims{spatial, /*input_feature_first=*/true, /*kernel_input_first=*/true, /*output_feature_first=*/true};
   return convolution_op(ctx, x, g, win, dims, out);
 }
 
@@ -195,37 +175,26 @@ std::vector<Value> convolution_backward(LowerContext& ctx) {
   Value x = b.convert(ctx.tensor(1), acc);
   Value w = b.convert(ctx.tensor(2), acc);
   const ConvParams p = conv_params(ctx, 4, x.rank() - 2);
-  const std::vector<int64_t>& mask = ctx.ints(10);
-  auto wanted = [&](size_t i) { return i >= mask.size() || mask[i] != 0; };
-
-  std::vector<Value> results;
-  size_t k = 0;
-  auto next_type = [&]() {
-    if (k >= ctx.out_types.size()) throw std::invalid_argument("convolution_backward: more results than the meta kernel's");
-    return ctx.out_types[k++];
-  };
-  if (wanted(0)) {
-    const TensorType t = next_type();
+  OutputMask results(ctx, 10, "convolution_backward");
+  if (results.wanted(0)) {
+    const TensorType t = results.next_type();
     Value gx = p.transposed ? conv_forward(ctx, g, w, p, retyped(t, acc)) : conv_transposed(ctx, g, w, p, retyped(t, acc));
-    results.push_back(b.convert(gx, t.dtype));
+    results.push(b.convert(gx, t.dtype));
   }
-  if (wanted(1)) {
-    const TensorType t = next_type();
+  if (results.wanted(1)) {
+    const TensorType t = results.next_type();
     // A transposed convolution is the input-gradient of a plain one whose
     // input has grad_output's shape, so the roles of x and g swap.
     Value gw = p.transposed ? conv_weight_grad(ctx, g, x, p, retyped(t, acc)) : conv_weight_grad(ctx, x, g, p, retyped(t, acc));
-    results.push_back(b.convert(gw, t.dtype));
+    results.push(b.convert(gw, t.dtype));
   }
-  if (wanted(2) && k < ctx.out_types.size()) {  // undefined without bias_sizes
-    const TensorType t = next_type();
+  if (results.wanted(2) && results.more_defined()) {  // undefined without bias_sizes
+    const TensorType t = results.next_type();
     std::vector<int64_t> dims{0};
     for (int64_t d = 2; d < g.rank(); ++d) dims.push_back(d);
-    results.push_back(b.convert(b.reduce(g, b.constant(0, acc), dims, "add"), t.dtype));
+    results.push(b.convert(b.reduce(g, b.constant(0, acc), dims, "add"), t.dtype));
   }
-  if (results.size() != ctx.out_types.size()) {
-    throw std::invalid_argument("convolution_backward: defined results differ from the meta kernel's");
-  }
-  return results;
+  return results.finish();
 }
 
 }  // namespace torch_tpu::lower

@@ -1,20 +1,21 @@
-// Creation ops whose values depend on position: arange, linspace, eye.
-// PyTorch's meta kernel sizes the out= tensor (ctx.out_types); the values
-// follow PyTorch's CPU kernels (ATen/native/cpu/RangeFactoriesKernel.cpp).
+// Creation ops whose values depend on position: arange, linspace, logspace,
+// eye. PyTorch's meta kernel sizes the out= tensor (ctx.out_types); the
+// values follow PyTorch's CPU kernels (ATen/native/cpu/RangeFactoriesKernel.cpp;
+// logspace: ATen/native/RangeFactories.cpp, logspace_out, operation by
+// operation, in double where it works in double, so integer results truncate
+// the same values CPU truncates).
+#include "lower/creation.h"
+
+#include <cmath>
 #include <cstdint>
 
-#include "lower/ops.h"
+#include "lower/common/scalars.h"
 
 namespace torch_tpu::lower {
 
 namespace {
 
 using hlo::CompareDirection;
-
-// Scalar::to<int64_t>(): floats truncate toward zero.
-int64_t scalar_to_int(const ScalarArg& s) {
-  return s.kind == ScalarArg::Kind::Float ? static_cast<int64_t>(s.f) : s.i;
-}
 
 // Positions 0..n-1 of a 1-d result, in `dtype`.
 Value positions(Builder& b, int64_t n, ElementType dtype) {
@@ -25,11 +26,48 @@ Value splat_scalar(LowerContext& ctx, const ScalarArg& s, ElementType dtype, con
   return ctx.b.broadcast_to(ctx.scalar(s, dtype), shape);
 }
 
-ScalarArg float_scalar(double v) {
-  ScalarArg s;
-  s.kind = ScalarArg::Kind::Float;
-  s.f = v;
-  return s;
+// A double computed in the kernel, stored into a `dtype` element: C++'s
+// conversion, which for bf16/f16 goes through float (c10's constructors).
+// Narrow integers take the low bits of the int64 value, as x86's
+// double -> int conversion does (XLA's direct convert would saturate).
+Value store_as(Builder& b, const Value& v, ElementType dtype) {
+  if (dtype == ElementType::BF16 || dtype == ElementType::F16) return b.convert(b.convert(v, ElementType::F32), dtype);
+  if (hlo::is_integer(dtype)) return b.convert(b.convert(v, ElementType::S64), dtype);
+  return b.convert(v, dtype);
+}
+
+// start.to<scalar_t>() widened back to double, as `scalar_start + step * i`
+// does; and scalar_end - scalar_start, which C++ computes in scalar_t for
+// floats (bf16 rounds) and in int/int64 for integers.
+struct Endpoints {
+  Value start, end, diff;  // 0-d f64
+};
+
+Endpoints endpoints(LowerContext& ctx, ElementType dtype) {
+  Builder& b = ctx.b;
+  const ScalarArg& s = ctx.args.at(0).scalar;
+  const ScalarArg& e = ctx.args.at(1).scalar;
+  check_scalar_fits(s, dtype);
+  check_scalar_fits(e, dtype);
+  if (!hlo::is_float(dtype)) {
+    Value si = b.convert(b.constant_int(scalar_to_int(s), ElementType::S64), dtype);
+    Value ei = b.convert(b.constant_int(scalar_to_int(e), ElementType::S64), dtype);
+    Value wide_s = b.convert(si, ElementType::S64), wide_e = b.convert(ei, ElementType::S64);
+    Value diff = b.binary("subtract", wide_e, wide_s);
+    return {b.convert(wide_s, ElementType::F64), b.convert(wide_e, ElementType::F64), b.convert(diff, ElementType::F64)};
+  }
+  Value st = b.convert(ctx.scalar(s, ElementType::F64), dtype);
+  Value et = b.convert(ctx.scalar(e, ElementType::F64), dtype);
+  if (dtype == ElementType::BF16 || dtype == ElementType::F16) {
+    // c10::BFloat16/Half: widen to float, operate, round back.
+    st = b.convert(ctx.scalar(s, ElementType::F32), dtype);
+    et = b.convert(ctx.scalar(e, ElementType::F32), dtype);
+    Value d = b.binary("subtract", b.convert(et, ElementType::F32), b.convert(st, ElementType::F32));
+    return {b.convert(st, ElementType::F64), b.convert(et, ElementType::F64),
+            b.convert(b.convert(d, dtype), ElementType::F64)};
+  }
+  return {b.convert(st, ElementType::F64), b.convert(et, ElementType::F64),
+          b.convert(b.binary("subtract", et, st), ElementType::F64)};
 }
 
 }  // namespace
@@ -113,6 +151,36 @@ std::vector<Value> eye(LowerContext& ctx) {
   const TensorType idx{ElementType::S64, out.shape};
   Value diag = b.compare(b.iota(idx, 0), b.iota(idx, 1), CompareDirection::EQ);
   return {b.convert(diag, out.dtype)};
+}
+
+// logspace.out(start, end, steps, base, out): base ** (start + step * i) for
+// the first half, base ** (end - step * (steps - 1 - i)) for the second, with
+// step = double(end - start) / (steps - 1), pow in double, then stored in
+// the result type. steps == 1 fills base ** start.
+std::vector<Value> logspace(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  const TensorType out = ctx.out_types.at(0);
+  const int64_t steps = out.numel();
+  const double base = ctx.double_arg(3, 10.0);
+  if (hlo::is_complex(out.dtype)) throw NotImplementedForDtype("tpu: complex logspace is not supported");
+  if (steps == 0) return {b.splat(0, out)};
+  const Shape shape{steps};
+  Value base_v = b.broadcast_to(ctx.cast_scalar(float_scalar(base), ElementType::F64), shape);
+  if (steps == 1) {
+    const double v = std::pow(base, ctx.args.at(0).scalar.as_double());
+    return {b.reshape(store_as(b, ctx.cast_scalar(float_scalar(v), ElementType::F64), out.dtype), out.shape)};
+  }
+  Endpoints ep = endpoints(ctx, out.dtype);
+  Value step = b.binary("divide", ep.diff, b.constant(static_cast<double>(steps - 1), ElementType::F64));
+  Value i = b.iota({ElementType::S64, shape}, 0);
+  Value from_end = b.binary("subtract", b.broadcast_to(b.constant_int(steps - 1, ElementType::S64), shape), i);
+  Value d = b.broadcast_to(step, shape);
+  Value head = b.binary("add", b.broadcast_to(ep.start, shape), b.binary("multiply", d, b.convert(i, ElementType::F64)));
+  Value tail = b.binary("subtract", b.broadcast_to(ep.end, shape),
+                        b.binary("multiply", d, b.convert(from_end, ElementType::F64)));
+  Value halfway = b.broadcast_to(b.constant_int(steps / 2, ElementType::S64), shape);
+  Value exponent = b.select(b.compare(i, halfway, CompareDirection::LT), head, tail);
+  return {b.reshape(store_as(b, b.binary("power", base_v, exponent), out.dtype), out.shape)};
 }
 
 }  // namespace torch_tpu::lower

@@ -7,13 +7,14 @@
 // by rounding only.
 //
 // Also the cross product (linalg_cross) and the legacy `norm` overloads.
+#include "lower/distance.h"
+
 #include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "lower/distance.h"
-#include "lower/ops.h"
+#include "lower/reduce.h"
 
 namespace torch_tpu::lower {
 
@@ -24,8 +25,7 @@ using hlo::CompareDirection;
 Value mul(Builder& b, const Value& x, const Value& y) { return b.binary("multiply", x, y); }
 Value sub(Builder& b, const Value& x, const Value& y) { return b.binary("subtract", x, y); }
 Value div(Builder& b, const Value& x, const Value& y) { return b.binary("divide", x, y); }
-Value number(Builder& b, double v, const Value& like) { return b.splat(v, like.type); }
-Value pow(Builder& b, const Value& x, double e) { return b.binary("power", x, number(b, e, x)); }
+Value pow(Builder& b, const Value& x, double e) { return b.binary("power", x, b.splat(e, x.type)); }
 
 std::vector<int64_t> iota_dims(int64_t from, int64_t n) {
   std::vector<int64_t> d;
@@ -38,7 +38,7 @@ Value p_norm(Builder& b, const Value& diff, double p) {
   const std::vector<int64_t> last{diff.rank() - 1};
   const ElementType t = diff.dtype();
   Value a = b.unary("abs", diff);
-  if (p == 0) return b.reduce(b.convert(b.compare(a, number(b, 0, a), CompareDirection::NE), t), b.constant(0, t), last, "add");
+  if (p == 0) return b.reduce(b.convert(b.compare(a, b.splat(0, a.type), CompareDirection::NE), t), b.constant(0, t), last, "add");
   if (std::isinf(p)) return b.reduce(a, b.constant(0, t), last, "maximum");
   if (p == 1) return b.reduce(a, b.constant(0, t), last, "add");
   if (p == 2) return b.unary("sqrt", b.reduce(mul(b, diff, diff), b.constant(0, t), last, "add"));
@@ -48,7 +48,7 @@ Value p_norm(Builder& b, const Value& diff, double p) {
 // d dist / d diff times the incoming gradient, elementwise over (.., M);
 // `g` and `dist` are already broadcast to diff's shape.
 Value dist_grad(Builder& b, const Value& g, const Value& diff, const Value& dist, double p) {
-  Value zero = number(b, 0, diff);
+  Value zero = b.splat(0, diff.type);
   if (p == 0) return zero;
   Value sign = b.unary("sign", diff);
   if (p == 1) return mul(b, sign, g);

@@ -1,14 +1,9 @@
 // Distances: pdist and cdist (forward and backward), the cross product, and
 // the legacy `norm` overloads (pairwise_distance, dist and
-// triplet_margin_loss reach the device through them). Registered in
-// csrc/device/op_table.cpp. Argument indices follow the ATen schema.
+// triplet_margin_loss reach the device through them).
 #pragma once
 
 #include "lower/lowering.h"
-
-#ifndef TORCH_TPU_LOWERING
-#define TORCH_TPU_LOWERING(name) std::vector<Value> name(LowerContext& ctx);
-#endif
 
 namespace torch_tpu::lower {
 

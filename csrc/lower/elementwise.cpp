@@ -2,22 +2,19 @@
 // and their backward formulas, where/masked_fill/clamp, fill.
 // Operands are broadcast and converted to the result type PyTorch's meta
 // kernel chose (ctx.out_types), which is PyTorch's type promotion.
+#include "lower/elementwise.h"
+
 #include <cmath>
 #include <optional>
 #include <stdexcept>
 
-#include "lower/ops.h"
-#include "lower/type_promotion.h"
+#include "lower/common/type_promotion.h"
 
 namespace torch_tpu::lower {
 
 namespace {
 
 using hlo::CompareDirection;
-
-// PyTorch's CPU and CUDA kernels compute reduced-precision floats in float32
-// ("opmath") and round once; Python-number operands stay float32 too.
-ElementType opmath(ElementType t) { return t == ElementType::BF16 || t == ElementType::F16 ? ElementType::F32 : t; }
 
 // Integer inputs of ops with float results (true division, exp ...) compute in
 // the default float dtype, as TensorIterator's promote_integer_inputs_to_float.
@@ -91,7 +88,7 @@ Value alpha_scaled(LowerContext& ctx, Value v, size_t alpha_index, ElementType a
 
 // Binary math in the inputs' common dtype, cast to the result type.
 std::vector<Value> binary_math(LowerContext& ctx, const char* op) {
-  TensorType t = compute_type(ctx, opmath(result_type(ctx, {0, 1})));
+  TensorType t = compute_type(ctx, accumulation_type(result_type(ctx, {0, 1})));
   return result(ctx, ctx.b.binary(op, operand(ctx, 0, t), operand(ctx, 1, t)));
 }
 
@@ -102,7 +99,7 @@ std::vector<Value> compare_op(LowerContext& ctx, CompareDirection dir) {
 
 // Unary float math: integer inputs compute in float32.
 Value unary_in(LowerContext& ctx, const char* op) {
-  TensorType t = compute_type(ctx, opmath(float_compute_type(ctx.tensor(0).dtype())));
+  TensorType t = compute_type(ctx, accumulation_type(float_compute_type(ctx.tensor(0).dtype())));
   return ctx.b.convert(ctx.b.unary(op, coerce(ctx.b, ctx.tensor(0), t)), out0(ctx).dtype);
 }
 
@@ -188,7 +185,7 @@ Value div_floor_float(Builder& b, const Value& a, const Value& d) {
 
 // ---- arithmetic ------------------------------------------------------------
 std::vector<Value> add(LowerContext& ctx) {
-  TensorType t = compute_type(ctx, opmath(result_type(ctx, {0, 1})));
+  TensorType t = compute_type(ctx, accumulation_type(result_type(ctx, {0, 1})));
   Value a = operand(ctx, 0, t);
   Value o = alpha_scaled(ctx, operand(ctx, 1, t), 2, out0(ctx).dtype);
   return result(ctx, ctx.b.binary(t.dtype == ElementType::Pred ? "or" : "add", a, o));
@@ -196,20 +193,20 @@ std::vector<Value> add(LowerContext& ctx) {
 
 std::vector<Value> sub(LowerContext& ctx) {
   sub_check(ctx);
-  TensorType t = compute_type(ctx, opmath(result_type(ctx, {0, 1})));
+  TensorType t = compute_type(ctx, accumulation_type(result_type(ctx, {0, 1})));
   Value scaled = alpha_scaled(ctx, operand(ctx, 1, t), 2, out0(ctx).dtype);
   return result(ctx, ctx.b.binary("subtract", operand(ctx, 0, t), scaled));
 }
 
 std::vector<Value> rsub(LowerContext& ctx) {
   sub_check(ctx);
-  TensorType t = compute_type(ctx, opmath(result_type(ctx, {0, 1})));
+  TensorType t = compute_type(ctx, accumulation_type(result_type(ctx, {0, 1})));
   Value scaled = alpha_scaled(ctx, operand(ctx, 0, t), 2, out0(ctx).dtype);
   return result(ctx, ctx.b.binary("subtract", operand(ctx, 1, t), scaled));
 }
 
 std::vector<Value> mul(LowerContext& ctx) {
-  TensorType t = compute_type(ctx, opmath(result_type(ctx, {0, 1})));
+  TensorType t = compute_type(ctx, accumulation_type(result_type(ctx, {0, 1})));
   return result(ctx, ctx.b.binary(t.dtype == ElementType::Pred ? "and" : "multiply", operand(ctx, 0, t), operand(ctx, 1, t)));
 }
 
@@ -224,7 +221,7 @@ std::vector<Value> div(LowerContext& ctx) {
   // opmath; the other modes compute in opmath.
   const Arg& divisor = ctx.args.at(1);
   const bool scalar_divisor = divisor.kind != Arg::Kind::Tensor || !divisor.tensor || divisor.tensor->type.numel() == 1;
-  TensorType t = compute_type(ctx, mode == "trunc" && !scalar_divisor ? common : opmath(common));
+  TensorType t = compute_type(ctx, mode == "trunc" && !scalar_divisor ? common : accumulation_type(common));
   Value a = operand(ctx, 0, t), d = operand(ctx, 1, t);
   if (hlo::is_float(t.dtype)) {
     if (mode == "floor") return result(ctx, div_floor_float(b, a, d));
@@ -245,29 +242,30 @@ std::vector<Value> div(LowerContext& ctx) {
 }
 
 std::vector<Value> remainder(LowerContext& ctx) {
-  TensorType t = compute_type(ctx, opmath(result_type(ctx, {0, 1})));
+  TensorType t = compute_type(ctx, accumulation_type(result_type(ctx, {0, 1})));
   if (t.dtype == ElementType::Pred) not_implemented_for("remainder", t.dtype);
   return result(ctx, python_remainder(ctx.b, operand(ctx, 0, t), operand(ctx, 1, t)));
 }
 
 std::vector<Value> fmod(LowerContext& ctx) {
-  TensorType t = compute_type(ctx, opmath(result_type(ctx, {0, 1})));
+  TensorType t = compute_type(ctx, accumulation_type(result_type(ctx, {0, 1})));
   if (t.dtype == ElementType::Pred) not_implemented_for("fmod", t.dtype);
   return result(ctx, ctx.b.binary("remainder", operand(ctx, 0, t), operand(ctx, 1, t)));
 }
 
-std::vector<Value> maximum(LowerContext& ctx) {
+// maximum/minimum, and clamp_min/clamp_max (`bound`: argument 1 converted
+// as clamp converts its bounds): NaN propagates, in the common dtype.
+static std::vector<Value> extremum(LowerContext& ctx, const char* op, bool bound) {
   TensorType t = compute_type(ctx, result_type(ctx, {0, 1}));
-  return result(ctx, nan_propagating(ctx.b, "maximum", operand(ctx, 0, t), operand(ctx, 1, t)));
+  Value other = bound ? converted_operand(ctx, 1, t) : operand(ctx, 1, t);
+  return result(ctx, nan_propagating(ctx.b, op, operand(ctx, 0, t), other));
 }
 
-std::vector<Value> minimum(LowerContext& ctx) {
-  TensorType t = compute_type(ctx, result_type(ctx, {0, 1}));
-  return result(ctx, nan_propagating(ctx.b, "minimum", operand(ctx, 0, t), operand(ctx, 1, t)));
-}
+std::vector<Value> maximum(LowerContext& ctx) { return extremum(ctx, "maximum", false); }
+std::vector<Value> minimum(LowerContext& ctx) { return extremum(ctx, "minimum", false); }
 
 std::vector<Value> atan2(LowerContext& ctx) {
-  TensorType t = compute_type(ctx, opmath(float_compute_type(result_type(ctx, {0, 1}))));
+  TensorType t = compute_type(ctx, accumulation_type(float_compute_type(result_type(ctx, {0, 1}))));
   return result(ctx, ctx.b.binary("atan2", operand(ctx, 0, t), operand(ctx, 1, t)));
 }
 
@@ -281,7 +279,7 @@ std::vector<Value> bitwise_or(LowerContext& ctx) { return bitwise_binary(ctx, "o
 std::vector<Value> bitwise_xor(LowerContext& ctx) { return bitwise_binary(ctx, "xor", "bitwise_xor"); }
 
 std::vector<Value> pow(LowerContext& ctx) {
-  TensorType t = compute_type(ctx, opmath(result_type(ctx, {0, 1})));
+  TensorType t = compute_type(ctx, accumulation_type(result_type(ctx, {0, 1})));
   Builder& b = ctx.b;
   const Arg& e = ctx.args.at(1);
   if (e.kind == Arg::Kind::Scalar) {
@@ -362,15 +360,8 @@ std::vector<Value> clamp(LowerContext& ctx) {
   return result(ctx, x);
 }
 
-std::vector<Value> clamp_min(LowerContext& ctx) {
-  TensorType t = compute_type(ctx, result_type(ctx, {0, 1}));
-  return result(ctx, nan_propagating(ctx.b, "maximum", operand(ctx, 0, t), converted_operand(ctx, 1, t)));
-}
-
-std::vector<Value> clamp_max(LowerContext& ctx) {
-  TensorType t = compute_type(ctx, result_type(ctx, {0, 1}));
-  return result(ctx, nan_propagating(ctx.b, "minimum", operand(ctx, 0, t), converted_operand(ctx, 1, t)));
-}
+std::vector<Value> clamp_min(LowerContext& ctx) { return extremum(ctx, "maximum", true); }
+std::vector<Value> clamp_max(LowerContext& ctx) { return extremum(ctx, "minimum", true); }
 
 // ---- unary math -----------------------------------------------------------------
 #define TORCH_TPU_UNARY(fn, hlo_name) \
@@ -389,7 +380,7 @@ TORCH_TPU_UNARY(sigmoid, "logistic")
 #undef TORCH_TPU_UNARY
 
 std::vector<Value> erf(LowerContext& ctx) {
-  TensorType t = compute_type(ctx, opmath(float_compute_type(ctx.tensor(0).dtype())));
+  TensorType t = compute_type(ctx, accumulation_type(float_compute_type(ctx.tensor(0).dtype())));
   return result(ctx, erf_value(ctx.b, coerce(ctx.b, ctx.tensor(0), t)));
 }
 
@@ -437,12 +428,12 @@ std::vector<Value> sign(LowerContext& ctx) {
 }
 
 std::vector<Value> reciprocal(LowerContext& ctx) {
-  Value x = coerce(ctx.b, ctx.tensor(0), compute_type(ctx, opmath(float_compute_type(ctx.tensor(0).dtype()))));
+  Value x = coerce(ctx.b, ctx.tensor(0), compute_type(ctx, accumulation_type(float_compute_type(ctx.tensor(0).dtype()))));
   return result(ctx, ctx.b.binary("divide", scalar_like(ctx, 1, x), x));
 }
 
 std::vector<Value> log2(LowerContext& ctx) {
-  Value x = coerce(ctx.b, ctx.tensor(0), compute_type(ctx, opmath(float_compute_type(ctx.tensor(0).dtype()))));
+  Value x = coerce(ctx.b, ctx.tensor(0), compute_type(ctx, accumulation_type(float_compute_type(ctx.tensor(0).dtype()))));
   Value l = ctx.b.unary("log", x);
   return result(ctx, ctx.b.binary("divide", l, scalar_like(ctx, std::log(2.0), l)));
 }
@@ -556,14 +547,14 @@ std::vector<Value> tanh_backward(LowerContext& ctx) {  // (grad_output, output)
 
 // ---- ternary -------------------------------------------------------------------
 std::vector<Value> addcmul(LowerContext& ctx) {  // (self, tensor1, tensor2, value)
-  TensorType t = compute_type(ctx, opmath(result_type(ctx, {0, 1, 2})));
+  TensorType t = compute_type(ctx, accumulation_type(result_type(ctx, {0, 1, 2})));
   Builder& b = ctx.b;
   Value prod = b.binary("multiply", operand(ctx, 1, t), operand(ctx, 2, t));
   return result(ctx, b.binary("add", operand(ctx, 0, t), alpha_scaled(ctx, prod, 3, t.dtype)));
 }
 
 std::vector<Value> addcdiv(LowerContext& ctx) {  // (self, tensor1, tensor2, value)
-  TensorType t = compute_type(ctx, opmath(result_type(ctx, {0, 1, 2})));
+  TensorType t = compute_type(ctx, accumulation_type(result_type(ctx, {0, 1, 2})));
   Builder& b = ctx.b;
   Value q = b.binary("divide", operand(ctx, 1, t), operand(ctx, 2, t));
   return result(ctx, b.binary("add", operand(ctx, 0, t), alpha_scaled(ctx, q, 3, t.dtype)));

@@ -4,10 +4,10 @@
 // are transposed to the end and back. Scaling follows PyTorch's
 // fft_norm_mode: 0 none, 1 by 1/sqrt(n), 2 by 1/n, n the product of the
 // signal sizes; XLA's inverse transforms already divide by n, which is undone.
+#include "lower/fft.h"
+
 #include <cmath>
 #include <stdexcept>
-
-#include "lower/fft.h"
 
 namespace torch_tpu::lower {
 
@@ -53,16 +53,14 @@ double norm_factor(int64_t normalization, double n) {
 
 // One stablehlo.fft of kind `type` over `dims` (at most 3), which end up
 // with sizes `out_sizes` (the transform's result sizes there).
-Value fft_over(Builder& b, const Value& x, const std::vector<int64_t>& dims, const char* type,
+Value fft_over(Builder& b, const Value& x, const std::vector<int64_t>& dims, hlo::FftType type,
                const std::vector<int64_t>& fft_length, ElementType out_dtype,
                const std::vector<int64_t>& out_sizes) {
   std::vector<int64_t> perm = dims_last(dims, x.rank());
   Value t = b.transpose(x, perm);
   Shape shape = t.shape();
   for (size_t i = 0; i < dims.size(); ++i) shape[shape.size() - dims.size() + i] = out_sizes[i];
-  std::string attrs = std::string("fft_type = #stablehlo<fft_type ") + type + ">, fft_length = " +
-                      Builder::dims_attr(fft_length);
-  Value y = b.op("fft", {t}, {out_dtype, shape}, attrs);
+  Value y = b.fft(t, type, fft_length, {out_dtype, shape});
   return b.transpose(y, inverse(perm));
 }
 
@@ -76,7 +74,7 @@ Value c2c_unnormalized(Builder& b, Value x, const std::vector<int64_t>& dims, bo
       sizes.push_back(x.shape()[d]);
       n *= static_cast<double>(x.shape()[d]);
     }
-    x = fft_over(b, x, group, forward ? "FFT" : "IFFT", sizes, x.dtype(), sizes);
+    x = fft_over(b, x, group, forward ? hlo::FftType::FFT : hlo::FftType::IFFT, sizes, x.dtype(), sizes);
     if (!forward) x = multiply_by(b, x, n);
   }
   return x;
@@ -125,7 +123,7 @@ std::vector<Value> fft_r2c(LowerContext& ctx) {
   if (ctx.bool_arg(3)) {
     const int64_t last = dims.back();
     const int64_t len = x.shape()[last];
-    y = fft_over(b, x, {last}, "RFFT", {len}, out.dtype, {len / 2 + 1});
+    y = fft_over(b, x, {last}, hlo::FftType::RFFT, {len}, out.dtype, {len / 2 + 1});
     y = c2c_unnormalized(b, y, std::vector<int64_t>(dims.begin(), dims.end() - 1), true);
   } else {
     y = c2c_unnormalized(b, b.convert(x, out.dtype), dims, true);
@@ -157,7 +155,7 @@ std::vector<Value> fft_c2r(LowerContext& ctx) {
     high[last] = need - have;
     y = b.pad(y, b.constant(0, y.dtype()), low, high, interior);
   }
-  y = fft_over(b, y, {last}, "IRFFT", {len}, out.dtype, {len});
+  y = fft_over(b, y, {last}, hlo::FftType::IRFFT, {len}, out.dtype, {len});
   double n = 1;
   for (int64_t d : dims) n *= static_cast<double>(out.shape[d]);
   return {multiply_by(b, y, static_cast<double>(len) * norm_factor(normalization, n))};

@@ -11,7 +11,9 @@
 #include <map>
 #include <stdexcept>
 
-#include "lower/ops.h"
+#include "lower/common/scalars.h"
+#include "lower/elementwise.h"
+#include "lower/reduce.h"
 
 namespace torch_tpu::lower {
 
@@ -203,17 +205,6 @@ std::vector<Value> foreach_norm(LowerContext& ctx) {
 // ---- fused optimizer steps ------------------------------------------------------
 namespace {
 
-// PyTorch's fused kernels compute in opmath_t: float for bf16/f16 parameters.
-ElementType opmath(ElementType t) { return accumulation_type(t); }
-
-// A hyperparameter as a runtime input (a changing lr reuses the program).
-Value hyper(LowerContext& ctx, double v, ElementType dtype) {
-  ScalarArg s;
-  s.kind = ScalarArg::Kind::Float;
-  s.f = v;
-  return ctx.cast_scalar(s, dtype);
-}
-
 // Hyperparameters as 0-d values, made once per compute dtype.
 class Hypers {
  public:
@@ -221,7 +212,7 @@ class Hypers {
   Value get(const std::string& name, double v, ElementType dtype) {
     auto key = std::make_pair(name, dtype);
     auto it = values_.find(key);
-    if (it == values_.end()) it = values_.emplace(key, hyper(ctx_, v, dtype)).first;
+    if (it == values_.end()) it = values_.emplace(key, host_number(ctx_, v, dtype)).first;
     return it->second;
   }
 
@@ -297,7 +288,7 @@ std::vector<Value> fused_adam_step(LowerContext& ctx, AdamMode mode) {
   std::vector<Value> new_params, new_grads, new_avgs, new_sqs, new_maxes;
   for (size_t i = 0; i < n; ++i) {
     const Value& param = *params.at(i);
-    const ElementType t = opmath(param.dtype());
+    const ElementType t = accumulation_type(param.dtype());
     Elementwise e{b, param.shape()};
     Value p = b.convert(param, t), g = unscaled_grad(ctx, 13, b.convert(*grads.at(i), t));
     Value m = b.convert(*exp_avgs.at(i), t), v = b.convert(*exp_avg_sqs.at(i), t);
@@ -363,7 +354,7 @@ std::vector<Value> fused_sgd(LowerContext& ctx) {
   std::vector<Value> new_params, new_grads, new_bufs;
   for (size_t i = 0; i < params.size(); ++i) {
     const Value& param = *params.at(i);
-    const ElementType t = opmath(param.dtype());
+    const ElementType t = accumulation_type(param.dtype());
     Elementwise e{b, param.shape()};
     Value p = b.convert(param, t), g = unscaled_grad(ctx, 10, b.convert(*grads.at(i), t));
     new_grads.push_back(ctx.has(10) ? g : *grads.at(i));

@@ -5,9 +5,11 @@
 // per (n, group) in f32 for bf16/f16 inputs and returned as [N, group] in the
 // input's dtype (PyTorch's rule); weight and bias are per channel.
 // Backward formula: torch/_decomp/decompositions.py native_group_norm_backward.
+#include "lower/group_norm.h"
+
 #include <stdexcept>
 
-#include "lower/ops.h"
+#include "lower/common/output_mask.h"
 
 namespace torch_tpu::lower {
 
@@ -72,19 +74,12 @@ std::vector<Value> native_group_norm_backward(LowerContext& ctx) {
   Builder& b = ctx.b;
   const GroupShape s = group_shape(ctx, 5);
   const ElementType acc = accumulation_type(ctx.tensor(1).dtype());
-  const std::vector<int64_t>& mask = ctx.ints(9);
-  auto wanted = [&](size_t i) { return i >= mask.size() || mask[i] != 0; };
-  std::vector<Value> results;
-  size_t k = 0;
-  auto next_type = [&]() {
-    if (k >= ctx.out_types.size()) throw std::invalid_argument("group_norm_backward: more results than the meta kernel's");
-    return ctx.out_types[k++];
-  };
+  OutputMask results(ctx, 9, "group_norm_backward");
   if (ctx.tensor(1).type.numel() == 0) {
     for (size_t i = 0; i < 3; ++i) {
-      if (wanted(i) && k < ctx.out_types.size()) results.push_back(zeros(b, next_type()));
+      if (results.wanted(i) && results.more_defined()) results.push(zeros(b, results.next_type()));
     }
-    return results;
+    return results.results();
   }
 
   Value g = b.reshape(b.convert(ctx.tensor(0), acc), s.channels());
@@ -94,8 +89,8 @@ std::vector<Value> native_group_norm_backward(LowerContext& ctx) {
   Value x_hat = b.reshape(b.binary("multiply", b.binary("subtract", x, mean), rstd), s.channels());
   auto sum_n_hw = [&](const Value& v) { return b.reduce(v, b.constant(0, acc), {0, 2}, "add"); };
 
-  if (wanted(0)) {
-    const TensorType t = next_type();
+  if (results.wanted(0)) {
+    const TensorType t = results.next_type();
     Value gw = ctx.has(4) ? b.binary("multiply", g, per_channel(b, ctx.tensor(4), s, acc)) : g;
     Value gw_g = b.reshape(gw, s.grouped());
     Value xh_g = b.reshape(x_hat, s.grouped());
@@ -103,20 +98,13 @@ std::vector<Value> native_group_norm_backward(LowerContext& ctx) {
     Value mean_gw = per_group(b, mean_last(b, gw_g, s.group_numel()), s);
     Value proj = per_group(b, mean_last(b, b.binary("multiply", gw_g, xh_g), s.group_numel()), s);
     Value gx = b.binary("subtract", b.binary("subtract", gw_g, mean_gw), b.binary("multiply", xh_g, proj));
-    results.push_back(b.convert(b.reshape(b.binary("multiply", gx, rstd), t.shape), t.dtype));
+    results.push(b.convert(b.reshape(b.binary("multiply", gx, rstd), t.shape), t.dtype));
   }
-  if (wanted(1) && k < ctx.out_types.size()) {
-    const TensorType t = next_type();
-    results.push_back(b.convert(sum_n_hw(b.binary("multiply", g, x_hat)), t.dtype));
+  if (results.wanted(1) && results.more_defined()) {
+    results.push(b.convert(sum_n_hw(b.binary("multiply", g, x_hat)), results.next_type().dtype));
   }
-  if (wanted(2) && k < ctx.out_types.size()) {
-    const TensorType t = next_type();
-    results.push_back(b.convert(sum_n_hw(g), t.dtype));
-  }
-  if (results.size() != ctx.out_types.size()) {
-    throw std::invalid_argument("group_norm_backward: defined results differ from the meta kernel's");
-  }
-  return results;
+  if (results.wanted(2) && results.more_defined()) results.push(b.convert(sum_n_hw(g), results.next_type().dtype));
+  return results.finish();
 }
 
 }  // namespace torch_tpu::lower

@@ -3,10 +3,14 @@
 // stablehlo.gather or stablehlo.scatter. Index values are not checked (that
 // would need the host to wait); out-of-range starts are clamped by gather and
 // dropped by scatter, so a bad index gives a wrong value, never a crash.
+#include "lower/index.h"
+
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 
-#include "lower/ops.h"
+#include "lower/common/indexing.h"
+#include "lower/common/scan.h"
 
 namespace torch_tpu::lower {
 
@@ -36,61 +40,16 @@ ElementType sum_type(ElementType t, Combine combine) {
   return combine == Combine::Add ? accumulation_type(t) : t;
 }
 
-Value as_index(Builder& b, const Value& index) { return b.convert(index, ElementType::S64); }
-
-// PyTorch's advanced indexing (index, index_put) counts negative indices from
-// the end of the dim.
-Value wrap_negative(Builder& b, const Value& index, int64_t size) {
-  Value zero = b.splat(0, index.type);
-  Value wrapped = b.binary("add", index, b.splat(static_cast<double>(size), index.type));
-  return b.select(b.compare(index, zero, CompareDirection::LT), wrapped, index);
-}
-
-Value rank_at_least_1(Builder& b, const Value& v) { return v.rank() == 0 ? b.reshape(v, {1}) : v; }
-
-// Full coordinates [*index.shape, R] of every element of `index` in an
-// operand of rank R: its own position, with coordinate `dim` read from
-// `index`. This is gather/scatter(dim)'s addressing, where index may be
-// smaller than the operand in every dim.
-Value point_coordinates(Builder& b, const Value& index, int64_t dim) {
-  const Shape& s = index.shape();
-  const int64_t r = index.rank();
-  Shape column = s;
-  column.push_back(1);
-  std::vector<Value> parts;
-  for (int64_t d = 0; d < r; ++d) {
-    Value c = d == dim ? index : b.iota({ElementType::S64, s}, d);
-    parts.push_back(b.reshape(c, column));
-  }
-  return b.concatenate(parts, r);
-}
-
 // scatter / scatter_add: self[..index[i]..] (combine)= updates[i] over
 // index's shape. 0-d tensors act as 1-d ones of one element.
 Value scatter_along(LowerContext& ctx, const Value& updates_in, Combine combine) {
   Builder& b = ctx.b;
   const TensorType& out = ctx.out_types.at(0);
-  Value self = ctx.tensor(0);
-  Value index = as_index(b, ctx.tensor(2));
-  if (index.type.numel() == 0 || out.numel() == 0) return coerce(b, self, out);
-  const int64_t dim = wrap_dim(ctx.int_arg(1), self.rank());
-  const int64_t size = self.rank() == 0 ? 1 : self.shape()[dim];
-  ctx.check_in_range(index, 0, size,
-                     "scatter: index out of bounds for dimension " + std::to_string(dim) + " with size " +
-                         std::to_string(size),
-                     /*runtime_error=*/true);  // CPU's scatter raises RuntimeError
-  const ElementType t = sum_type(out.dtype, combine);
-  Value operand = rank_at_least_1(b, b.convert(self, t));
-  index = rank_at_least_1(b, index);
-  Value updates = b.convert(updates_in, t);
-  // src may be larger than index in any dim: only index's extent is used.
-  if (updates.rank() == 0) {
-    updates = b.broadcast_to(updates, index.shape());
-  } else {
-    updates = b.slice(updates, Shape(updates.rank(), 0), index.shape(), Shape(updates.rank(), 1));
-  }
-  Value coords = point_coordinates(b, index, dim);
-  Value r = b.scatter_points(operand, coords, updates, combiner(combine));
+  // CPU's scatter raises RuntimeError.
+  const std::optional<ScatterAlongDim> s =
+      scatter_along_dim(ctx, updates_in, sum_type(out.dtype, combine), "scatter", /*runtime_error=*/true);
+  if (!s) return coerce(b, ctx.tensor(0), out);
+  Value r = b.scatter_points(s->operand, s->coords, s->updates, combiner(combine));
   return b.convert(b.reshape(r, out.shape), out.dtype);
 }
 
@@ -199,16 +158,6 @@ int64_t mask_position(const std::vector<std::optional<Value>>& indices) {
   return pos;
 }
 
-// Inclusive prefix sum of a 1-d value in log2(n) shifted adds.
-Value prefix_sum(Builder& b, Value x) {
-  const int64_t n = x.shape()[0];
-  Value zero = b.constant(0, x.dtype());
-  for (int64_t s = 1; s < n; s *= 2) {
-    x = b.binary("add", x, b.pad(b.slice(x, {0}, {n - s}, {1}), zero, {s}, {0}, {0}));
-  }
-  return x;
-}
-
 // self[mask] = values (or += with Add): a rank-k mask at dim p names its true
 // elements in row-major order, and the indexing result is
 // self.shape[:p] + [nnz] + self.shape[p+k:]. The i-th true element takes row
@@ -243,7 +192,7 @@ Value masked_put(Builder& b, const Value& self, const Value& mask_in, int64_t p,
     full[q] = vs[q];
     values = b.broadcast_in_dim(values, full, range(static_cast<int64_t>(full.size())));
     // Row of each true element; false elements read a clamped row, unused.
-    Value row = b.binary("subtract", prefix_sum(b, b.convert(m, ElementType::S64)), b.splat(1, {ElementType::S64, {n}}));
+    Value row = b.binary("subtract", prefix_sum(b, b.convert(m, ElementType::S64), 0), b.splat(1, {ElementType::S64, {n}}));
     updates = select_along(b, values, q, row);
   }
   Value operand = b.reshape(self, flat);
@@ -282,6 +231,15 @@ void check_advanced_ranges(LowerContext& ctx, const Value& self, const AdvancedI
   }
 }
 
+// Coordinates of every element of `shape`, row-major, as [n, rank] int64.
+Value coordinates(Builder& b, const Shape& shape, int64_t n) {
+  std::vector<Value> cols;
+  for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
+    cols.push_back(b.reshape(b.iota({ElementType::S64, shape}, d), {n, 1}));
+  }
+  return b.concatenate(cols, 1);
+}
+
 }  // namespace
 
 std::vector<Value> gather(LowerContext& ctx) {
@@ -292,12 +250,9 @@ std::vector<Value> gather(LowerContext& ctx) {
   const int64_t dim = wrap_dim(ctx.int_arg(1), self.rank());
   Value index = rank_at_least_1(b, as_index(b, ctx.tensor(2)));
   const int64_t size = self.rank() == 0 ? 1 : self.shape()[dim];
-  ctx.check_in_range(index, 0, size,
-                     "gather: index out of bounds for dimension " + std::to_string(dim) + " with size " +
-                         std::to_string(size),
-                     /*runtime_error=*/true);  // CPU's gather raises RuntimeError
+  check_index_in_dim(ctx, index, dim, size, "gather", /*runtime_error=*/true);  // CPU's gather raises RuntimeError
   self = rank_at_least_1(b, self);
-  Value coords = point_coordinates(b, index, dim);
+  Value coords = point_coordinates(b, index.shape(), dim, index);
   Value r = b.gather_points(self, coords);
   return {b.reshape(r, out.shape)};
 }
@@ -414,6 +369,32 @@ std::vector<Value> embedding_dense_backward(LowerContext& ctx) {
   rows = b.binary("multiply", rows, b.broadcast_in_dim(weight, {n, width}, {0}));
   Value r = b.scatter_slices(zeros(b, {t, out.shape}), 0, b.reshape(idx, {n, 1}), rows, hlo::accumulate);
   return {b.convert(r, out.dtype)};
+}
+
+// nonzero_static(self, *, size, fill_value): the first `size` rows of
+// nonzero(self), padded with fill_value. Each true element's rank among the
+// true elements (an inclusive prefix count) is its row; its coordinates are
+// scattered there. Elements past `size` go to one spare row that is cut off.
+std::vector<Value> nonzero_static(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  const TensorType out = ctx.out_types.at(0);
+  const Value& x = ctx.tensor(0);
+  const int64_t fill = ctx.int_arg(2, -1);
+  const int64_t n = x.type.numel();
+  if (out.numel() == 0) return {b.splat(0, out)};
+  const int64_t size = out.shape.at(0), rank = out.shape.at(1);
+  const TensorType padded{ElementType::S64, {size + 1, rank}};
+  Value base = b.broadcast_to(b.constant_int(fill, ElementType::S64), padded.shape);
+  if (n == 0) return {b.convert(b.slice(base, {0, 0}, {size, rank}, {1, 1}), out.dtype)};
+  Value nz = b.reshape(b.convert(x, ElementType::Pred), {n});
+  Value count = b.convert(nz, ElementType::S64);
+  Value rank_of = prefix_sum(b, count, 0);
+  Value row = b.binary("subtract", rank_of, b.broadcast_to(b.constant_int(1, ElementType::S64), {n}));
+  Value spare = b.broadcast_to(b.constant_int(size, ElementType::S64), {n});
+  Value keep = b.binary("and", nz, b.compare(row, spare, CompareDirection::LT));
+  Value index = b.reshape(b.select(keep, row, spare), {n, 1});
+  Value rows = b.scatter_slices(base, 0, index, coordinates(b, x.shape(), n), hlo::overwrite);
+  return {b.convert(b.slice(rows, {0, 0}, {size, rank}, {1, 1}), out.dtype)};
 }
 
 }  // namespace torch_tpu::lower

@@ -8,11 +8,12 @@
 #include "lower/index_reduce.h"
 
 #include <cmath>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
-#include "lower/ops.h"
-#include "lower/scan.h"
+#include "lower/common/indexing.h"
+#include "lower/common/scan.h"
 
 namespace torch_tpu::lower {
 
@@ -54,28 +55,6 @@ Value scatter_points(Builder& b, const Value& operand, const Value& coords, cons
     return combine(rb, r, current, update);
   });
 }
-
-// Coordinates [*shape, rank] of every element of `shape`, with coordinate
-// `dim` read from `along` (s64, of `shape`).
-Value coords_along(Builder& b, const Shape& shape, int64_t dim, const Value& along) {
-  Shape column = shape;
-  column.push_back(1);
-  std::vector<Value> parts;
-  for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
-    Value c = d == dim ? along : b.iota({ElementType::S64, shape}, d);
-    parts.push_back(b.reshape(c, column));
-  }
-  return b.concatenate(parts, static_cast<int64_t>(shape.size()));
-}
-
-Value as_index(Builder& b, const Value& v) { return b.convert(v, ElementType::S64); }
-
-Value wrap_negative(Builder& b, const Value& index, int64_t size) {
-  Value wrapped = b.binary("add", index, b.splat(static_cast<double>(size), index.type));
-  return b.select(b.compare(index, zeros(b, index.type), CompareDirection::LT), wrapped, index);
-}
-
-Value rank_at_least_1(Builder& b, const Value& v) { return v.rank() == 0 ? b.reshape(v, {1}) : v; }
 
 // The dtype a reduction runs in: sums and products of bf16/f16 in float32.
 ElementType compute_type(ElementType t, Reduce r) {
@@ -123,35 +102,50 @@ Value reduce_into(Builder& b, const Value& self, const Value& coords, const Valu
 Value scatter_reduce_along(LowerContext& ctx, const Value& src, Reduce r, bool include_self) {
   Builder& b = ctx.b;
   const TensorType& out = ctx.out_types.at(0);
-  Value self = ctx.tensor(0);
-  Value index = as_index(b, ctx.tensor(2));
-  if (index.type.numel() == 0 || out.numel() == 0) return coerce(b, self, out);
-  const int64_t dim = wrap_dim(ctx.int_arg(1), self.rank());
-  const int64_t size = self.rank() == 0 ? 1 : self.shape()[dim];
-  ctx.check_in_range(index, 0, size, "scatter(): index out of bounds for dimension " + std::to_string(dim) +
-                                         " with size " + std::to_string(size));
-  const ElementType t = compute_type(out.dtype, r);
-  Value operand = rank_at_least_1(b, b.convert(self, t));
-  index = rank_at_least_1(b, index);
-  Value updates = b.convert(src, t);
-  if (updates.rank() == 0) {
-    updates = b.broadcast_to(updates, index.shape());
-  } else {  // src may be larger than index in any dim: only index's extent is used
-    updates = b.slice(updates, Shape(updates.rank(), 0), index.shape(), Shape(updates.rank(), 1));
-  }
-  Value coords = coords_along(b, index.shape(), dim, index);
-  Value result = reduce_into(b, operand, coords, updates, r, include_self);
+  const std::optional<ScatterAlongDim> s =
+      scatter_along_dim(ctx, src, compute_type(out.dtype, r), "scatter()", /*runtime_error=*/false);
+  if (!s) return coerce(b, ctx.tensor(0), out);
+  Value result = reduce_into(b, s->operand, s->coords, s->updates, r, include_self);
   return b.convert(b.reshape(result, out.shape), out.dtype);
 }
 
-// index_* ops: `source` holds self's shape with `dim` of index's length;
-// element p goes to self[p with p[dim] replaced by index[p[dim]]].
-Value index_coords(Builder& b, const Value& index_1d, const Shape& source_shape, int64_t dim) {
-  Value along = b.broadcast_in_dim(index_1d, source_shape, {dim});
-  return coords_along(b, source_shape, dim, along);
-}
-
 Value index_1d(Builder& b, const Value& index) { return b.reshape(as_index(b, index), {index.type.numel()}); }
+
+// The index_* ops' addressing (self, dim, index, source/value, ...): self
+// read as rank >= 1 in `t`, a 1-d index into its dim `dim`. `source` holds
+// self's shape with `dim` of index's length; its element p goes to
+// self[p with p[dim] replaced by index[p[dim]]]. No value when there is
+// nothing to write (the op returns self).
+struct IndexAlongDim {
+  Value operand, index;
+  int64_t dim = 0, size = 0;
+
+  Shape source_shape() const {
+    Shape s = operand.shape();
+    s[dim] = index.shape()[0];
+    return s;
+  }
+  // Argument `i`, in `t`, laid out as the source.
+  Value source(LowerContext& ctx, size_t i, ElementType t) const {
+    return ctx.b.reshape(ctx.b.convert(ctx.tensor(i), t), source_shape());
+  }
+  // Where each source element goes.
+  Value coords(Builder& b) const {
+    const Shape s = source_shape();
+    return point_coordinates(b, s, dim, b.broadcast_in_dim(index, s, {dim}));
+  }
+};
+
+std::optional<IndexAlongDim> index_along_dim(LowerContext& ctx, ElementType t) {
+  Builder& b = ctx.b;
+  IndexAlongDim a;
+  a.index = index_1d(b, ctx.tensor(2));
+  if (a.index.type.numel() == 0 || ctx.out_types.at(0).numel() == 0) return std::nullopt;
+  a.operand = rank_at_least_1(b, b.convert(ctx.tensor(0), t));
+  a.dim = wrap_dim(ctx.int_arg(1), a.operand.rank());
+  a.size = a.operand.shape()[a.dim];
+  return a;
+}
 
 }  // namespace
 
@@ -179,17 +173,11 @@ std::vector<Value> index_reduce(LowerContext& ctx) {
   Builder& b = ctx.b;
   const TensorType& out = ctx.out_types.at(0);
   const Reduce r = parse_reduce(ctx.args.at(4).s);
-  Value self = ctx.tensor(0);
-  Value index = index_1d(b, ctx.tensor(2));
-  if (index.type.numel() == 0 || out.numel() == 0) return {coerce(b, self, out)};
   const ElementType t = compute_type(out.dtype, r);
-  Value operand = rank_at_least_1(b, b.convert(self, t));
-  const int64_t dim = wrap_dim(ctx.int_arg(1), operand.rank());
-  ctx.check_in_range(index, 0, operand.shape()[dim], "index_reduce(): index out of range in self");
-  Shape source_shape = operand.shape();
-  source_shape[dim] = index.shape()[0];
-  Value source = b.reshape(b.convert(ctx.tensor(3), t), source_shape);
-  Value result = reduce_into(b, operand, index_coords(b, index, source_shape, dim), source, r, ctx.bool_arg(5, true));
+  const std::optional<IndexAlongDim> a = index_along_dim(ctx, t);
+  if (!a) return {coerce(b, ctx.tensor(0), out)};
+  ctx.check_in_range(a->index, 0, a->size, "index_reduce(): index out of range in self");
+  Value result = reduce_into(b, a->operand, a->coords(b), a->source(ctx, 3, t), r, ctx.bool_arg(5, true));
   return {b.convert(b.reshape(result, out.shape), out.dtype)};
 }
 
@@ -198,18 +186,10 @@ std::vector<Value> index_reduce(LowerContext& ctx) {
 std::vector<Value> index_copy(LowerContext& ctx) {
   Builder& b = ctx.b;
   const TensorType& out = ctx.out_types.at(0);
-  Value self = ctx.tensor(0);
-  Value index = index_1d(b, ctx.tensor(2));
-  if (index.type.numel() == 0 || out.numel() == 0) return {coerce(b, self, out)};
-  Value operand = rank_at_least_1(b, self);
-  const int64_t dim = wrap_dim(ctx.int_arg(1), operand.rank());
-  const int64_t size = operand.shape()[dim];
-  ctx.check_in_range(index, 0, size, "index_copy_(): index out of bounds for dimension " + std::to_string(dim) +
-                                         " with size " + std::to_string(size));
-  Shape source_shape = operand.shape();
-  source_shape[dim] = index.shape()[0];
-  Value source = b.reshape(b.convert(ctx.tensor(3), out.dtype), source_shape);
-  Value result = scatter_points(b, operand, index_coords(b, index, source_shape, dim), source, Reduce::Overwrite);
+  const std::optional<IndexAlongDim> a = index_along_dim(ctx, ctx.tensor(0).dtype());
+  if (!a) return {coerce(b, ctx.tensor(0), out)};
+  check_index_in_dim(ctx, a->index, a->dim, a->size, "index_copy_()");
+  Value result = scatter_points(b, a->operand, a->coords(b), a->source(ctx, 3, out.dtype), Reduce::Overwrite);
   return {b.reshape(result, out.shape)};
 }
 
@@ -218,15 +198,13 @@ std::vector<Value> index_copy(LowerContext& ctx) {
 std::vector<Value> index_fill(LowerContext& ctx) {
   Builder& b = ctx.b;
   const TensorType& out = ctx.out_types.at(0);
-  Value self = ctx.tensor(0);
-  Value index = index_1d(b, ctx.tensor(2));
-  if (index.type.numel() == 0 || out.numel() == 0) return {coerce(b, self, out)};
-  Value operand = rank_at_least_1(b, self);
-  const int64_t dim = wrap_dim(ctx.int_arg(1), operand.rank());
-  const int64_t size = operand.shape()[dim];
-  ctx.check_in_range(index, -size, size, "index_fill(): index out of range for dimension " + std::to_string(dim) +
-                                             " with size " + std::to_string(size));
-  index = wrap_negative(b, index, size);
+  const std::optional<IndexAlongDim> a = index_along_dim(ctx, ctx.tensor(0).dtype());
+  if (!a) return {coerce(b, ctx.tensor(0), out)};
+  const Value& operand = a->operand;
+  const int64_t dim = a->dim, size = a->size;
+  ctx.check_in_range(a->index, -size, size, "index_fill(): index out of range for dimension " + std::to_string(dim) +
+                                                " with size " + std::to_string(size));
+  Value index = wrap_negative(b, a->index, size);
   Value hit = scatter_points(b, zeros(b, {ElementType::Pred, {size}}), b.reshape(index, {index.shape()[0], 1}),
                              b.splat(1, {ElementType::Pred, index.shape()}), Reduce::Overwrite);
   const Arg& v = ctx.args.at(3);
@@ -252,25 +230,38 @@ std::vector<Value> masked_scatter(LowerContext& ctx) {
   if (m == 0) return {self};
   Value flat_mask = b.reshape(mask, {n});
   Value ones = b.convert(flat_mask, ElementType::S64);
-  auto add = [](Builder& rb, const std::vector<Value>& a, const std::vector<Value>& c) {
-    return std::vector<Value>{rb.binary("add", a[0], c[0])};
-  };
-  Value position = b.binary("subtract", inclusive_scan(b, {ones}, 0, {b.constant_int(0, ElementType::S64)}, add)[0],
+  Value position = b.binary("subtract", prefix_sum(b, ones, 0),
                             b.splat(1, ones.type));
   position = b.clamp(b.constant_int(0, ElementType::S64), position, b.constant_int(m - 1, ElementType::S64));
   Value taken = b.gather_points(b.reshape(b.convert(source, out.dtype), {m}), b.reshape(position, {n, 1}));
   return {b.select(mask, b.reshape(taken, out.shape), self)};
 }
 
+namespace {
+
+// take and put address self.flatten() (n elements) with argument 1; the
+// index is range-checked (negative counts from the back) and read as int64.
+struct FlatIndex {
+  Value self;
+  int64_t n;
+  Value index;
+};
+FlatIndex flat_index(LowerContext& ctx) {
+  const Value& self = ctx.tensor(0);
+  const int64_t n = self.type.numel();
+  Value index = as_index(ctx.b, ctx.tensor(1));
+  ctx.check_in_range(index, -n, n, "out of range: tried to access an index out of range of a tensor with " +
+                                       std::to_string(n) + " elements.");
+  return {self, n, index};
+}
+
+}  // namespace
+
 // take(self, index): self.flatten()[index], negative counting from the back.
 std::vector<Value> take(LowerContext& ctx) {
   Builder& b = ctx.b;
   const TensorType& out = ctx.out_types.at(0);
-  Value self = ctx.tensor(0);
-  const int64_t n = self.type.numel();
-  Value index = as_index(b, ctx.tensor(1));
-  ctx.check_in_range(index, -n, n, "out of range: tried to access an index out of range of a tensor with " +
-                                       std::to_string(n) + " elements.");
+  auto [self, n, index] = flat_index(ctx);
   if (out.numel() == 0 || n == 0) return {zeros(b, out)};
   index = wrap_negative(b, index, n);
   Shape column = index.shape();
@@ -283,12 +274,8 @@ std::vector<Value> take(LowerContext& ctx) {
 std::vector<Value> put(LowerContext& ctx) {
   Builder& b = ctx.b;
   const TensorType& out = ctx.out_types.at(0);
-  Value self = ctx.tensor(0);
-  const int64_t n = self.type.numel();
-  Value index = as_index(b, ctx.tensor(1));
+  auto [self, n, index] = flat_index(ctx);
   const int64_t k = index.type.numel();
-  ctx.check_in_range(index, -n, n, "out of range: tried to access an index out of range of a tensor with " +
-                                       std::to_string(n) + " elements.");
   if (k == 0 || n == 0) return {coerce(b, self, out)};
   const Reduce r = ctx.bool_arg(3) ? Reduce::Sum : Reduce::Overwrite;
   const ElementType t = compute_type(out.dtype, r);
@@ -359,12 +346,12 @@ Value counted(Builder& b, const Value& idx, int64_t padding_idx) {
 Value scatter_rows(Builder& b, const Value& base, const Value& bag, const Value& rows, Reduce r) {
   const int64_t n = rows.shape()[0], d = rows.shape()[1];
   Value along = b.broadcast_in_dim(bag, {n, d}, {0});
-  return scatter_points(b, base, coords_along(b, {n, d}, 0, along), rows, r);
+  return scatter_points(b, base, point_coordinates(b, {n, d}, 0, along), rows, r);
 }
 
 Value gather_rows(Builder& b, const Value& table, const Value& idx) {
   const int64_t n = idx.shape()[0], d = table.shape()[1];
-  return b.gather_points(table, coords_along(b, {n, d}, 0, b.broadcast_in_dim(idx, {n, d}, {0})));
+  return b.gather_points(table, point_coordinates(b, {n, d}, 0, b.broadcast_in_dim(idx, {n, d}, {0})));
 }
 
 }  // namespace
@@ -443,6 +430,31 @@ std::vector<Value> embedding_bag(LowerContext& ctx) {
   return {b.convert(result, out.dtype), shaped(1, bag), shaped(2, count), shaped(3, max_indices)};
 }
 
+namespace {
+
+// The embedding_bag backward ops' operands: grad (argument 0) in the
+// accumulation type of the result, the indices (argument `indices`) flat.
+struct BagGrad {
+  TensorType out;
+  ElementType t;
+  Value grad, idx;
+  int64_t n, bags;
+};
+BagGrad bag_grad(LowerContext& ctx, size_t indices) {
+  const TensorType& out = ctx.out_types.at(0);
+  const ElementType t = accumulation_type(out.dtype);
+  Value grad = ctx.b.convert(ctx.tensor(0), t);
+  Value idx = index_1d(ctx.b, ctx.tensor(indices));
+  return {out, t, grad, idx, idx.shape()[0], grad.shape()[0]};
+}
+
+// Bag numbers (offset2bag) clamped to the bags there are.
+Value clamp_bags(Builder& b, const Value& bag, int64_t bags) {
+  return b.clamp(b.constant_int(0, ElementType::S64), bag, b.constant_int(bags - 1, ElementType::S64));
+}
+
+}  // namespace
+
 // _embedding_bag_dense_backward(grad, indices, offset2bag, bag_size,
 // maximum_indices, num_weights, scale_grad_by_freq, mode, per_sample_weights,
 // padding_idx): each counted index position adds its bag's gradient row
@@ -450,11 +462,8 @@ std::vector<Value> embedding_bag(LowerContext& ctx) {
 // scale_grad_by_freq); max sends each feature's gradient to its maximal row.
 std::vector<Value> embedding_bag_dense_backward(LowerContext& ctx) {
   Builder& b = ctx.b;
-  const TensorType& out = ctx.out_types.at(0);
-  const ElementType t = accumulation_type(out.dtype);
-  Value grad = b.convert(ctx.tensor(0), t);
-  Value idx = index_1d(b, ctx.tensor(1));
-  const int64_t n = idx.shape()[0], bags = grad.shape()[0], dim = out.shape.at(1);
+  const auto [out, t, grad, idx, n, bags] = bag_grad(ctx, 1);
+  const int64_t dim = out.shape.at(1);
   const int mode = static_cast<int>(ctx.int_arg(7));
   const int64_t padding_idx = ctx.int_arg(9, -1);
   if (n == 0 || bags == 0 || out.numel() == 0) return {zeros(b, out)};
@@ -462,11 +471,11 @@ std::vector<Value> embedding_bag_dense_backward(LowerContext& ctx) {
     Value mi = as_index(b, ctx.tensor(4));
     Value along = b.select(b.compare(mi, zeros(b, mi.type), CompareDirection::LT),
                            b.splat(static_cast<double>(out.shape[0]), mi.type), mi);  // none: dropped
-    Value r = scatter_points(b, zeros(b, {t, out.shape}), coords_along(b, {bags, dim}, 0, along), grad, Reduce::Sum);
+    Value r = scatter_points(b, zeros(b, {t, out.shape}), point_coordinates(b, {bags, dim}, 0, along), grad, Reduce::Sum);
     return {b.convert(r, out.dtype)};
   }
   Value bag = index_1d(b, ctx.tensor(2));
-  Value safe_bag = b.clamp(b.constant_int(0, ElementType::S64), bag, b.constant_int(bags - 1, ElementType::S64));
+  Value safe_bag = clamp_bags(b, bag, bags);
   Value rows = gather_rows(b, grad, safe_bag);
   Value scale = b.convert(counted(b, idx, padding_idx), t);
   if (ctx.has(8)) scale = b.binary("multiply", scale, b.convert(ctx.tensor(8), t));
@@ -501,14 +510,9 @@ std::vector<Value> embedding_bag_backward(LowerContext& ctx) {
 // offset2bag, mode, padding_idx): d(out)/d(w_i) = <grad[bag_i], weight[idx_i]>.
 std::vector<Value> embedding_bag_per_sample_weights_backward(LowerContext& ctx) {
   Builder& b = ctx.b;
-  const TensorType& out = ctx.out_types.at(0);
-  const ElementType t = accumulation_type(out.dtype);
-  Value grad = b.convert(ctx.tensor(0), t);
-  Value idx = index_1d(b, ctx.tensor(2));
-  const int64_t n = idx.shape()[0], bags = grad.shape()[0];
+  const auto [out, t, grad, idx, n, bags] = bag_grad(ctx, 2);
   if (n == 0 || bags == 0) return {zeros(b, out)};
-  Value bag = b.clamp(b.constant_int(0, ElementType::S64), index_1d(b, ctx.tensor(4)),
-                      b.constant_int(bags - 1, ElementType::S64));
+  Value bag = clamp_bags(b, index_1d(b, ctx.tensor(4)), bags);
   Value prod = b.binary("multiply", gather_rows(b, grad, bag), gather_rows(b, b.convert(ctx.tensor(1), t), idx));
   Value dot = b.reduce(prod, b.constant(0, t), {1}, "add");
   dot = b.select(counted(b, idx, ctx.int_arg(6, -1)), dot, zeros(b, dot.type));
@@ -536,10 +540,7 @@ Segments segments_of(LowerContext& ctx, size_t lengths_at, size_t offsets_at, in
     const int64_t axis = len.rank() - 1;
     s.count = len.shape()[axis];
     s.length = len;
-    auto add = [](Builder& rb, const std::vector<Value>& a, const std::vector<Value>& c) {
-      return std::vector<Value>{rb.binary("add", a[0], c[0])};
-    };
-    Value ends = inclusive_scan(b, {len}, axis, {b.constant_int(0, ElementType::S64)}, add)[0];
+    Value ends = prefix_sum(b, len, axis);
     starts = b.binary("subtract", ends, len);
     ends_all = ends;
   } else {
@@ -581,7 +582,7 @@ Reduce segment_reduce_kind(const std::string& name) {
 Value segment_coords(Builder& b, const Segments& s, const Shape& data_shape, int64_t axis) {
   std::vector<int64_t> id_dims;
   for (int64_t d = 0; d <= axis; ++d) id_dims.push_back(d);
-  return coords_along(b, data_shape, axis, b.broadcast_in_dim(s.id, data_shape, id_dims));
+  return point_coordinates(b, data_shape, axis, b.broadcast_in_dim(s.id, data_shape, id_dims));
 }
 
 }  // namespace

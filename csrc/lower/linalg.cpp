@@ -7,11 +7,13 @@
 // instead of slicing at a loop-variable index, so every step has static
 // shapes. Singular or non-positive-definite inputs report through the `info`
 // results (PyTorch's *_ex ops); the non-_ex ops check info on the host.
+#include "lower/linalg.h"
+
 #include <cmath>
 #include <functional>
 #include <stdexcept>
 
-#include "lower/linalg.h"
+#include "lower/common/reduction.h"
 
 namespace torch_tpu::lower {
 
@@ -45,6 +47,13 @@ Value flatten_batch(Builder& b, const Value& v) {
 Value batched_to(Builder& b, const Value& v, const Shape& batch) {
   const int64_t m = v.shape()[v.rank() - 2], n = v.shape()[v.rank() - 1];
   return flatten_batch(b, b.broadcast_to(v, concat(batch, {m, n})));
+}
+
+// Matrix arguments 0 and 1 broadcast to the batch dims of result 0, as
+// [B, m, n] each (the solvers' coefficient and right-hand side).
+std::pair<Value, Value> batched_arguments(LowerContext& ctx) {
+  const Shape batch = batch_of(ctx.out_types.at(0).shape);
+  return {batched_to(ctx.b, ctx.tensor(0), batch), batched_to(ctx.b, ctx.tensor(1), batch)};
 }
 
 Value iota(Builder& b, const Shape& shape, int64_t dim) { return b.iota({ElementType::S64, shape}, dim); }
@@ -102,10 +111,7 @@ Value diagonal(Builder& b, const Value& v) {
 }
 
 Value tri_solve(Builder& b, const Value& a, const Value& rhs, bool left, bool lower, bool unit, bool transpose) {
-  std::string attrs = std::string("left_side = ") + (left ? "true" : "false") + ", lower = " + (lower ? "true" : "false") +
-                      ", unit_diagonal = " + (unit ? "true" : "false") + ", transpose_a = #stablehlo<transpose " +
-                      (transpose ? "TRANSPOSE" : "NO_TRANSPOSE") + ">";
-  return b.op("triangular_solve", {a, rhs}, rhs.type, attrs);
+  return b.triangular_solve(a, rhs, left, lower, unit, transpose);
 }
 
 // The scalar loop counter as a value of `shape` (for masks).
@@ -310,17 +316,21 @@ std::vector<Value> linalg_cholesky_ex(LowerContext& ctx) {
   return {reshape_as(b, l, lt), reshape_as(b, cholesky_info(b, a, failed), it)};
 }
 
-// _cholesky_solve_helper(self=B, A=factor, upper): A A^T X = B (lower) or
-// A^T A X = B (upper); cholesky_solve broadcast the batch dims already.
+// X with A A^T X = B for a lower factor A, A^T A X = B for an upper one:
+// two triangular solves.
+static Value cholesky_solve_with(Builder& b, const Value& factor, const Value& rhs, bool upper) {
+  Value y = tri_solve(b, factor, rhs, true, !upper, false, upper);
+  return tri_solve(b, factor, y, true, !upper, false, !upper);
+}
+
+// _cholesky_solve_helper(self=B, A=factor, upper); cholesky_solve broadcast
+// the batch dims already.
 std::vector<Value> cholesky_solve_helper(LowerContext& ctx) {
   Builder& b = ctx.b;
   const TensorType& out = ctx.out_types.at(0);
   if (out.numel() == 0) return {zeros(b, out)};
-  const Shape batch = batch_of(out.shape);
-  Value rhs = batched_to(b, ctx.tensor(0), batch), f = batched_to(b, ctx.tensor(1), batch);
-  const bool upper = ctx.bool_arg(2);
-  Value y = tri_solve(b, f, rhs, true, !upper, false, upper);
-  return {reshape_as(b, tri_solve(b, f, y, true, !upper, false, !upper), out)};
+  const auto [rhs, f] = batched_arguments(ctx);
+  return {reshape_as(b, cholesky_solve_with(b, f, rhs, ctx.bool_arg(2)), out)};
 }
 
 // cholesky_inverse(self=factor, upper): (L L^T)^-1.
@@ -329,9 +339,7 @@ std::vector<Value> cholesky_inverse(LowerContext& ctx) {
   const TensorType& out = ctx.out_types.at(0);
   if (out.numel() == 0) return {zeros(b, out)};
   Value f = flatten_batch(b, ctx.tensor(0));
-  const bool upper = ctx.bool_arg(1);
-  Value y = tri_solve(b, f, eye(b, f.shape()), true, !upper, false, upper);
-  return {reshape_as(b, tri_solve(b, f, y, true, !upper, false, !upper), out)};
+  return {reshape_as(b, cholesky_solve_with(b, f, eye(b, f.shape()), ctx.bool_arg(1)), out)};
 }
 
 // ---- triangular solves -------------------------------------------------------
@@ -340,8 +348,7 @@ std::vector<Value> linalg_solve_triangular(LowerContext& ctx) {
   Builder& b = ctx.b;
   const TensorType& out = ctx.out_types.at(0);
   if (out.numel() == 0) return {zeros(b, out)};
-  const Shape batch = batch_of(out.shape);
-  Value a = batched_to(b, ctx.tensor(0), batch), rhs = batched_to(b, ctx.tensor(1), batch);
+  const auto [a, rhs] = batched_arguments(ctx);
   Value x = tri_solve(b, a, rhs, ctx.bool_arg(3, true), !ctx.bool_arg(2), ctx.bool_arg(4), false);
   return {reshape_as(b, x, out)};
 }
@@ -353,8 +360,7 @@ std::vector<Value> triangular_solve(LowerContext& ctx) {
   const TensorType& coeff = ctx.out_types.at(1);
   Value a_out = coerce(b, ctx.tensor(1), coeff);
   if (out.numel() == 0) return {zeros(b, out), a_out};
-  const Shape batch = batch_of(out.shape);
-  Value rhs = batched_to(b, ctx.tensor(0), batch), a = batched_to(b, ctx.tensor(1), batch);
+  const auto [rhs, a] = batched_arguments(ctx);
   Value x = tri_solve(b, a, rhs, true, !ctx.bool_arg(2, true), ctx.bool_arg(4), ctx.bool_arg(3));
   return {reshape_as(b, x, out), a_out};
 }
@@ -515,7 +521,6 @@ std::vector<Value> linalg_slogdet(LowerContext& ctx) {
   return {reshape_as(b, sign, t[0]), reshape_as(b, logabs, t[1]), reshape_as(b, f.lu, t[2]), reshape_as(b, f.piv, t[3])};
 }
 
-
 // ---- Householder QR (LAPACK geqr2 / org2r) -----------------------------------
 namespace {
 
@@ -635,7 +640,6 @@ std::vector<Value> linalg_qr(LowerContext& ctx) {
   return {q, reshape_as(b, r, t[1])};
 }
 
-
 // ---- symmetric eigenproblem and SVD: cyclic Jacobi ----------------------------
 // Jacobi rotations converge to full float32 accuracy (at least LAPACK's);
 // sweeps over all pairs (p, q) repeat until the off-diagonal part (eigh) or
@@ -711,12 +715,6 @@ Value entry2(Builder& b, const Value& a, const Value& i, const Value& j) {
   return b.reduce(b.select(m, a, zeros(b, a.type)), b.constant(0, a.dtype()), {1, 2}, "add");
 }
 
-Value any_true(Builder& b, const Value& pred) {
-  std::vector<int64_t> dims;
-  for (int64_t i = 0; i < pred.rank(); ++i) dims.push_back(i);
-  return dims.empty() ? pred : b.reduce(pred, b.constant(0, ElementType::Pred), dims, "or");
-}
-
 // Sweeps of `rotate(k_pair_state...)` while `unconverged(state)` holds.
 using SweepFn = std::function<std::vector<Value>(Builder&, const Value& p, const Value& q, std::vector<Value>)>;
 using TestFn = std::function<Value(Builder&, const std::vector<Value>&)>;
@@ -745,11 +743,9 @@ std::vector<Value> jacobi_sweeps(Builder& b, const Pairs& pairs, std::vector<Val
 // Sorts [B, n] keys (ascending or descending) and returns (sorted, permutation).
 std::pair<Value, Value> sort_with_index(Builder& b, const Value& keys, bool descending) {
   Value idx = iota(b, keys.shape(), 1);
-  TensorType fs{keys.dtype(), {}}, is{ElementType::S64, {}};
-  auto out = b.op_with_region("sort", {keys, idx}, {keys.type, idx.type}, "dimension = 1 : i64, is_stable = true",
-                              {fs, fs, is, is}, [&](Builder& rb, const std::vector<Value>& a) {
-                                return std::vector<Value>{rb.compare(a[0], a[1], descending ? CompareDirection::GT : CompareDirection::LT)};
-                              });
+  auto out = b.sort({keys, idx}, 1, /*is_stable=*/true, [&](Builder& rb, const std::vector<Value>& a) {
+    return std::vector<Value>{rb.compare(a[0], a[1], descending ? CompareDirection::GT : CompareDirection::LT)};
+  });
   return {out[0], out[1]};
 }
 

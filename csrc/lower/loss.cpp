@@ -10,7 +10,9 @@
 // of total_weight. Out-of-range targets contribute 0 and raise IndexError by
 // the next synchronization, as CPU raises at the op (CUDA asserts in its
 // kernel).
-#include "lower/ops.h"
+#include "lower/loss.h"
+
+#include "lower/common/reduction.h"
 
 namespace torch_tpu::lower {
 
@@ -53,12 +55,6 @@ NllTerms nll_terms(LowerContext& ctx, const Value& input, const Value& target, s
     t.weight_t = b.select(valid, b.splat(1, {acc, tgt.shape()}), zero_t);
   }
   return t;
-}
-
-Value sum_all(Builder& b, const Value& v) {
-  std::vector<int64_t> dims;
-  for (int64_t i = 0; i < v.rank(); ++i) dims.push_back(i);
-  return b.reduce(v, b.constant(0, v.dtype()), dims, "add");
 }
 
 }  // namespace

@@ -175,6 +175,11 @@ class LowerContext {
 
 using LowerFn = std::vector<Value> (*)(LowerContext&);
 
+// Declares one lowering in a family header (lower/<family>.h). Each is
+// registered for its ATen overloads in csrc/device/op_table.cpp; argument
+// indices follow the ATen schema.
+#define TORCH_TPU_LOWERING(name) std::vector<Value> name(LowerContext& ctx);
+
 // Thrown by a lowering for a dtype the op has no kernel for; the device layer
 // raises it as NotImplementedError, as CPU and CUDA do.
 struct NotImplementedForDtype : std::invalid_argument {
@@ -199,7 +204,9 @@ Value is_nan(Builder& b, const Value& v);
 Value full(Builder& b, double value, const TensorType& type);
 // Reduction identity for a combiner in `dtype` (for max: lowest value).
 Value reduce_init(Builder& b, const std::string& combiner, ElementType dtype);
-ElementType accumulation_type(ElementType dtype);  // bf16/f16 -> f32
+// bf16/f16 -> f32, others unchanged: PyTorch's CPU and CUDA kernels compute
+// reduced-precision floats in float32 (opmath_t, at::acc_type) and round once.
+ElementType accumulation_type(ElementType dtype);
 // A float32 product's operand at the context's matmul precision: under
 // DEFAULT (torch "medium") it is rounded to bf16, so the product is one bf16
 // multiply with f32 accumulation on every platform, as a TPU computes at

@@ -3,7 +3,6 @@
 // cases included. Float ops compute in float32 for bfloat16/half inputs and
 // round once (opmath), and in float32 for integer inputs.
 #include "lower/math.h"
-#include "lower/type_promotion.h"
 
 #include <cmath>
 #include <cstdio>
@@ -11,81 +10,20 @@
 #include <stdexcept>
 #include <string>
 
+#include "lower/common/arith.h"
+#include "lower/common/reduction.h"
+#include "lower/common/type_promotion.h"
+
 namespace torch_tpu::lower {
-
-namespace math {
-
-Value Arith::c(double v, const Value& like) const {
-  if (!hlo::is_float(like.dtype()) || !std::isfinite(v)) return b.splat(v, like.type);
-  // Always with a '.': MLIR's lexer reads "1e+17" (the builder's "%.17g" of
-  // 1e17) as an integer.
-  char literal[64];
-  std::snprintf(literal, sizeof(literal), "%.17e", v);
-  return b.broadcast_in_dim(b.constant_bits_like(literal, like.dtype()), like.shape(), {});
-}
-
-Value Arith::polevl(const Value& x, const std::vector<double>& coefficients) const {
-  Value r = c(coefficients.at(0), x);
-  for (size_t i = 1; i < coefficients.size(); ++i) r = add(mul(r, x), coefficients[i]);
-  return r;
-}
-
-Value Arith::p1evl(const Value& x, const std::vector<double>& coefficients) const {
-  Value r = add(x, coefficients.at(0));
-  for (size_t i = 1; i < coefficients.size(); ++i) r = add(mul(r, x), coefficients[i]);
-  return r;
-}
-
-Value Arith::chbevl(const Value& x, const std::vector<double>& coefficients) const {
-  Value b0 = c(coefficients.at(0), x), b1 = c(0, x), b2 = c(0, x);
-  for (size_t i = 1; i < coefficients.size(); ++i) {
-    b2 = b1;
-    b1 = b0;
-    b0 = add(sub(mul(x, b1), b2), coefficients[i]);
-  }
-  return mul(sub(b0, b2), 0.5);
-}
-
-ElementType float_opmath(ElementType t) {
-  if (!hlo::is_float(t)) return ElementType::F32;
-  return accumulation_type(t);
-}
-
-Value operand_as(LowerContext& ctx, size_t i, ElementType dtype) {
-  const Arg& a = ctx.args.at(i);
-  const Shape& shape = ctx.out_types.at(0).shape;
-  if (a.kind == Arg::Kind::Scalar) return ctx.b.broadcast_to(ctx.cast_scalar(a.scalar, dtype), shape);
-  return coerce(ctx.b, ctx.tensor(i), {dtype, shape});
-}
-
-std::vector<Value> float_op(LowerContext& ctx, std::initializer_list<size_t> idx, const FloatFn& fn) {
-  const ElementType t = float_opmath(result_type(ctx, idx));
-  std::vector<Value> xs;
-  for (size_t i : idx) xs.push_back(operand_as(ctx, i, t));
-  return {ctx.b.convert(fn(Arith{ctx.b}, xs), ctx.out_types.at(0).dtype)};
-}
-
-
-}  // namespace math
 
 namespace {
 
 using math::Arith;
 using math::float_op;
+using math::float_unary;
 using math::operand_as;
 
 TensorType out0(LowerContext& ctx) { return ctx.out_types.at(0); }
-
-std::vector<Value> unary(LowerContext& ctx, Value (*fn)(const Arith&, const Value&)) {
-  return float_op(ctx, {0}, [fn](const Arith& m, const std::vector<Value>& x) { return fn(m, x[0]); });
-}
-
-// Binary ops whose CPU kernel exists for floating types only (hypot,
-// logaddexp): integer operands raise instead of promoting.
-void require_float(LowerContext& ctx, const char* op) {
-  const ElementType t = result_type(ctx, {0, 1});
-  if (!hlo::is_float(t)) not_implemented_for(op, t);
-}
 
 std::vector<Value> unary_chlo(LowerContext& ctx, const char* name) {
   return float_op(ctx, {0}, [name](const Arith& m, const std::vector<Value>& x) { return m.b.chlo(name, {x[0]}, x[0].type); });
@@ -139,7 +77,7 @@ std::vector<Value> erfinv(LowerContext& ctx) { return unary_chlo(ctx, "erf_inv")
 
 // sin(pi x) / (pi x), 1 at 0 (at::native sinc).
 std::vector<Value> sinc(LowerContext& ctx) {
-  return unary(ctx, [](const Arith& m, const Value& x) {
+  return float_unary(ctx, [](const Arith& m, const Value& x) {
     Value product = m.mul(x, M_PI);
     return m.select(m.eq(x, 0), 1.0, m.div(m.sin(product), product));
   });
@@ -147,11 +85,11 @@ std::vector<Value> sinc(LowerContext& ctx) {
 
 // ---- exponentials and logarithms --------------------------------------------------
 std::vector<Value> log10(LowerContext& ctx) {
-  return unary(ctx, [](const Arith& m, const Value& x) { return m.mul(m.log(x), 1 / M_LN10); });
+  return float_unary(ctx, [](const Arith& m, const Value& x) { return m.mul(m.log(x), 1 / M_LN10); });
 }
 
 std::vector<Value> exp2(LowerContext& ctx) {
-  return unary(ctx, [](const Arith& m, const Value& x) {
+  return float_unary(ctx, [](const Arith& m, const Value& x) {
     if (x.dtype() != ElementType::F32) return m.exp(m.mul(x, M_LN2));
     return exp2_value(m, x);
   });
@@ -199,19 +137,19 @@ static Value logaddexp_value(const Arith& m, const Value& a, const Value& b, boo
 }
 
 std::vector<Value> logaddexp(LowerContext& ctx) {
-  require_float(ctx, "logaddexp_cpu");
+  require_float(result_type(ctx, {0, 1}), "logaddexp_cpu");
   return float_op(ctx, {0, 1}, [](const Arith& m, const std::vector<Value>& v) { return logaddexp_value(m, v[0], v[1], false); });
 }
 
 std::vector<Value> logaddexp2(LowerContext& ctx) {
-  require_float(ctx, "logaddexp2_cpu");
+  require_float(result_type(ctx, {0, 1}), "logaddexp2_cpu");
   return float_op(ctx, {0, 1}, [](const Arith& m, const std::vector<Value>& v) { return logaddexp_value(m, v[0], v[1], true); });
 }
 
 // ---- sign and magnitude --------------------------------------------------------------
 std::vector<Value> frac(LowerContext& ctx) {
   if (!hlo::is_float(ctx.tensor(0).dtype())) not_implemented_for("frac_cpu", ctx.tensor(0).dtype());
-  return unary(ctx, [](const Arith& m, const Value& x) { return m.sub(x, m.trunc(x)); });
+  return float_unary(ctx, [](const Arith& m, const Value& x) { return m.sub(x, m.trunc(x)); });
 }
 
 std::vector<Value> copysign(LowerContext& ctx) {
@@ -224,7 +162,7 @@ std::vector<Value> copysign(LowerContext& ctx) {
 // std::hypot: scaled so that large operands do not overflow; an infinity wins
 // over NaN.
 std::vector<Value> hypot(LowerContext& ctx) {
-  require_float(ctx, "hypot_cpu");
+  require_float(result_type(ctx, {0, 1}), "hypot_cpu");
   return float_op(ctx, {0, 1}, [](const Arith& m, const std::vector<Value>& v) {
     Value a = m.abs(v[0]), b = m.abs(v[1]);
     Value hi = m.max(a, b), lo = m.min(a, b);
@@ -238,7 +176,7 @@ std::vector<Value> hypot(LowerContext& ctx) {
 
 // angle of a real number: pi for negatives, 0 otherwise, NaN stays.
 std::vector<Value> angle(LowerContext& ctx) {
-  return unary(ctx, [](const Arith& m, const Value& x) {
+  return float_unary(ctx, [](const Arith& m, const Value& x) {
     return m.select(m.isnan(x), x, m.select(m.lt(x, 0), M_PI, m.c(0, x)));
   });
 }
@@ -319,13 +257,6 @@ std::vector<Value> round_decimals(LowerContext& ctx) {  // (self, decimals)
 }
 
 // ---- integers ---------------------------------------------------------------------
-// A tensor<i1> that is true when any element of `p` is.
-static Value any_true(Builder& b, const Value& p) {
-  std::vector<int64_t> dims;
-  for (int64_t d = 0; d < p.rank(); ++d) dims.push_back(d);
-  return dims.empty() ? p : b.reduce(p, b.constant(0, ElementType::Pred), dims, "or");
-}
-
 // Euclid's algorithm on |a|, |b| (at::native calc_gcd), all elements in one
 // loop that runs until every remainder is zero.
 static Value gcd_value(Builder& b, const Value& x, const Value& y) {

@@ -3,9 +3,9 @@
 // group norm decompose into elementwise ops and reductions). Statistics are
 // computed in f32 for bf16/f16 inputs, as PyTorch's kernels do, and mean/rstd
 // are returned in that type with shape input.shape[:axis] + [1] * len(normalized_shape).
-#include <stdexcept>
+#include "lower/norm.h"
 
-#include "lower/ops.h"
+#include <stdexcept>
 
 namespace torch_tpu::lower {
 

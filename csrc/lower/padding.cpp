@@ -9,7 +9,7 @@
 #include <algorithm>
 #include <string>
 
-#include "lower/resample.h"
+#include "lower/common/spatial.h"
 
 namespace torch_tpu::lower {
 

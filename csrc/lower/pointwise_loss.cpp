@@ -9,12 +9,17 @@
 // Not checked (the CPU kernels read the values; that needs a host sync):
 // binary_cross_entropy's inputs in [0, 1], margin-loss targets in range
 // (out-of-range classes pick nothing).
+#include "lower/pointwise_loss.h"
+
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <utility>
 #include <vector>
 
-#include "lower/pointwise_loss.h"
+#include "lower/common/reduction.h"
+#include "lower/common/scalars.h"
 
 namespace torch_tpu::lower {
 
@@ -28,19 +33,6 @@ Value mul(Builder& b, const Value& x, const Value& y) { return b.binary("multipl
 Value add(Builder& b, const Value& x, const Value& y) { return b.binary("add", x, y); }
 Value sub(Builder& b, const Value& x, const Value& y) { return b.binary("subtract", x, y); }
 Value div(Builder& b, const Value& x, const Value& y) { return b.binary("divide", x, y); }
-Value number(Builder& b, double v, const Value& like) { return b.splat(v, like.type); }
-
-std::vector<int64_t> all_dims(int64_t rank) {
-  std::vector<int64_t> dims;
-  for (int64_t i = 0; i < rank; ++i) dims.push_back(i);
-  return dims;
-}
-
-Value sum_dims(Builder& b, const Value& v, const std::vector<int64_t>& dims) {
-  return dims.empty() ? v : b.reduce(v, b.constant(0, v.dtype()), dims, "add");
-}
-
-Value sum_all(Builder& b, const Value& v) { return sum_dims(b, v, all_dims(v.rank())); }
 
 Shape broadcast_shape(const Shape& a, const Shape& b) {
   Shape out(std::max(a.size(), b.size()), 1);
@@ -96,13 +88,6 @@ Grads grad_operands(LowerContext& ctx, int64_t reduction, double norm) {
 
 std::vector<Value> grad_result(LowerContext& ctx, const Value& v) { return {ctx.b.convert(v, ctx.out_types.at(0).dtype)}; }
 
-Value double_arg_value(LowerContext& ctx, size_t i, double fallback, const Value& like) {
-  ScalarArg s;
-  s.kind = ScalarArg::Kind::Float;
-  s.f = ctx.double_arg(i, fallback);
-  return ctx.b.broadcast_to(ctx.cast_scalar(s, like.dtype()), like.shape());
-}
-
 // ---- margin losses --------------------------------------------------------------
 // Input (N, C) as acc-typed (N, C): a 1-D input is one sample, a 0-d input
 // one sample of one class.
@@ -127,14 +112,14 @@ MultiMargin multi_margin_terms(LowerContext& ctx, const Value& x, size_t target_
   Value y = b.reshape(b.convert(ctx.tensor(target_index), ElementType::S64), {s[0]});
   MultiMargin m;
   m.onehot = b.compare(b.iota({ElementType::S64, s}, 1), b.broadcast_in_dim(y, s, {0}), CompareDirection::EQ);
-  Value zero = number(b, 0, x);
-  Value x_y = sum_dims(b, b.select(m.onehot, x, zero), {1});
+  Value zero = b.splat(0, x.type);
+  Value x_y = reduce_with(b, b.select(m.onehot, x, zero), {1}, "add");
   Value margin = b.broadcast_to(ctx.cast_scalar(ctx.args.at(margin_index).scalar, x.dtype()), s);
   m.z = add(b, sub(b, margin, b.broadcast_in_dim(x_y, s, {0})), x);
   m.active = b.binary("and", b.compare(m.z, zero, CompareDirection::GT), b.unary("not", m.onehot));
   if (ctx.has(weight_index)) {
     Value w = b.broadcast_in_dim(b.convert(ctx.tensor(weight_index), x.dtype()), s, {1});
-    m.w_y = b.broadcast_in_dim(sum_dims(b, b.select(m.onehot, w, zero), {1}), s, {0});
+    m.w_y = b.broadcast_in_dim(reduce_with(b, b.select(m.onehot, w, zero), {1}, "add"), s, {0});
   }
   return m;
 }
@@ -165,7 +150,7 @@ MultiLabel multilabel_terms(LowerContext& ctx, const Value& x, size_t target_ind
   m.pick = b.binary("and", hit, listed3);
   m.is_target = b.reduce(m.pick, b.constant(0, ElementType::Pred), {1}, "or");
   Value x3 = b.broadcast_in_dim(x, nkc, {0, 2});
-  Value x_j = sum_dims(b, b.select(m.pick, x3, b.splat(0, x3.type)), {2});  // (N, K)
+  Value x_j = reduce_with(b, b.select(m.pick, x3, b.splat(0, x3.type)), {2}, "add");  // (N, K)
   m.z = add(b, sub(b, b.splat(1, x3.type), b.broadcast_in_dim(x_j, nkc, {0, 1})), x3);
   Value open = b.broadcast_in_dim(b.unary("not", m.is_target), nkc, {0, 2});
   m.active = b.binary("and", b.binary("and", listed3, open), b.compare(m.z, b.splat(0, m.z.type), CompareDirection::GT));
@@ -177,6 +162,33 @@ Value per_sample_grad(Builder& b, const Value& grad_output, int64_t reduction, c
   Value g = b.convert(grad_output, acc);
   if (reduction != kNone || g.type.numel() == 1) return b.broadcast_to(b.reshape(g, {}), nc);
   return b.broadcast_in_dim(b.reshape(g, {nc[0]}), nc, {0});
+}
+
+// huber_loss / smooth_l1_loss (self, target, reduction, threshold): the loss
+// of z = |x - t|, `branches` giving it below the threshold and from it on.
+using Branches =
+    std::function<std::pair<Value, Value>(Builder&, const Value& z, const Value& threshold, const Value& half)>;
+std::vector<Value> thresholded_loss(LowerContext& ctx, const Branches& branches) {
+  Builder& b = ctx.b;
+  Pair p = loss_operands(ctx);
+  Value z = b.unary("abs", sub(b, p.x, p.t));
+  Value threshold = host_number(ctx, ctx.double_arg(3, 1.0), z);
+  auto [below, from] = branches(b, z, threshold, b.splat(0.5, z.type));
+  return reduced(ctx, b.select(b.compare(z, threshold, CompareDirection::LT), below, from), ctx.int_arg(2, kMean),
+                 z.type.numel());
+}
+
+// Their backward's operands (grad_output, self, target, reduction,
+// threshold): d = x - t and the threshold.
+struct ThresholdedGrads {
+  Grads a;
+  Value d, threshold;
+};
+ThresholdedGrads thresholded_grads(LowerContext& ctx) {
+  Grads a = grad_operands(ctx, ctx.int_arg(3, kMean), 1.0);
+  Value d = sub(ctx.b, a.x, a.t);
+  Value threshold = host_number(ctx, ctx.double_arg(4, 1.0), d);
+  return {a, d, threshold};
 }
 
 }  // namespace
@@ -197,24 +209,16 @@ std::vector<Value> mse_loss_backward(LowerContext& ctx) {
 
 // huber_loss(self, target, reduction, delta): z < delta ? z^2 / 2 : delta * (z - delta / 2), z = |x - t|.
 std::vector<Value> huber_loss(LowerContext& ctx) {
-  Builder& b = ctx.b;
-  Pair p = loss_operands(ctx);
-  Value z = b.unary("abs", sub(b, p.x, p.t));
-  Value delta = double_arg_value(ctx, 3, 1.0, z);
-  Value half = number(b, 0.5, z);
-  Value quadratic = mul(b, mul(b, half, z), z);
-  Value linear = mul(b, delta, sub(b, z, mul(b, half, delta)));
-  return reduced(ctx, b.select(b.compare(z, delta, CompareDirection::LT), quadratic, linear), ctx.int_arg(2, kMean),
-                 z.type.numel());
+  return thresholded_loss(ctx, [](Builder& b, const Value& z, const Value& delta, const Value& half) {
+    return std::pair{mul(b, mul(b, half, z), z), mul(b, delta, sub(b, z, mul(b, half, delta)))};
+  });
 }
 
 // huber_loss_backward(grad_output, self, target, reduction, delta):
 // d < -delta ? -delta * g : (d > delta ? delta * g : d * g), d = x - t.
 std::vector<Value> huber_loss_backward(LowerContext& ctx) {
   Builder& b = ctx.b;
-  Grads a = grad_operands(ctx, ctx.int_arg(3, kMean), 1.0);
-  Value d = sub(b, a.x, a.t);
-  Value delta = double_arg_value(ctx, 4, 1.0, d);
+  const auto [a, d, delta] = thresholded_grads(ctx);
   Value above = b.select(b.compare(d, delta, CompareDirection::GT), mul(b, delta, a.g), mul(b, d, a.g));
   Value below = b.compare(d, b.unary("negate", delta), CompareDirection::LT);
   return grad_result(ctx, b.select(below, mul(b, b.unary("negate", delta), a.g), above));
@@ -223,24 +227,16 @@ std::vector<Value> huber_loss_backward(LowerContext& ctx) {
 // smooth_l1_loss(self, target, reduction, beta): z < beta ? z^2 / (2 beta) : z - beta / 2
 // (beta 0 is the L1 loss: the first branch never applies).
 std::vector<Value> smooth_l1_loss(LowerContext& ctx) {
-  Builder& b = ctx.b;
-  Pair p = loss_operands(ctx);
-  Value z = b.unary("abs", sub(b, p.x, p.t));
-  Value beta = double_arg_value(ctx, 3, 1.0, z);
-  Value half = number(b, 0.5, z);
-  Value quadratic = div(b, mul(b, mul(b, half, z), z), beta);
-  Value linear = sub(b, z, mul(b, half, beta));
-  return reduced(ctx, b.select(b.compare(z, beta, CompareDirection::LT), quadratic, linear), ctx.int_arg(2, kMean),
-                 z.type.numel());
+  return thresholded_loss(ctx, [](Builder& b, const Value& z, const Value& beta, const Value& half) {
+    return std::pair{div(b, mul(b, mul(b, half, z), z), beta), sub(b, z, mul(b, half, beta))};
+  });
 }
 
 // smooth_l1_loss_backward(grad_output, self, target, reduction, beta):
 // d <= -beta ? -g : (d >= beta ? g : d * g / beta); with beta 0, d == 0 gives -g as on CPU.
 std::vector<Value> smooth_l1_loss_backward(LowerContext& ctx) {
   Builder& b = ctx.b;
-  Grads a = grad_operands(ctx, ctx.int_arg(3, kMean), 1.0);
-  Value d = sub(b, a.x, a.t);
-  Value beta = double_arg_value(ctx, 4, 1.0, d);
+  const auto [a, d, beta] = thresholded_grads(ctx);
   Value above = b.select(b.compare(d, beta, CompareDirection::GE), a.g, div(b, mul(b, d, a.g), beta));
   Value below = b.compare(d, b.unary("negate", beta), CompareDirection::LE);
   return grad_result(ctx, b.select(below, b.unary("negate", a.g), above));
@@ -252,8 +248,8 @@ std::vector<Value> smooth_l1_loss_backward(LowerContext& ctx) {
 // input in the kernel); NaN fails the check, as there.
 void check_unit_interval(LowerContext& ctx, const Value& v, const char* what) {
   Builder& b = ctx.b;
-  Value ok = b.binary("and", b.compare(v, number(b, 0, v), CompareDirection::GE),
-                      b.compare(v, number(b, 1, v), CompareDirection::LE));
+  Value ok = b.binary("and", b.compare(v, b.splat(0, v.type), CompareDirection::GE),
+                      b.compare(v, b.splat(1, v.type), CompareDirection::LE));
   ctx.check_all(ok, std::string("all elements of ") + what + " should be between 0 and 1");
 }
 
@@ -262,10 +258,10 @@ std::vector<Value> binary_cross_entropy(LowerContext& ctx) {
   Pair p = loss_operands(ctx);
   check_unit_interval(ctx, p.x, "input");
   check_unit_interval(ctx, p.t, "target");
-  Value floor = number(b, -100, p.x);
+  Value floor = b.splat(-100, p.x.type);
   Value log_x = b.binary("maximum", b.unary("log", p.x), floor);
   Value log_1mx = b.binary("maximum", b.unary("log_plus_one", b.unary("negate", p.x)), floor);
-  Value loss = sub(b, mul(b, sub(b, p.t, number(b, 1, p.t)), log_1mx), mul(b, p.t, log_x));
+  Value loss = sub(b, mul(b, sub(b, p.t, b.splat(1, p.t.type)), log_1mx), mul(b, p.t, log_x));
   if (ctx.has(2)) loss = mul(b, loss, coerce(b, ctx.tensor(2), loss.type));
   return reduced(ctx, loss, ctx.int_arg(3, kMean), loss.type.numel());
 }
@@ -275,7 +271,7 @@ std::vector<Value> binary_cross_entropy(LowerContext& ctx) {
 std::vector<Value> binary_cross_entropy_backward(LowerContext& ctx) {
   Builder& b = ctx.b;
   Grads a = grad_operands(ctx, ctx.int_arg(4, kMean), 1.0);
-  Value denom = b.binary("maximum", mul(b, sub(b, number(b, 1, a.x), a.x), a.x), number(b, 1e-12, a.x));
+  Value denom = b.binary("maximum", mul(b, sub(b, b.splat(1, a.x.type), a.x), a.x), b.splat(1e-12, a.x.type));
   Value grad = div(b, mul(b, a.g, sub(b, a.x, a.t)), denom);
   if (ctx.has(3)) grad = mul(b, grad, coerce(b, ctx.tensor(3), grad.type));
   return grad_result(ctx, grad);
@@ -290,27 +286,46 @@ std::vector<Value> multi_margin_loss(LowerContext& ctx) {
   MultiMargin m = multi_margin_terms(ctx, x, 1, 3, 4);
   Value h = ctx.int_arg(2, 1) == 1 ? m.z : mul(b, m.z, m.z);
   if (m.w_y) h = mul(b, h, *m.w_y);
-  h = b.select(m.active, h, number(b, 0, h));
+  h = b.select(m.active, h, b.splat(0, h.type));
   const double classes = static_cast<double>(x.shape()[1]);
-  Value per_sample = div(b, sum_dims(b, h, {1}), b.splat(classes, {acc, {x.shape()[0]}}));
+  Value per_sample = div(b, reduce_with(b, h, {1}, "add"), b.splat(classes, {acc, {x.shape()[0]}}));
   return reduced(ctx, per_sample, ctx.int_arg(5, kMean), x.shape()[0]);
 }
+
+namespace {
+
+// The margin losses' backward (grad_output, self, target, ...): self as an
+// acc-typed (N, C) matrix, and the gradient scale of each term: 1/C, over N
+// too under mean reduction.
+struct MarginGrad {
+  TensorType out;
+  ElementType acc;
+  Value x;
+  int64_t reduction;
+  double scale;
+};
+MarginGrad margin_grad(LowerContext& ctx, size_t reduction_arg) {
+  const TensorType& out = ctx.out_types.at(0);
+  const ElementType acc = accumulation_type(out.dtype);
+  Value x = as_matrix(ctx.b, ctx.tensor(1), acc);
+  const int64_t reduction = ctx.int_arg(reduction_arg, kMean);
+  double scale = 1.0 / static_cast<double>(x.shape()[1]);
+  if (reduction == kMean) scale /= static_cast<double>(x.shape()[0]);
+  return {out, acc, x, reduction, scale};
+}
+
+}  // namespace
 
 // multi_margin_loss_backward(grad_output, self, target, p, margin, weight?, reduction):
 // d/dx[c] = (p == 1 ? 1 : 2 z) * weight[y] / C for active c; x[y] gets minus their sum.
 std::vector<Value> multi_margin_loss_backward(LowerContext& ctx) {
   Builder& b = ctx.b;
-  const TensorType& out = ctx.out_types.at(0);
-  const ElementType acc = accumulation_type(out.dtype);
-  Value x = as_matrix(b, ctx.tensor(1), acc);
-  const int64_t reduction = ctx.int_arg(6, kMean);
+  const auto [out, acc, x, reduction, scale] = margin_grad(ctx, 6);
   MultiMargin m = multi_margin_terms(ctx, x, 2, 4, 5);
-  double scale = 1.0 / static_cast<double>(x.shape()[1]);
-  if (reduction == kMean) scale /= static_cast<double>(x.shape()[0]);
-  Value h = ctx.int_arg(3, 1) == 1 ? number(b, scale, x) : mul(b, m.z, number(b, 2 * scale, x));
+  Value h = ctx.int_arg(3, 1) == 1 ? b.splat(scale, x.type) : mul(b, m.z, b.splat(2 * scale, x.type));
   if (m.w_y) h = mul(b, h, *m.w_y);
-  h = b.select(m.active, h, number(b, 0, h));
-  Value to_target = b.broadcast_in_dim(b.unary("negate", sum_dims(b, h, {1})), x.shape(), {0});
+  h = b.select(m.active, h, b.splat(0, h.type));
+  Value to_target = b.broadcast_in_dim(b.unary("negate", reduce_with(b, h, {1}, "add")), x.shape(), {0});
   Value grad = b.select(m.onehot, to_target, h);
   grad = mul(b, grad, per_sample_grad(b, ctx.tensor(0), reduction, x.shape(), acc));
   return {b.convert(b.reshape(grad, out.shape), out.dtype)};
@@ -325,7 +340,7 @@ std::vector<Value> multilabel_margin_loss_forward(LowerContext& ctx) {
   MultiLabel m = multilabel_terms(ctx, x, 1);
   Value h = b.select(m.active, m.z, b.splat(0, m.z.type));
   const int64_t n = x.shape()[0];
-  Value per_sample = div(b, sum_dims(b, h, {1, 2}), b.splat(static_cast<double>(x.shape()[1]), {acc, {n}}));
+  Value per_sample = div(b, reduce_with(b, h, {1, 2}, "add"), b.splat(static_cast<double>(x.shape()[1]), {acc, {n}}));
   std::vector<Value> out = reduced(ctx, per_sample, ctx.int_arg(2, kMean), n);
   const TensorType& is_target = ctx.out_types.at(1);
   out.push_back(b.reshape(b.convert(m.is_target, is_target.dtype), is_target.shape));
@@ -336,18 +351,13 @@ std::vector<Value> multilabel_margin_loss_forward(LowerContext& ctx) {
 // each active (target j, class c) pair adds 1/C to x[c] and takes 1/C from x[j].
 std::vector<Value> multilabel_margin_loss_backward(LowerContext& ctx) {
   Builder& b = ctx.b;
-  const TensorType& out = ctx.out_types.at(0);
-  const ElementType acc = accumulation_type(out.dtype);
-  Value x = as_matrix(b, ctx.tensor(1), acc);
-  const int64_t reduction = ctx.int_arg(3, kMean);
+  const auto [out, acc, x, reduction, scale] = margin_grad(ctx, 3);
   MultiLabel m = multilabel_terms(ctx, x, 2);
   Value ones = b.select(m.active, b.splat(1, m.z.type), b.splat(0, m.z.type));
-  Value to_class = sum_dims(b, ones, {1});  // (N, C)
-  Value per_slot = b.broadcast_in_dim(sum_dims(b, ones, {2}), m.z.shape(), {0, 1});
-  Value from_target = sum_dims(b, b.select(m.pick, per_slot, b.splat(0, m.z.type)), {1});
-  double scale = 1.0 / static_cast<double>(x.shape()[1]);
-  if (reduction == kMean) scale /= static_cast<double>(x.shape()[0]);
-  Value grad = mul(b, sub(b, to_class, from_target), number(b, scale, to_class));
+  Value to_class = reduce_with(b, ones, {1}, "add");  // (N, C)
+  Value per_slot = b.broadcast_in_dim(reduce_with(b, ones, {2}, "add"), m.z.shape(), {0, 1});
+  Value from_target = reduce_with(b, b.select(m.pick, per_slot, b.splat(0, m.z.type)), {1}, "add");
+  Value grad = mul(b, sub(b, to_class, from_target), b.splat(scale, to_class.type));
   grad = mul(b, grad, per_sample_grad(b, ctx.tensor(0), reduction, x.shape(), acc));
   return {b.convert(b.reshape(grad, out.shape), out.dtype)};
 }

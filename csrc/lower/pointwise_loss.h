@@ -1,14 +1,9 @@
 // Losses that are not nll: pointwise regression and binary losses (mse,
 // huber, smooth_l1, binary_cross_entropy) and the margin losses
-// (multi_margin, multilabel_margin), forward and backward. Registered in
-// csrc/device/op_table.cpp. Argument indices follow the ATen schema.
+// (multi_margin, multilabel_margin), forward and backward.
 #pragma once
 
 #include "lower/lowering.h"
-
-#ifndef TORCH_TPU_LOWERING
-#define TORCH_TPU_LOWERING(name) std::vector<Value> name(LowerContext& ctx);
-#endif
 
 namespace torch_tpu::lower {
 

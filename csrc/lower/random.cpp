@@ -1,108 +1,27 @@
 // Random ops: uniform_, normal_, bernoulli, random_, native_dropout and its
 // backward; cauchy_, exponential_, geometric_, log_normal_, normal with
-// tensor mean/std, multinomial, randperm (random_distributions.h).
+// tensor mean/std, multinomial, randperm.
 // Bits come from stablehlo.rng_bit_generator (THREE_FRY) keyed by
 // the device generator's (seed, counter) pair, so a seed replays a sequence.
 // Value transforms follow PyTorch's (ATen/core/TransformationHelper.h and
 // DistributionTemplates.h); the bits themselves differ from CPU's mt19937.
+#include "lower/random.h"
+
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <stdexcept>
 #include <string>
 
-#include "lower/ops.h"
-#include "lower/random_distributions.h"
+#include "lower/common/sampling.h"
+#include "lower/common/scalars.h"
+#include "lower/reduce.h"
 
 namespace torch_tpu::lower {
 
 namespace {
 
 using hlo::CompareDirection;
-
-Value u64_splat(Builder& b, uint64_t v, const Shape& shape) {
-  return b.broadcast_to(b.constant_int(static_cast<int64_t>(v), ElementType::U64), shape);
-}
-
-// splitmix64 on a ui64 tensor: a bijective mixer.
-Value splitmix64(Builder& b, Value x) {
-  const Shape& s = x.shape();
-  auto xor_shift = [&](const Value& z, uint64_t k) {
-    return b.binary("xor", z, b.binary("shift_right_logical", z, u64_splat(b, k, s)));
-  };
-  Value z = b.binary("add", x, u64_splat(b, 0x9e3779b97f4a7c15ULL, s));
-  z = b.binary("multiply", xor_shift(z, 30), u64_splat(b, 0xbf58476d1ce4e5b9ULL, s));
-  z = b.binary("multiply", xor_shift(z, 27), u64_splat(b, 0x94d049bb133111ebULL, s));
-  return xor_shift(z, 31);
-}
-
-// XLA's THREE_FRY uses state[0] as the key and state[1] as the first block
-// counter, so states (seed, c) and (seed, c + 1) would give overlapping,
-// shifted streams. Hashing the counter into the key gives each op its own
-// key, i.e. an independent stream.
-Value op_state(LowerContext& ctx) {
-  Builder& b = ctx.b;
-  Value state = ctx.rng_state();
-  Value seed = b.slice(state, {0}, {1}, {1});
-  Value counter = b.slice(state, {1}, {2}, {1});
-  Value key = splitmix64(b, b.binary("xor", seed, splitmix64(b, counter)));
-  return b.concatenate({key, u64_splat(b, 0, {1})}, 0);
-}
-
-// Uniform random bits (U32 or U64) of `shape`.
-Value random_bits(LowerContext& ctx, const Shape& shape, ElementType bits) {
-  Builder& b = ctx.b;
-  TensorType type{bits, shape};
-  const int64_t n = type.numel();
-  if (n == 0) return b.splat(0, type);
-  Value state = op_state(ctx);
-  Value random = b.rng_bit_generator(state, {bits, {n}}, hlo::RngAlgorithm::ThreeFry).second;
-  return b.reshape(random, shape);
-}
-
-// f64 for f64 results, f32 otherwise (bf16/f16 are drawn in f32 then rounded).
-ElementType draw_type(ElementType t) { return t == ElementType::F64 ? ElementType::F64 : ElementType::F32; }
-
-// (k + offset) 2^-m for the top m bits k of a random word of `acc`'s width:
-// uniform on a grid of 2^m points in [0, 1).
-Value scaled_top_bits(LowerContext& ctx, const Shape& shape, ElementType acc, int m, double offset) {
-  Builder& b = ctx.b;
-  const bool wide = acc == ElementType::F64;
-  const ElementType bits_t = wide ? ElementType::U64 : ElementType::U32;
-  Value bits = random_bits(ctx, shape, bits_t);
-  Value top = b.binary("shift_right_logical", bits, b.broadcast_to(b.constant_int((wide ? 64 : 32) - m, bits_t), shape));
-  Value f = b.convert(top, acc);
-  if (offset != 0) f = b.binary("add", f, b.splat(offset, {acc, shape}));
-  return b.binary("multiply", f, b.splat(std::ldexp(1.0, -m), {acc, shape}));
-}
-
-// Uniform in the open interval (0, 1): (k + 1/2) 2^-m for m random bits (23
-// for f32, 52 for f64, so k + 1/2 is exact), never 0 or 1: logs stay finite.
-Value uniform_open01(LowerContext& ctx, const Shape& shape, ElementType acc) {
-  return scaled_top_bits(ctx, shape, acc, acc == ElementType::F64 ? 52 : 23, 0.5);
-}
-
-// Standard normal values of `shape` in `acc` by Box-Muller:
-// sqrt(-2 ln u1) cos(2 pi u2) with u1 in (0, 1] so the log is finite.
-Value standard_normal(LowerContext& ctx, const Shape& shape, ElementType acc) {
-  Builder& b = ctx.b;
-  const int64_t n = TensorType{acc, shape}.numel();
-  if (n == 0) return b.splat(0, {acc, shape});
-  const TensorType flat{acc, {n}};
-  Value u = uniform01(ctx, {2 * n}, acc);
-  Value u1 = b.binary("subtract", b.splat(1, flat), b.slice(u, {0}, {n}, {1}));
-  Value u2 = b.slice(u, {n}, {2 * n}, {1});
-  Value radius = b.unary("sqrt", b.binary("multiply", b.splat(-2, flat), b.unary("log", u1)));
-  Value z = b.binary("multiply", radius, b.unary("cosine", b.binary("multiply", b.splat(2 * M_PI, flat), u2)));
-  return b.reshape(z, shape);
-}
-
-Value scalar_value(LowerContext& ctx, double v, ElementType dtype, const Shape& shape) {
-  ScalarArg s;
-  s.kind = ScalarArg::Kind::Float;
-  s.f = v;
-  return ctx.b.broadcast_to(ctx.cast_scalar(s, dtype), shape);
-}
 
 std::string number(double v) {
   std::string s = std::to_string(v);
@@ -111,7 +30,8 @@ std::string number(double v) {
   return s;
 }
 
-void require_float(ElementType t, const char* what) {
+// The random kernels' dtype dispatch for float-only samplers.
+void require_float_draw(ElementType t, const char* what) {
   if (!hlo::is_float(t)) throw std::invalid_argument(std::string("\"") + what + "\" not implemented for this dtype");
 }
 
@@ -206,25 +126,19 @@ Value random_from_to(LowerContext& ctx, const TensorType& out, int64_t from, std
 
 }  // namespace
 
-// Uniform in [0, 1) as f32 (24 random bits, as PyTorch's uniform_real for
-// float) or f64 (53 bits).
-Value uniform01(LowerContext& ctx, const Shape& shape, ElementType acc) {
-  return scaled_top_bits(ctx, shape, acc, acc == ElementType::F64 ? 53 : 24, 0.0);
-}
-
 // uniform_(self, from, to): from + u * (to - from) in f32 (f64 for double).
 // A value that rounds up to `to` becomes `from`, as CUDA's uniform_ does, so
 // the result stays in [from, to).
 std::vector<Value> uniform(LowerContext& ctx) {
   const TensorType out = ctx.out_types.at(0);
-  require_float(out.dtype, "check_uniform_bounds");
+  require_float_draw(out.dtype, "check_uniform_bounds");
   const double from = ctx.double_arg(1, 0.0), to = ctx.double_arg(2, 1.0);
   if (from > to)
     throw std::invalid_argument("uniform_ expects to return a [from, to) range, but found from=" + number(from) +
                                 " > to=" + number(to));
   Builder& b = ctx.b;
   const ElementType acc = draw_type(out.dtype);
-  Value lo = scalar_value(ctx, from, acc, out.shape), hi = scalar_value(ctx, to, acc, out.shape);
+  Value lo = host_number(ctx, from, acc, out.shape), hi = host_number(ctx, to, acc, out.shape);
   Value u = uniform01(ctx, out.shape, acc);
   Value v = b.convert(b.binary("add", b.binary("multiply", u, b.binary("subtract", hi, lo)), lo), out.dtype);
   Value lo_t = b.convert(lo, out.dtype);
@@ -234,14 +148,14 @@ std::vector<Value> uniform(LowerContext& ctx) {
 // normal_(self, mean, std): mean + std * z, z standard normal (Box-Muller).
 std::vector<Value> normal(LowerContext& ctx) {
   const TensorType out = ctx.out_types.at(0);
-  require_float(out.dtype, "normal_kernel_cpu");
+  require_float_draw(out.dtype, "normal_kernel_cpu");
   const double mean = ctx.double_arg(1, 0.0), stdev = ctx.double_arg(2, 1.0);
   if (!(stdev >= 0)) throw std::invalid_argument("normal expects std >= 0.0, but found std " + number(stdev));
   Builder& b = ctx.b;
   const ElementType acc = draw_type(out.dtype);
   if (out.numel() == 0) return {b.splat(0, out)};
   Value z = standard_normal(ctx, out.shape, acc);
-  Value v = b.binary("add", b.binary("multiply", z, scalar_value(ctx, stdev, acc, out.shape)), scalar_value(ctx, mean, acc, out.shape));
+  Value v = b.binary("add", b.binary("multiply", z, host_number(ctx, stdev, acc, out.shape)), host_number(ctx, mean, acc, out.shape));
   return {b.convert(v, out.dtype)};
 }
 
@@ -255,7 +169,7 @@ std::vector<Value> bernoulli(LowerContext& ctx) {
   ElementType acc = ElementType::F32;
   if (p_arg && p_arg->kind == Arg::Kind::Double) {
     require_probability(p_arg->d, "bernoulli_");
-    p = scalar_value(ctx, p_arg->d, acc, out.shape);
+    p = host_number(ctx, p_arg->d, acc, out.shape);
   } else {
     const Value& pt = (p_arg && p_arg->kind == Arg::Kind::Tensor) ? ctx.tensor(1) : ctx.tensor(0);
     acc = draw_type(pt.dtype());
@@ -299,11 +213,11 @@ std::vector<Value> native_dropout(LowerContext& ctx) {
   const double keep = 1.0 - p, scale = keep == 0 ? 0.0 : 1.0 / keep;
   const ElementType acc = accumulation_type(out.dtype);
   const TensorType acc_t{acc, out.shape};
-  Value mask = b.compare(uniform01(ctx, out.shape, draw_type(acc)), scalar_value(ctx, keep, draw_type(acc), out.shape),
+  Value mask = b.compare(uniform01(ctx, out.shape, draw_type(acc)), host_number(ctx, keep, draw_type(acc), out.shape),
                          CompareDirection::LT);
   // input * mask * scale: multiplying (not selecting) keeps inf * 0 = nan as PyTorch.
   Value kept = b.binary("multiply", coerce(b, input, acc_t), b.convert(mask, acc));
-  Value v = b.binary("multiply", kept, scalar_value(ctx, scale, acc, out.shape));
+  Value v = b.binary("multiply", kept, host_number(ctx, scale, acc, out.shape));
   return {b.convert(v, out.dtype), mask};
 }
 
@@ -313,11 +227,11 @@ std::vector<Value> native_dropout_backward(LowerContext& ctx) {
   Builder& b = ctx.b;
   const TensorType acc_t{accumulation_type(out.dtype), out.shape};
   Value g = b.binary("multiply", coerce(b, ctx.tensor(0), acc_t), coerce(b, ctx.tensor(1), acc_t));
-  Value v = b.binary("multiply", g, scalar_value(ctx, ctx.double_arg(2), acc_t.dtype, out.shape));
+  Value v = b.binary("multiply", g, host_number(ctx, ctx.double_arg(2), acc_t.dtype, out.shape));
   return {b.convert(v, out.dtype)};
 }
 
-// ---- more distributions (random_distributions.h) --------------------------------
+// ---- more distributions --------------------------------------------------------
 namespace {
 
 // A float-only in-place sampler's result type and draw type.
@@ -334,30 +248,57 @@ Draw float_draw(LowerContext& ctx, const char* op) {
 
 // Stable sort of (keys, payload) along the last dim.
 std::vector<Value> sort_last(Builder& b, const Value& keys, const Value& payload, bool descending) {
-  const TensorType k{keys.dtype(), {}}, p{payload.dtype(), {}};
-  const std::string attrs = "dimension = " + std::to_string(keys.rank() - 1) + " : i64, is_stable = true";
-  return b.op_with_region("sort", {keys, payload}, {keys.type, payload.type}, attrs, {k, k, p, p},
-                          [&](Builder& r, const std::vector<Value>& a) {
-                            return std::vector<Value>{
-                                r.compare(a[0], a[1], descending ? CompareDirection::GT : CompareDirection::LT)};
-                          });
+  return b.sort({keys, payload}, keys.rank() - 1, /*is_stable=*/true, [&](Builder& r, const std::vector<Value>& a) {
+    return std::vector<Value>{r.compare(a[0], a[1], descending ? CompareDirection::GT : CompareDirection::LT)};
+  });
 }
+
+// The samplers' parameter checks, worded as PyTorch's
+// ("cauchy_ expects sigma > 0.0, but found sigma=0").
+void require_positive(double v, const char* op, const char* name) {
+  if (!(v > 0)) {
+    throw std::invalid_argument(std::string(op) + " expects " + name + " > 0.0, but found " + name + "=" + number(v));
+  }
+}
+
+// In-place samplers (self, location, scale) of location + scale * sample,
+// then `finish` (an hlo unary op) when given; the scale must be positive.
+struct LocationScale {
+  const char* op;
+  const char* scale_name;
+  double location, scale;  // the defaults
+  Value (*sample)(LowerContext& ctx, const Draw& d);
+  const char* finish;
+};
+std::vector<Value> location_scale(LowerContext& ctx, const LocationScale& s) {
+  const Draw d = float_draw(ctx, s.op);
+  const double location = ctx.double_arg(1, s.location), scale = ctx.double_arg(2, s.scale);
+  require_positive(scale, s.op, s.scale_name);
+  Builder& b = ctx.b;
+  if (d.out.numel() == 0) return {b.splat(0, d.out)};
+  Value x = s.sample(ctx, d);
+  Value v = b.binary("add", host_number(ctx, location, d.acc, d.out.shape),
+                     b.binary("multiply", host_number(ctx, scale, d.acc, d.out.shape), x));
+  if (s.finish) v = b.unary(s.finish, v);
+  return {b.convert(v, d.out.dtype)};
+}
+
+// tan(pi * (u - 1/2)), u in (0, 1).
+Value standard_cauchy(LowerContext& ctx, const Draw& d) {
+  Builder& b = ctx.b;
+  const TensorType t{d.acc, d.out.shape};
+  Value u = uniform_open01(ctx, d.out.shape, d.acc);
+  return b.unary("tan", b.binary("multiply", b.splat(M_PI, t), b.binary("subtract", u, b.splat(0.5, t))));
+}
+
+Value standard_normal_draw(LowerContext& ctx, const Draw& d) { return standard_normal(ctx, d.out.shape, d.acc); }
 
 }  // namespace
 
 // cauchy_(self, median, sigma): median + sigma * tan(pi * (u - 1/2))
 // (transformation::cauchy).
 std::vector<Value> cauchy(LowerContext& ctx) {
-  const Draw d = float_draw(ctx, "cauchy_");
-  const double median = ctx.double_arg(1, 0.0), sigma = ctx.double_arg(2, 1.0);
-  if (!(sigma > 0)) throw std::invalid_argument("cauchy_ expects sigma > 0.0, but found sigma=" + number(sigma));
-  Builder& b = ctx.b;
-  if (d.out.numel() == 0) return {b.splat(0, d.out)};
-  const TensorType t{d.acc, d.out.shape};
-  Value angle = b.binary("multiply", b.splat(M_PI, t), b.binary("subtract", uniform_open01(ctx, d.out.shape, d.acc), b.splat(0.5, t)));
-  Value v = b.binary("add", scalar_value(ctx, median, d.acc, d.out.shape),
-                     b.binary("multiply", scalar_value(ctx, sigma, d.acc, d.out.shape), b.unary("tan", angle)));
-  return {b.convert(v, d.out.dtype)};
+  return location_scale(ctx, {"cauchy_", "sigma", 0.0, 1.0, standard_cauchy, nullptr});
 }
 
 // exponential_(self, lambd): -ln(u) / lambd with u in (0, 1), so never 0
@@ -365,11 +306,11 @@ std::vector<Value> cauchy(LowerContext& ctx) {
 std::vector<Value> exponential(LowerContext& ctx) {
   const Draw d = float_draw(ctx, "exponential_");
   const double lambd = ctx.double_arg(1, 1.0);
-  if (!(lambd > 0)) throw std::invalid_argument("exponential_ expects lambda > 0.0, but found lambda=" + number(lambd));
+  require_positive(lambd, "exponential_", "lambda");
   Builder& b = ctx.b;
   if (d.out.numel() == 0) return {b.splat(0, d.out)};
   Value e = b.unary("negate", b.unary("log", uniform_open01(ctx, d.out.shape, d.acc)));
-  return {b.convert(b.binary("divide", e, scalar_value(ctx, lambd, d.acc, d.out.shape)), d.out.dtype)};
+  return {b.convert(b.binary("divide", e, host_number(ctx, lambd, d.acc, d.out.shape)), d.out.dtype)};
 }
 
 // geometric_(self, p): ceil(ln(u) / ln(1 - p)) >= 1 (transformation::geometric);
@@ -382,21 +323,13 @@ std::vector<Value> geometric(LowerContext& ctx) {
   if (out.numel() == 0) return {b.splat(0, out)};
   const ElementType acc = draw_type(out.dtype);
   Value ratio = b.binary("divide", b.unary("log", uniform_open01(ctx, out.shape, acc)),
-                         scalar_value(ctx, std::log1p(-p), acc, out.shape));
+                         host_number(ctx, std::log1p(-p), acc, out.shape));
   return {b.convert(b.unary("ceil", ratio), out.dtype)};
 }
 
 // log_normal_(self, mean, std): exp(mean + std * z).
 std::vector<Value> log_normal(LowerContext& ctx) {
-  const Draw d = float_draw(ctx, "log_normal_");
-  const double mean = ctx.double_arg(1, 1.0), stdev = ctx.double_arg(2, 2.0);
-  if (!(stdev > 0)) throw std::invalid_argument("log_normal_ expects std > 0.0, but found std=" + number(stdev));
-  Builder& b = ctx.b;
-  if (d.out.numel() == 0) return {b.splat(0, d.out)};
-  Value z = standard_normal(ctx, d.out.shape, d.acc);
-  Value v = b.binary("add", b.binary("multiply", z, scalar_value(ctx, stdev, d.acc, d.out.shape)),
-                     scalar_value(ctx, mean, d.acc, d.out.shape));
-  return {b.convert(b.unary("exponential", v), d.out.dtype)};
+  return location_scale(ctx, {"log_normal_", "std", 1.0, 2.0, standard_normal_draw, "exponential"});
 }
 
 // normal.Tensor_Tensor / Tensor_float / float_Tensor (mean, std): mean + std * z,
@@ -404,14 +337,14 @@ std::vector<Value> log_normal(LowerContext& ctx) {
 // tensor's values are not (CPU checks them after the fact, on the host).
 std::vector<Value> normal_tensor(LowerContext& ctx) {
   const TensorType out = ctx.out_types.at(0);
-  require_float(out.dtype, "normal_kernel_cpu");
+  require_float_draw(out.dtype, "normal_kernel_cpu");
   Builder& b = ctx.b;
   const ElementType acc = draw_type(out.dtype);
   const TensorType t{acc, out.shape};
   auto operand = [&](size_t i) {
     const Arg& a = ctx.args.at(i);
     if (a.kind == Arg::Kind::Tensor) return coerce(b, ctx.tensor(i), t);
-    return scalar_value(ctx, ctx.double_arg(i), acc, out.shape);
+    return host_number(ctx, ctx.double_arg(i), acc, out.shape);
   };
   if (ctx.args.at(1).kind != Arg::Kind::Tensor && !(ctx.double_arg(1) >= 0))
     throw std::invalid_argument("normal expects std >= 0.0, but found std " + number(ctx.double_arg(1)));

@@ -5,101 +5,17 @@
 // over the dims it was given and reshapes to the result shape, which is how
 // keepdim is honoured. Low-precision floats accumulate in float32, as
 // PyTorch's CPU and CUDA kernels do (at::acc_type).
+#include "lower/reduce.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
 #include <string>
 
-#include "lower/ops.h"
-#include "lower/reduction.h"
+#include "lower/common/reduction.h"
 
 namespace torch_tpu::lower {
-
-// ---- shared reduction helpers (declared in lower/reduction.h) ----
-
-// The dims argument `i` names: an int, an int list, or None. None, or an
-// overload without a dim argument (`present` false) mean every dim. An empty
-// list means every dim for sum/mean/amax/var ... (`empty_is_all`), but
-// nothing for all.dims/any.dims (PyTorch 2.2+). A 0-d tensor accepts dim
-// 0 / -1 and has nothing to reduce.
-std::vector<int64_t> reduction_dims(const LowerContext& ctx, size_t i, int64_t rank, bool present,
-                                    bool empty_is_all) {
-  std::vector<int64_t> dims;
-  if (rank == 0) return dims;
-  const bool given = present && ctx.has(i) &&
-                     (ctx.args[i].kind == Arg::Kind::Int || ctx.args[i].kind == Arg::Kind::IntList);
-  if (!given || (ctx.args[i].kind == Arg::Kind::IntList && ctx.args[i].ints.empty() && empty_is_all)) {
-    for (int64_t d = 0; d < rank; ++d) dims.push_back(d);
-    return dims;
-  }
-  if (ctx.args[i].kind == Arg::Kind::Int) {
-    dims.push_back(wrap_dim(ctx.args[i].i, rank));
-  } else {
-    for (int64_t d : ctx.args[i].ints) dims.push_back(wrap_dim(d, rank));
-  }
-  std::sort(dims.begin(), dims.end());
-  dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
-  return dims;
-}
-
-int64_t reduced_count(const Value& x, const std::vector<int64_t>& dims) {
-  int64_t n = 1;
-  for (int64_t d : dims) n *= x.shape()[d];
-  return n;
-}
-
-// Dims of `x` that survive a reduction over `dims`, for broadcasting back.
-std::vector<int64_t> kept_dims(int64_t rank, const std::vector<int64_t>& dims) {
-  std::vector<int64_t> kept;
-  for (int64_t d = 0; d < rank; ++d) {
-    if (std::find(dims.begin(), dims.end(), d) == dims.end()) kept.push_back(d);
-  }
-  return kept;
-}
-
-Shape kept_shape(const Value& x, const std::vector<int64_t>& dims) {
-  Shape shape;
-  for (int64_t d : kept_dims(x.rank(), dims)) shape.push_back(x.shape()[d]);
-  return shape;
-}
-
-Value reduce_with(Builder& b, const Value& x, const std::vector<int64_t>& dims, const std::string& combiner) {
-  if (dims.empty()) return x;
-  return b.reduce(x, reduce_init(b, combiner, x.dtype()), dims, combiner);
-}
-
-// max/min that propagate NaN (PyTorch's amax, max, maximum): XLA's
-// maximum/minimum is not guaranteed to on every backend.
-Value nan_max_min(Builder& b, const Value& x, const std::vector<int64_t>& dims, bool is_max) {
-  if (dims.empty()) return x;
-  const ElementType t = x.dtype();
-  if (t == ElementType::Pred) return reduce_with(b, x, dims, is_max ? "or" : "and");
-  const std::string comb = is_max ? "maximum" : "minimum";
-  if (!hlo::is_float(t)) return reduce_with(b, x, dims, comb);
-  TensorType scalar{t, {}};
-  return b.op_with_region("reduce", {x, reduce_init(b, comb, t)}, {{t, kept_shape(x, dims)}}, "dimensions = " + Builder::dims_attr(dims),
-                          {scalar, scalar},
-                          [&](Builder& rb, const std::vector<Value>& a) {
-                            Value m = rb.binary(comb, a[0], a[1]);
-                            m = rb.select(is_nan(rb, a[1]), a[1], m);
-                            return std::vector<Value>{rb.select(is_nan(rb, a[0]), a[0], m)};
-                          })[0];
-}
-
-// Sum in the accumulation type of `out`, converted to `out` (a bf16 sum
-// adds in f32; a bool or int sum arrives with an int64 `out`).
-Value sum_to(Builder& b, const Value& x, const std::vector<int64_t>& dims, const TensorType& out) {
-  const ElementType acc = accumulation_type(out.dtype);
-  Value s = reduce_with(b, b.convert(x, acc), dims, acc == ElementType::Pred ? "or" : "add");
-  return b.reshape(b.convert(s, out.dtype), out.shape);
-}
-
-// Broadcast a reduced value (the reduce's own shape or keepdim shape) back
-// over `like`'s shape.
-Value expand_back(Builder& b, const Value& reduced, const Value& like, const std::vector<int64_t>& dims) {
-  return b.broadcast_in_dim(b.reshape(reduced, kept_shape(like, dims)), like.shape(), kept_dims(like.rank(), dims));
-}
 
 namespace {
 
@@ -254,10 +170,6 @@ std::vector<int64_t> one_dim(const Value& x, int64_t dim) {
   return x.rank() == 0 ? std::vector<int64_t>{} : std::vector<int64_t>{dim};
 }
 
-Value abs_value(Builder& b, const Value& x) {
-  return x.dtype() == ElementType::Pred || hlo::is_unsigned(x.dtype()) ? x : b.unary("abs", x);
-}
-
 }  // namespace
 
 // ---- sum, mean, prod ----------------------------------------------------------
@@ -323,22 +235,7 @@ std::vector<Value> linalg_vector_norm(LowerContext& ctx) {
   const ElementType acc = accumulation_type(out.dtype);
   Value x = b.convert(b.convert(ctx.tensor(0), out.dtype), acc);
   std::vector<int64_t> dims = reduction_dims(ctx, 2, x.rank());
-  const double ord = ctx.has(1) ? ctx.double_arg(1) : 2.0;
-  Value a = abs_value(b, x);
-  Value r;
-  if (std::isinf(ord)) {
-    r = nan_max_min(b, a, dims, ord > 0);
-  } else if (ord == 0) {
-    r = reduce_with(b, b.convert(b.convert(x, ElementType::Pred), acc), dims, "add");
-  } else if (ord == 1) {
-    r = reduce_with(b, a, dims, "add");
-  } else if (ord == 2) {
-    r = b.unary("sqrt", reduce_with(b, b.binary("multiply", x, x), dims, "add"));
-  } else {
-    Value p = b.binary("power", a, b.splat(ord, a.type));
-    Value s = reduce_with(b, p, dims, "add");
-    r = b.binary("power", s, b.splat(1.0 / ord, s.type));
-  }
+  Value r = vector_norm(b, x, dims, ctx.has(1) ? ctx.double_arg(1) : 2.0);
   return {b.reshape(b.convert(r, out.dtype), out.shape)};
 }
 
@@ -405,23 +302,35 @@ std::vector<Value> cumsum(LowerContext& ctx) {
   if (x.rank() == 0 || x.type.numel() == 0) return {b.convert(x, out.dtype)};
   const int64_t dim = wrap_dim(ctx.int_arg(1), x.rank());
   const int64_t n = x.shape()[dim];
-  std::vector<int64_t> window(x.rank(), 1), strides(x.rank(), 1);
-  window[dim] = n;
-  std::string padding = "dense<[";
-  for (int64_t d = 0; d < x.rank(); ++d) {
-    padding += (d ? ", [" : "[") + std::to_string(d == dim ? n - 1 : 0) + ", 0]";
-  }
-  padding += "]> : tensor<" + std::to_string(x.rank()) + "x2xi64>";
-  TensorType scalar{acc, {}};
+  hlo::Window window{std::vector<int64_t>(x.rank(), 1), std::vector<int64_t>(x.rank(), 1), {},
+                     std::vector<int64_t>(x.rank(), 0), std::vector<int64_t>(x.rank(), 0)};
+  window.dimensions[dim] = n;
+  window.pad_lo[dim] = n - 1;
   const std::string combiner = acc == ElementType::Pred ? "or" : "add";
-  Value r = b.op_with_region("reduce_window", {x, reduce_init(b, combiner, acc)}, {x.type},
-                             "window_dimensions = " + Builder::dims_attr(window) +
-                                 ", window_strides = " + Builder::dims_attr(strides) + ", padding = " + padding,
-                             {scalar, scalar},
-                             [&](Builder& rb, const std::vector<Value>& a) {
-                               return std::vector<Value>{rb.binary(combiner, a[0], a[1])};
-                             })[0];
+  Value r = b.reduce_window({x}, {reduce_init(b, combiner, acc)}, window, [&](Builder& rb, const std::vector<Value>& a) {
+    return std::vector<Value>{rb.binary(combiner, a[0], a[1])};
+  })[0];
   return {b.convert(r, out.dtype)};
+}
+
+// hash_tensor(self, dim, *, keepdim, mode): mode 0 xors the elements over
+// `dim` (empty: every dim) after widening each to 64 bits (floats to double,
+// integers and bool to int64) and reading the bits as uint64.
+std::vector<Value> hash_tensor(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  const TensorType out = ctx.out_types.at(0);
+  const Value& x = ctx.tensor(0);
+  if (ctx.int_arg(3, 0) != 0) throw std::invalid_argument("hash_tensor: only mode=0 (xor_sum) is supported");
+  if (out.numel() == 0) return {b.splat(0, out)};
+  const ElementType wide = hlo::is_float(x.dtype()) ? ElementType::F64 : ElementType::S64;
+  if (hlo::is_complex(x.dtype())) throw NotImplementedForDtype("\"hash_tensor\" not implemented for 'ComplexFloat'");
+  Value bits = b.bitcast_convert(b.convert(x, wide), {ElementType::U64, x.shape()});
+  std::vector<int64_t> dims;
+  if (ctx.has(1)) for (int64_t d : ctx.ints(1)) dims.push_back(wrap_dim(d, x.rank()));
+  if (dims.empty()) for (int64_t d = 0; d < x.rank(); ++d) dims.push_back(d);
+  if (x.rank() == 0) dims.clear();  // a 0-d tensor has nothing to reduce
+  Value h = dims.empty() ? bits : b.reduce(bits, b.constant_int(0, ElementType::U64), dims, "xor");
+  return {b.reshape(h, out.shape)};
 }
 
 }  // namespace torch_tpu::lower

@@ -1,28 +1,17 @@
-// Scans: cumprod, cummax/cummin (values and indices), logcumsumexp.
-// One log-step (Hillis-Steele) inclusive scan serves them all: log2(n)
-// elementwise steps, each combining a value with the one 2^k places before
-// it, so any associative combiner works and no window grows with n.
-// Low-precision floats scan in float32 and round once (PyTorch's CPU
-// kernels accumulate in at::acc_type).
+// Scans: cumprod, cummax/cummin (values and indices), logcumsumexp, on the
+// one inclusive scan of lower/common/scan.h. Low-precision floats scan in
+// float32 and round once (PyTorch's CPU kernels accumulate in at::acc_type).
 #include "lower/scan.h"
 
 #include <limits>
 
-#include "lower/ops.h"
+#include "lower/common/scan.h"
 
 namespace torch_tpu::lower {
 
 namespace {
 
 using hlo::CompareDirection;
-
-// `x` moved `shift` places up along `dim`, the vacated front filled with `fill`.
-Value shifted_by(Builder& b, const Value& x, int64_t dim, int64_t shift, const Value& fill) {
-  Shape start(x.rank(), 0), limit = x.shape(), strides(x.rank(), 1), low(x.rank(), 0), zero(x.rank(), 0);
-  limit[dim] -= shift;
-  low[dim] = shift;
-  return b.pad(b.slice(x, start, limit, strides), fill, low, zero, zero);
-}
 
 // The scan dim, and the input read as rank >= 1 (a 0-d tensor scans as one element).
 struct ScanInput {
@@ -76,51 +65,38 @@ Value log_add_exp(Builder& b, const Value& a, const Value& c) {
   return b.select(any_nan, b.binary("add", a, c), r);
 }
 
-}  // namespace
-
-std::vector<Value> inclusive_scan(Builder& b, std::vector<Value> xs, int64_t dim, const std::vector<Value>& identity,
-                                  const ScanCombine& combine) {
-  const int64_t n = xs.at(0).shape().at(dim);
-  for (int64_t s = 1; s < n; s *= 2) {
-    std::vector<Value> earlier;
-    for (size_t i = 0; i < xs.size(); ++i) earlier.push_back(shifted_by(b, xs[i], dim, s, identity[i]));
-    xs = combine(b, earlier, xs);
-  }
-  return xs;
+Value product(Builder& b, const Value& a, const Value& c) {
+  return b.binary(a.dtype() == ElementType::Pred ? "and" : "multiply", a, c);
 }
+
+// cumprod / logcumsumexp: argument 0 scanned with `op` (`identity` leaves
+// the other operand unchanged) in the accumulation type of the result.
+std::vector<Value> scan_accumulating(LowerContext& ctx, double identity,
+                                     Value (*op)(Builder&, const Value&, const Value&)) {
+  Builder& b = ctx.b;
+  const TensorType& out = ctx.out_types.at(0);
+  if (out.numel() == 0) return {zeros(b, out)};
+  const ElementType acc = accumulation_type(out.dtype);
+  ScanInput in = scan_input(ctx, acc);
+  auto combine = [op](Builder& rb, const std::vector<Value>& a, const std::vector<Value>& c) {
+    return std::vector<Value>{op(rb, a[0], c[0])};
+  };
+  Value r = inclusive_scan(b, {in.x}, in.dim, {b.constant(identity, acc)}, combine)[0];
+  return {b.reshape(b.convert(r, out.dtype), out.shape)};
+}
+
+}  // namespace
 
 std::vector<Value> cummax(LowerContext& ctx) { return cumulative_extreme(ctx, true); }
 std::vector<Value> cummin(LowerContext& ctx) { return cumulative_extreme(ctx, false); }
 
 // cumprod(self, dim, *, dtype?): int and bool inputs arrive with an int64
 // result (PyTorch promotes like cumsum).
-std::vector<Value> cumprod(LowerContext& ctx) {
-  Builder& b = ctx.b;
-  const TensorType& out = ctx.out_types.at(0);
-  if (out.numel() == 0) return {zeros(b, out)};
-  const ElementType acc = accumulation_type(out.dtype);
-  ScanInput in = scan_input(ctx, acc);
-  const char* mul = acc == ElementType::Pred ? "and" : "multiply";
-  auto combine = [&](Builder& rb, const std::vector<Value>& a, const std::vector<Value>& c) {
-    return std::vector<Value>{rb.binary(mul, a[0], c[0])};
-  };
-  Value r = inclusive_scan(b, {in.x}, in.dim, {b.constant(1, acc)}, combine)[0];
-  return {b.reshape(b.convert(r, out.dtype), out.shape)};
-}
+std::vector<Value> cumprod(LowerContext& ctx) { return scan_accumulating(ctx, 1, product); }
 
 // logcumsumexp(self, dim): identity -inf.
 std::vector<Value> logcumsumexp(LowerContext& ctx) {
-  Builder& b = ctx.b;
-  const TensorType& out = ctx.out_types.at(0);
-  if (out.numel() == 0) return {zeros(b, out)};
-  const ElementType acc = accumulation_type(out.dtype);
-  ScanInput in = scan_input(ctx, acc);
-  auto combine = [&](Builder& rb, const std::vector<Value>& a, const std::vector<Value>& c) {
-    return std::vector<Value>{log_add_exp(rb, a[0], c[0])};
-  };
-  Value init = b.constant(-std::numeric_limits<double>::infinity(), acc);
-  Value r = inclusive_scan(b, {in.x}, in.dim, {init}, combine)[0];
-  return {b.reshape(b.convert(r, out.dtype), out.shape)};
+  return scan_accumulating(ctx, -std::numeric_limits<double>::infinity(), log_add_exp);
 }
 
 }  // namespace torch_tpu::lower

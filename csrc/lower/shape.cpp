@@ -1,6 +1,6 @@
 // Shape ops that compute values: cat, tril, triu. (Pure views — reshape,
 // transpose, slice — are metadata in the device layer, not lowerings.)
-#include "lower/ops.h"
+#include "lower/shape.h"
 
 namespace torch_tpu::lower {
 

@@ -9,8 +9,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "lower/ops.h"
-#include "lower/scan.h"
+#include "lower/common/scan.h"
 
 namespace torch_tpu::lower {
 
@@ -129,12 +128,9 @@ Value first_argmax(Builder& b, const Value& score, int64_t dim) {
 
 Sorted sort_along(Builder& b, const Value& x, int64_t dim, bool descending) {
   Value index = b.iota({ElementType::S64, x.shape()}, dim);
-  TensorType vt{x.dtype(), {}}, it{ElementType::S64, {}};
-  std::vector<Value> r = b.op_with_region(
-      "sort", {x, index}, {x.type, index.type}, "dimension = " + std::to_string(dim) + " : i64, is_stable = true",
-      {vt, vt, it, it}, [&](Builder& rb, const std::vector<Value>& a) {
-        return std::vector<Value>{comes_before(rb, a[0], a[1], descending)};
-      });
+  std::vector<Value> r = b.sort({x, index}, dim, /*is_stable=*/true, [&](Builder& rb, const std::vector<Value>& a) {
+    return std::vector<Value>{comes_before(rb, a[0], a[1], descending)};
+  });
   return {r[0], r[1]};
 }
 

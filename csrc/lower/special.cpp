@@ -9,8 +9,9 @@
 #include <utility>
 #include <vector>
 
-#include "lower/math.h"
-#include "lower/type_promotion.h"
+#include "lower/common/arith.h"
+#include "lower/common/reduction.h"
+#include "lower/common/type_promotion.h"
 
 namespace torch_tpu::lower {
 
@@ -18,10 +19,7 @@ namespace {
 
 using math::Arith;
 using math::float_op;
-
-std::vector<Value> unary(LowerContext& ctx, Value (*fn)(const Arith&, const Value&)) {
-  return float_op(ctx, {0}, [fn](const Arith& m, const std::vector<Value>& x) { return fn(m, x[0]); });
-}
+using math::float_unary;
 
 // +inf for -0.0, -inf for +0.0: copysign(inf, -x) at a zero x.
 Value pole_at_zero(const Arith& m, const Value& x) { return m.select(m.lt(m.div(1.0, x), 0), INFINITY, m.c(-INFINITY, x)); }
@@ -66,13 +64,6 @@ Value trigamma_value(const Arith& m, const Value& x0) {
   Value series = m.sub(1.0 / 6, m.mul(ixx, m.sub(1.0 / 30, m.mul(ixx, 1.0 / 42))));
   result = m.add(result, m.div(m.add(m.add(m.div(1.0, m.mul(x, 2)), 1), m.mul(ixx, series)), x));
   return m.select(reflect, m.neg(result), result);
-}
-
-// A tensor<i1>: whether any element of `p` is true.
-Value any_true(Builder& b, const Value& p) {
-  std::vector<int64_t> dims;
-  for (int64_t d = 0; d < p.rank(); ++d) dims.push_back(d);
-  return dims.empty() ? p : b.reduce(p, b.constant(0, ElementType::Pred), dims, "or");
 }
 
 // The Hurwitz zeta function as at::native zeta (Cephes): the direct sum
@@ -163,16 +154,28 @@ const std::vector<double> kI0eB = {
     1.18891471078464383424E-11,  4.94060238822496958910E-10,  3.39623202570838634515E-9,   2.26666899049817806459E-8,
     2.04891858946906374183E-7,   2.89137052083475648297E-6,   6.88975834691682398426E-5,   3.36911647825569408990E-3,
     8.04490411014108831608E-1};
-// The float kernels' shorter i1e tables.
-const std::vector<double> kI1eA = {
-    9.38153738649577178388E-9,  -4.44505912879632808065E-8, 2.00329475355213526229E-7,  -8.56872026469545474066E-7,
-    3.47025130813767847674E-6,  -1.32731636560394358279E-5, 4.78156510755005422638E-5,  -1.61760815825896745588E-4,
-    5.12285956168575772895E-4,  -1.51357245063125314899E-3, 4.15642294431288815669E-3,  -1.05640848946261981558E-2,
-    2.47264490306265168283E-2,  -5.29459812080949914269E-2, 1.02643658689847095384E-1,  -1.76416518357834055153E-1,
-    2.52587186443633654823E-1};
-const std::vector<double> kI1eB = {-3.83538038596423702205E-9, -2.63146884688951950684E-8, -2.51223623787020892529E-7,
-                                   -3.88256480887769039346E-6, -1.10588938762623716291E-4, -9.76109749136146840777E-3,
-                                   7.78576235018280120474E-1};
+// modified_bessel_i1's double tables (Cephes i1).
+const std::vector<double> kI1A = {
+    2.77791411276104639959e-18,  -2.11142121435816608115e-17, 1.55363195773620046921e-16,  -1.10559694773538630805e-15,
+    7.60068429473540693410e-15,  -5.04218550472791168711e-14, 3.22379336594557470981e-13,  -1.98397439776494371520e-12,
+    1.17361862988909016308e-11,  -6.66348972350202774223e-11, 3.62559028155211703701e-10,  -1.88724975172282928790e-09,
+    9.38153738649577178388e-09,  -4.44505912879632808065e-08, 2.00329475355213526229e-07,  -8.56872026469545474066e-07,
+    3.47025130813767847674e-06,  -1.32731636560394358279e-05, 4.78156510755005422638e-05,  -1.61760815825896745588e-04,
+    5.12285956168575772895e-04,  -1.51357245063125314899e-03, 4.15642294431288815669e-03,  -1.05640848946261981558e-02,
+    2.47264490306265168283e-02,  -5.29459812080949914269e-02, 1.02643658689847095384e-01,  -1.76416518357834055153e-01,
+    2.52587186443633654823e-01};
+const std::vector<double> kI1B = {
+    7.51729631084210481353e-18,  4.41434832307170791151e-18,  -4.65030536848935832153e-17, -3.20952592199342395980e-17,
+    2.96262899764595013876e-16,  3.30820231092092828324e-16,  -1.88035477551078244854e-15, -3.81440307243700780478e-15,
+    1.04202769841288027642e-14,  4.27244001671195135429e-14,  -2.10154184277266431302e-14, -4.08355111109219731823e-13,
+    -7.19855177624590851209e-13, 2.03562854414708950722e-12,  1.41258074366137813316e-11,  3.25260358301548823856e-11,
+    -1.89749581235054123450e-11, -5.58974346219658380687e-10, -3.83538038596423702205e-09, -2.63146884688951950684e-08,
+    -2.51223623787020892529e-07, -3.88256480887769039346e-06, -1.10588938762623716291e-04, -9.76109749136146840777e-03,
+    7.78576235018280120474e-01};
+// The float kernels' shorter i1e tables: the double tables' last terms.
+std::vector<double> last_terms(const std::vector<double>& v, size_t n) { return {v.end() - n, v.end()}; }
+const std::vector<double> kI1eA = last_terms(kI1A, 17);
+const std::vector<double> kI1eB = last_terms(kI1B, 7);
 
 // exp(-|x|) I_k(|x|) from the two Chebyshev expansions (|x| <= 8, > 8); for
 // k = 1 without the sign.
@@ -184,7 +187,9 @@ Value scaled_bessel_i(const Arith& m, const Value& ax, bool first_order) {
 }
 
 // calc_i0 / calc_i1 scale back by exp(|x|) in each branch, as the CPU does.
-Value bessel_i(const Arith& m, const Value& x, bool first_order, bool scaled) {
+// i0, i0e, i1, i1e by the template arguments.
+template <bool first_order, bool scaled>
+Value bessel_i(const Arith& m, const Value& x) {
   Value ax = m.abs(x);
   Value r = scaled_bessel_i(m, ax, first_order);
   if (!scaled) r = m.mul(m.exp(ax), r);
@@ -247,10 +252,10 @@ std::vector<Value> x_times_log(LowerContext& ctx, const char* log_op) {
 
 // ---- gamma family --------------------------------------------------------------------
 std::vector<Value> lgamma(LowerContext& ctx) {
-  return unary(ctx, [](const Arith& m, const Value& x) { return m.b.chlo("lgamma", {x}, x.type); });
+  return float_unary(ctx, [](const Arith& m, const Value& x) { return m.b.chlo("lgamma", {x}, x.type); });
 }
 
-std::vector<Value> digamma(LowerContext& ctx) { return unary(ctx, digamma_value); }
+std::vector<Value> digamma(LowerContext& ctx) { return float_unary(ctx, digamma_value); }
 
 // polygamma(n, x): digamma, trigamma, else (-1)^(n+1) n! zeta(n + 1, x).
 std::vector<Value> polygamma(LowerContext& ctx) {  // (n, self)
@@ -269,21 +274,13 @@ std::vector<Value> special_zeta(LowerContext& ctx) {  // (self = x, other = q)
 }
 
 // ---- Bessel ----------------------------------------------------------------------------
-std::vector<Value> i0(LowerContext& ctx) {
-  return unary(ctx, [](const Arith& m, const Value& x) { return bessel_i(m, x, false, false); });
-}
-std::vector<Value> special_i0e(LowerContext& ctx) {
-  return unary(ctx, [](const Arith& m, const Value& x) { return bessel_i(m, x, false, true); });
-}
-std::vector<Value> special_i1(LowerContext& ctx) {
-  return unary(ctx, [](const Arith& m, const Value& x) { return bessel_i(m, x, true, false); });
-}
-std::vector<Value> special_i1e(LowerContext& ctx) {
-  return unary(ctx, [](const Arith& m, const Value& x) { return bessel_i(m, x, true, true); });
-}
+std::vector<Value> i0(LowerContext& ctx) { return float_unary(ctx, bessel_i<false, false>); }
+std::vector<Value> special_i0e(LowerContext& ctx) { return float_unary(ctx, bessel_i<false, true>); }
+std::vector<Value> special_i1(LowerContext& ctx) { return float_unary(ctx, bessel_i<true, false>); }
+std::vector<Value> special_i1e(LowerContext& ctx) { return float_unary(ctx, bessel_i<true, true>); }
 
 // ---- normal distribution ---------------------------------------------------------------
-std::vector<Value> special_ndtri(LowerContext& ctx) { return unary(ctx, ndtri_value); }
+std::vector<Value> special_ndtri(LowerContext& ctx) { return float_unary(ctx, ndtri_value); }
 
 // ---- x log y -----------------------------------------------------------------------------
 std::vector<Value> xlogy(LowerContext& ctx) { return x_times_log(ctx, "log"); }
@@ -291,7 +288,7 @@ std::vector<Value> special_xlog1py(LowerContext& ctx) { return x_times_log(ctx, 
 
 // -x log x for x > 0, 0 at 0, -inf below, NaN stays.
 std::vector<Value> special_entr(LowerContext& ctx) {
-  return unary(ctx, [](const Arith& m, const Value& x) {
+  return float_unary(ctx, [](const Arith& m, const Value& x) {
     Value r = m.select(m.gt(x, 0), m.neg(m.mul(x, m.log(x))), m.select(m.eq(x, 0), 0.0, m.c(-INFINITY, x)));
     return m.select(m.isnan(x), x, r);
   });
@@ -422,23 +419,6 @@ Value bessel_y1_value(const Arith& m, const Value& x) {
 }
 
 // ---- modified Bessel functions (modified_bessel_*_forward, double tables) ---------
-const std::vector<double> kI1A = {
-    2.77791411276104639959e-18,  -2.11142121435816608115e-17, 1.55363195773620046921e-16,  -1.10559694773538630805e-15,
-    7.60068429473540693410e-15,  -5.04218550472791168711e-14, 3.22379336594557470981e-13,  -1.98397439776494371520e-12,
-    1.17361862988909016308e-11,  -6.66348972350202774223e-11, 3.62559028155211703701e-10,  -1.88724975172282928790e-09,
-    9.38153738649577178388e-09,  -4.44505912879632808065e-08, 2.00329475355213526229e-07,  -8.56872026469545474066e-07,
-    3.47025130813767847674e-06,  -1.32731636560394358279e-05, 4.78156510755005422638e-05,  -1.61760815825896745588e-04,
-    5.12285956168575772895e-04,  -1.51357245063125314899e-03, 4.15642294431288815669e-03,  -1.05640848946261981558e-02,
-    2.47264490306265168283e-02,  -5.29459812080949914269e-02, 1.02643658689847095384e-01,  -1.76416518357834055153e-01,
-    2.52587186443633654823e-01};
-const std::vector<double> kI1B = {
-    7.51729631084210481353e-18,  4.41434832307170791151e-18,  -4.65030536848935832153e-17, -3.20952592199342395980e-17,
-    2.96262899764595013876e-16,  3.30820231092092828324e-16,  -1.88035477551078244854e-15, -3.81440307243700780478e-15,
-    1.04202769841288027642e-14,  4.27244001671195135429e-14,  -2.10154184277266431302e-14, -4.08355111109219731823e-13,
-    -7.19855177624590851209e-13, 2.03562854414708950722e-12,  1.41258074366137813316e-11,  3.25260358301548823856e-11,
-    -1.89749581235054123450e-11, -5.58974346219658380687e-10, -3.83538038596423702205e-09, -2.63146884688951950684e-08,
-    -2.51223623787020892529e-07, -3.88256480887769039346e-06, -1.10588938762623716291e-04, -9.76109749136146840777e-03,
-    7.78576235018280120474e-01};
 const std::vector<double> kK0A = {1.37446543561352307156e-16, 4.25981614279661018399e-14, 1.03496952576338420167e-11,
                                   1.90451637722020886025e-09, 2.53479107902614945675e-07, 2.28621210311945178607e-05,
                                   1.26461541144692592338e-03, 3.59799365153615016266e-02, 3.44289899924628486886e-01,
@@ -479,8 +459,10 @@ Value modified_bessel_i1_value(const Arith& m, const Value& x) {
   return m.select(m.lt(x, 0), m.neg(r), r);
 }
 
-// K0/K1 (scaled: times exp(x)); 0 -> inf, negative -> NaN.
-Value modified_bessel_k_value(const Arith& m, const Value& x, bool order1, bool scaled) {
+// K0/K1 (scaled: times exp(x)); 0 -> inf, negative -> NaN. The order and the
+// scaling are template arguments, one instance per lowering.
+template <bool order1, bool scaled>
+Value modified_bessel_k(const Arith& m, const Value& x) {
   Value cheb_small = m.chbevl(m.sub(m.mul(x, x), 2), order1 ? kK1A : kK0A);
   Value small = order1 ? m.add(m.mul(m.log(m.mul(x, 0.5)), modified_bessel_i1_value(m, x)), m.div(cheb_small, x))
                        : m.sub(cheb_small, m.mul(m.log(m.mul(x, 0.5)), modified_bessel_i0_value(m, x)));
@@ -815,40 +797,32 @@ std::vector<Value> incomplete_gamma_op(LowerContext& ctx, bool upper, const char
   });
 }
 
-std::vector<Value> unary_fn(LowerContext& ctx, Value (*fn)(const Arith&, const Value&)) {
-  return float_op(ctx, {0}, [fn](const Arith& m, const std::vector<Value>& x) { return fn(m, x[0]); });
-}
-
 std::vector<Value> polynomial(LowerContext& ctx, const std::function<Value(const Arith&, const Value&, const Value&)>& fn) {
   return float_op(ctx, {0, 1}, [&](const Arith& m, const std::vector<Value>& v) { return fn(m, v[0], v[1]); });
 }
 
 }  // namespace
 
-std::vector<Value> special_bessel_j0(LowerContext& ctx) { return unary_fn(ctx, bessel_j0_value); }
-std::vector<Value> special_bessel_j1(LowerContext& ctx) { return unary_fn(ctx, bessel_j1_value); }
-std::vector<Value> special_bessel_y0(LowerContext& ctx) { return unary_fn(ctx, bessel_y0_value); }
-std::vector<Value> special_bessel_y1(LowerContext& ctx) { return unary_fn(ctx, bessel_y1_value); }
-std::vector<Value> special_modified_bessel_i0(LowerContext& ctx) { return unary_fn(ctx, modified_bessel_i0_value); }
-std::vector<Value> special_modified_bessel_i1(LowerContext& ctx) { return unary_fn(ctx, modified_bessel_i1_value); }
-std::vector<Value> special_modified_bessel_k0(LowerContext& ctx) {
-  return unary_fn(ctx, [](const Arith& m, const Value& x) { return modified_bessel_k_value(m, x, false, false); });
-}
-std::vector<Value> special_modified_bessel_k1(LowerContext& ctx) {
-  return unary_fn(ctx, [](const Arith& m, const Value& x) { return modified_bessel_k_value(m, x, true, false); });
-}
+std::vector<Value> special_bessel_j0(LowerContext& ctx) { return float_unary(ctx, bessel_j0_value); }
+std::vector<Value> special_bessel_j1(LowerContext& ctx) { return float_unary(ctx, bessel_j1_value); }
+std::vector<Value> special_bessel_y0(LowerContext& ctx) { return float_unary(ctx, bessel_y0_value); }
+std::vector<Value> special_bessel_y1(LowerContext& ctx) { return float_unary(ctx, bessel_y1_value); }
+std::vector<Value> special_modified_bessel_i0(LowerContext& ctx) { return float_unary(ctx, modified_bessel_i0_value); }
+std::vector<Value> special_modified_bessel_i1(LowerContext& ctx) { return float_unary(ctx, modified_bessel_i1_value); }
+std::vector<Value> special_modified_bessel_k0(LowerContext& ctx) { return float_unary(ctx, modified_bessel_k<false, false>); }
+std::vector<Value> special_modified_bessel_k1(LowerContext& ctx) { return float_unary(ctx, modified_bessel_k<true, false>); }
 std::vector<Value> special_scaled_modified_bessel_k0(LowerContext& ctx) {
-  return unary_fn(ctx, [](const Arith& m, const Value& x) { return modified_bessel_k_value(m, x, false, true); });
+  return float_unary(ctx, modified_bessel_k<false, true>);
 }
 std::vector<Value> special_scaled_modified_bessel_k1(LowerContext& ctx) {
-  return unary_fn(ctx, [](const Arith& m, const Value& x) { return modified_bessel_k_value(m, x, true, true); });
+  return float_unary(ctx, modified_bessel_k<true, true>);
 }
-std::vector<Value> special_spherical_bessel_j0(LowerContext& ctx) { return unary_fn(ctx, spherical_bessel_j0_value); }
-std::vector<Value> special_airy_ai(LowerContext& ctx) { return unary_fn(ctx, airy_ai_value); }
+std::vector<Value> special_spherical_bessel_j0(LowerContext& ctx) { return float_unary(ctx, spherical_bessel_j0_value); }
+std::vector<Value> special_airy_ai(LowerContext& ctx) { return float_unary(ctx, airy_ai_value); }
 std::vector<Value> igamma(LowerContext& ctx) { return incomplete_gamma_op(ctx, false, "igamma_cpu"); }
 std::vector<Value> igammac(LowerContext& ctx) { return incomplete_gamma_op(ctx, true, "igammac_cpu"); }
-std::vector<Value> special_erfcx(LowerContext& ctx) { return unary_fn(ctx, erfcx_value); }
-std::vector<Value> special_log_ndtr(LowerContext& ctx) { return unary_fn(ctx, log_ndtr_value); }
+std::vector<Value> special_erfcx(LowerContext& ctx) { return float_unary(ctx, erfcx_value); }
+std::vector<Value> special_log_ndtr(LowerContext& ctx) { return float_unary(ctx, log_ndtr_value); }
 
 #define TORCH_TPU_CHEBYSHEV(fn, kind, shifted)                                                          \
   std::vector<Value> fn(LowerContext& ctx) {                                                            \

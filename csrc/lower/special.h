@@ -6,10 +6,6 @@
 
 #include "lower/lowering.h"
 
-#ifndef TORCH_TPU_LOWERING
-#define TORCH_TPU_LOWERING(name) std::vector<Value> name(LowerContext& ctx);
-#endif
-
 namespace torch_tpu::lower {
 
 // special.cpp

@@ -10,8 +10,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "lower/ops.h"
-#include "lower/reduction.h"
+#include "lower/common/reduction.h"
 
 namespace torch_tpu::lower {
 
@@ -175,21 +174,7 @@ std::vector<Value> renorm(LowerContext& ctx) {
   for (int64_t d = 0; d < x.rank(); ++d) {
     if (d != dim) dims.push_back(d);
   }
-  const double p = ctx.double_arg(1);
-  Value a = b.unary("abs", x);
-  Value norm;
-  if (std::isinf(p)) {
-    norm = p > 0 ? nan_max_min(b, a, dims, true) : nan_max_min(b, a, dims, false);
-  } else if (p == 0) {
-    norm = reduce_with(b, b.convert(b.convert(x, ElementType::Pred), acc), dims, "add");
-  } else if (p == 1) {
-    norm = reduce_with(b, a, dims, "add");
-  } else if (p == 2) {
-    norm = b.unary("sqrt", reduce_with(b, b.binary("multiply", x, x), dims, "add"));
-  } else {
-    Value s = reduce_with(b, b.binary("power", a, b.splat(p, a.type)), dims, "add");
-    norm = b.binary("power", s, b.splat(1.0 / p, s.type));
-  }
+  Value norm = vector_norm(b, x, dims, ctx.double_arg(1));
   Value maxnorm = b.broadcast_to(ctx.cast_scalar(ctx.args.at(3).scalar, acc), norm.shape());
   Value factor = b.binary("divide", maxnorm, b.binary("add", norm, b.splat(1e-7, norm.type)));
   factor = b.select(b.compare(norm, maxnorm, CompareDirection::GT), factor, b.splat(1, norm.type));

@@ -230,3 +230,87 @@ TEST(hlo, rollback_from_inside_a_region_returns_to_the_function_body) {
   Value r = b.unary("negate", x);
   CHECK_EQ(body(b, r), "    %0 = \"stablehlo.negate\"(%arg0) : (tensor<5xf32>) -> tensor<5xf32>\n");
 }
+
+TEST(hlo, padding_attr_lists_low_and_high_per_dim) {
+  CHECK_EQ(Builder::padding_attr({1, 0}, {2, 0}), "dense<[[1, 2], [0, 0]]> : tensor<2x2xi64>");
+}
+
+TEST(hlo, sort_gives_its_comparator_both_sides_of_every_operand) {
+  Emitted e = emit({kVector, {ElementType::S64, {5}}}, [](Builder& b, const Params& p) {
+    return b.sort(p, 0, /*is_stable=*/true, [](Builder& rb, const std::vector<Value>& a) {
+      return std::vector<Value>{rb.compare(a[0], a[1], CompareDirection::LT)};
+    })[1];
+  });
+  CHECK_EQ(e.type.str(), "tensor<5xi64>");
+  CHECK_EQ(e.body,
+           "    %0:2 = \"stablehlo.sort\"(%arg0, %arg1) ({\n"
+           "    ^bb0(%1: tensor<f32>, %2: tensor<f32>, %3: tensor<i64>, %4: tensor<i64>):\n"
+           "      %5 = \"stablehlo.compare\"(%1, %2) {comparison_direction = #stablehlo<comparison_direction LT>, "
+           "compare_type = #stablehlo<comparison_type FLOAT>} : (tensor<f32>, tensor<f32>) -> tensor<i1>\n"
+           "      \"stablehlo.return\"(%5) : (tensor<i1>) -> ()\n"
+           "    }) {dimension = 0 : i64, is_stable = true} : (tensor<5xf32>, tensor<5xi64>) -> "
+           "(tensor<5xf32>, tensor<5xi64>)\n");
+}
+
+TEST(hlo, reduce_window_counts_whole_windows_and_names_only_given_attributes) {
+  Emitted e = emit({kRows}, [](Builder& b, const Params& p) {
+    Window w{{2, 3}, {2, 1}, {1, 1}, {0, 1}, {1, 1}};
+    return b.reduce_window({p[0]}, {b.constant(0, ElementType::F32)}, w, [](Builder& rb, const std::vector<Value>& a) {
+      return std::vector<Value>{rb.binary("add", a[0], a[1])};
+    })[0];
+  });
+  // rows: (4 + 0 + 1 - 2) / 2 + 1 = 2; columns: (3 + 1 + 1 - 3) / 1 + 1 = 3.
+  CHECK_EQ(e.type.str(), "tensor<2x3xf32>");
+  CHECK(e.body.find("}) {padding = dense<[[0, 1], [1, 1]]> : tensor<2x2xi64>, window_dilations = array<i64: 1, 1>, "
+                    "window_dimensions = array<i64: 2, 3>, window_strides = array<i64: 2, 1>} : "
+                    "(tensor<4x3xf32>, tensor<f32>) -> tensor<2x3xf32>\n") != std::string::npos);
+  Emitted bare = emit({kVector}, [](Builder& b, const Params& p) {
+    return b.reduce_window({p[0]}, {b.constant(0, ElementType::F32)}, Window{{5}}, [](Builder& rb, const std::vector<Value>& a) {
+      return std::vector<Value>{rb.binary("add", a[0], a[1])};
+    })[0];
+  });
+  CHECK_EQ(bare.type.str(), "tensor<1xf32>");
+  CHECK(bare.body.find("}) {window_dimensions = array<i64: 5>} :") != std::string::npos);
+}
+
+TEST(hlo, convolution_spells_its_layouts_window_and_precision) {
+  const TensorType input{ElementType::F32, {1, 2, 5}}, kernel{ElementType::F32, {4, 2, 3}};
+  Emitted e = emit({input, kernel}, [](Builder& b, const Params& p) {
+    ConvWindow w{{1}, {1}, {1}, {1}, {1}, 1, 1};
+    return b.convolution(p[0], p[1], ConvDims{1}, w, {ElementType::F32, {1, 4, 5}}, "HIGHEST");
+  });
+  CHECK_EQ(e.body,
+           "    %0 = \"stablehlo.convolution\"(%arg0, %arg1) {batch_group_count = 1 : i64, dimension_numbers = "
+           "#stablehlo.conv<[b, f, 0]x[o, i, 0]->[b, f, 0]>, feature_group_count = 1 : i64, lhs_dilation = "
+           "array<i64: 1>, padding = dense<[[1, 1]]> : tensor<1x2xi64>, precision_config = [#stablehlo<precision "
+           "HIGHEST>, #stablehlo<precision HIGHEST>], rhs_dilation = array<i64: 1>, window_strides = array<i64: 1>} : "
+           "(tensor<1x2x5xf32>, tensor<4x2x3xf32>) -> tensor<1x4x5xf32>\n");
+  Emitted swapped = emit({input, kernel}, [](Builder& b, const Params& p) {
+    return b.convolution(p[0], p[1], ConvDims{1, true, true, true}, ConvWindow{{1}, {0}, {0}, {1}, {1}, 1, 2},
+                         {ElementType::F32, {2, 2, 3}});
+  });
+  CHECK(swapped.body.find("batch_group_count = 2 : i64, dimension_numbers = #stablehlo.conv<[f, b, 0]x[i, o, 0]->"
+                          "[f, b, 0]>") != std::string::npos);
+}
+
+TEST(hlo, fft_names_its_type_and_lengths) {
+  Emitted e = emit({kRows}, [](Builder& b, const Params& p) {
+    return b.fft(p[0], FftType::RFFT, {3}, {ElementType::C64, {4, 2}});
+  });
+  CHECK_EQ(e.body,
+           "    %0 = \"stablehlo.fft\"(%arg0) {fft_type = #stablehlo<fft_type RFFT>, fft_length = array<i64: 3>} : "
+           "(tensor<4x3xf32>) -> tensor<4x2xcomplex<f32>>\n");
+}
+
+TEST(hlo, triangular_solve_spells_its_flags) {
+  const TensorType a{ElementType::F32, {3, 3}};
+  Emitted e = emit({a, kRows}, [](Builder& b, const Params& p) {
+    return b.triangular_solve(p[0], p[1], /*left_side=*/false, /*lower=*/true, /*unit_diagonal=*/false,
+                              /*transpose_a=*/true);
+  });
+  CHECK_EQ(e.type.str(), kRows.str());
+  CHECK_EQ(e.body,
+           "    %0 = \"stablehlo.triangular_solve\"(%arg0, %arg1) {left_side = false, lower = true, unit_diagonal = "
+           "false, transpose_a = #stablehlo<transpose TRANSPOSE>} : (tensor<3x3xf32>, tensor<4x3xf32>) -> "
+           "tensor<4x3xf32>\n");
+}

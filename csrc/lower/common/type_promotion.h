@@ -26,4 +26,12 @@ const char* torch_dtype_name(ElementType t);
 // raises NotImplementedError); the meta kernels do not check that.
 [[noreturn]] void not_implemented_for(const char* op, ElementType t);
 
+// A float-only kernel's dispatch: not_implemented_for(op, t) unless `t` is a
+// floating type.
+void require_float(ElementType t, const char* op);
+
+// The spatial kernels' own check (pooling, upsampling, grid_sample):
+// NotImplementedForDtype "<op>: only floating point inputs are supported".
+void require_floating_input(ElementType t, const char* op);
+
 }  // namespace torch_tpu::lower

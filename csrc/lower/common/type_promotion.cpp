@@ -1,6 +1,6 @@
 // PyTorch's type promotion (c10/core/ScalarType.h promoteTypes,
 // ATen/native/TypeProperties.cpp result_type) over HLO element types.
-#include "lower/type_promotion.h"
+#include "lower/common/type_promotion.h"
 
 #include <optional>
 #include <string>
@@ -114,5 +114,12 @@ void not_implemented_for(const char* op, ElementType t) {
   throw NotImplementedForDtype(std::string("\"") + op + "\" not implemented for '" + torch_dtype_name(t) + "'");
 }
 
+void require_float(ElementType t, const char* op) {
+  if (!hlo::is_float(t)) not_implemented_for(op, t);
+}
+
+void require_floating_input(ElementType t, const char* op) {
+  if (!hlo::is_float(t)) throw NotImplementedForDtype(std::string(op) + ": only floating point inputs are supported");
+}
 
 }  // namespace torch_tpu::lower

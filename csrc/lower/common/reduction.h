@@ -1,6 +1,6 @@
-// Reduction helpers shared by the reduction families (reduce.cpp,
-// statistics.cpp): which dims a dim argument names, shapes around a
-// reduction, NaN-propagating max/min and accumulating sums.
+// Reduction helpers shared by the lowerings (defined in reduction.cpp):
+// which dims a dim argument names, shapes around a reduction,
+// NaN-propagating max/min, accumulating sums, whole-tensor sum and any.
 #pragma once
 
 #include <string>
@@ -9,6 +9,9 @@
 #include "lower/lowering.h"
 
 namespace torch_tpu::lower {
+
+// 0, 1, ..., rank - 1.
+std::vector<int64_t> all_dims(int64_t rank);
 
 // The dims argument `i` names: an int, an int list, or None. None, or an
 // overload without a dim argument (`present` false) mean every dim. An empty
@@ -40,5 +43,18 @@ Value sum_to(Builder& b, const Value& x, const std::vector<int64_t>& dims, const
 // A reduced value (the reduce's own shape or the keepdim shape) broadcast
 // back over `like`'s shape.
 Value expand_back(Builder& b, const Value& reduced, const Value& like, const std::vector<int64_t>& dims);
+
+// The vector p-norm of `x` (in the type it is computed in) over `dims`, as
+// linalg_vector_norm computes it: max/min of |x| for inf/-inf (NaN
+// propagating), the count of non-zeros for 0, the p-th root of the sum of
+// |x|^p otherwise (|x| for 1, sqrt of x * x for 2).
+Value vector_norm(Builder& b, const Value& x, const std::vector<int64_t>& dims, double ord);
+
+// The sum of every element of `x`, in its own dtype (0-d).
+Value sum_all(Builder& b, const Value& x);
+
+// tensor<i1> (0-d): whether any element of `pred` (i1) is true; all_true
+// (lowering.h) is its dual.
+Value any_true(Builder& b, const Value& pred);
 
 }  // namespace torch_tpu::lower

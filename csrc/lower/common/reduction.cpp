@@ -1,0 +1,117 @@
+// Reduction helpers shared by the lowerings (declared in
+// lower/common/reduction.h).
+#include "lower/common/reduction.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace torch_tpu::lower {
+
+std::vector<int64_t> all_dims(int64_t rank) {
+  std::vector<int64_t> dims;
+  for (int64_t d = 0; d < rank; ++d) dims.push_back(d);
+  return dims;
+}
+
+// The dims argument `i` names: an int, an int list, or None. None, or an
+// overload without a dim argument (`present` false) mean every dim. An empty
+// list means every dim for sum/mean/amax/var ... (`empty_is_all`), but
+// nothing for all.dims/any.dims (PyTorch 2.2+). A 0-d tensor accepts dim
+// 0 / -1 and has nothing to reduce.
+std::vector<int64_t> reduction_dims(const LowerContext& ctx, size_t i, int64_t rank, bool present,
+                                    bool empty_is_all) {
+  std::vector<int64_t> dims;
+  if (rank == 0) return dims;
+  const bool given = present && ctx.has(i) &&
+                     (ctx.args[i].kind == Arg::Kind::Int || ctx.args[i].kind == Arg::Kind::IntList);
+  if (!given || (ctx.args[i].kind == Arg::Kind::IntList && ctx.args[i].ints.empty() && empty_is_all)) {
+    for (int64_t d = 0; d < rank; ++d) dims.push_back(d);
+    return dims;
+  }
+  if (ctx.args[i].kind == Arg::Kind::Int) {
+    dims.push_back(wrap_dim(ctx.args[i].i, rank));
+  } else {
+    for (int64_t d : ctx.args[i].ints) dims.push_back(wrap_dim(d, rank));
+  }
+  std::sort(dims.begin(), dims.end());
+  dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
+  return dims;
+}
+
+int64_t reduced_count(const Value& x, const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= x.shape()[d];
+  return n;
+}
+
+// Dims of `x` that survive a reduction over `dims`, for broadcasting back.
+std::vector<int64_t> kept_dims(int64_t rank, const std::vector<int64_t>& dims) {
+  std::vector<int64_t> kept;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (std::find(dims.begin(), dims.end(), d) == dims.end()) kept.push_back(d);
+  }
+  return kept;
+}
+
+Shape kept_shape(const Value& x, const std::vector<int64_t>& dims) {
+  Shape shape;
+  for (int64_t d : kept_dims(x.rank(), dims)) shape.push_back(x.shape()[d]);
+  return shape;
+}
+
+Value reduce_with(Builder& b, const Value& x, const std::vector<int64_t>& dims, const std::string& combiner) {
+  if (dims.empty()) return x;
+  return b.reduce(x, reduce_init(b, combiner, x.dtype()), dims, combiner);
+}
+
+// max/min that propagate NaN (PyTorch's amax, max, maximum): XLA's
+// maximum/minimum is not guaranteed to on every backend.
+Value nan_max_min(Builder& b, const Value& x, const std::vector<int64_t>& dims, bool is_max) {
+  if (dims.empty()) return x;
+  const ElementType t = x.dtype();
+  if (t == ElementType::Pred) return reduce_with(b, x, dims, is_max ? "or" : "and");
+  const std::string comb = is_max ? "maximum" : "minimum";
+  if (!hlo::is_float(t)) return reduce_with(b, x, dims, comb);
+  TensorType scalar{t, {}};
+  return b.op_with_region("reduce", {x, reduce_init(b, comb, t)}, {{t, kept_shape(x, dims)}}, "dimensions = " + Builder::dims_attr(dims),
+                          {scalar, scalar},
+                          [&](Builder& rb, const std::vector<Value>& a) {
+                            Value m = rb.binary(comb, a[0], a[1]);
+                            m = rb.select(is_nan(rb, a[1]), a[1], m);
+                            return std::vector<Value>{rb.select(is_nan(rb, a[0]), a[0], m)};
+                          })[0];
+}
+
+// Sum in the accumulation type of `out`, converted to `out` (a bf16 sum
+// adds in f32; a bool or int sum arrives with an int64 `out`).
+Value sum_to(Builder& b, const Value& x, const std::vector<int64_t>& dims, const TensorType& out) {
+  const ElementType acc = accumulation_type(out.dtype);
+  Value s = reduce_with(b, b.convert(x, acc), dims, acc == ElementType::Pred ? "or" : "add");
+  return b.reshape(b.convert(s, out.dtype), out.shape);
+}
+
+// Broadcast a reduced value (the reduce's own shape or keepdim shape) back
+// over `like`'s shape.
+Value expand_back(Builder& b, const Value& reduced, const Value& like, const std::vector<int64_t>& dims) {
+  return b.broadcast_in_dim(b.reshape(reduced, kept_shape(like, dims)), like.shape(), kept_dims(like.rank(), dims));
+}
+
+Value vector_norm(Builder& b, const Value& x, const std::vector<int64_t>& dims, double ord) {
+  Value a = x.dtype() == ElementType::Pred || hlo::is_unsigned(x.dtype()) ? x : b.unary("abs", x);
+  if (std::isinf(ord)) return nan_max_min(b, a, dims, ord > 0);
+  if (ord == 0) return reduce_with(b, b.convert(b.convert(x, ElementType::Pred), x.dtype()), dims, "add");
+  if (ord == 1) return reduce_with(b, a, dims, "add");
+  if (ord == 2) return b.unary("sqrt", reduce_with(b, b.binary("multiply", x, x), dims, "add"));
+  Value s = reduce_with(b, b.binary("power", a, b.splat(ord, a.type)), dims, "add");
+  return b.binary("power", s, b.splat(1.0 / ord, s.type));
+}
+
+Value sum_all(Builder& b, const Value& x) {
+  return reduce_with(b, x, all_dims(x.rank()), "add");
+}
+
+Value any_true(Builder& b, const Value& pred) {
+  return reduce_with(b, pred, all_dims(pred.rank()), "or");
+}
+
+}  // namespace torch_tpu::lower

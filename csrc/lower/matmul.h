@@ -1,0 +1,17 @@
+// Matrix products: mm, bmm, addmm, addmv, baddbmm, addbmm, dot and vdot.
+#pragma once
+
+#include "lower/lowering.h"
+
+namespace torch_tpu::lower {
+
+TORCH_TPU_LOWERING(addbmm)
+TORCH_TPU_LOWERING(addmm)
+TORCH_TPU_LOWERING(addmv)
+TORCH_TPU_LOWERING(baddbmm)
+TORCH_TPU_LOWERING(bmm)
+TORCH_TPU_LOWERING(dot)
+TORCH_TPU_LOWERING(mm)
+TORCH_TPU_LOWERING(vdot)
+
+}  // namespace torch_tpu::lower

@@ -1,0 +1,11 @@
+// Layer normalization, forward and backward.
+#pragma once
+
+#include "lower/lowering.h"
+
+namespace torch_tpu::lower {
+
+TORCH_TPU_LOWERING(native_layer_norm)
+TORCH_TPU_LOWERING(native_layer_norm_backward)
+
+}  // namespace torch_tpu::lower
