@@ -111,6 +111,26 @@ c10::intrusive_ptr<Work> finished(std::vector<at::Tensor> results) {
   return Work::create_from_future(future);
 }
 
+// A reduction (allreduce, its coalesced form, reduce) on the host copies:
+// PREMUL_SUM's factor applied before and AVG's division after, as the
+// transport has neither; `run` issues it with the options rewritten for the
+// transport. Only a rank that `receives` the result writes it back.
+template <typename Options, typename Run>
+c10::intrusive_ptr<Work> host_reduction(std::vector<at::Tensor>& tensors, const Options& opts, int size, bool receives,
+                                        Run run) {
+  Staging staging(rewrites_inputs(opts.reduceOp));
+  auto host = staging.inout(tensors);
+  premultiply(host, opts.reduceOp);
+  Options host_opts = opts;
+  host_opts.reduceOp = transport_op(opts.reduceOp);
+  run(host, host_opts);
+  if (receives) {
+    average(host, opts.reduceOp, size);
+    staging.write_back();
+  }
+  return finished(tensors);
+}
+
 // Point-to-point work stays asynchronous (a batch of isend/irecv must all
 // be posted before any completes); its results go back on wait().
 class StagedWork : public Work {
@@ -210,44 +230,24 @@ c10::intrusive_ptr<Work> ProcessGroupTpu::broadcast(std::vector<at::Tensor>& ten
 c10::intrusive_ptr<Work> ProcessGroupTpu::allreduce(std::vector<at::Tensor>& tensors,
                                                     const c10d::AllreduceOptions& opts) {
   check_same_call("allreduce", tensors, true);
-  Staging staging(rewrites_inputs(opts.reduceOp));
-  auto host = staging.inout(tensors);
-  premultiply(host, opts.reduceOp);
-  c10d::AllreduceOptions host_opts = opts;
-  host_opts.reduceOp = transport_op(opts.reduceOp);
-  host_->allreduce(host, host_opts)->wait();
-  average(host, opts.reduceOp, size_);
-  staging.write_back();
-  return finished(tensors);
+  return host_reduction(tensors, opts, size_, true, [&](auto& host, auto& host_opts) {
+    host_->allreduce(host, host_opts)->wait();
+  });
 }
 
 c10::intrusive_ptr<Work> ProcessGroupTpu::allreduce_coalesced(std::vector<at::Tensor>& tensors,
                                                               const c10d::AllreduceCoalescedOptions& opts) {
   check_same_call("allreduce", tensors, true);
-  Staging staging(rewrites_inputs(opts.reduceOp));
-  auto host = staging.inout(tensors);
-  premultiply(host, opts.reduceOp);
-  c10d::AllreduceCoalescedOptions host_opts = opts;
-  host_opts.reduceOp = transport_op(opts.reduceOp);
-  host_->allreduce_coalesced(host, host_opts)->wait();
-  average(host, opts.reduceOp, size_);
-  staging.write_back();
-  return finished(tensors);
+  return host_reduction(tensors, opts, size_, true, [&](auto& host, auto& host_opts) {
+    host_->allreduce_coalesced(host, host_opts)->wait();
+  });
 }
 
 c10::intrusive_ptr<Work> ProcessGroupTpu::reduce(std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts) {
   check_same_call("reduce", tensors, true);
-  Staging staging(rewrites_inputs(opts.reduceOp));
-  auto host = staging.inout(tensors);
-  premultiply(host, opts.reduceOp);
-  c10d::ReduceOptions host_opts = opts;
-  host_opts.reduceOp = transport_op(opts.reduceOp);
-  host_->reduce(host, host_opts)->wait();
-  if (rank_ == opts.rootRank) {
-    average(host, opts.reduceOp, size_);
-    staging.write_back();
-  }
-  return finished(tensors);
+  return host_reduction(tensors, opts, size_, rank_ == opts.rootRank, [&](auto& host, auto& host_opts) {
+    host_->reduce(host, host_opts)->wait();
+  });
 }
 
 c10::intrusive_ptr<Work> ProcessGroupTpu::allgather(std::vector<std::vector<at::Tensor>>& outputs,
