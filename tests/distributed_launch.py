@@ -29,6 +29,21 @@ class JobResult:
             assert outcome == "ok", f"rank {rank}: {outcome}"
 
 
+def run_session(cmd, env, timeout, what):
+    """Runs `cmd` in a session of its own and returns (returncode, output);
+    past `timeout` seconds the whole session (torchrun and every rank) is
+    killed and the test fails, naming `what`."""
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    try:
+        output, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        output, _ = proc.communicate()
+        raise AssertionError(f"{what} ran past {timeout}s:\n{output[-6000:]}") from None
+    return proc.returncode, output
+
+
 def run_job(script, nproc, timeout, args=(), env=None, launcher_args=(), out_dir=None, ranks=None):
     """Runs tests/distributed_jobs/`script` on `nproc` processes; returns a
     JobResult with the results of `ranks` (default: all `nproc`; a job whose
@@ -42,14 +57,7 @@ def run_job(script, nproc, timeout, args=(), env=None, launcher_args=(), out_dir
     full_env.update(env or {})
     cmd = [sys.executable, "-m", "torch.distributed.run", *(launcher_args or ("--standalone",)),
            f"--nproc_per_node={nproc}", os.path.join(JOBS, script), *args]
-    proc = subprocess.Popen(cmd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
-    try:
-        output, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        output, _ = proc.communicate()
-        raise AssertionError(f"{script} on {nproc} processes ran past {timeout}s:\n{output[-6000:]}") from None
+    returncode, output = run_session(cmd, full_env, timeout, f"{script} on {nproc} processes")
     ranks = range(nproc) if ranks is None else ranks
     results = []
     for rank in ranks:
@@ -57,4 +65,4 @@ def run_job(script, nproc, timeout, args=(), env=None, launcher_args=(), out_dir
         if os.path.exists(path):
             with open(path) as f:
                 results.append(json.load(f))
-    return JobResult(proc.returncode, output, results if len(results) == len(ranks) else [])
+    return JobResult(returncode, output, results if len(results) == len(ranks) else [])

@@ -8,13 +8,12 @@ the comparison linear in the gradients, so the only difference is the order
 in which float32 gradients are summed."""
 
 import os
-import signal
-import subprocess
 import sys
 import tempfile
 
 import pytest
 import torch
+from distributed_launch import run_session
 
 EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "train_gpt_ddp.py")
 ARGS = ["--steps", "4", "--batch-size", "16", "--accum", "2", "--unused", "--bucket-mb", "0.05",
@@ -29,15 +28,8 @@ def _run(nproc, out, timeout=400):
     else:
         cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}", EXAMPLE,
                *ARGS, "--out", out]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
-    try:
-        output, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        output, _ = proc.communicate()
-        raise AssertionError(f"{nproc} processes ran past {timeout}s:\n{output[-4000:]}") from None
-    assert proc.returncode == 0, output[-6000:]
+    returncode, output = run_session(cmd, env, timeout, f"{nproc} processes")
+    assert returncode == 0, output[-6000:]
     return torch.load(out)
 
 

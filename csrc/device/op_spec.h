@@ -78,6 +78,13 @@ struct OpSpec {
   bool floats_are_inputs = false;
 
   constexpr OpSpec(lower::LowerFn fn, const char* names) : lowering(fn), overloads(names) {}
+  // This row with one field set: the builders below are each one field.
+  template <typename Field, typename Value>
+  constexpr OpSpec with(Field OpSpec::*field, Value value) const {
+    OpSpec s = *this;
+    s.*field = value;
+    return s;
+  }
   // Builders for the table's rows: OpSpec(L::lerp, "...").check(a).floats_in().
   constexpr OpSpec check(ArgCheck c) const {
     OpSpec s = *this;
@@ -85,55 +92,25 @@ struct OpSpec {
     return s;
   }
   constexpr OpSpec gap(const char* kernel, bool (*supported)(at::ScalarType)) const {
-    OpSpec s = *this;
-    s.dtype_gap = {kernel, supported};
-    return s;
+    return with(&OpSpec::dtype_gap, DtypeGap{kernel, supported});
   }
-  constexpr OpSpec overlap(WriteOverlap w) const {
-    OpSpec s = *this;
-    s.write_overlap = w;
-    return s;
-  }
-  constexpr OpSpec reads_values() const {
-    OpSpec s = *this;
-    s.checks_read_values = true;
-    return s;
-  }
-  constexpr OpSpec debug(ArgCheck c) const {
-    OpSpec s = *this;
-    s.debug_check = c;
-    return s;
-  }
+  constexpr OpSpec overlap(WriteOverlap w) const { return with(&OpSpec::write_overlap, w); }
+  constexpr OpSpec reads_values() const { return with(&OpSpec::checks_read_values, true); }
+  constexpr OpSpec debug(ArgCheck c) const { return with(&OpSpec::debug_check, c); }
   constexpr OpSpec normalize(void (*fn)(std::vector<c10::IValue>&)) const {
-    OpSpec s = *this;
-    s.normalize_arguments = fn;
-    return s;
+    return with(&OpSpec::normalize_arguments, fn);
   }
-  constexpr OpSpec meta_from(MetaSource m) const {
-    OpSpec s = *this;
-    s.meta = m;
-    return s;
-  }
-  constexpr OpSpec meta_ignores_numbers() const {
-    OpSpec s = *this;
-    s.meta_reads_numbers = false;
-    return s;
-  }
+  constexpr OpSpec meta_from(MetaSource m) const { return with(&OpSpec::meta, m); }
+  constexpr OpSpec meta_ignores_numbers() const { return with(&OpSpec::meta_reads_numbers, false); }
   constexpr OpSpec correct(void (*fn)(const std::vector<c10::IValue>&, MetaResult&)) const {
-    OpSpec s = *this;
-    s.correct_meta = fn;
-    return s;
+    return with(&OpSpec::correct_meta, fn);
   }
   constexpr OpSpec writes(std::initializer_list<int> args) const {
     OpSpec s = *this;
     for (int i : args) s.unmarked_writes |= 1u << i;
     return s;
   }
-  constexpr OpSpec floats_in() const {
-    OpSpec s = *this;
-    s.floats_are_inputs = true;
-    return s;
-  }
+  constexpr OpSpec floats_in() const { return with(&OpSpec::floats_are_inputs, true); }
   // The _foreach_ ops: results mirror their lists whatever the numbers, and
   // every number may feed a replay.
   constexpr OpSpec foreach_op() const { return meta_ignores_numbers().floats_in(); }

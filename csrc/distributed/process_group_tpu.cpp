@@ -131,6 +131,22 @@ c10::intrusive_ptr<Work> host_reduction(std::vector<at::Tensor>& tensors, const 
   return finished(tensors);
 }
 
+// A gather into lists of outputs (allgather and its coalesced form) on the
+// host copies; `run` issues it.
+template <typename Run>
+c10::intrusive_ptr<Work> host_gather(std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+                                     Run run) {
+  Staging staging;
+  auto host_in = staging.in(inputs);
+  std::vector<std::vector<at::Tensor>> host_out;
+  for (auto& list : outputs) host_out.push_back(staging.out(list));
+  run(host_out, host_in);
+  staging.write_back();
+  std::vector<at::Tensor> results;
+  for (auto& list : outputs) results.insert(results.end(), list.begin(), list.end());
+  return finished(results);
+}
+
 // Point-to-point work stays asynchronous (a batch of isend/irecv must all
 // be posted before any completes); its results go back on wait().
 class StagedWork : public Work {
@@ -254,15 +270,9 @@ c10::intrusive_ptr<Work> ProcessGroupTpu::allgather(std::vector<std::vector<at::
                                                     std::vector<at::Tensor>& inputs,
                                                     const c10d::AllgatherOptions& opts) {
   check_same_call("allgather", inputs, true);
-  Staging staging;
-  auto host_in = staging.in(inputs);
-  std::vector<std::vector<at::Tensor>> host_out;
-  for (auto& list : outputs) host_out.push_back(staging.out(list));
-  host_->allgather(host_out, host_in, opts)->wait();
-  staging.write_back();
-  std::vector<at::Tensor> results;
-  for (auto& list : outputs) results.insert(results.end(), list.begin(), list.end());
-  return finished(results);
+  return host_gather(outputs, inputs, [&](auto& host_out, auto& host_in) {
+    host_->allgather(host_out, host_in, opts)->wait();
+  });
 }
 
 c10::intrusive_ptr<Work> ProcessGroupTpu::_allgather_base(at::Tensor& output, at::Tensor& input,
@@ -280,15 +290,9 @@ c10::intrusive_ptr<Work> ProcessGroupTpu::allgather_coalesced(std::vector<std::v
                                                               std::vector<at::Tensor>& inputs,
                                                               const c10d::AllgatherOptions& opts) {
   check_same_call("allgather", inputs, true);
-  Staging staging;
-  auto host_in = staging.in(inputs);
-  std::vector<std::vector<at::Tensor>> host_out;
-  for (auto& list : outputs) host_out.push_back(staging.out(list));
-  host_->allgather_coalesced(host_out, host_in, opts)->wait();
-  staging.write_back();
-  std::vector<at::Tensor> results;
-  for (auto& list : outputs) results.insert(results.end(), list.begin(), list.end());
-  return finished(results);
+  return host_gather(outputs, inputs, [&](auto& host_out, auto& host_in) {
+    host_->allgather_coalesced(host_out, host_in, opts)->wait();
+  });
 }
 
 c10::intrusive_ptr<Work> ProcessGroupTpu::allgather_into_tensor_coalesced(std::vector<at::Tensor>& outputs,
