@@ -83,7 +83,8 @@ ReduceOp transport_op(const ReduceOp& op) {
 
 void premultiply(std::vector<at::Tensor>& host_inputs, const ReduceOp& op) {
   if (op.op_ != ReduceOp::PREMUL_SUM) return;
-  auto* factor = dynamic_cast<c10d::PreMulSumSupplement*>(op.supplement_.get());
+  // NCCLPreMulSumSupplement: torch 2.11 and 2.12's name; 2.13 renamed it and keeps this one as an alias.
+  auto* factor = dynamic_cast<c10d::NCCLPreMulSumSupplement*>(op.supplement_.get());
   TORCH_CHECK(factor != nullptr, "PREMUL_SUM needs a factor (use dist._make_nccl_premul_sum)");
   for (auto& h : host_inputs) {
     if (factor->tensor_factor.defined()) {
