@@ -23,28 +23,16 @@ class Staging {
   // exactly as it checks a CPU tensor's), holding t's values.
   at::Tensor in(const at::Tensor& t) {
     if (!must_stage(t)) return t;
-    at::Tensor h = at::empty_strided(t.sizes(), t.strides(), t.options().device(at::kCPU));
+    at::Tensor h = host_like(t);
     h.copy_(t);
     return h;
-  }
-  std::vector<at::Tensor> in(const std::vector<at::Tensor>& ts) {
-    std::vector<at::Tensor> hs;
-    hs.reserve(ts.size());
-    for (const auto& t : ts) hs.push_back(in(t));
-    return hs;
   }
   // A host tensor laid out like t whose values are written back into t.
   at::Tensor out(const at::Tensor& t) {
     if (!must_stage(t)) return t;
-    at::Tensor h = at::empty_strided(t.sizes(), t.strides(), t.options().device(at::kCPU));
+    at::Tensor h = host_like(t);
     writes_.emplace_back(t, h);
     return h;
-  }
-  std::vector<at::Tensor> out(const std::vector<at::Tensor>& ts) {
-    std::vector<at::Tensor> hs;
-    hs.reserve(ts.size());
-    for (const auto& t : ts) hs.push_back(out(t));
-    return hs;
   }
   at::Tensor inout(const at::Tensor& t) {
     if (!must_stage(t)) return t;
@@ -52,11 +40,14 @@ class Staging {
     writes_.emplace_back(t, h);
     return h;
   }
+  std::vector<at::Tensor> in(const std::vector<at::Tensor>& ts) {
+    return each(ts, [this](const at::Tensor& t) { return in(t); });
+  }
+  std::vector<at::Tensor> out(const std::vector<at::Tensor>& ts) {
+    return each(ts, [this](const at::Tensor& t) { return out(t); });
+  }
   std::vector<at::Tensor> inout(const std::vector<at::Tensor>& ts) {
-    std::vector<at::Tensor> hs;
-    hs.reserve(ts.size());
-    for (const auto& t : ts) hs.push_back(inout(t));
-    return hs;
+    return each(ts, [this](const at::Tensor& t) { return inout(t); });
   }
   // In place, as CUDA collectives write their outputs: every view of the
   // tpu storage sees the result.
@@ -67,6 +58,16 @@ class Staging {
 
  private:
   bool must_stage(const at::Tensor& t) const { return t.defined() && (force_ || on_tpu(t)); }
+  static at::Tensor host_like(const at::Tensor& t) {
+    return at::empty_strided(t.sizes(), t.strides(), t.options().device(at::kCPU));
+  }
+  template <typename Stage>
+  static std::vector<at::Tensor> each(const std::vector<at::Tensor>& ts, Stage stage) {
+    std::vector<at::Tensor> hs;
+    hs.reserve(ts.size());
+    for (const auto& t : ts) hs.push_back(stage(t));
+    return hs;
+  }
 
   bool force_;
   std::vector<std::pair<at::Tensor, at::Tensor>> writes_;

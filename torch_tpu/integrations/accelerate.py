@@ -82,7 +82,7 @@ def _patch_modeling(modeling):
     modeling.get_max_memory = _patched(modeling.get_max_memory, modeling.convert_file_size_to_int)
 
 
-def _patch_reexport(module, attribute):
+def _patch_reexport(attribute):
     def hook(m):
         import accelerate.utils.modeling as modeling
 
@@ -96,8 +96,5 @@ def install(when_imported):
     # The function itself, then the names bound to it before we could patch
     # (when accelerate or transformers were imported before torch_tpu).
     when_imported("accelerate.utils.modeling", _patch_modeling)
-    when_imported("accelerate.utils", _patch_reexport("accelerate.utils", "get_max_memory"))
-    when_imported(
-        "transformers.integrations.accelerate",
-        _patch_reexport("transformers.integrations.accelerate", "accelerate_max_memory"),
-    )
+    when_imported("accelerate.utils", _patch_reexport("get_max_memory"))
+    when_imported("transformers.integrations.accelerate", _patch_reexport("accelerate_max_memory"))
