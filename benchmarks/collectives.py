@@ -67,32 +67,40 @@ def worker(args):
     while size <= args.max_mb * 2**20:
         sizes.append(size)
         size *= 4
-    rows = []
-    for nbytes in sizes:
+    sync_tpu = lambda: (torch.tpu.synchronize(), dist.barrier(group=gloo))  # noqa: E731
+    sync_cpu = lambda: dist.barrier(group=gloo)  # noqa: E731
+
+    def measure(nbytes):
+        # One size's tensors live only in this call, so the next size allocates after they are freed.
         n = nbytes // 4
         iters = max(2, min(20, int(16 * 2**20 / nbytes)))
         x_tpu, x_cpu = torch.ones(n, device=dev), torch.ones(n)
         out_tpu, out_cpu = torch.empty(n * world, device=dev), torch.empty(n * world)
-        sync_tpu = lambda: (torch.tpu.synchronize(), dist.barrier(group=gloo))  # noqa: E731
-        sync_cpu = lambda: dist.barrier(group=gloo)  # noqa: E731
         ar_tpu = time_op(lambda: dist.all_reduce(x_tpu), sync_tpu, iters)
         ar_cpu = time_op(lambda: dist.all_reduce(x_cpu, group=gloo), sync_cpu, iters)
         ag_tpu = time_op(lambda: dist.all_gather_into_tensor(out_tpu, x_tpu), sync_tpu, iters)
         ag_cpu = time_op(lambda: dist.all_gather_into_tensor(out_cpu, x_cpu, group=gloo), sync_cpu, iters)
-        rows.append((nbytes, ar_tpu, ar_cpu, ag_tpu, ag_cpu))
-        del x_tpu, out_tpu
+        return nbytes, ar_tpu, ar_cpu, ag_tpu, ag_cpu
+
+    rows = [measure(nbytes) for nbytes in sizes]
     if rank == 0:
         ar_factor, ag_factor = 2 * (world - 1) / world, (world - 1) / world
         print(f"{world} processes, bus bandwidth in GB/s (time per op in ms)")
-        print(f"{'size':>8} | {'all_reduce tpu':>20} {'gloo cpu':>20} {'tpu/cpu':>7} | "
-              f"{'all_gather tpu':>20} {'gloo cpu':>20} {'tpu/cpu':>7}")
+        print(
+            f"{'size':>8} | {'all_reduce tpu':>20} {'gloo cpu':>20} {'tpu/cpu':>7} | "
+            f"{'all_gather tpu':>20} {'gloo cpu':>20} {'tpu/cpu':>7}"
+        )
         for nbytes, ar_tpu, ar_cpu, ag_tpu, ag_cpu in rows:
+
             def bw(t, factor, total):
                 return f"{factor * total / t / 1e9:8.3f} ({1000 * t:8.3f})"
+
             label = f"{nbytes // 1024} KB" if nbytes < 2**20 else f"{nbytes // 2**20} MB"
-            print(f"{label:>8} | {bw(ar_tpu, ar_factor, nbytes):>20} {bw(ar_cpu, ar_factor, nbytes):>20} "
-                  f"{ar_cpu / ar_tpu:7.2f} | {bw(ag_tpu, ag_factor, nbytes * world):>20} "
-                  f"{bw(ag_cpu, ag_factor, nbytes * world):>20} {ag_cpu / ag_tpu:7.2f}")
+            print(
+                f"{label:>8} | {bw(ar_tpu, ar_factor, nbytes):>20} {bw(ar_cpu, ar_factor, nbytes):>20} "
+                f"{ar_cpu / ar_tpu:7.2f} | {bw(ag_tpu, ag_factor, nbytes * world):>20} "
+                f"{bw(ag_cpu, ag_factor, nbytes * world):>20} {ag_cpu / ag_tpu:7.2f}"
+            )
     dist.destroy_process_group()
 
 
@@ -104,8 +112,15 @@ def ddp_scaling(steps):
         if nproc == 1:
             cmd = [sys.executable, example, *args]
         else:
-            cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}", example,
-                   *args]
+            cmd = [
+                sys.executable,
+                "-m",
+                "torch.distributed.run",
+                "--standalone",
+                f"--nproc_per_node={nproc}",
+                example,
+                *args,
+            ]
         out = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS="1"))
         line = re.search(r"world \d+: .*", out.stdout)
         print(f"  {nproc} process(es): {line.group(0) if line else 'failed: ' + out.stderr[-2000:]}")
@@ -115,8 +130,17 @@ def main(argv=None):
     args = parse_args(argv)
     if args.worker:
         return worker(args)
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={args.nproc}",
-           os.path.abspath(__file__), "--worker", "--max-mb", str(args.max_mb)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc_per_node={args.nproc}",
+        os.path.abspath(__file__),
+        "--worker",
+        "--max-mb",
+        str(args.max_mb),
+    ]
     subprocess.run(cmd, check=True, env=dict(os.environ, OMP_NUM_THREADS="1"))
     if not args.skip_ddp:
         ddp_scaling(args.ddp_steps)

@@ -15,7 +15,8 @@ row's model built and warmed once), and each row reports its median round:
 on a shared 2-core machine the speed drifts by 20% and more within a minute,
 and back-to-back rows would compare different moments.
 
-    python benchmarks/compile.py [--steps 30] [--rounds 5] [--warmup 3] [--precisions high,medium] [train_gpt.py size flags]
+    python benchmarks/compile.py [--steps 30] [--rounds 5] [--warmup 3] [--precisions high,medium]
+        [train_gpt.py size flags]
 """
 
 import argparse
@@ -50,8 +51,10 @@ class Row:
             for group in self.optimizer.param_groups:
                 group["capturable"] = True
             self.optimizer.step = torch.compile(self.optimizer.step)
-        self.batches = [train_gpt.get_batch(dataset.data, batch_size, config.block_size, generator, device)
-                        for _ in range(max(warmup, steps))]
+        self.batches = [
+            train_gpt.get_batch(dataset.data, batch_size, config.block_size, generator, device)
+            for _ in range(max(warmup, steps))
+        ]
         self.run(self.batches[:warmup])
 
     def run(self, batches):
@@ -73,32 +76,40 @@ def main():
     p.add_argument("--steps", type=int, default=30, help="timed steps per row in each round")
     p.add_argument("--rounds", type=int, default=5, help="interleaved rounds; each row reports its median round")
     p.add_argument("--warmup", type=int, default=3, help="untimed steps first (programs compile here)")
-    p.add_argument("--precisions", default="high,medium",
-                   help="float32 matmul precisions to run every row at, comma-separated")
+    p.add_argument(
+        "--precisions", default="high,medium", help="float32 matmul precisions to run every row at, comma-separated"
+    )
     bench, rest = p.parse_known_args()
     args = train_gpt.parse_args(rest)  # the example's size flags and defaults
     args.steps, args.warmup = bench.steps, bench.warmup
     dataset = train_gpt.CharDataset()
     config = train_gpt.config_from_args(args, dataset)
     config.dropout = 0.0
-    print(f"GPT: {config.n_layer} layers, n_embd {config.n_embd}, block {config.block_size}, batch "
-          f"{args.batch_size}; {bench.rounds} rounds of {args.steps} timed steps per row after {args.warmup} "
-          "warm-up steps")
+    print(
+        f"GPT: {config.n_layer} layers, n_embd {config.n_embd}, block {config.block_size}, batch "
+        f"{args.batch_size}; {bench.rounds} rounds of {args.steps} timed steps per row after {args.warmup} "
+        "warm-up steps"
+    )
     # (name, device, eager mode, torch.compile the model, torch.compile the optimizer step)
-    runs = [("tpu compiled", "tpu", "strict", True, False),
-            ("tpu compiled+step", "tpu", "strict", True, True),
-            ("tpu defer_and_fuse", "tpu", "defer_and_fuse", False, False),
-            ("tpu strict", "tpu", "strict", False, False),
-            ("cpu eager", "cpu", None, False, False),
-            ("cpu inductor", "cpu", None, True, False),
-            ("cpu inductor+step", "cpu", None, True, True)]
+    runs = [
+        ("tpu compiled", "tpu", "strict", True, False),
+        ("tpu compiled+step", "tpu", "strict", True, True),
+        ("tpu defer_and_fuse", "tpu", "defer_and_fuse", False, False),
+        ("tpu strict", "tpu", "strict", False, False),
+        ("cpu eager", "cpu", None, False, False),
+        ("cpu inductor", "cpu", None, True, False),
+        ("cpu inductor+step", "cpu", None, True, True),
+    ]
     for precision in bench.precisions.split(","):
         torch.set_float32_matmul_precision(precision)
         print(f"float32 matmul precision {precision!r}:")
         torch._dynamo.reset()
-        rows = {name: Row(config, device, mode, compile_model, compile_step, args.batch_size, args.warmup,
-                          args.steps, dataset)
-                for name, device, mode, compile_model, compile_step in runs}
+        rows = {
+            name: Row(
+                config, device, mode, compile_model, compile_step, args.batch_size, args.warmup, args.steps, dataset
+            )
+            for name, device, mode, compile_model, compile_step in runs
+        }
         rates = {name: [] for name in rows}
         for _ in range(bench.rounds):
             for name, row in rows.items():
@@ -107,10 +118,12 @@ def main():
         for name, r in rates.items():
             print(f"{name:>20}: {rate[name]:7.2f} steps/s  (rounds {min(r):.2f}-{max(r):.2f})")
         for c in ("tpu compiled", "tpu compiled+step"):
-            print(f"{c} / defer_and_fuse: {rate[c] / rate['tpu defer_and_fuse']:.2f}x;  / strict: "
-                  f"{rate[c] / rate['tpu strict']:.2f}x;  / cpu eager: {rate[c] / rate['cpu eager']:.2f}x;  "
-                  f"/ cpu inductor: {rate[c] / rate['cpu inductor']:.2f}x;  / cpu inductor+step: "
-                  f"{rate[c] / rate['cpu inductor+step']:.2f}x")
+            print(
+                f"{c} / defer_and_fuse: {rate[c] / rate['tpu defer_and_fuse']:.2f}x;  / strict: "
+                f"{rate[c] / rate['tpu strict']:.2f}x;  / cpu eager: {rate[c] / rate['cpu eager']:.2f}x;  "
+                f"/ cpu inductor: {rate[c] / rate['cpu inductor']:.2f}x;  / cpu inductor+step: "
+                f"{rate[c] / rate['cpu inductor+step']:.2f}x"
+            )
 
 
 if __name__ == "__main__":

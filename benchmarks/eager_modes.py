@@ -29,8 +29,10 @@ def steps_per_second(config, device, mode, batch_size, warmup, steps, dataset):
         torch_tpu.set_eager_mode(mode)
     generator = torch.Generator().manual_seed(0)
     model, optimizer = train_gpt.make_model_and_optimizer(config, device, 0)
-    batches = [train_gpt.get_batch(dataset.data, batch_size, config.block_size, generator, device)
-               for _ in range(warmup + steps)]
+    batches = [
+        train_gpt.get_batch(dataset.data, batch_size, config.block_size, generator, device)
+        for _ in range(warmup + steps)
+    ]
     for x, y in batches[:warmup]:
         loss = train_gpt.train_step(model, optimizer, x, y)
     loss.item()
@@ -68,8 +70,15 @@ print(time.perf_counter() - t)
 
 
 def first_step_seconds(args, mode, cache_dir):
-    code = FIRST_STEP.format(examples=os.path.join(HERE, "..", "examples"), mode=mode, block=args.block_size,
-                             layers=args.n_layer, heads=args.n_head, embd=args.n_embd, batch=args.batch_size)
+    code = FIRST_STEP.format(
+        examples=os.path.join(HERE, "..", "examples"),
+        mode=mode,
+        block=args.block_size,
+        layers=args.n_layer,
+        heads=args.n_head,
+        embd=args.n_embd,
+        batch=args.batch_size,
+    )
     env = dict(os.environ, TORCH_TPU_CACHE_DIR=cache_dir)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     return float(out.stdout.strip().splitlines()[-1])
@@ -86,17 +95,24 @@ def main():
     dataset = train_gpt.CharDataset()
     config = train_gpt.config_from_args(args, dataset)
     config.dropout = 0.0
-    print(f"GPT: {config.n_layer} layers, n_embd {config.n_embd}, block {config.block_size}, batch "
-          f"{args.batch_size}; {args.steps} timed steps after {args.warmup} warm-up steps")
+    print(
+        f"GPT: {config.n_layer} layers, n_embd {config.n_embd}, block {config.block_size}, batch "
+        f"{args.batch_size}; {args.steps} timed steps after {args.warmup} warm-up steps"
+    )
     results = {}
-    for name, device, mode in (("tpu strict", "tpu", "strict"), ("tpu defer_and_fuse", "tpu", "defer_and_fuse"),
-                               ("cpu eager", "cpu", None)):
+    for name, device, mode in (
+        ("tpu strict", "tpu", "strict"),
+        ("tpu defer_and_fuse", "tpu", "defer_and_fuse"),
+        ("cpu eager", "cpu", None),
+    ):
         results[name] = steps_per_second(config, device, mode, args.batch_size, args.warmup, args.steps, dataset)
         rate, peak = results[name]
         print(f"{name:>20}: {rate:7.2f} steps/s" + (f", peak live device bytes {peak:,}" if device == "tpu" else ""))
     strict, fused, cpu = (results[k][0] for k in ("tpu strict", "tpu defer_and_fuse", "cpu eager"))
-    print(f"DeferAndFuse / Strict: {fused / strict:.2f}x;  DeferAndFuse / CPU eager: {fused / cpu:.2f}x;  "
-          f"Strict / CPU eager: {strict / cpu:.2f}x")
+    print(
+        f"DeferAndFuse / Strict: {fused / strict:.2f}x;  DeferAndFuse / CPU eager: {fused / cpu:.2f}x;  "
+        f"Strict / CPU eager: {strict / cpu:.2f}x"
+    )
     print(f"peak live bytes, DeferAndFuse / Strict: {results['tpu defer_and_fuse'][1] / results['tpu strict'][1]:.2f}")
     for mode in ("strict", "defer_and_fuse"):
         with tempfile.TemporaryDirectory() as cache:

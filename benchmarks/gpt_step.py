@@ -32,8 +32,10 @@ def time_steps(config, device, batch_size, warmup, steps, dataset, seed=0):
     """Seconds per training step, after `warmup` untimed steps."""
     generator = torch.Generator().manual_seed(seed)
     model, optimizer = train_gpt.make_model_and_optimizer(config, device, seed)
-    batches = [train_gpt.get_batch(dataset.data, batch_size, config.block_size, generator, device)
-               for _ in range(warmup + steps)]
+    batches = [
+        train_gpt.get_batch(dataset.data, batch_size, config.block_size, generator, device)
+        for _ in range(warmup + steps)
+    ]
     for x, y in batches[:warmup]:
         loss = train_gpt.train_step(model, optimizer, x, y)
     loss.item()
@@ -56,9 +58,11 @@ def main():
     dataset = train_gpt.CharDataset()
     config = train_gpt.config_from_args(args, dataset)
     tokens = args.batch_size * config.block_size
-    print(f"GPT {config.n_layer} layers, {config.n_head} heads, n_embd {config.n_embd}, block {config.block_size}, "
-          f"batch {args.batch_size}, matmul precision {args.precision}; {bench_args.steps} timed steps "
-          f"after {bench_args.warmup} warm-up")
+    print(
+        f"GPT {config.n_layer} layers, {config.n_head} heads, n_embd {config.n_embd}, block {config.block_size}, "
+        f"batch {args.batch_size}, matmul precision {args.precision}; {bench_args.steps} timed steps "
+        f"after {bench_args.warmup} warm-up"
+    )
     seconds = {}
     for device in ("cpu", "tpu"):
         seconds[device] = time_steps(config, device, args.batch_size, bench_args.warmup, bench_args.steps, dataset)

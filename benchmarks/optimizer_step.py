@@ -31,8 +31,9 @@ class Row:
         self.device, self.mode = device, mode
         torch.manual_seed(0)
         model = train_gpt.GPT(config).to(device)
-        self.optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.95), weight_decay=0.1,
-                                           **{implementation: True})
+        self.optimizer = torch.optim.AdamW(
+            model.parameters(), lr=1e-3, betas=(0.9, 0.95), weight_decay=0.1, **{implementation: True}
+        )
         for p in model.parameters():
             p.grad = torch.randn_like(p)
         self.run(3)  # warm-up: on tpu every program compiles here
@@ -66,8 +67,10 @@ def main():
     }
     rows = {name: Row(config, *spec) for name, spec in rows.items()}
     n_params = sum(len(g["params"]) for g in rows["cpu foreach"].optimizer.param_groups)
-    print(f"AdamW over {n_params} GPT parameters ({config.n_layer} layers, n_embd {config.n_embd}); "
-          f"{bench.rounds} rounds of {bench.steps} steps per row")
+    print(
+        f"AdamW over {n_params} GPT parameters ({config.n_layer} layers, n_embd {config.n_embd}); "
+        f"{bench.rounds} rounds of {bench.steps} steps per row"
+    )
     times = {name: [] for name in rows}
     for _ in range(bench.rounds):
         for name, row in rows.items():
@@ -75,8 +78,10 @@ def main():
     cpu = statistics.median(times["cpu foreach"])
     for name, t in times.items():
         median = statistics.median(t)
-        print(f"{name:>28}: {median * 1e3:7.2f} ms/step  (rounds {min(t) * 1e3:.2f}-{max(t) * 1e3:.2f})  "
-              f"{median / cpu:5.2f}x cpu foreach")
+        print(
+            f"{name:>28}: {median * 1e3:7.2f} ms/step  (rounds {min(t) * 1e3:.2f}-{max(t) * 1e3:.2f})  "
+            f"{median / cpu:5.2f}x cpu foreach"
+        )
 
 
 if __name__ == "__main__":

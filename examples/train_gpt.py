@@ -64,8 +64,8 @@ def get_batch(data, batch_size, block_size, generator, device="cpu"):
     next-token targets, drawn with `generator` on CPU so the batch sequence
     depends only on the seed, then moved to `device`."""
     starts = torch.randint(len(data) - block_size - 1, (batch_size,), generator=generator)
-    x = torch.stack([data[s:s + block_size] for s in starts.tolist()])
-    y = torch.stack([data[s + 1:s + 1 + block_size] for s in starts.tolist()])
+    x = torch.stack([data[s : s + block_size] for s in starts.tolist()])
+    y = torch.stack([data[s + 1 : s + 1 + block_size] for s in starts.tolist()])
     return x.to(device), y.to(device)
 
 
@@ -100,8 +100,7 @@ class CausalSelfAttention(nn.Module):
         q, k, v = self.qkv(x).split(C, dim=2)
         # (B, T, C) -> (B, n_head, T, head_size)
         q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True,
-                                           dropout_p=self.dropout if self.training else 0.0)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=self.dropout if self.training else 0.0)
         y = y.transpose(1, 2).contiguous().view(B, T, C)
         return self.resid_dropout(self.proj(y))
 
@@ -189,7 +188,7 @@ class GPT(nn.Module):
         for _ in range(new_tokens):
             context = ids[-T:]
             window = torch.zeros(1, T, dtype=torch.long)
-            window[0, :len(context)] = torch.tensor(context, dtype=torch.long)
+            window[0, : len(context)] = torch.tensor(context, dtype=torch.long)
             logits, _ = self(window.to(device))
             last = logits[0, len(context) - 1].float().cpu() / temperature
             probs = torch.softmax(last, dim=-1)
@@ -210,6 +209,7 @@ class Progress:
         if enabled:
             try:
                 from tqdm import tqdm
+
                 self.bar = tqdm(total=total, dynamic_ncols=True)
             except ImportError:
                 pass
@@ -266,8 +266,13 @@ def save_checkpoint(path, model, optimizer, generator, step, device):
     (dropout draws from the device's). Written to a temporary file in the
     same folder, then renamed over `path`: a kill during the save leaves the
     previous checkpoint, never a truncated one."""
-    state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step,
-             "batch_rng": generator.get_state(), "cpu_rng": torch.get_rng_state()}
+    state = {
+        "model": model.state_dict(),
+        "optimizer": optimizer.state_dict(),
+        "step": step,
+        "batch_rng": generator.get_state(),
+        "cpu_rng": torch.get_rng_state(),
+    }
     if device != "cpu":
         state["device_rng"] = getattr(torch, torch.device(device).type).get_rng_state()
     path = os.path.abspath(path)
@@ -304,8 +309,22 @@ def load_checkpoint(path, model, optimizer, generator, device):
     return state["step"]
 
 
-def train(config, device, steps, seed, batch_size=16, lr=1e-3, dataset=None, eval_interval=0,
-          progress=False, foreach=None, return_model=False, save=None, resume=None, compile=False):
+def train(
+    config,
+    device,
+    steps,
+    seed,
+    batch_size=16,
+    lr=1e-3,
+    dataset=None,
+    eval_interval=0,
+    progress=False,
+    foreach=None,
+    return_model=False,
+    save=None,
+    resume=None,
+    compile=False,
+):
     """Trains a GPT up to step `steps`; returns the per-step training losses
     as Python floats (and the model when `return_model`). A fresh model starts
     at step 1; with `resume` (a checkpoint path) the run continues after the
@@ -364,10 +383,18 @@ def parse_args(argv=None):
     p.add_argument("--seed", type=int, default=1337)
     p.add_argument("--dropout", type=float, default=0.0)
     p.add_argument("--eval-interval", type=int, default=10, help="refresh the progress line every N steps")
-    p.add_argument("--precision", default="high", choices=["highest", "high", "medium"],
-                   help="float32 matmul precision (torch.set_float32_matmul_precision)")
-    p.add_argument("--mode", default="strict", choices=["strict", "debug", "defer_and_fuse"],
-                   help="tpu eager mode (torch_tpu.set_eager_mode)")
+    p.add_argument(
+        "--precision",
+        default="high",
+        choices=["highest", "high", "medium"],
+        help="float32 matmul precision (torch.set_float32_matmul_precision)",
+    )
+    p.add_argument(
+        "--mode",
+        default="strict",
+        choices=["strict", "debug", "defer_and_fuse"],
+        help="tpu eager mode (torch_tpu.set_eager_mode)",
+    )
     p.add_argument("--sample-tokens", type=int, default=200)
     p.add_argument("--compile", action="store_true", help="run the model under torch.compile")
     p.add_argument("--save", metavar="PATH", help="write a checkpoint at the end (atomically: temp file + rename)")
@@ -376,8 +403,14 @@ def parse_args(argv=None):
 
 
 def config_from_args(args, dataset):
-    return GPTConfig(vocab_size=dataset.vocab_size, block_size=args.block_size, n_layer=args.n_layer,
-                     n_head=args.n_head, n_embd=args.n_embd, dropout=args.dropout)
+    return GPTConfig(
+        vocab_size=dataset.vocab_size,
+        block_size=args.block_size,
+        n_layer=args.n_layer,
+        n_head=args.n_head,
+        n_embd=args.n_embd,
+        dropout=args.dropout,
+    )
 
 
 def main(argv=None):
@@ -389,19 +422,34 @@ def main(argv=None):
     torch.set_float32_matmul_precision(args.precision)
     dataset = CharDataset()
     config = config_from_args(args, dataset)
-    print(f"data: {len(dataset.data):,} characters, vocab {dataset.vocab_size}; "
-          f"model: {config.n_layer} layers, {config.n_head} heads, n_embd {config.n_embd}, "
-          f"block {config.block_size}; device {args.device}"
-          + (f" ({args.mode})" if args.device == "tpu" else ""))
+    print(
+        f"data: {len(dataset.data):,} characters, vocab {dataset.vocab_size}; "
+        f"model: {config.n_layer} layers, {config.n_head} heads, n_embd {config.n_embd}, "
+        f"block {config.block_size}; device {args.device}" + (f" ({args.mode})" if args.device == "tpu" else "")
+    )
     start = time.perf_counter()
-    losses, model = train(config, args.device, args.steps, args.seed, batch_size=args.batch_size, lr=args.lr,
-                          dataset=dataset, eval_interval=args.eval_interval, progress=True, return_model=True,
-                          save=args.save, resume=args.resume, compile=args.compile)
+    losses, model = train(
+        config,
+        args.device,
+        args.steps,
+        args.seed,
+        batch_size=args.batch_size,
+        lr=args.lr,
+        dataset=dataset,
+        eval_interval=args.eval_interval,
+        progress=True,
+        return_model=True,
+        save=args.save,
+        resume=args.resume,
+        compile=args.compile,
+    )
     elapsed = time.perf_counter() - start
     ran = len(losses)
     tokens = ran * args.batch_size * args.block_size
-    print(f"{model.num_params():,} parameters; {ran} steps in {elapsed:.1f} s "
-          f"({tokens / elapsed:,.0f} tokens/s, compilation included)")
+    print(
+        f"{model.num_params():,} parameters; {ran} steps in {elapsed:.1f} s "
+        f"({tokens / elapsed:,.0f} tokens/s, compilation included)"
+    )
     if losses:
         print(f"loss: first {losses[0]:.4f}, final {losses[-1]:.4f}")
     if args.save:

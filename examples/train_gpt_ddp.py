@@ -50,8 +50,12 @@ def parse_args(argv=None):
     p.add_argument("--block-size", type=int, default=64)
     p.add_argument("--n-layer", type=int, default=2)
     p.add_argument("--n-embd", type=int, default=64)
-    p.add_argument("--optimizer", default="adamw", choices=["adamw", "sgd"],
-                   help="sgd: weights follow gradients linearly (Adam's first steps amplify rounding)")
+    p.add_argument(
+        "--optimizer",
+        default="adamw",
+        choices=["adamw", "sgd"],
+        help="sgd: weights follow gradients linearly (Adam's first steps amplify rounding)",
+    )
     p.add_argument("--seed", type=int, default=1337)
     p.add_argument("--out", default=None)
     return p.parse_args(argv)
@@ -75,12 +79,14 @@ def main(argv=None):
         device, rank, world = torch.device(args.device), 0, 1
     micro = args.batch_size // args.accum
     if micro * args.accum != args.batch_size or micro % world:
-        raise SystemExit(f"--batch-size {args.batch_size} must split into {args.accum} micro-batches "
-                         f"divisible by {world} ranks")
+        raise SystemExit(
+            f"--batch-size {args.batch_size} must split into {args.accum} micro-batches divisible by {world} ranks"
+        )
 
     dataset = train_gpt.CharDataset()
-    config = train_gpt.GPTConfig(vocab_size=dataset.vocab_size, block_size=args.block_size, n_layer=args.n_layer,
-                                 n_embd=args.n_embd)
+    config = train_gpt.GPTConfig(
+        vocab_size=dataset.vocab_size, block_size=args.block_size, n_layer=args.n_layer, n_embd=args.n_embd
+    )
     gpt, _ = train_gpt.make_model_and_optimizer(config, "cpu", args.seed)
     model = (WithUnusedLayer(gpt) if args.unused else gpt).to(device)
     if args.optimizer == "sgd":
@@ -90,8 +96,11 @@ def main(argv=None):
     step_model = model
     if distributed:
         step_model = nn.parallel.DistributedDataParallel(
-            model, device_ids=[device.index] if device.type == "tpu" else None,
-            bucket_cap_mb=args.bucket_mb, find_unused_parameters=args.unused)
+            model,
+            device_ids=[device.index] if device.type == "tpu" else None,
+            bucket_cap_mb=args.bucket_mb,
+            find_unused_parameters=args.unused,
+        )
 
     generator = torch.Generator().manual_seed(args.seed)
     losses, times = [], []
@@ -114,12 +123,20 @@ def main(argv=None):
         losses.append(step_loss.item())
         times.append(time.perf_counter() - t0)
     if rank == 0:
-        steady = times[len(times) // 2:]
-        print(f"world {world}: final loss {losses[-1]:.4f}, {1000 * sum(steady) / len(steady):.1f} ms/step "
-              f"(steady half), {args.batch_size * config.block_size * len(steady) / sum(steady):,.0f} tok/s")
+        steady = times[len(times) // 2 :]
+        print(
+            f"world {world}: final loss {losses[-1]:.4f}, {1000 * sum(steady) / len(steady):.1f} ms/step "
+            f"(steady half), {args.batch_size * config.block_size * len(steady) / sum(steady):,.0f} tok/s"
+        )
         if args.out:
-            torch.save({"losses": losses, "state": {k: v.cpu() for k, v in model.state_dict().items()},
-                        "ms_per_step": [1000 * t for t in times]}, args.out)
+            torch.save(
+                {
+                    "losses": losses,
+                    "state": {k: v.cpu() for k, v in model.state_dict().items()},
+                    "ms_per_step": [1000 * t for t in times],
+                },
+                args.out,
+            )
     if distributed:
         dist.destroy_process_group()
 

@@ -33,8 +33,9 @@ def run_session(cmd, env, timeout, what):
     """Runs `cmd` in a session of its own and returns (returncode, output);
     past `timeout` seconds the whole session (torchrun and every rank) is
     killed and the test fails, naming `what`."""
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    )
     try:
         output, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -51,12 +52,25 @@ def run_job(script, nproc, timeout, args=(), env=None, launcher_args=(), out_dir
     multi-node run, names the ranks it expects in `out_dir`)."""
     out_dir = out_dir or tempfile.mkdtemp(prefix="tpu_dist_")
     full_env = dict(os.environ)
-    full_env.update({"DIST_RESULTS_DIR": out_dir, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1",
-                     "TORCH_TPU_DIST_TEST_TIMEOUT": str(timeout)})
+    full_env.update(
+        {
+            "DIST_RESULTS_DIR": out_dir,
+            "OMP_NUM_THREADS": "1",
+            "PYTHONUNBUFFERED": "1",
+            "TORCH_TPU_DIST_TEST_TIMEOUT": str(timeout),
+        }
+    )
     full_env.pop("TORCH_TPU_NUM_DEVICES", None)  # torchrun's LOCAL_WORLD_SIZE gives each rank its device
     full_env.update(env or {})
-    cmd = [sys.executable, "-m", "torch.distributed.run", *(launcher_args or ("--standalone",)),
-           f"--nproc_per_node={nproc}", os.path.join(JOBS, script), *args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        *(launcher_args or ("--standalone",)),
+        f"--nproc_per_node={nproc}",
+        os.path.join(JOBS, script),
+        *args,
+    ]
     returncode, output = run_session(cmd, full_env, timeout, f"{script} on {nproc} processes")
     ranks = range(nproc) if ranks is None else ranks
     results = []

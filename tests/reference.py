@@ -23,6 +23,7 @@ def to_device(obj, device):
         return {k: to_device(v, device) for k, v in obj.items()}
     return obj
 
+
 def make_input(shape, dtype=torch.float32, int_range=(-5, 6)):
     """A random CPU test input: standard-normal floats, integers drawn from
     [int_range[0], int_range[1]) (small, so values repeat: ties and duplicates
@@ -46,15 +47,23 @@ def assert_close(actual, expected, atol=None, rtol=None, msg=""):
     assert isinstance(actual, torch.Tensor), f"{msg}: expected a tensor, got {type(actual)}"
     assert actual.device.type == "tpu", f"{msg}: result on {actual.device}, expected tpu"
     d_atol, d_rtol = TOLERANCES.get(expected.dtype, (0, 0))
-    torch.testing.assert_close(actual.cpu(), expected, atol=d_atol if atol is None else atol,
-                               rtol=d_rtol if rtol is None else rtol, equal_nan=True, msg=lambda m: f"{msg}\n{m}")
+    torch.testing.assert_close(
+        actual.cpu(),
+        expected,
+        atol=d_atol if atol is None else atol,
+        rtol=d_rtol if rtol is None else rtol,
+        equal_nan=True,
+        msg=lambda m: f"{msg}\n{m}",
+    )
 
 
 def check_op(fn, *inputs, atol=None, rtol=None, grad=False, **kwargs):
     """Runs fn on CPU inputs and on their tpu copies; compares results and,
     with grad=True, gradients of every float input requiring grad."""
-    cpu_inputs = [i.detach().clone().requires_grad_(grad and i.is_floating_point()) if isinstance(i, torch.Tensor) else i
-                  for i in inputs]
+    cpu_inputs = [
+        i.detach().clone().requires_grad_(grad and i.is_floating_point()) if isinstance(i, torch.Tensor) else i
+        for i in inputs
+    ]
     tpu_inputs = [to_device(i, "tpu") for i in cpu_inputs]
     expected = fn(*cpu_inputs, **kwargs)
     actual = fn(*tpu_inputs, **kwargs)

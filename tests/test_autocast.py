@@ -9,7 +9,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-import torch_tpu
+import torch_tpu  # noqa: F401  (registers the tpu device)
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
 import train_gpt  # noqa: E402
@@ -96,8 +96,9 @@ def test_disabled_region_and_outside_run_in_float32():
 
 def _gpt_config():
     dataset = train_gpt.CharDataset()
-    config = train_gpt.GPTConfig(vocab_size=dataset.vocab_size, block_size=32, n_layer=2, n_head=2, n_embd=32,
-                                 dropout=0.0)
+    config = train_gpt.GPTConfig(
+        vocab_size=dataset.vocab_size, block_size=32, n_layer=2, n_head=2, n_embd=32, dropout=0.0
+    )
     return dataset, config
 
 
@@ -139,6 +140,7 @@ def test_gpt_loss_under_autocast_is_close_to_float32():
 
 # ---- GradScaler --------------------------------------------------------------
 
+
 @pytest.mark.parametrize("found_before", [0.0, 1.0])
 def test_unscale_and_non_finite_check_match_cpu(found_before):
     torch.manual_seed(1)
@@ -166,8 +168,9 @@ def test_update_scale_matches_cpu_step_by_step():
     # the count) after a bad one, and never grows into infinity.
     steps = [0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0]
     for start in (1024.0, 3e38):
-        state = {dev: (torch.full((1,), start).to(dev), torch.zeros(1, dtype=torch.int32).to(dev))
-                 for dev in ("cpu", "tpu")}
+        state = {
+            dev: (torch.full((1,), start).to(dev), torch.zeros(1, dtype=torch.int32).to(dev)) for dev in ("cpu", "tpu")
+        }
         for found in steps:
             for dev, (scale, tracker) in state.items():
                 out = torch._amp_update_scale_(scale, tracker, torch.full((1,), found).to(dev), 2.0, 0.5, 2)
@@ -176,14 +179,18 @@ def test_update_scale_matches_cpu_step_by_step():
             assert state["tpu"][1].cpu().item() == state["cpu"][1].item()
 
 
-@pytest.mark.parametrize("args", [
-    (torch.ones(2), torch.zeros(1, dtype=torch.int32), torch.zeros(1)),
-    (torch.ones(1), torch.zeros(2, dtype=torch.int32), torch.zeros(1)),
-    (torch.ones(1), torch.zeros(1, dtype=torch.int32), torch.zeros(3)),
-    (torch.ones(1), torch.zeros(1), torch.zeros(1)),
-    (torch.ones(1, dtype=torch.float64), torch.zeros(1, dtype=torch.int32), torch.zeros(1)),
-    (torch.ones(1), torch.zeros(1, dtype=torch.int32), torch.zeros(1, dtype=torch.float64)),
-], ids=["scale numel", "tracker numel", "found numel", "tracker dtype", "scale dtype", "found dtype"])
+@pytest.mark.parametrize(
+    "args",
+    [
+        (torch.ones(2), torch.zeros(1, dtype=torch.int32), torch.zeros(1)),
+        (torch.ones(1), torch.zeros(2, dtype=torch.int32), torch.zeros(1)),
+        (torch.ones(1), torch.zeros(1, dtype=torch.int32), torch.zeros(3)),
+        (torch.ones(1), torch.zeros(1), torch.zeros(1)),
+        (torch.ones(1, dtype=torch.float64), torch.zeros(1, dtype=torch.int32), torch.zeros(1)),
+        (torch.ones(1), torch.zeros(1, dtype=torch.int32), torch.zeros(1, dtype=torch.float64)),
+    ],
+    ids=["scale numel", "tracker numel", "found numel", "tracker dtype", "scale dtype", "found dtype"],
+)
 def test_update_scale_rejects_what_cpu_rejects(args):
     with pytest.raises(RuntimeError) as cpu:
         torch._amp_update_scale_(*[a.clone() for a in args], 2.0, 0.5, 2)
@@ -200,7 +207,7 @@ def test_training_with_grad_scaler_skips_overflowing_steps_as_cpu_does():
         torch.manual_seed(0)
         model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2)).to(dev)
         optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-        scaler = torch.amp.GradScaler(dev, init_scale=2.0 ** 8, growth_interval=2)
+        scaler = torch.amp.GradScaler(dev, init_scale=2.0**8, growth_interval=2)
         x = torch.randn(4, 8, generator=torch.Generator().manual_seed(1)).to(dev)
         scales = []
         for step in range(5):
@@ -232,4 +239,4 @@ def test_autocast_float16_step_with_grad_scaler_runs_on_tpu():
     scaler.update()
     assert model.weight.grad.dtype == torch.float32
     assert not torch.equal(model.weight.detach().cpu(), before)
-    assert scaler.get_scale() == 2.0 ** 16
+    assert scaler.get_scale() == 2.0**16

@@ -9,8 +9,22 @@ import torch
 
 import torch_tpu
 
-DTYPES = [torch.bool, torch.uint8, torch.int8, torch.int16, torch.float16, torch.bfloat16, torch.int32,
-          torch.float32, torch.int64, torch.float64, torch.complex64, torch.uint16, torch.uint32, torch.uint64]
+DTYPES = [
+    torch.bool,
+    torch.uint8,
+    torch.int8,
+    torch.int16,
+    torch.float16,
+    torch.bfloat16,
+    torch.int32,
+    torch.float32,
+    torch.int64,
+    torch.float64,
+    torch.complex64,
+    torch.uint16,
+    torch.uint32,
+    torch.uint64,
+]
 
 ROW_BYTES = 64
 
@@ -54,8 +68,12 @@ def _write(v, boolean):
     `boolean`, every byte stays 0 or 1."""
     if v.dtype == torch.bool:
         return v.logical_not_()
-    if boolean or v.dtype.is_floating_point or v.dtype.is_complex or v.dtype in (torch.uint16, torch.uint32,
-                                                                                 torch.uint64):
+    if (
+        boolean
+        or v.dtype.is_floating_point
+        or v.dtype.is_complex
+        or v.dtype in (torch.uint16, torch.uint32, torch.uint64)
+    ):
         src = _random_bytes(v.numel() * v.itemsize, boolean).view(v.dtype).reshape(v.shape)
         return v.copy_(src.to(v.device))
     return v.bitwise_xor_(0x5A)
@@ -123,10 +141,10 @@ def test_ops_on_a_byte_view_and_its_base_interleave(mode):
     tpu = cpu.to("tpu")
     for x in (cpu, tpu):
         b = x.view(torch.uint8)
-        x.mul_(2)              # through the f32 view
-        b[:, :4].zero_()       # the first float of every row, byte by byte
+        x.mul_(2)  # through the f32 view
+        b[:, :4].zero_()  # the first float of every row, byte by byte
         x.add_(1)
-        b[:, 7] ^= 0x80        # the sign bit of the second float
+        b[:, 7] ^= 0x80  # the sign bit of the second float
     torch.testing.assert_close(tpu.cpu(), cpu, atol=0, rtol=0)
 
 

@@ -12,8 +12,19 @@ import torch.nn as nn
 
 import torch_tpu
 
-ALL_DTYPES = [torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16,
-              torch.bfloat16, torch.float32, torch.float64, torch.complex64]
+ALL_DTYPES = [
+    torch.bool,
+    torch.uint8,
+    torch.int8,
+    torch.int16,
+    torch.int32,
+    torch.int64,
+    torch.float16,
+    torch.bfloat16,
+    torch.float32,
+    torch.float64,
+    torch.complex64,
+]
 
 
 def _sample(dtype, shape=(3, 5)):
@@ -56,10 +67,11 @@ def test_a_tpu_checkpoint_holds_the_bytes_a_cpu_checkpoint_holds(tmp_path):
         _same(loaded[k], cpu[k])
 
 
-@pytest.mark.parametrize("map_location", ["tpu", "tpu:0", torch.device("tpu"), "cpu", {"tpu:0": "cpu"},
-                                          {"tpu:0": "tpu:0"}, "callable_keep", "callable_cpu"],
-                         ids=["tpu", "tpu:0", "device", "cpu", "dict_to_cpu", "dict_to_tpu", "callable_keep",
-                              "callable_cpu"])
+@pytest.mark.parametrize(
+    "map_location",
+    ["tpu", "tpu:0", torch.device("tpu"), "cpu", {"tpu:0": "cpu"}, {"tpu:0": "tpu:0"}, "callable_keep", "callable_cpu"],
+    ids=["tpu", "tpu:0", "device", "cpu", "dict_to_cpu", "dict_to_tpu", "callable_keep", "callable_cpu"],
+)
 def test_map_location(tmp_path, map_location):
     x = _sample(torch.float32)
     torch.save({"x": x.to("tpu")}, tmp_path / "t.pt")
@@ -143,8 +155,11 @@ def test_checkpoint_tagged_cuda_loads_with_map_location_tpu(tmp_path, monkeypatc
 def test_map_location_to_a_missing_device_raises_like_cuda(tmp_path):
     torch.save(torch.ones(2, device="tpu"), tmp_path / "t.pt")
     n = torch.tpu.device_count()
-    with pytest.raises(RuntimeError, match=f"Attempting to deserialize object on TPU device {n + 6} but "
-                                           rf"torch.tpu.device_count\(\) is {n}"):
+    with pytest.raises(
+        RuntimeError,
+        match=f"Attempting to deserialize object on TPU device {n + 6} but "
+        rf"torch.tpu.device_count\(\) is {n}",
+    ):
         torch.load(tmp_path / "t.pt", map_location=f"tpu:{n + 6}")
     with pytest.raises(RuntimeError):  # as .to() of a missing device does
         torch.ones(2).to(f"tpu:{n + 6}")

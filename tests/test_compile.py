@@ -60,8 +60,9 @@ def test_each_graph_runs_as_one_program():
 
 
 def gpt_setup(dataset):
-    config = train_gpt.GPTConfig(vocab_size=dataset.vocab_size, block_size=32, n_layer=2, n_head=2, n_embd=32,
-                                 dropout=0.0)
+    config = train_gpt.GPTConfig(
+        vocab_size=dataset.vocab_size, block_size=32, n_layer=2, n_head=2, n_embd=32, dropout=0.0
+    )
     return config
 
 
@@ -136,8 +137,11 @@ def test_inductor_modes_on_a_tpu_model_run_the_tpu_backend(mode, monkeypatch):
     # A CPU model still gets Inductor, with the mode.
     seen = []
     wrapper = torch._TorchCompileInductorWrapper
-    monkeypatch.setattr(torch, "_TorchCompileInductorWrapper",
-                        lambda mode, options, dynamic: seen.append(mode) or wrapper(mode, options, dynamic))
+    monkeypatch.setattr(
+        torch,
+        "_TorchCompileInductorWrapper",
+        lambda mode, options, dynamic: seen.append(mode) or wrapper(mode, options, dynamic),
+    )
     torch._dynamo.reset()
     g = torch.compile(lambda x: x * 3 + 1, mode=mode)
     torch.testing.assert_close(g(torch.ones(3)), torch.full((3,), 4.0))

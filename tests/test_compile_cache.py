@@ -17,8 +17,9 @@ PROGRAM = """
 
 def run(cache_dir, code=PROGRAM):
     env = dict(os.environ, TORCH_TPU_CACHE_DIR=str(cache_dir))
-    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env,
-                       timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env, timeout=300
+    )
     assert r.returncode == 0, r.stderr
     fields = dict(zip(r.stdout.split()[::2], r.stdout.split()[1::2]))
     return fields, r.stderr
@@ -38,7 +39,7 @@ def test_corrupt_entry_is_rewritten_with_a_warning(tmp_path):
     entries = sorted(p for p in tmp_path.iterdir() if p.suffix == ".xla")
     assert entries
     entries[0].write_bytes(entries[0].read_bytes()[:100])  # truncate one
-    entries[-1].write_bytes(b"garbage")                     # and scribble over another
+    entries[-1].write_bytes(b"garbage")  # and scribble over another
     second, stderr = run(tmp_path)
     assert second["VALUE"] == first["VALUE"]
     assert int(second["CORRUPT"]) == 2 and int(second["COMPILES"]) == 2
@@ -49,8 +50,16 @@ def test_corrupt_entry_is_rewritten_with_a_warning(tmp_path):
 
 def test_two_processes_on_an_empty_cache_both_succeed(tmp_path):
     env = dict(os.environ, TORCH_TPU_CACHE_DIR=str(tmp_path))
-    procs = [subprocess.Popen([sys.executable, "-c", textwrap.dedent(PROGRAM)], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, env=env) for _ in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", textwrap.dedent(PROGRAM)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for _ in range(2)
+    ]
     outs = [p.communicate(timeout=300) for p in procs]
     assert all(p.returncode == 0 for p in procs), [o[1] for o in outs]
     values = {dict(zip(o[0].split()[::2], o[0].split()[1::2]))["VALUE"] for o in outs}
@@ -78,8 +87,9 @@ def test_size_bound_evicts_least_recently_used_entries(tmp_path):
         print("EVICTIONS", s["disk"]["evictions"], "WRITES", s["disk"]["writes"])
     """
     env = dict(os.environ, TORCH_TPU_CACHE_DIR=str(tmp_path), TORCH_TPU_CACHE_MAX_BYTES="12000")
-    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env,
-                       timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env, timeout=300
+    )
     assert r.returncode == 0, r.stderr
     fields = dict(zip(r.stdout.split()[::2], r.stdout.split()[1::2]))
     assert int(fields["EVICTIONS"]) > 0
@@ -133,8 +143,9 @@ def test_memory_tier_keeps_a_bounded_number_of_programs_and_reloads_evicted_ones
         print("SAME", again == outs[0])
     """
     env = dict(os.environ, TORCH_TPU_CACHE_DIR=str(tmp_path), TORCH_TPU_CACHE_MAX_PROGRAMS="4")
-    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env,
-                       timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env, timeout=300
+    )
     assert r.returncode == 0, r.stderr
     fields = dict(zip(r.stdout.split()[::2], r.stdout.split()[1::2]))
     assert fields["ENTRIES"] == "4" and int(fields["EVICTIONS"]) >= 6

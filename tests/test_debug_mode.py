@@ -10,7 +10,6 @@ import torch
 
 import torch_tpu
 
-
 # Each reads or writes a (3, 4) tensor at two row indices.
 INDEXING_OPS = {
     "index": lambda t, i: t[i],
@@ -38,8 +37,12 @@ def test_mode_api_switches_and_restores():
 
 
 def test_launch_blocking_env_selects_debug():
-    r = subprocess.run([sys.executable, "-c", "import torch_tpu; print(torch_tpu.get_eager_mode())"],
-                       capture_output=True, text=True, env=dict(os.environ, TORCH_TPU_LAUNCH_BLOCKING="1"))
+    r = subprocess.run(
+        [sys.executable, "-c", "import torch_tpu; print(torch_tpu.get_eager_mode())"],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, TORCH_TPU_LAUNCH_BLOCKING="1"),
+    )
     assert r.stdout.strip() == "debug", r.stderr
 
 
@@ -72,11 +75,13 @@ def test_nan_check_names_the_op(debug_mode):
 
 def test_nan_check_traceback_points_at_the_calling_line(tmp_path):
     script = tmp_path / "user_code.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         import torch, torch_tpu
         x = torch.ones(3).tpu()
         y = torch.log(-x)  # the bad line
-    """))
+    """)
+    )
     env = dict(os.environ, TORCH_TPU_LAUNCH_BLOCKING="1", TORCH_TPU_CHECK_NANS="1")
     r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env)
     assert r.returncode != 0

@@ -12,8 +12,9 @@ import torch_tpu
 
 def run_python(code, **env):
     full_env = dict(os.environ, **env)
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          env=full_env, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=full_env, timeout=300
+    )
 
 
 def test_tpu_is_a_native_device():
@@ -88,8 +89,9 @@ def test_registered_ops_are_never_composite_implicit():
     # bypass its decomposition and break autograd. (Ops that also have a CPU
     # kernel, like silu_backward, are real backend ops.)
     has = torch._C._dispatch_has_kernel_for_dispatch_key
-    offenders = [name for name in torch_tpu.lowered_ops()
-                 if has(name, "CompositeImplicitAutograd") and not has(name, "CPU")]
+    offenders = [
+        name for name in torch_tpu.lowered_ops() if has(name, "CompositeImplicitAutograd") and not has(name, "CPU")
+    ]
     assert offenders == []
 
 
@@ -102,7 +104,8 @@ def test_info_module_prints_plugin_and_devices():
 
 
 def test_two_devices_copy_between_them():
-    r = run_python("""
+    r = run_python(
+        """
         import torch, torch_tpu
         assert torch.tpu.device_count() == 2, torch.tpu.device_count()
         a = torch.arange(6.0).reshape(2, 3).to("tpu:1")
@@ -122,7 +125,9 @@ def test_two_devices_copy_between_them():
         else:
             raise AssertionError("mixing tpu:0 and tpu:1 must raise")
         print("ok")
-    """, TORCH_TPU_NUM_DEVICES="2")
+    """,
+        TORCH_TPU_NUM_DEVICES="2",
+    )
     assert r.returncode == 0, r.stderr
     assert "ok" in r.stdout
 

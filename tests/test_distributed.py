@@ -16,9 +16,7 @@ import tempfile
 import threading
 
 import pytest
-import torch
 import torch.distributed as dist
-
 from distributed_launch import JOBS, JobResult, run_job
 
 import torch_tpu  # noqa: F401
@@ -60,8 +58,14 @@ def test_a_dead_rank_makes_the_others_raise():
 def test_mp_spawn():
     out_dir = tempfile.mkdtemp(prefix="tpu_dist_spawn_")
     env = dict(os.environ, DIST_RESULTS_DIR=out_dir, OMP_NUM_THREADS="1")
-    proc = subprocess.Popen([sys.executable, os.path.join(JOBS, "spawned.py")], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, os.path.join(JOBS, "spawned.py")],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     try:
         output, _ = proc.communicate(timeout=240)
     except subprocess.TimeoutExpired:
@@ -90,8 +94,15 @@ def test_two_nodes_on_one_machine():
     jobs = [None, None]
 
     def node(i):
-        jobs[i] = run_job("smoke.py", 2, timeout=240, env={"TEST_NODES": "2"},
-                          launcher_args=(*launcher, f"--node-rank={i}"), out_dir=out_dir, ranks=[])
+        jobs[i] = run_job(
+            "smoke.py",
+            2,
+            timeout=240,
+            env={"TEST_NODES": "2"},
+            launcher_args=(*launcher, f"--node-rank={i}"),
+            out_dir=out_dir,
+            ranks=[],
+        )
 
     threads = [threading.Thread(target=node, args=(i,)) for i in range(2)]
     for t in threads:

@@ -16,8 +16,23 @@ import torch
 from distributed_launch import run_session
 
 EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "train_gpt_ddp.py")
-ARGS = ["--steps", "4", "--batch-size", "16", "--accum", "2", "--unused", "--bucket-mb", "0.05",
-        "--optimizer", "sgd", "--n-layer", "1", "--block-size", "32"]
+ARGS = [
+    "--steps",
+    "4",
+    "--batch-size",
+    "16",
+    "--accum",
+    "2",
+    "--unused",
+    "--bucket-mb",
+    "0.05",
+    "--optimizer",
+    "sgd",
+    "--n-layer",
+    "1",
+    "--block-size",
+    "32",
+]
 
 
 def _run(nproc, out, timeout=400):
@@ -26,8 +41,17 @@ def _run(nproc, out, timeout=400):
     if nproc == 1:
         cmd = [sys.executable, EXAMPLE, *ARGS, "--out", out]
     else:
-        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}", EXAMPLE,
-               *ARGS, "--out", out]
+        cmd = [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            f"--nproc_per_node={nproc}",
+            EXAMPLE,
+            *ARGS,
+            "--out",
+            out,
+        ]
     returncode, output = run_session(cmd, env, timeout, f"{nproc} processes")
     assert returncode == 0, output[-6000:]
     return torch.load(out)

@@ -3,12 +3,11 @@ DTensor, tensor parallelism and distributed checkpoints on tpu through
 tpu_dist, against CPU. Each job runs its checks in one torchrun launch under
 a hard timeout (tests/distributed_launch.py)."""
 
-import re
 import os
+import re
 import tempfile
 
 import pytest
-
 from distributed_launch import JOBS, run_job
 
 with open(os.path.join(JOBS, "sharding.py")) as _f:

@@ -23,8 +23,9 @@ def dataset():
 
 @pytest.fixture(scope="module")
 def config(dataset):
-    return train_gpt.GPTConfig(vocab_size=dataset.vocab_size, block_size=32, n_layer=2, n_head=2, n_embd=32,
-                               dropout=0.0)
+    return train_gpt.GPTConfig(
+        vocab_size=dataset.vocab_size, block_size=32, n_layer=2, n_head=2, n_embd=32, dropout=0.0
+    )
 
 
 def train_in_mode(mode, config, dataset, steps, lr_schedule=None, warmup=None):
@@ -59,8 +60,9 @@ def test_three_modes_give_identical_losses(config, dataset):
 
 
 def test_defer_and_fuse_compiles_nothing_after_warmup_with_changing_lr(config, dataset):
-    _, metrics = train_in_mode("defer_and_fuse", config, dataset, 3 + 20,
-                               lr_schedule=lambda step: 1e-3 * (1.0 - step / 50.0), warmup=3)
+    _, metrics = train_in_mode(
+        "defer_and_fuse", config, dataset, 3 + 20, lr_schedule=lambda step: 1e-3 * (1.0 - step / 50.0), warmup=3
+    )
     assert metrics["compiles"] == 0, metrics
     assert metrics["cache_misses"] == 0, metrics
     # One fused program per training step, cut at the optimizer step.

@@ -53,18 +53,21 @@ MATRIX_PRODUCT_MISTAKES = {
     "mm self 1-D": lambda d: torch.mm(torch.ones(3, device=d), torch.ones(3, 4, device=d)),
     "mm mat2 1-D": lambda d: torch.mm(torch.ones(2, 3, device=d), torch.ones(3, device=d)),
     "matmul 3-D by 2-D": lambda d: torch.ones(7, 2, 3, device=d) @ torch.ones(4, 5, device=d),
-    "linear": lambda d: torch.nn.functional.linear(torch.ones(2, 3, device=d), torch.ones(5, 4, device=d),
-                                                   torch.ones(5, device=d)),
-    "addmm shapes": lambda d: torch.addmm(torch.ones(2, 5, device=d), torch.ones(2, 3, device=d),
-                                          torch.ones(4, 5, device=d)),
-    "addmm mat1 1-D": lambda d: torch.addmm(torch.ones(2, 5, device=d), torch.ones(3, device=d),
-                                            torch.ones(3, 5, device=d)),
-    "addmm dtypes": lambda d: torch.addmm(torch.ones(2, 5, device=d), torch.ones(2, 3, device=d),
-                                          torch.ones(3, 5, device=d, dtype=torch.float64)),
+    "linear": lambda d: torch.nn.functional.linear(
+        torch.ones(2, 3, device=d), torch.ones(5, 4, device=d), torch.ones(5, device=d)
+    ),
+    "addmm shapes": lambda d: torch.addmm(
+        torch.ones(2, 5, device=d), torch.ones(2, 3, device=d), torch.ones(4, 5, device=d)
+    ),
+    "addmm mat1 1-D": lambda d: torch.addmm(
+        torch.ones(2, 5, device=d), torch.ones(3, device=d), torch.ones(3, 5, device=d)
+    ),
+    "addmm dtypes": lambda d: torch.addmm(
+        torch.ones(2, 5, device=d), torch.ones(2, 3, device=d), torch.ones(3, 5, device=d, dtype=torch.float64)
+    ),
     "mv shapes": lambda d: torch.mv(torch.ones(2, 3, device=d), torch.ones(4, device=d)),
     "mv vec 2-D": lambda d: torch.mv(torch.ones(2, 3, device=d), torch.ones(3, 1, device=d)),
-    "addmv shapes": lambda d: torch.addmv(torch.ones(2, device=d), torch.ones(2, 3, device=d),
-                                          torch.ones(4, device=d)),
+    "addmv shapes": lambda d: torch.addmv(torch.ones(2, device=d), torch.ones(2, 3, device=d), torch.ones(4, device=d)),
     "dot sizes": lambda d: torch.dot(torch.ones(3, device=d), torch.ones(4, device=d)),
     "dot dtypes": lambda d: torch.dot(torch.ones(3, device=d), torch.ones(3, device=d, dtype=torch.float64)),
     "vdot 2-D": lambda d: torch.vdot(torch.ones(2, 3, device=d), torch.ones(2, 3, device=d)),
@@ -87,7 +90,9 @@ def test_mm_of_two_dtypes_raises_as_on_cuda():
     # CPU and CUDA check this in their kernels, worded differently; CUDA's
     # words. The tpu once multiplied silently.
     a, b = torch.ones(2, 3, device="tpu"), torch.ones(3, 5, device="tpu", dtype=torch.float64)
-    with pytest.raises(RuntimeError, match=r"^expected mat1 and mat2 to have the same dtype, but got: float != double$"):
+    with pytest.raises(
+        RuntimeError, match=r"^expected mat1 and mat2 to have the same dtype, but got: float != double$"
+    ):
         torch.mm(a, b)
     with pytest.raises(RuntimeError, match="expected mat1 and mat2 to have the same dtype"):
         a @ b
@@ -147,12 +152,15 @@ def test_lazy_conjugate_views_are_resolved_by_copies_not_recursed_forever():
     # bit, so hfft computes CPU's answer.
     import subprocess
     import sys
-    code = ("import torch, torch_tpu\n"
-            "torch_tpu.cpu_fallback(False)\n"
-            "x = torch.randn(5, 6, 7)\n"
-            "got = torch.fft.hfft(x.tpu(), n=10, dim=1).cpu()\n"
-            "torch.testing.assert_close(got, torch.fft.hfft(x, n=10, dim=1), rtol=1e-4, atol=1e-4)\n"
-            "print('matches')\n")
+
+    code = (
+        "import torch, torch_tpu\n"
+        "torch_tpu.cpu_fallback(False)\n"
+        "x = torch.randn(5, 6, 7)\n"
+        "got = torch.fft.hfft(x.tpu(), n=10, dim=1).cpu()\n"
+        "torch.testing.assert_close(got, torch.fft.hfft(x, n=10, dim=1), rtol=1e-4, atol=1e-4)\n"
+        "print('matches')\n"
+    )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "matches" in r.stdout
@@ -169,41 +177,81 @@ SILENT_ONCE = {
     "softmax dim of a 0-d": (IndexError, lambda d: torch.nn.functional.softmax(torch.tensor(1.0, device=d), dim=1)),
     "sort dim": (IndexError, lambda d: _ones(3, device=d).sort(2)),
     "argsort dim": (IndexError, lambda d: _ones(3, device=d).argsort(-2)),
-    "index_add dtypes": (RuntimeError, lambda d: _ones(5, device=d).index_add(
-        0, torch.zeros(2, dtype=torch.long, device=d), _ones(2, device=d, dtype=torch.float64))),
-    "index_put dtypes": (RuntimeError, lambda d: _ones(5, device=d).index_put_(
-        (torch.zeros(2, dtype=torch.long, device=d),), _ones(2, device=d, dtype=torch.float64))),
-    "put_ dtypes": (RuntimeError, lambda d: _ones(5, device=d).put_(
-        torch.zeros(2, dtype=torch.long, device=d), _ones(2, device=d, dtype=torch.float64))),
-    "cross_entropy int32 target": (RuntimeError, lambda d: torch.nn.functional.cross_entropy(
-        _ones(4, 5, device=d), torch.zeros(4, dtype=torch.int32, device=d))),
-    "nll_loss float target": (RuntimeError, lambda d: torch.nn.functional.nll_loss(
-        _ones(4, 5, device=d), _ones(4, device=d))),
+    "index_add dtypes": (
+        RuntimeError,
+        lambda d: _ones(5, device=d).index_add(
+            0, torch.zeros(2, dtype=torch.long, device=d), _ones(2, device=d, dtype=torch.float64)
+        ),
+    ),
+    "index_put dtypes": (
+        RuntimeError,
+        lambda d: _ones(5, device=d).index_put_(
+            (torch.zeros(2, dtype=torch.long, device=d),), _ones(2, device=d, dtype=torch.float64)
+        ),
+    ),
+    "put_ dtypes": (
+        RuntimeError,
+        lambda d: _ones(5, device=d).put_(
+            torch.zeros(2, dtype=torch.long, device=d), _ones(2, device=d, dtype=torch.float64)
+        ),
+    ),
+    "cross_entropy int32 target": (
+        RuntimeError,
+        lambda d: torch.nn.functional.cross_entropy(_ones(4, 5, device=d), torch.zeros(4, dtype=torch.int32, device=d)),
+    ),
+    "nll_loss float target": (
+        RuntimeError,
+        lambda d: torch.nn.functional.nll_loss(_ones(4, 5, device=d), _ones(4, device=d)),
+    ),
     "copy_ shapes": (RuntimeError, lambda d: _ones(3, device=d).copy_(_ones(4, device=d))),
     "copy_ into fewer dims": (RuntimeError, lambda d: _ones(3, device=d).copy_(_ones(2, 3, device=d))),
-    "index_copy dtypes": (RuntimeError, lambda d: _ones(5, device=d).index_copy(
-        0, torch.tensor([0, 1], device=d), _ones(2, device=d, dtype=torch.float64))),
+    "index_copy dtypes": (
+        RuntimeError,
+        lambda d: _ones(5, device=d).index_copy(
+            0, torch.tensor([0, 1], device=d), _ones(2, device=d, dtype=torch.float64)
+        ),
+    ),
     "index_fill float index": (IndexError, lambda d: _ones(5, device=d).index_fill(0, _ones(2, device=d), 1.0)),
-    "conv1d with a conv2d weight": (RuntimeError, lambda d: torch.nn.functional.conv1d(
-        _ones(3, 8, device=d), _ones(4, 3, 3, 3, device=d))),
-    "conv2d channels": (RuntimeError, lambda d: torch.nn.functional.conv2d(
-        _ones(1, 3, 8, 8, device=d), _ones(4, 2, 3, 3, device=d))),
-    "conv_transpose2d channels": (RuntimeError, lambda d: torch.nn.functional.conv_transpose2d(
-        _ones(1, 3, 8, 8, device=d), _ones(2, 4, 3, 3, device=d))),
+    "conv1d with a conv2d weight": (
+        RuntimeError,
+        lambda d: torch.nn.functional.conv1d(_ones(3, 8, device=d), _ones(4, 3, 3, 3, device=d)),
+    ),
+    "conv2d channels": (
+        RuntimeError,
+        lambda d: torch.nn.functional.conv2d(_ones(1, 3, 8, 8, device=d), _ones(4, 2, 3, 3, device=d)),
+    ),
+    "conv_transpose2d channels": (
+        RuntimeError,
+        lambda d: torch.nn.functional.conv_transpose2d(_ones(1, 3, 8, 8, device=d), _ones(2, 4, 3, 3, device=d)),
+    ),
     "topk k": (RuntimeError, lambda d: _ones(4, device=d).topk(-1)),
-    "layer_norm weight dtype": (RuntimeError, lambda d: torch.nn.functional.layer_norm(
-        _ones(4, 5, device=d), (5,), _ones(5, device=d, dtype=torch.float64)).cpu()),
+    "layer_norm weight dtype": (
+        RuntimeError,
+        lambda d: torch.nn.functional.layer_norm(
+            _ones(4, 5, device=d), (5,), _ones(5, device=d, dtype=torch.float64)
+        ).cpu(),
+    ),
     "addcdiv of bools": (RuntimeError, lambda d: torch.addcdiv(*(_ones(3, device=d, dtype=torch.bool),) * 3)),
     # These raised before, in the Python meta kernels' words.
-    "addcdiv of ints": (RuntimeError, lambda d: torch.addcdiv(_ones(3, device=d), _ones(3, device=d, dtype=torch.long),
-                                                              _ones(3, device=d, dtype=torch.long))),
+    "addcdiv of ints": (
+        RuntimeError,
+        lambda d: torch.addcdiv(
+            _ones(3, device=d), _ones(3, device=d, dtype=torch.long), _ones(3, device=d, dtype=torch.long)
+        ),
+    ),
     "masked_fill float mask": (RuntimeError, lambda d: _ones(5, device=d).masked_fill(_ones(5, device=d), 0.0)),
-    "where float condition": (RuntimeError, lambda d: torch.where(_ones(3, device=d), _ones(3, device=d),
-                                                                  _ones(3, device=d))),
-    "lerp end dtype": (RuntimeError, lambda d: torch.lerp(_ones(3, device=d), _ones(3, device=d, dtype=torch.float64),
-                                                          0.5)),
-    "lerp weight dtype": (RuntimeError, lambda d: torch.lerp(_ones(3, device=d), _ones(3, device=d),
-                                                             _ones(3, device=d, dtype=torch.float64))),
+    "where float condition": (
+        RuntimeError,
+        lambda d: torch.where(_ones(3, device=d), _ones(3, device=d), _ones(3, device=d)),
+    ),
+    "lerp end dtype": (
+        RuntimeError,
+        lambda d: torch.lerp(_ones(3, device=d), _ones(3, device=d, dtype=torch.float64), 0.5),
+    ),
+    "lerp weight dtype": (
+        RuntimeError,
+        lambda d: torch.lerp(_ones(3, device=d), _ones(3, device=d), _ones(3, device=d, dtype=torch.float64)),
+    ),
 }
 
 
@@ -220,11 +268,13 @@ def test_mistakes_once_accepted_now_raise_as_on_cpu(mistake):
 
 def test_dtypes_without_kernels_are_not_implemented_errors():
     # As every other dtype gap on CPU and CUDA (the meta kernels raised RuntimeError).
-    for fn in (lambda d: _ones(3, device=d) << 1,
-               lambda d: _ones(3, device=d).bitwise_right_shift(1),
-               lambda d: torch.randn(3, dtype=torch.long, device=d),
-               lambda d: torch.rand(3, dtype=torch.long, device=d),
-               lambda d: _ones(3, device=d).cumsum(0, dtype=torch.bool)):
+    for fn in (
+        lambda d: _ones(3, device=d) << 1,
+        lambda d: _ones(3, device=d).bitwise_right_shift(1),
+        lambda d: torch.randn(3, dtype=torch.long, device=d),
+        lambda d: torch.rand(3, dtype=torch.long, device=d),
+        lambda d: _ones(3, device=d).cumsum(0, dtype=torch.bool),
+    ):
         with pytest.raises(NotImplementedError):
             fn("cpu")
         with pytest.raises(NotImplementedError, match="not implemented for"):
@@ -237,22 +287,28 @@ DTYPE_GAPS = {
     "log_softmax of int": lambda d: torch.nn.functional.log_softmax(_ones(3, device=d, dtype=torch.long), 0),
     "layer_norm of int": lambda d: torch.nn.functional.layer_norm(_ones(2, 3, device=d, dtype=torch.long), (3,)),
     "binary_cross_entropy of int": lambda d: torch.nn.functional.binary_cross_entropy(
-        _ones(3, device=d, dtype=torch.long), _ones(3, device=d, dtype=torch.long)),
-    "mse_loss of int": lambda d: torch.nn.functional.mse_loss(_ones(3, device=d, dtype=torch.long),
-                                                              _ones(3, device=d, dtype=torch.long)),
-    "smooth_l1_loss of int": lambda d: torch.nn.functional.smooth_l1_loss(_ones(3, device=d, dtype=torch.long),
-                                                                          _ones(3, device=d, dtype=torch.long)),
-    "lerp of int": lambda d: torch.lerp(_ones(3, device=d, dtype=torch.long), _ones(3, device=d, dtype=torch.long),
-                                        0.5),
+        _ones(3, device=d, dtype=torch.long), _ones(3, device=d, dtype=torch.long)
+    ),
+    "mse_loss of int": lambda d: torch.nn.functional.mse_loss(
+        _ones(3, device=d, dtype=torch.long), _ones(3, device=d, dtype=torch.long)
+    ),
+    "smooth_l1_loss of int": lambda d: torch.nn.functional.smooth_l1_loss(
+        _ones(3, device=d, dtype=torch.long), _ones(3, device=d, dtype=torch.long)
+    ),
+    "lerp of int": lambda d: torch.lerp(
+        _ones(3, device=d, dtype=torch.long), _ones(3, device=d, dtype=torch.long), 0.5
+    ),
     "mm of bool": lambda d: _ones(2, 2, device=d, dtype=torch.bool) @ _ones(2, 2, device=d, dtype=torch.bool),
     "floor_divide of bool": lambda d: _ones(3, device=d, dtype=torch.bool) // _ones(3, device=d, dtype=torch.bool),
-    "nearest interpolate of int": lambda d: torch.nn.functional.interpolate(_ones(1, 1, 4, device=d, dtype=torch.long),
-                                                                           scale_factor=2),
+    "nearest interpolate of int": lambda d: torch.nn.functional.interpolate(
+        _ones(1, 1, 4, device=d, dtype=torch.long), scale_factor=2
+    ),
     "bernoulli of int": lambda d: torch.bernoulli(_ones(3, device=d, dtype=torch.long)),
     "logcumsumexp of int": lambda d: _ones(3, device=d, dtype=torch.long).logcumsumexp(0),
     "logcumsumexp of bool": lambda d: _ones(3, device=d, dtype=torch.bool).logcumsumexp(0),
-    "cross of bool": lambda d: torch.linalg.cross(_ones(3, device=d, dtype=torch.bool),
-                                                  _ones(3, device=d, dtype=torch.bool)),
+    "cross of bool": lambda d: torch.linalg.cross(
+        _ones(3, device=d, dtype=torch.bool), _ones(3, device=d, dtype=torch.bool)
+    ),
 }
 
 
@@ -293,13 +349,25 @@ def test_copy_from_the_host_checks_shapes_too():
 
 def test_convolution_of_two_dtypes_raises_as_on_cuda():
     x = _ones(1, 3, 8, 8, device="tpu")
-    with pytest.raises(RuntimeError, match=r"^Input type \(tpuFloatType\) and weight type \(tpuDoubleType\) should be "
-                                           r"the same$"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"^Input type \(tpuFloatType\) and weight type \(tpuDoubleType\) should be "
+        r"the same$",
+    ):
         torch.nn.functional.conv2d(x, _ones(4, 3, 3, 3, device="tpu", dtype=torch.float64))
     # (conv2d checks the bias itself, on every device; aten::convolution is ours.)
     with pytest.raises(RuntimeError, match=r"and bias type \(tpuDoubleType\) should be the same"):
-        torch.convolution(x, _ones(4, 3, 3, 3, device="tpu"), _ones(4, device="tpu", dtype=torch.float64),
-                          [1, 1], [0, 0], [1, 1], False, [0, 0], 1)
+        torch.convolution(
+            x,
+            _ones(4, 3, 3, 3, device="tpu"),
+            _ones(4, device="tpu", dtype=torch.float64),
+            [1, 1],
+            [0, 0],
+            [1, 1],
+            False,
+            [0, 0],
+            1,
+        )
 
 
 # Checks on values (CPU reads them; CUDA asserts in its kernels): the program
@@ -307,19 +375,24 @@ def test_convolution_of_two_dtypes_raises_as_on_cuda():
 VALUE_CHECKS = {
     "binary_cross_entropy input": (
         "all elements of input should be between 0 and 1",
-        lambda d: torch.nn.functional.binary_cross_entropy(_ones(3, device=d) * 2, _ones(3, device=d) * 0.5)),
+        lambda d: torch.nn.functional.binary_cross_entropy(_ones(3, device=d) * 2, _ones(3, device=d) * 0.5),
+    ),
     "binary_cross_entropy target": (
         "all elements of target should be between 0 and 1",
-        lambda d: torch.nn.functional.binary_cross_entropy(_ones(3, device=d) * 0.5, -_ones(3, device=d))),
+        lambda d: torch.nn.functional.binary_cross_entropy(_ones(3, device=d) * 0.5, -_ones(3, device=d)),
+    ),
     "binary_cross_entropy NaN input": (
         "all elements of input should be between 0 and 1",
-        lambda d: torch.nn.functional.binary_cross_entropy(_ones(3, device=d) * float("nan"), _ones(3, device=d))),
+        lambda d: torch.nn.functional.binary_cross_entropy(_ones(3, device=d) * float("nan"), _ones(3, device=d)),
+    ),
     "bernoulli p": (
         "Expected p_in >= 0 && p_in <= 1 to be true, but got false.",
-        lambda d: torch.bernoulli(_ones(3, device=d) * 1.5)),
+        lambda d: torch.bernoulli(_ones(3, device=d) * 1.5),
+    ),
     "normal std": (
         "normal expects all elements of std >= 0.0",
-        lambda d: torch.normal(_ones(3, device=d), -_ones(3, device=d))),
+        lambda d: torch.normal(_ones(3, device=d), -_ones(3, device=d)),
+    ),
 }
 
 
@@ -334,8 +407,10 @@ def test_class_targets_out_of_bounds_raise_index_error_by_the_next_synchronizati
         torch.tpu.synchronize()
     # ignore_index is not a class, and is not out of bounds.
     ignored = torch.tensor([1, -100])
-    torch.testing.assert_close(torch.nn.functional.cross_entropy(logits.tpu(), ignored.tpu()).cpu(),
-                               torch.nn.functional.cross_entropy(logits, ignored))
+    torch.testing.assert_close(
+        torch.nn.functional.cross_entropy(logits.tpu(), ignored.tpu()).cpu(),
+        torch.nn.functional.cross_entropy(logits, ignored),
+    )
 
 
 @pytest.mark.parametrize("mistake", sorted(VALUE_CHECKS))
@@ -350,5 +425,6 @@ def test_value_checks_raise_cpus_error_by_the_next_synchronization(mistake):
     assert str(tpu_err.value).startswith(message)
     # Valid values run on, and the device is usable after the error.
     out = torch.nn.functional.binary_cross_entropy(_ones(3, device="tpu") * 0.25, _ones(3, device="tpu") * 0.5)
-    torch.testing.assert_close(out.cpu(), torch.nn.functional.binary_cross_entropy(torch.full((3,), 0.25),
-                                                                                   torch.full((3,), 0.5)))
+    torch.testing.assert_close(
+        out.cpu(), torch.nn.functional.binary_cross_entropy(torch.full((3,), 0.25), torch.full((3,), 0.5))
+    )

@@ -57,15 +57,19 @@ OVERFLOWING_SCALARS = {
     "clamp_min int8 -1000": lambda d: torch.clamp_min(_ones(3, dtype=torch.int8, device=d), -1000),
     "clamp float32 max=1e300": lambda d: _ones(3, device=d).clamp(max=1e300),
     "clamp float16 max=1e10": lambda d: _ones(3, dtype=torch.float16, device=d).clamp(max=1e10),
-    "add int8 alpha=1000": lambda d: torch.add(_ones(3, dtype=torch.int8, device=d),
-                                               _ones(3, dtype=torch.int8, device=d), alpha=1000),
-    "add float16 alpha=1e10": lambda d: torch.add(_ones(3, dtype=torch.float16, device=d),
-                                                  _ones(3, dtype=torch.float16, device=d), alpha=1e10),
+    "add int8 alpha=1000": lambda d: torch.add(
+        _ones(3, dtype=torch.int8, device=d), _ones(3, dtype=torch.int8, device=d), alpha=1000
+    ),
+    "add float16 alpha=1e10": lambda d: torch.add(
+        _ones(3, dtype=torch.float16, device=d), _ones(3, dtype=torch.float16, device=d), alpha=1e10
+    ),
     "masked_fill int8 1000": lambda d: _ones(3, dtype=torch.int8, device=d).masked_fill(
-        _ones(3, dtype=torch.bool, device=d), 1000),
+        _ones(3, dtype=torch.bool, device=d), 1000
+    ),
     "index_fill float32 1e300": lambda d: _ones(3, device=d).index_fill(0, torch.tensor([0], device=d), 1e300),
     "threshold float16 value=1e10": lambda d: torch.nn.functional.threshold(
-        _ones(3, dtype=torch.float16, device=d), 0.5, 1e10),
+        _ones(3, dtype=torch.float16, device=d), 0.5, 1e10
+    ),
     "linspace float32 1e300": lambda d: torch.linspace(0, 1e300, 3, device=d),
     "arange 10**19": lambda d: torch.arange(0, 10**19, device=d),
 }
@@ -87,12 +91,16 @@ FITTING_SCALARS = {
     "float16 + 1e10": lambda d: _ones(3, dtype=torch.float16, device=d) + 1e10,
     "aten.mul.Scalar float32 1e300": lambda d: torch.ops.aten.mul.Scalar(_ones(3, device=d), 1e300),
     "eq float16 1e10": lambda d: _ones(3, dtype=torch.float16, device=d) == 1e10,
-    "where float16 -1e10": lambda d: torch.where(torch.tensor([True, False, True], device=d),
-                                                 _ones(3, dtype=torch.float16, device=d), -1e10),
+    "where float16 -1e10": lambda d: torch.where(
+        torch.tensor([True, False, True], device=d), _ones(3, dtype=torch.float16, device=d), -1e10
+    ),
     "setitem float16 1e10": lambda d: _set(_ones(3, dtype=torch.float16, device=d), 1, 1e10),
-    "addcmul float16 value=1e10": lambda d: torch.addcmul(_ones(3, dtype=torch.float16, device=d),
-                                                          _ones(3, dtype=torch.float16, device=d),
-                                                          _ones(3, dtype=torch.float16, device=d) * 0, value=1e10),
+    "addcmul float16 value=1e10": lambda d: torch.addcmul(
+        _ones(3, dtype=torch.float16, device=d),
+        _ones(3, dtype=torch.float16, device=d),
+        _ones(3, dtype=torch.float16, device=d) * 0,
+        value=1e10,
+    ),
     "full float32 2**63": lambda d: torch.full((3,), 2**63, dtype=torch.float32, device=d),
     "linspace float16 of one step 1e10": lambda d: torch.linspace(1e10, 0, 1, dtype=torch.float16, device=d),
 }
@@ -206,12 +214,16 @@ def test_extremes_of_an_empty_tensor_raise_cpus_error(case):
 # the ops that compute on the host (data-dependent sizes) produce results too.
 NAN_PRODUCERS = {
     "cast to float16": (lambda: torch.full((3,), 1e6, device="tpu").to(torch.float16), "Float to Half"),
-    "cast to bfloat16": (lambda: torch.full((3,), 1e39, dtype=torch.float64, device="tpu").to(torch.bfloat16),
-                         "Double to BFloat16"),
+    "cast to bfloat16": (
+        lambda: torch.full((3,), 1e39, dtype=torch.float64, device="tpu").to(torch.bfloat16),
+        "Double to BFloat16",
+    ),
     "cast from the host": (lambda: torch.full((3,), 1e6).to("tpu", torch.float16), "Float to Half"),
     "unique": (lambda: torch.tensor([1.0, float("nan")]).to("tpu").unique(), "aten::_unique2"),
-    "unique_consecutive": (lambda: torch.tensor([1.0, float("inf")]).to("tpu").unique_consecutive(),
-                           "aten::unique_consecutive"),
+    "unique_consecutive": (
+        lambda: torch.tensor([1.0, float("inf")]).to("tpu").unique_consecutive(),
+        "aten::unique_consecutive",
+    ),
 }
 
 
@@ -319,11 +331,11 @@ def test_defer_and_fuse_earlier_ops_take_effect_when_a_later_op_fails(stage):
         w = x_cpu.to("tpu")
         v = x_cpu.to("tpu")
         torch_tpu.sync()
-        w.add_(1)                       # before the failing op: takes effect
-        kept = w + 10                   # a new tensor before it: computed
-        doomed = w.sin().mul(7)         # the failing op (aten::mul.Tensor)
-        w.sub_(100)                     # after it: not applied
-        later = v + 5                   # a new tensor after it: never computed
+        w.add_(1)  # before the failing op: takes effect
+        kept = w + 10  # a new tensor before it: computed
+        doomed = w.sin().mul(7)  # the failing op (aten::mul.Tensor)
+        w.sub_(100)  # after it: not applied
+        later = v + 5  # a new tensor after it: never computed
         with failing("aten::mul.Tensor", stage):
             with pytest.raises(RuntimeError, match=r"aten::mul.Tensor") as info:
                 torch_tpu.sync()
@@ -390,6 +402,7 @@ def test_an_op_that_raises_while_recording_leaves_the_pending_program_intact():
 
 # ---- allocation -------------------------------------------------------------
 
+
 @pytest.mark.parametrize("mode", ["strict", "defer_and_fuse"])
 def test_a_tensor_the_device_cannot_hold_raises_out_of_memory_at_the_call(mode):
     with torch_tpu.eager_mode(mode):
@@ -413,10 +426,17 @@ def test_memory_allocated_counts_storages_from_their_allocation_as_cuda_does():
 
 # ---- processes killed or interrupted ----------------------------------------
 
+
 def _python(code, env=None, **kwargs):
     full_env = dict(os.environ, **(env or {}))
-    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], env=full_env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, **kwargs)
+    return subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env=full_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kwargs,
+    )
 
 
 def test_sigint_mid_loop_raises_keyboard_interrupt_and_exits_cleanly():
@@ -456,12 +476,15 @@ def test_sigkill_during_cache_writes_leaves_a_cache_the_next_process_can_use(tmp
         time.sleep(0.2)
     p.kill()
     p.wait(timeout=60)
-    reader = _python("""
+    reader = _python(
+        """
         import torch, torch_tpu
         for n in range(1, 40):
             assert torch.ones(n, device="tpu").mul(3).sum().item() == 3 * n
         print("ok")
-    """, env={"TORCH_TPU_CACHE_DIR": cache})
+    """,
+        env={"TORCH_TPU_CACHE_DIR": cache},
+    )
     out, err = reader.communicate(timeout=300)
     assert reader.returncode == 0, err
     assert out.strip() == "ok"

@@ -29,8 +29,9 @@ def dataset():
 
 @pytest.fixture(scope="module")
 def config(dataset):
-    return train_gpt.GPTConfig(vocab_size=dataset.vocab_size, block_size=32, n_layer=2, n_head=2, n_embd=32,
-                               dropout=0.0)
+    return train_gpt.GPTConfig(
+        vocab_size=dataset.vocab_size, block_size=32, n_layer=2, n_head=2, n_embd=32, dropout=0.0
+    )
 
 
 @pytest.fixture(scope="module")
@@ -39,8 +40,9 @@ def runs(dataset, config):
     torch.set_float32_matmul_precision("highest")
     out = {}
     for device in ("cpu", "tpu"):
-        out[device] = train_gpt.train(config, device, STEPS, SEED, batch_size=BATCH_SIZE, dataset=dataset,
-                                      return_model=True)
+        out[device] = train_gpt.train(
+            config, device, STEPS, SEED, batch_size=BATCH_SIZE, dataset=dataset, return_model=True
+        )
     return out
 
 
@@ -107,8 +109,9 @@ def test_parameters_after_training_match_cpu(runs, config):
             keep = torch.ones(actual.shape[0], dtype=torch.bool)
             keep[noise] = False
             actual, expected = actual[keep], expected[keep]
-        torch.testing.assert_close(actual, expected, rtol=1e-4, atol=1e-5,
-                                   msg=lambda m, name=name: f"parameter {name}\n{m}")
+        torch.testing.assert_close(
+            actual, expected, rtol=1e-4, atol=1e-5, msg=lambda m, name=name: f"parameter {name}\n{m}"
+        )
 
 
 def test_generation_runs_on_tpu(runs, dataset):

@@ -11,8 +11,13 @@ import torch_tpu.compile as tpu_compile
 
 def _tiny_llama():
     cfg = transformers.LlamaConfig(
-        hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-        num_key_value_heads=2, vocab_size=128, max_position_embeddings=64,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        vocab_size=128,
+        max_position_embeddings=64,
     )
     torch.manual_seed(0)
     return transformers.LlamaForCausalLM(cfg).eval()

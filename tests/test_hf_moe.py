@@ -18,8 +18,16 @@ MODELS = {
 def test_moe_forward_generate_and_gradients_match_cpu(name):
     config_class, model_class = MODELS[name]
     cfg = config_class(
-        hidden_size=64, intermediate_size=64, moe_intermediate_size=32, num_hidden_layers=2, num_attention_heads=4,
-        num_key_value_heads=2, vocab_size=128, num_local_experts=4, num_experts=4, num_experts_per_tok=2,
+        hidden_size=64,
+        intermediate_size=64,
+        moe_intermediate_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        vocab_size=128,
+        num_local_experts=4,
+        num_experts=4,
+        num_experts_per_tok=2,
         max_position_embeddings=64,
     )
     torch.manual_seed(0)

@@ -111,7 +111,8 @@ def test_in_place_writes_into_views():
 def test_random_ops_draw_new_numbers_on_every_replay_and_follow_the_seed():
     def draws():
         return [torch.rand(17, device="tpu").cpu() for _ in range(4)] + [
-            F.dropout(torch.ones(64, device="tpu"), 0.5, training=True).cpu() for _ in range(3)]
+            F.dropout(torch.ones(64, device="tpu"), 0.5, training=True).cpu() for _ in range(3)
+        ]
 
     torch.manual_seed(11)
     first = draws()
@@ -189,12 +190,14 @@ def test_other_modes_and_the_switch_do_not_use_it():
             for _ in range(3):
                 torch.cos(x)
             assert replays() == before
-    code = ("import torch, torch_tpu\n"
-            "x = torch.randn(7, 3, device='tpu')\n"
-            "for _ in range(4): y = torch.cos(x)\n"
-            "torch_tpu.sync()\n"
-            "m = torch_tpu.metrics()\n"
-            "print(m['op_cache_replays'], m['op_cache_captures'])\n")
+    code = (
+        "import torch, torch_tpu\n"
+        "x = torch.randn(7, 3, device='tpu')\n"
+        "for _ in range(4): y = torch.cos(x)\n"
+        "torch_tpu.sync()\n"
+        "m = torch_tpu.metrics()\n"
+        "print(m['op_cache_replays'], m['op_cache_captures'])\n"
+    )
     env = dict(os.environ, TORCH_TPU_OP_CACHE="0")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["0", "0"]
@@ -295,7 +298,7 @@ def test_eager_foreach_adamw_replays_every_step_and_matches_cpu():
         ps = [torch.nn.Parameter(p.clone().to(device)) for p in params]
         opt = torch.optim.AdamW(ps, lr=1e-2, weight_decay=0.1, foreach=True)
         counts = []
-        for step, gs in enumerate(grads):
+        for gs in grads:
             for p, g in zip(ps, gs):
                 p.grad = g.to(device)
             opt.step()

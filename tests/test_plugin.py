@@ -8,8 +8,9 @@ import textwrap
 
 def run_python(code, **env):
     full_env = dict(os.environ, **env)
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          env=full_env, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=full_env, timeout=300
+    )
 
 
 USE_THE_DEVICE = """
@@ -53,6 +54,7 @@ def test_plugin_path_to_a_file_that_is_not_a_plugin_is_a_clear_error(tmp_path):
 
 def test_plugin_path_to_a_shared_library_without_pjrt_is_a_clear_error():
     import ctypes.util
+
     libm = "/lib/x86_64-linux-gnu/libm.so.6"
     if not os.path.exists(libm):
         libm = ctypes.util.find_library("m")

@@ -11,8 +11,9 @@ import torch
 import torch_tpu
 import torch_tpu.profiling
 
-pytestmark = pytest.mark.skipif(torch_tpu.plugin_info()["platform_name"] != "cpu",
-                                reason="names the XLA:CPU plugin's JIT kernels")
+pytestmark = pytest.mark.skipif(
+    torch_tpu.plugin_info()["platform_name"] != "cpu", reason="names the XLA:CPU plugin's JIT kernels"
+)
 
 
 def test_perf_map_names_this_processes_kernels_at_their_addresses(tmp_path):
@@ -23,13 +24,13 @@ def test_perf_map_names_this_processes_kernels_at_their_addresses(tmp_path):
         x = torch.randn(64, 48).to("tpu")
         f = torch.compile(lambda x: (x - x.mean(-1, keepdim=True)).exp().sum(0), backend="tpu")
         torch.testing.assert_close(f(x).cpu(), (x.cpu() - x.cpu().mean(-1, keepdim=True)).exp().sum(0))
-        n = torch_tpu.profiling.write_perf_map({str(tmp_path / 'perf.map')!r})
+        n = torch_tpu.profiling.write_perf_map({str(tmp_path / "perf.map")!r})
         executable = []
         for line in open("/proc/self/maps"):
             span, perms = line.split()[:2]
             if "x" in perms:
                 executable.append([int(v, 16) for v in span.split("-")])
-        for line in open({str(tmp_path / 'perf.map')!r}):
+        for line in open({str(tmp_path / "perf.map")!r}):
             address, size, name = line.split(maxsplit=2)
             start, end = int(address, 16), int(address, 16) + int(size, 16)
             assert any(lo <= start and end <= hi for lo, hi in executable), line

@@ -28,8 +28,9 @@ def dataset():
 @pytest.fixture(scope="module")
 def config(dataset):
     # dropout on: the resumed run must also continue the device's RNG.
-    return train_gpt.GPTConfig(vocab_size=dataset.vocab_size, block_size=16, n_layer=1, n_head=2, n_embd=16,
-                               dropout=0.1)
+    return train_gpt.GPTConfig(
+        vocab_size=dataset.vocab_size, block_size=16, n_layer=1, n_head=2, n_embd=16, dropout=0.1
+    )
 
 
 @pytest.mark.parametrize("how", ["strict", "defer_and_fuse", "compiled"])
@@ -86,8 +87,22 @@ def test_a_failed_save_leaves_the_previous_checkpoint(tmp_path, dataset, config,
 
 def test_command_line_save_and_resume(tmp_path):
     ckpt = str(tmp_path / "c.pt")
-    common = [sys.executable, os.path.join(EXAMPLES, "train_gpt.py"), "--n-layer", "1", "--n-embd", "16",
-              "--block-size", "16", "--batch-size", "2", "--sample-tokens", "0", "--eval-interval", "0"]
+    common = [
+        sys.executable,
+        os.path.join(EXAMPLES, "train_gpt.py"),
+        "--n-layer",
+        "1",
+        "--n-embd",
+        "16",
+        "--block-size",
+        "16",
+        "--batch-size",
+        "2",
+        "--sample-tokens",
+        "0",
+        "--eval-interval",
+        "0",
+    ]
     out = subprocess.run(common + ["--steps", "2", "--save", ckpt], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
     assert os.path.exists(ckpt) and "checkpoint:" in out.stdout

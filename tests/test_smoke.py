@@ -1,5 +1,4 @@
 import torch
-
 from reference import check_op
 
 

@@ -34,6 +34,7 @@ def run_threads(targets, timeout=120, stop_on_error=None):
                 errors.append(e)
                 if stop_on_error is not None:
                     stop_on_error.clear()  # the other threads stop waiting for this one
+
         return body
 
     threads = [threading.Thread(target=wrap(fn), daemon=True) for fn in targets]
@@ -164,7 +165,7 @@ def test_a_tensor_handed_to_another_thread_carries_its_pending_writes(producer_m
         torch_tpu.set_eager_mode(producer_mode)
         x, w = x_cpu.to("tpu"), w_cpu.to("tpu")
         y = x * 2 + 1  # pending in DeferAndFuse: no buffer yet
-        w.add_(x)      # an in-place write, pending too
+        w.add_(x)  # an in-place write, pending too
         handoff.put((y, w))
         done.get(timeout=60)  # keep the thread (and its pending program) alive until read
 

@@ -6,7 +6,6 @@ import warnings
 
 import pytest
 import torch
-
 from reference import assert_close
 
 
@@ -68,6 +67,7 @@ def test_view_of_view_written_then_base_read():
         v = x[1:].t()[::2]
         v.mul_(-1)
         return v, x.t()  # the base, read through another view
+
     check_views(fn, grid(4, 6))
 
 
@@ -105,6 +105,7 @@ def test_out_into_transposed_view():
     def fn(x, a, b):
         torch.add(a, b, out=x.t())
         return x
+
     check_views(fn, torch.zeros(3, 4), a, b)
 
 
@@ -114,6 +115,7 @@ def test_out_into_row_slice():
     def fn(x, a, b):
         torch.mul(a, b, out=x[1:3])
         return x
+
     check_views(fn, torch.zeros(5, 4), a, b)
 
 
@@ -121,6 +123,7 @@ def test_out_into_strided_slice_of_int_tensor():
     def fn(x):
         torch.add(torch.ones_like(x[::2, 1]), 7, out=x[::2, 1])
         return x
+
     check_views(fn, grid(6, 3, dtype=torch.int64))
 
 
@@ -239,6 +242,7 @@ def test_reshape_of_contiguous_is_a_view_written():
         r = x.reshape(-1)
         r[2:5].fill_(0)
         return r
+
     check_views(fn, grid(3, 3))
 
 
@@ -247,6 +251,7 @@ def test_reshape_of_non_contiguous_copies():
         r = x.t().reshape(-1)
         r.fill_(0)  # a copy: the base keeps its values
         return r
+
     check_views(fn, grid(3, 4))
 
 
@@ -255,6 +260,7 @@ def test_expand_view_read_after_base_write():
         e = x.expand(3, 4)
         x.add_(1)
         return e + 0
+
     check_views(fn, grid(1, 4))
 
 
@@ -272,6 +278,7 @@ def test_chunk_views_written():
         a.add_(1)
         c.mul_(-1)
         return a, b, c
+
     check_views(fn, grid(2, 6))
 
 
@@ -280,6 +287,7 @@ def test_split_views_written():
         parts = x.split([1, 3], dim=0)
         parts[1].t()[0].fill_(9)
         return parts
+
     check_views(fn, grid(4, 3))
 
 
@@ -289,6 +297,7 @@ def test_unbind_views_written():
         rows[0].zero_()
         rows[2].add_(rows[1])
         return rows
+
     check_views(fn, grid(2, 3))
 
 
@@ -298,6 +307,7 @@ def test_two_views_of_one_base_written_in_sequence():
         top.add_(1)
         left.mul_(10)  # sees the first write where they overlap
         return top, left
+
     check_views(fn, grid(4, 4))
 
 
@@ -305,6 +315,7 @@ def test_view_storage_offset_matches_cpu():
     def fn(x):
         v = x[2:, 1:][1]
         return v.storage_offset(), v.stride(), v.is_contiguous(), x.t().is_contiguous()
+
     check_views(fn, grid(5, 4))
 
 
@@ -312,6 +323,7 @@ def test_view_storage_offset_matches_cpu():
 def test_setitem_row_to_scalar():
     def fn(x):
         x[0] = 5
+
     check_views(fn, grid(3, 4))
 
 
@@ -319,6 +331,7 @@ def test_setitem_element_and_negative_index():
     def fn(x):
         x[1, -1] = -3.5
         x[-1][0] = 2
+
     check_views(fn, grid(3, 4))
 
 
@@ -327,30 +340,35 @@ def test_setitem_column_to_tensor():
 
     def fn(x, y):
         x[:, 1] = y
+
     check_views(fn, grid(3, 4), y)
 
 
 def test_setitem_slice_to_broadcast_tensor():
     def fn(x, y):
         x[1:, ::2] = y
+
     check_views(fn, grid(3, 6), torch.tensor([-1.0, -2.0, -3.0]))
 
 
 def test_copy_with_broadcast_and_dtype_change():
     def fn(x, y):
         x.copy_(y)
+
     check_views(fn, torch.zeros(3, 4), torch.tensor([1, -2, 3, 4], dtype=torch.int64))
 
 
 def test_copy_into_transposed_view_with_dtype_change():
     def fn(x, y):
         x.t().copy_(y)
+
     check_views(fn, torch.zeros(3, 4), grid(4, 3, dtype=torch.bfloat16))
 
 
 def test_copy_float_into_int_truncates():
     def fn(x, y):
         x[1].copy_(y)
+
     check_views(fn, torch.zeros(2, 3, dtype=torch.int64), torch.tensor([1.7, -2.7, 3.2]))
 
 
@@ -367,6 +385,7 @@ def test_clone_of_non_contiguous_view_is_contiguous():
         c = x.t()[1:].clone()
         x.zero_()  # the clone does not alias the base
         return c, c.is_contiguous()
+
     check_views(fn, grid(3, 4))
 
 
@@ -376,6 +395,7 @@ def test_contiguous_of_non_contiguous_view_copies():
         c = v.contiguous()
         v.fill_(1)
         return c, c.is_contiguous(), x.contiguous() is x
+
     out = check_views(fn, grid(3, 6))
     assert out[2] is True
 
@@ -396,6 +416,7 @@ def test_views_share_storage_data_ptr():
 def test_T_property_then_in_place():
     def fn(x, y):
         x.T.sub_(y)
+
     check_views(fn, grid(3, 4), torch.tensor([1.0, 2.0, 3.0]))
 
 
@@ -407,18 +428,21 @@ def test_mT_of_batch_then_in_place():
 def test_view_as_int32_bitcasts_float():
     def fn(x):
         return x.view(torch.int32)
+
     check_views(fn, torch.tensor([1.0, -2.5, 0.0, float("inf")]))
 
 
 def test_int32_view_written_changes_float_base():
     def fn(x):
         x.view(torch.int32)[1:3].fill_(0x40400000)  # 3.0f
+
     check_views(fn, torch.tensor([1.0, -2.5, 0.0, 7.0]))
 
 
 def test_bool_view_of_uint8_is_supported():
     def fn(x):
         return x.view(torch.bool) | False
+
     check_views(fn, torch.tensor([0, 1, 0, 1], dtype=torch.uint8))
 
 
@@ -435,6 +459,7 @@ def test_resize_shrink_then_view():
     def fn(x):
         x.resize_(2, 2)
         return x + 0
+
     check_views(fn, grid(3, 3))
 
 
@@ -443,6 +468,7 @@ def test_set_tensor_shares_storage():
         x.set_(y)
         x[0] = -1  # writes through to y
         return x, y, x.untyped_storage().data_ptr() == y.untyped_storage().data_ptr()
+
     out = check_views(fn, torch.zeros(2), grid(3, 2))
     assert out[2] is True
 
@@ -452,6 +478,7 @@ def test_set_tensor_of_view_keeps_its_layout():
         x.set_(y.t())
         x.mul_(2)
         return x
+
     check_views(fn, torch.zeros(1), grid(2, 3))
 
 
@@ -493,12 +520,14 @@ def test_bool_view_written_in_place():
     def fn(x):
         x[:, 1].logical_not_()
         x.t()[0].fill_(True)
+
     check_views(fn, torch.tensor([[True, False, True], [False, False, True]]))
 
 
 def test_bool_masked_fill_through_slice():
     def fn(x, m):
         x[1:].masked_fill_(m, 0)
+
     check_views(fn, grid(3, 4), torch.tensor([True, False, False, True]))
 
 
@@ -507,6 +536,7 @@ def test_int64_views_written_in_place():
         x[::2].mul_(3)
         x.t()[1].add_(x[0, 0])
         return x.view(-1)[::5]
+
     check_views(fn, grid(4, 5, dtype=torch.int64))
 
 
@@ -519,6 +549,7 @@ def test_zero_dim_view_of_element_written():
         e = x[1, 2]
         e.fill_(42)
         return e, e.dim()
+
     check_views(fn, grid(3, 4))
 
 

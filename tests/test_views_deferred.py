@@ -2,9 +2,9 @@
 deferring and fusing must not change what views see."""
 
 import pytest
+from test_views import *  # noqa: F401,F403  (the same tests, collected again here)
 
 import torch_tpu
-from test_views import *  # noqa: F401,F403  (the same tests, collected again here)
 
 
 @pytest.fixture(autouse=True)

@@ -8,7 +8,6 @@ StableHLO, compiled once per shape/dtype/layout and launched without waiting.
 """
 
 import os
-import warnings
 
 # The XLA plugins log every client start at INFO through absl; keep warnings.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
@@ -28,16 +27,17 @@ _C._configure(_plugin_path, _plugin.num_devices(), _plugin_error)
 from . import device_module as _device_module  # noqa: E402
 
 torch._register_device_module("tpu", _device_module)
-torch.utils.generate_methods_for_privateuse1_backend(for_tensor=True, for_module=True, for_packed_sequence=True,
-                                                     for_storage=True)
+torch.utils.generate_methods_for_privateuse1_backend(
+    for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
+)
 # torch.autocast("tpu") without a dtype means bfloat16, the TPU's native
 # matmul type (PyTorch starts PrivateUse1 at float16). PyTorch keeps this per
 # thread: threads started later begin at float16 unless they set it too.
 torch.set_autocast_dtype("tpu", torch.bfloat16)
 
 from . import _printing, modes, precision  # noqa: E402
-from .modes import check_nans, eager_mode, get_eager_mode, set_eager_mode, sync  # noqa: E402
 from .metrics import cache_stats, metrics, reset_cache_stats, reset_metrics  # noqa: E402
+from .modes import check_nans, eager_mode, get_eager_mode, set_eager_mode, sync  # noqa: E402
 from .precision import get_matmul_precision, matmul_precision, set_matmul_precision  # noqa: E402
 from .safetensors_io import load_safetensors  # noqa: E402
 
@@ -60,9 +60,25 @@ from . import integrations  # noqa: E402
 _distributed.install()
 integrations.install()
 
-__all__ = ["cpu_fallback", "metrics", "reset_metrics", "cache_stats", "reset_cache_stats", "plugin_info", "lowered_ops", "synchronize",
-           "get_matmul_precision", "set_matmul_precision", "matmul_precision",
-           "set_eager_mode", "get_eager_mode", "eager_mode", "sync", "check_nans", "load_safetensors"]
+__all__ = [
+    "cpu_fallback",
+    "metrics",
+    "reset_metrics",
+    "cache_stats",
+    "reset_cache_stats",
+    "plugin_info",
+    "lowered_ops",
+    "synchronize",
+    "get_matmul_precision",
+    "set_matmul_precision",
+    "matmul_precision",
+    "set_eager_mode",
+    "get_eager_mode",
+    "eager_mode",
+    "sync",
+    "check_nans",
+    "load_safetensors",
+]
 
 
 def cpu_fallback(enabled=None):
@@ -96,4 +112,3 @@ def lowered_ops():
 
 def synchronize(device=None):
     _device_module.synchronize(device)
-

@@ -59,9 +59,14 @@ def find_plugin():
     package, filename, pip_name = _PLUGINS[platform]
     path = _package_file(package, filename)
     if path is None:
-        return platform, "", (
-            f"torch_tpu: no PJRT plugin for platform '{platform}' is installed. "
-            f"Install it with `pip install {pip_name}`, or point TORCH_TPU_PJRT_PLUGIN at a plugin .so.")
+        return (
+            platform,
+            "",
+            (
+                f"torch_tpu: no PJRT plugin for platform '{platform}' is installed. "
+                f"Install it with `pip install {pip_name}`, or point TORCH_TPU_PJRT_PLUGIN at a plugin .so."
+            ),
+        )
     return platform, path, ""
 
 

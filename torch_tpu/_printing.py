@@ -1,7 +1,6 @@
 """Printing a tpu tensor formats a host copy (one transfer, one host wait),
 as PyTorch does for XLA and lazy tensors."""
 
-import torch
 import torch._tensor_str as _tensor_str
 
 _original_tensor_str = _tensor_str._tensor_str

@@ -75,10 +75,17 @@ def _debug_checks(outputs, kind):
         return
     for k, t in enumerate(outputs):
         # On the host, as eager Debug checks an op's results (debug_checks.cpp).
-        if (isinstance(t, torch.Tensor) and t.device.type == "tpu" and t.numel()
-                and (t.is_floating_point() or t.is_complex()) and not bool(torch.isfinite(t.cpu()).all())):
-            raise RuntimeError(f"tpu debug (TORCH_TPU_CHECK_NANS): a compiled {kind} graph produced NaN or Inf "
-                               f"in output {k} of {len(outputs)}")
+        if (
+            isinstance(t, torch.Tensor)
+            and t.device.type == "tpu"
+            and t.numel()
+            and (t.is_floating_point() or t.is_complex())
+            and not bool(torch.isfinite(t.cpu()).all())
+        ):
+            raise RuntimeError(
+                f"tpu debug (TORCH_TPU_CHECK_NANS): a compiled {kind} graph produced NaN or Inf "
+                f"in output {k} of {len(outputs)}"
+            )
 
 
 def _run_fused(gm, matmul_precision, kind="forward"):
@@ -114,8 +121,9 @@ def _run_fused(gm, matmul_precision, kind="forward"):
                 raise
             flat = list(out) if isinstance(out, (list, tuple)) else [out]
             out_type[0] = type(out) if isinstance(out, (list, tuple)) else None
-            numbers = {} if numbers_are_data else {
-                i: v for i, v in enumerate(flat) if isinstance(v, (bool, int, float))}
+            numbers = (
+                {} if numbers_are_data else {i: v for i, v in enumerate(flat) if isinstance(v, (bool, int, float))}
+            )
             tensors = [None if i in numbers else v for i, v in enumerate(flat)]
             capture, why = _C._capture_end(device, args, tensors)
             if capture is not None and any(t._version != v for t, v in cpu_versions):
@@ -165,8 +173,12 @@ def _run_fused(gm, matmul_precision, kind="forward"):
 
 
 # Dispatch keys whose kernels serve tpu tensors besides our own.
-_SHARED_KERNEL_KEYS = ("PrivateUse1", "CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional",
-                       "CompositeImplicitAutograd")
+_SHARED_KERNEL_KEYS = (
+    "PrivateUse1",
+    "CompositeExplicitAutograd",
+    "CompositeExplicitAutogradNonFunctional",
+    "CompositeImplicitAutograd",
+)
 
 
 def _ops_without_tpu_kernel(gm):
@@ -194,9 +206,13 @@ def _check_lowerings(gm):
         raise NotImplementedError(
             f"torch.compile on tpu: the graph uses {names}, which has no tpu lowering. Enable the CPU fallback "
             "with torch_tpu.cpu_fallback(True) or TORCH_TPU_CPU_FALLBACK=1 to run it on CPU (the graph is split "
-            "around it), or keep it out of the compiled region.")
-    warnings.warn(f"torch.compile on tpu: {names} has no tpu lowering and runs on CPU; the graph is split around "
-                  "it into several programs", stacklevel=2)
+            "around it), or keep it out of the compiled region."
+        )
+    warnings.warn(
+        f"torch.compile on tpu: {names} has no tpu lowering and runs on CPU; the graph is split around "
+        "it into several programs",
+        stacklevel=2,
+    )
 
 
 def _constants_as_inputs(gm):
@@ -233,8 +249,12 @@ def _constants_as_inputs(gm):
         const_nodes.add(placeholder)
         anchor = placeholder
     for node in list(graph.nodes):
-        if (node.op == "call_function" and node.target is torch.ops.aten.lift_fresh_copy.default
-                and node.args[0] in const_nodes and all(user.op != "output" for user in node.users)):
+        if (
+            node.op == "call_function"
+            and node.target is torch.ops.aten.lift_fresh_copy.default
+            and node.args[0] in const_nodes
+            and all(user.op != "output" for user in node.users)
+        ):
             node.replace_all_uses_with(node.args[0])
             graph.erase_node(node)
     if constants:
@@ -277,8 +297,12 @@ def _aot_backend():
     # recomputed. GPT example: 37 -> 34 ms per compiled training step.
     from torch._functorch.partitioners import min_cut_rematerialization_partition
 
-    return aot_autograd(fw_compiler=_graph_compiler, bw_compiler=functools.partial(_graph_compiler, kind="backward"),
-                        partition_fn=min_cut_rematerialization_partition, keep_inference_input_mutations=True)
+    return aot_autograd(
+        fw_compiler=_graph_compiler,
+        bw_compiler=functools.partial(_graph_compiler, kind="backward"),
+        partition_fn=min_cut_rematerialization_partition,
+        keep_inference_input_mutations=True,
+    )
 
 
 def _note_recompile():
@@ -310,8 +334,11 @@ def tpu_backend(gm, example_inputs, mode=None, options=None):
     program, so every mode means the same here (torch.compile checked its
     name); options are ignored with a warning."""
     if options:
-        warnings.warn(f"torch.compile options {sorted(options)} configure Inductor; graphs on tpu run as XLA "
-                      "programs and ignore them")
+        warnings.warn(
+            f"torch.compile options {sorted(options)} configure Inductor; graphs on tpu run as XLA "
+            "programs and ignore them",
+            stacklevel=2,
+        )
     _note_recompile()
     return _aot_backend()(gm, example_inputs)
 
@@ -345,8 +372,12 @@ def _make_tpu_optimizers_capturable():
     def _set_capturable(self, tx):
         for group in self.value.param_groups:
             params = group.get("params", [])
-            if ("capturable" in group and params and all(p.device.type == "tpu" for p in params)
-                    and all(p not in self.value.state for p in params)):
+            if (
+                "capturable" in group
+                and params
+                and all(p.device.type == "tpu" for p in params)
+                and all(p not in self.value.state for p in params)
+            ):
                 group["capturable"] = True
         return original(self, tx)
 

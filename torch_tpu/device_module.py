@@ -94,11 +94,13 @@ def manual_seed_all(seed):
 
 def seed():
     import random
+
     manual_seed(random.getrandbits(63))
 
 
 def seed_all():
     import random
+
     manual_seed_all(random.getrandbits(63))
 
 
@@ -222,8 +224,13 @@ class Stream(torch.Stream):
 
 class Event(torch.Event):
     def __new__(cls, enable_timing=False, blocking=False, interprocess=False):
-        return torch.Event.__new__(cls, device=torch.device("tpu", current_device()), enable_timing=enable_timing,
-                                   blocking=blocking, interprocess=interprocess)
+        return torch.Event.__new__(
+            cls,
+            device=torch.device("tpu", current_device()),
+            enable_timing=enable_timing,
+            blocking=blocking,
+            interprocess=interprocess,
+        )
 
 
 def current_stream(device=None):

@@ -11,7 +11,7 @@ def main():
         info = torch_tpu.plugin_info()
     except RuntimeError as e:
         print(f"error: {e}")
-        raise SystemExit(1)
+        raise SystemExit(1) from e
     print(f"plugin: {info['path']}")
     print(f"PJRT C API: plugin {info['pjrt_api_version']}, torch_tpu built against {info['pjrt_api_version_built']}")
     print(f"platform: {info['platform_name']} {info['platform_version']}")
@@ -23,8 +23,11 @@ def main():
     for i, kind in enumerate(info["device_kinds"]):
         print(f"  tpu:{i}  {kind}")
     directory = torch_tpu.cache_stats()["disk"]["directory"]
-    print(f"compilation cache: memory, then disk at {directory}" if directory else
-          "compilation cache: memory only (TORCH_TPU_CACHE_DIR=off)")
+    print(
+        f"compilation cache: memory, then disk at {directory}"
+        if directory
+        else "compilation cache: memory only (TORCH_TPU_CACHE_DIR=off)"
+    )
     print(f"native ATen overloads: {len(torch_tpu.lowered_ops())}")
 
 

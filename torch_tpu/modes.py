@@ -95,6 +95,7 @@ def install():
     import atexit
 
     from torch.optim.optimizer import register_optimizer_step_post_hook
+
     register_optimizer_step_post_hook(_flush_after_optimizer_step)
     atexit.register(_wait_at_exit)
     # Backward runs on the thread that calls it, not on autograd's per-device

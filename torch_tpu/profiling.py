@@ -32,7 +32,7 @@ def _sections(blob):
     """(name offset, type, address, offset, size, link) of each ELF64 section."""
     if blob[:4] != b"\x7fELF" or blob[4] != 2 or blob[5] != 1:
         raise RuntimeError("not a little-endian ELF64 file")
-    shoff, = struct.unpack_from("<Q", blob, 0x28)
+    (shoff,) = struct.unpack_from("<Q", blob, 0x28)
     shentsize, shnum = struct.unpack_from("<HH", blob, 0x3A)
     out = []
     for i in range(shnum):
@@ -56,7 +56,7 @@ def _symbols(blob, want=None):
             st_name, st_info, _other, st_shndx, st_value, st_size = struct.unpack_from("<IBBHQQ", blob, offset + j * 24)
             start = strtab + st_name
             if want_bytes is not None:
-                if blob[start:start + len(want_bytes) + 1] != want_bytes + b"\0":
+                if blob[start : start + len(want_bytes) + 1] != want_bytes + b"\0":
                     continue
             end = blob.find(b"\0", start)
             address = st_value
@@ -93,6 +93,7 @@ def jit_kernels():
     # without unregistering it reads as an error there, not a crash.
     fd = os.open("/proc/self/mem", os.O_RDONLY)
     try:
+
         def read(address, size):
             data = os.pread(fd, size, address)
             if len(data) != size:

@@ -129,10 +129,12 @@ void check_extreme_of_empty(const c10::FunctionSchema& schema, const Args& args)
   if (args[1].isIntList()) dims = args[1].toIntVector();
   if (dims.empty()) {
     TORCH_CHECK_INDEX(!arg, op, "(): Expected reduction dim to be specified for input.numel() == 0.");
-    TORCH_CHECK(op != "aminmax", "aminmax(): cannot compute aminmax over an empty dimension as the operation has no "
-                                 "identity.");
-    TORCH_CHECK(false, op, "(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction "
-                           "dim with the 'dim' argument.");
+    TORCH_CHECK(op != "aminmax",
+                "aminmax(): cannot compute aminmax over an empty dimension as the operation has no "
+                "identity.");
+    TORCH_CHECK(false, op,
+                "(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction "
+                "dim with the 'dim' argument.");
   }
   for (int64_t d : dims) {
     const int64_t w = at::maybe_wrap_dim(d, self.dim());
@@ -192,8 +194,9 @@ void check_mm(const c10::FunctionSchema&, const Args& args) {
   TORCH_CHECK(self.dim() == 2, "self must be a matrix");
   TORCH_CHECK(mat2.dim() == 2, "mat2 must be a matrix");
   check_mat1_mat2_shapes(self, mat2);
-  TORCH_CHECK(self.dtype() == mat2.dtype(), "expected mat1 and mat2 to have the same dtype, but got: ",
-              self.dtype().name(), " != ", mat2.dtype().name());
+  TORCH_CHECK(self.dtype() == mat2.dtype(),
+              "expected mat1 and mat2 to have the same dtype, but got: ", self.dtype().name(),
+              " != ", mat2.dtype().name());
 }
 
 void check_addmm(const c10::FunctionSchema&, const Args& args) {
@@ -236,9 +239,9 @@ void check_dot(const c10::FunctionSchema&, const Args& args) {
               "D tensors");
   TORCH_CHECK(self.scalar_type() == other.scalar_type(), "dot : expected both vectors to have same dtype, but found ",
               self.scalar_type(), " and ", other.scalar_type());
-  TORCH_CHECK(self.numel() == other.numel(), "inconsistent tensor size, expected tensor [", self.numel(),
-              "] and src [", other.numel(), "] to have the same number of elements, but got ", self.numel(), " and ",
-              other.numel(), " elements respectively");
+  TORCH_CHECK(self.numel() == other.numel(), "inconsistent tensor size, expected tensor [", self.numel(), "] and src [",
+              other.numel(), "] to have the same number of elements, but got ", self.numel(), " and ", other.numel(),
+              " elements respectively");
 }
 
 // ---- checks ATen makes on every device that PyTorch's meta kernels lack --------

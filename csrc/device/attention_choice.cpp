@@ -64,8 +64,7 @@ int64_t fused_sdp_choice(const at::Tensor& query, const at::Tensor& key, const a
                          const std::optional<at::Tensor>& attn_mask, double dropout_p, bool is_causal,
                          std::optional<double> /*scale*/, bool /*enable_gqa*/) {
   const auto& context = at::globalContext();
-  if (context.userEnabledOverrideableSDP() &&
-      fused_kernel_covers(query, key, value, attn_mask, dropout_p, is_causal)) {
+  if (context.userEnabledOverrideableSDP() && fused_kernel_covers(query, key, value, attn_mask, dropout_p, is_causal)) {
     return static_cast<int64_t>(at::SDPBackend::overrideable);
   }
   if (context.userEnabledMathSDP()) return static_cast<int64_t>(at::SDPBackend::math);

@@ -75,8 +75,8 @@ struct SignatureEntry {
   int device = 0;
   bool has_buffer = false;
   hlo::ElementType buffer_dtype = hlo::ElementType::U8;  // a storage's buffer may hold its bytes as another type
-  int alias_of = -1;   // DeviceTensor: earlier position sharing the storage
-  c10::IValue value;   // Other: compared by equality; AnyNumber: of the same kind
+  int alias_of = -1;                                     // DeviceTensor: earlier position sharing the storage
+  c10::IValue value;                                     // Other: compared by equality; AnyNumber: of the same kind
 };
 
 struct SignatureRecord {

@@ -31,7 +31,8 @@ int device_of(std::optional<at::Device> device) {
 
 std::vector<int64_t> row_major_strides(at::IntArrayRef sizes) {
   std::vector<int64_t> strides(sizes.size(), 1);
-  for (int64_t i = static_cast<int64_t>(sizes.size()) - 2; i >= 0; --i) strides[i] = strides[i + 1] * std::max<int64_t>(sizes[i + 1], 1);
+  for (int64_t i = static_cast<int64_t>(sizes.size()) - 2; i >= 0; --i)
+    strides[i] = strides[i + 1] * std::max<int64_t>(sizes[i + 1], 1);
   return strides;
 }
 
@@ -56,7 +57,7 @@ at::Tensor download(const at::Tensor& src) {
   if (src.numel() == 0) return host;
   flush_deferred("host_read");  // pending writes first: this thread's,
   StorageBuffer& sb = storage_buffer(src);
-  settle_pending_writes(sb);  // and another thread's
+  settle_pending_writes(sb);               // and another thread's
   if (!sb.current()) return host.zero_();  // never written
   runtime::BufferPtr buffer = whole_storage_buffer(src);
   if (!buffer) {
@@ -100,7 +101,8 @@ at::Tensor empty_memory_format(at::IntArrayRef size, std::optional<at::ScalarTyp
   at::ScalarType st = dtype.value_or(at::get_default_dtype_as_scalartype());
   element_type(st);  // raises TypeError for dtypes the device lacks
   c10::impl::VirtualGuardImpl guard(c10::DeviceType::PrivateUse1);
-  c10::Device prev = guard.exchangeDevice(c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(index)));
+  c10::Device prev =
+      guard.exchangeDevice(c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(index)));
   at::Tensor t = at::detail::empty_generic(size, allocator(), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), st,
                                            memory_format);
   guard.setDevice(prev);
@@ -140,8 +142,8 @@ const at::Tensor& resize_(const at::Tensor& self, at::IntArrayRef size, std::opt
   auto* impl = self.unsafeGetTensorImpl();
   if (self.sizes() != size) impl->set_sizes_contiguous(size);
   if (memory_format) impl->empty_tensor_restride(*memory_format);
-  size_t needed = at::detail::computeStorageNbytes(self.sizes(), self.strides(), self.dtype().itemsize(),
-                                                   self.storage_offset());
+  size_t needed =
+      at::detail::computeStorageNbytes(self.sizes(), self.strides(), self.dtype().itemsize(), self.storage_offset());
   if (needed > self.storage().nbytes()) resize_storage_bytes(self.storage(), needed);
   return self;
 }
@@ -154,9 +156,9 @@ at::Tensor& set_source_storage_offset(at::Tensor& self, c10::Storage source, int
   if (!impl->storage().is_alias_of(source)) impl->set_storage_keep_dtype(std::move(source));
   impl->set_sizes_and_strides(size, stride, storage_offset);
   size_t needed = at::detail::computeStorageNbytes(size, stride, self.dtype().itemsize(), storage_offset);
-  TORCH_CHECK(needed <= self.storage().nbytes(), "setStorage: sizes ", size, ", strides ", stride,
-              ", storage offset ", storage_offset, " and itemsize ", self.dtype().itemsize(),
-              " require a storage of size ", needed, ", but got a storage of size ", self.storage().nbytes());
+  TORCH_CHECK(needed <= self.storage().nbytes(), "setStorage: sizes ", size, ", strides ", stride, ", storage offset ",
+              storage_offset, " and itemsize ", self.dtype().itemsize(), " require a storage of size ", needed,
+              ", but got a storage of size ", self.storage().nbytes());
   return self;
 }
 
@@ -264,7 +266,8 @@ at::Tensor& masked_select_out(const at::Tensor& self, const at::Tensor& mask, at
   at::assert_no_internal_overlap(out);
   at::assert_no_overlap(out, self);
   at::assert_no_overlap(out, mask);
-  TORCH_CHECK(out.scalar_type() == self.scalar_type(), "masked_select(): self and result must have the same scalar type");
+  TORCH_CHECK(out.scalar_type() == self.scalar_type(),
+              "masked_select(): self and result must have the same scalar type");
   at::Tensor result = torch_tpu::device::masked_select(self, mask);
   at::native::resize_output(out, result.sizes());
   out.copy_(result);

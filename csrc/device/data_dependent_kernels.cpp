@@ -40,8 +40,9 @@ std::tuple<T...> to_device(const char* op, const std::tuple<T...>& r, const at::
 // torch.equal: same sizes and equal values after type promotion (NaN is
 // unequal to itself, as on CPU).
 bool equal(const at::Tensor& self, const at::Tensor& other) {
-  TORCH_CHECK(self.device() == other.device(), "Expected all tensors to be on the same device, but found at least two devices, ",
-              self.device(), " and ", other.device(), "!");
+  TORCH_CHECK(self.device() == other.device(),
+              "Expected all tensors to be on the same device, but found at least two devices, ", self.device(), " and ",
+              other.device(), "!");
   if (!self.sizes().equals(other.sizes())) return false;
   if (self.numel() == 0) return true;
   return at::eq(self, other).all().item<bool>();
@@ -58,13 +59,15 @@ at::Tensor repeat_interleave_tensor(const at::Tensor& repeats, std::optional<int
 // The meta kernel cannot serve a factory without tensors (the device
 // argument would dispatch it back here), so these do not go through a lowering.
 at::Tensor tril_indices(int64_t row, int64_t col, int64_t offset, std::optional<at::ScalarType> dtype,
-                        std::optional<at::Layout> layout, std::optional<at::Device> device, std::optional<bool> pin_memory) {
+                        std::optional<at::Layout> layout, std::optional<at::Device> device,
+                        std::optional<bool> pin_memory) {
   at::Tensor host = at::tril_indices(row, col, offset, at::TensorOptions().dtype(dtype.value_or(at::kLong)));
   return host.to(device.value_or(at::Device(c10::DeviceType::PrivateUse1)));
 }
 
 at::Tensor triu_indices(int64_t row, int64_t col, int64_t offset, std::optional<at::ScalarType> dtype,
-                        std::optional<at::Layout> layout, std::optional<at::Device> device, std::optional<bool> pin_memory) {
+                        std::optional<at::Layout> layout, std::optional<at::Device> device,
+                        std::optional<bool> pin_memory) {
   at::Tensor host = at::triu_indices(row, col, offset, at::TensorOptions().dtype(dtype.value_or(at::kLong)));
   return host.to(device.value_or(at::Device(c10::DeviceType::PrivateUse1)));
 }
@@ -80,8 +83,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> unique2(const at::Tensor& self, b
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> unique_consecutive(const at::Tensor& self, bool return_inverse,
                                                                   bool return_counts, std::optional<int64_t> dim) {
-  return to_device("aten::unique_consecutive", at::unique_consecutive(on_host(self), return_inverse, return_counts, dim),
-                   self.device());
+  return to_device("aten::unique_consecutive",
+                   at::unique_consecutive(on_host(self), return_inverse, return_counts, dim), self.device());
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> unique_dim(const at::Tensor& self, int64_t dim, bool sorted,

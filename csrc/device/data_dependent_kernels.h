@@ -18,9 +18,11 @@ at::Tensor repeat_interleave_tensor(const at::Tensor& repeats, std::optional<int
 // tril_indices / triu_indices: factories with no tensor input, whose values
 // follow from the ints alone; computed on the host and uploaded.
 at::Tensor tril_indices(int64_t row, int64_t col, int64_t offset, std::optional<at::ScalarType> dtype,
-                        std::optional<at::Layout> layout, std::optional<at::Device> device, std::optional<bool> pin_memory);
+                        std::optional<at::Layout> layout, std::optional<at::Device> device,
+                        std::optional<bool> pin_memory);
 at::Tensor triu_indices(int64_t row, int64_t col, int64_t offset, std::optional<at::ScalarType> dtype,
-                        std::optional<at::Layout> layout, std::optional<at::Device> device, std::optional<bool> pin_memory);
+                        std::optional<at::Layout> layout, std::optional<at::Device> device,
+                        std::optional<bool> pin_memory);
 std::tuple<at::Tensor, at::Tensor> unique(const at::Tensor& self, bool sorted, bool return_inverse);
 std::tuple<at::Tensor, at::Tensor, at::Tensor> unique2(const at::Tensor& self, bool sorted, bool return_inverse,
                                                        bool return_counts);

@@ -3,8 +3,8 @@
 #include <ATen/ATen.h>
 #include <ATen/core/GeneratorForPrivateuseone.h>
 
-#include <deque>
 #include <cstring>
+#include <deque>
 #include <random>
 
 #include "runtime/device_runtime.h"

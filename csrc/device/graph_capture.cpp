@@ -82,7 +82,8 @@ std::optional<std::vector<c10::IValue>> CapturedGraph::replay(const std::vector<
     switch (p.kind) {
       case Param::Kind::Input: {
         const at::Tensor& t = values[p.input].toTensor();
-        arg = signature.entries[p.input].kind == Input::Kind::HostTensor ? upload_host(t, device) : storage_buffer(t).current();
+        arg = signature.entries[p.input].kind == Input::Kind::HostTensor ? upload_host(t, device)
+                                                                         : storage_buffer(t).current();
         break;
       }
       case Param::Kind::Constant:
@@ -286,8 +287,8 @@ std::shared_ptr<CapturedGraph> capture_program(std::unique_ptr<ProgramState> sta
     o.sizes = t.sizes().vec();
     o.strides = t.strides().vec();
     o.offset = t.storage_offset();
-    if (auto it = sink_of_storage.find(sb.id); it != sink_of_storage.end() &&
-                                               cap->sinks[it->second].kind == CapturedGraph::Sink::Kind::Fresh) {
+    if (auto it = sink_of_storage.find(sb.id);
+        it != sink_of_storage.end() && cap->sinks[it->second].kind == CapturedGraph::Sink::Kind::Fresh) {
       o.kind = CapturedGraph::Output::Kind::FromSink;
       o.index = it->second;
       sink_returned[it->second] = true;
@@ -295,7 +296,8 @@ std::shared_ptr<CapturedGraph> capture_program(std::unique_ptr<ProgramState> sta
     } else if (auto in = input_of_storage.find(sb.id); in != input_of_storage.end()) {
       o.kind = CapturedGraph::Output::Kind::Input;
       o.index = in->second;
-      if (o.dtype != cap->signature.entries[in->second].dtype) refuse("the graph returns a view of an input in another dtype");
+      if (o.dtype != cap->signature.entries[in->second].dtype)
+        refuse("the graph returns a view of an input in another dtype");
     } else {
       refuse("the graph returns a tensor it did not compute");
     }

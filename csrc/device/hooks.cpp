@@ -9,8 +9,8 @@
 #include "device/pinned_memory.h"
 #include "device/storage_buffer.h"
 #include "device/tensor_program.h"
-#include "runtime/view_layout.h"
 #include "runtime/device_runtime.h"
+#include "runtime/view_layout.h"
 
 namespace torch_tpu::device {
 
@@ -46,7 +46,8 @@ struct TpuHooks final : public at::PrivateUse1HooksInterface {
     }
   }
   void setCurrentDevice(c10::DeviceIndex device) const override {
-    c10::impl::getDeviceGuardImpl(c10::DeviceType::PrivateUse1)->setDevice(c10::Device(c10::DeviceType::PrivateUse1, device));
+    c10::impl::getDeviceGuardImpl(c10::DeviceType::PrivateUse1)
+        ->setDevice(c10::Device(c10::DeviceType::PrivateUse1, device));
   }
   c10::DeviceIndex getCurrentDevice() const override { return static_cast<c10::DeviceIndex>(current_device()); }
   c10::DeviceIndex exchangeDevice(c10::DeviceIndex device) const override {
@@ -77,7 +78,7 @@ void resize_storage_bytes(const c10::Storage& storage, size_t new_nbytes) {
   StorageBuffer& old_sb = storage_buffer(storage);
   if (new_nbytes == old_sb.nbytes) return;
   flush_if_pending_uses(old_sb, "resize");  // the old contents may still be pending, here
-  settle_pending_writes(old_sb);  // or in another thread's program
+  settle_pending_writes(old_sb);            // or in another thread's program
   hlo::ElementType dtype;
   runtime::BufferPtr old_buffer = old_sb.current(&dtype);
   c10::impl::VirtualGuardImpl guard(c10::DeviceType::PrivateUse1);
@@ -96,8 +97,8 @@ void resize_storage_bytes(const c10::Storage& storage, size_t new_nbytes) {
     hlo::Value p = b.parameter({dtype, {old_n}});
     hlo::Value v = runtime::reinterpret_flat(b, p, new_dtype);
     const int64_t have = v.shape()[0];
-    hlo::Value out = new_n <= have ? b.slice(v, {0}, {new_n}, {1})
-                                   : b.pad(v, b.constant(0, new_dtype), {0}, {new_n - have}, {0});
+    hlo::Value out =
+        new_n <= have ? b.slice(v, {0}, {new_n}, {1}) : b.pad(v, b.constant(0, new_dtype), {0}, {new_n - have}, {0});
     ProgramLaunch l;
     l.device = old_sb.device;
     l.args = {old_buffer};

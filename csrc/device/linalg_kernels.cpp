@@ -21,8 +21,8 @@ std::tuple<at::Tensor, at::Tensor> geqrf_meta(const at::Tensor& self) {
   TORCH_CHECK(at::isFloatingType(self.scalar_type()) || at::isComplexType(self.scalar_type()),
               "torch.geqrf: Expected a floating point or complex tensor as input. Got ", self.scalar_type());
   auto sizes = self.sizes();
-  at::Tensor a = at::empty_strided(sizes, at::native::batched_matrix_contiguous_strides(sizes, /*f_contig=*/true),
-                                   self.options());
+  at::Tensor a =
+      at::empty_strided(sizes, at::native::batched_matrix_contiguous_strides(sizes, /*f_contig=*/true), self.options());
   std::vector<int64_t> tau_sizes(sizes.begin(), sizes.end() - 2);
   tau_sizes.push_back(std::min(sizes[sizes.size() - 2], sizes[sizes.size() - 1]));
   return {a, at::empty(tau_sizes, self.options())};

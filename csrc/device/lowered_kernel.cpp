@@ -268,7 +268,8 @@ void LoweredKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
         returns.push_back(at::Tensor());  // e.g. a backward's output_mask entry false
       } else if (meta.return_is_list[r]) {
         std::vector<at::Tensor> outs;
-        for (const TensorMeta& m : meta.returns[r]) outs.push_back(prog.produce(next_result(), m.sizes, m.strides, m.dtype));
+        for (const TensorMeta& m : meta.returns[r])
+          outs.push_back(prog.produce(next_result(), m.sizes, m.strides, m.dtype));
         returns.push_back(outs);
       } else {
         const TensorMeta& m = meta.returns[r][0];
@@ -283,7 +284,8 @@ void LoweredKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
   for (size_t r = 0; r < schema.returns().size(); ++r) returned.insert(aliased_argument(schema, r));
   for (size_t i = 0; i < num_args && k < results.size() && !schema.returns().empty(); ++i) {
     const bool written = writes_argument(schema.arguments()[i]) || spec_->writes_unmarked(i);
-    if (!written || returned.count(static_cast<int>(i)) || !args[i].isTensor() || !args[i].toTensor().defined()) continue;
+    if (!written || returned.count(static_cast<int>(i)) || !args[i].isTensor() || !args[i].toTensor().defined())
+      continue;
     prog.write(args[i].toTensor(), results[k++]);
   }
   if (cached_call && op_cache_should_capture(op, *cached_call)) {

@@ -91,7 +91,8 @@ MetaResult run_meta(const c10::OperatorHandle& op, const std::vector<c10::IValue
   }
   for (size_t i = 0; i < args.size(); ++i) {
     const auto* info = schema.arguments()[i].alias_info();
-    if (info && info->isWrite() && meta_args[i].isTensor()) r.written_args.emplace_back(i, meta_of(meta_args[i].toTensor()));
+    if (info && info->isWrite() && meta_args[i].isTensor())
+      r.written_args.emplace_back(i, meta_of(meta_args[i].toTensor()));
   }
   return r;
 }

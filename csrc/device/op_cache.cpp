@@ -39,7 +39,7 @@ constexpr int kNoneReturn = -2;
 
 struct Entry {
   std::shared_ptr<CapturedGraph> program;  // null: the capture was refused, and is not tried again
-  std::vector<int> list_sizes;  // per return: kTensorReturn, kNoneReturn, or n for a Tensor[] of n
+  std::vector<int> list_sizes;             // per return: kTensorReturn, kNoneReturn, or n for a Tensor[] of n
 };
 
 // Captures of one key: they differ in floats their programs baked in (a
@@ -56,7 +56,7 @@ struct Cache {
   std::mutex mutex;
   std::unordered_map<Key, std::vector<Entry>, KeyHash> captured;
   std::unordered_set<Key, KeyHash> seen;  // signatures seen once, not captured
-  size_t entries = 0;                      // captures in `captured`
+  size_t entries = 0;                     // captures in `captured`
 };
 
 Cache& cache() {

@@ -50,10 +50,10 @@ namespace torch_tpu::device {
 void op_cache_clear();
 
 struct OpCall {
-  std::vector<c10::IValue> flat;  // the signature's values (call_signature.h), in argument order
-  std::vector<int> arg_start;     // per argument: its first position in `flat`
+  std::vector<c10::IValue> flat;   // the signature's values (call_signature.h), in argument order
+  std::vector<int> arg_start;      // per argument: its first position in `flat`
   bool floats_are_inputs = false;  // OpSpec::floats_are_inputs
-  uint64_t key = 0;               // hash of the signature, floats by class (verified on replay)
+  uint64_t key = 0;                // hash of the signature, floats by class (verified on replay)
 };
 
 // The call's flat signature, or nullopt when the call is not cached.

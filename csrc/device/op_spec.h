@@ -80,7 +80,7 @@ struct OpSpec {
   constexpr OpSpec(lower::LowerFn fn, const char* names) : lowering(fn), overloads(names) {}
   // This row with one field set: the builders below are each one field.
   template <typename Field, typename Value>
-  constexpr OpSpec with(Field OpSpec::*field, Value value) const {
+  constexpr OpSpec with(Field OpSpec::* field, Value value) const {
     OpSpec s = *this;
     s.*field = value;
     return s;

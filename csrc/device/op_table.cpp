@@ -66,7 +66,8 @@ const OpSpec kLoweredOps[] = {
     {L::acosh, "acosh acosh_ acosh.out"},
     {L::amp_foreach_non_finite_check_and_unscale, "_amp_foreach_non_finite_check_and_unscale_"},
     OpSpec(L::amp_update_scale, "_amp_update_scale_").check(check_amp_update_scale),
-    {L::adaptive_avg_pool, "_adaptive_avg_pool2d _adaptive_avg_pool2d.out _adaptive_avg_pool3d _adaptive_avg_pool3d.out"},
+    {L::adaptive_avg_pool,
+     "_adaptive_avg_pool2d _adaptive_avg_pool2d.out _adaptive_avg_pool3d _adaptive_avg_pool3d.out"},
     {L::adaptive_avg_pool2d_backward, "_adaptive_avg_pool2d_backward _adaptive_avg_pool2d_backward.out"},
     {L::adaptive_avg_pool3d_backward, "_adaptive_avg_pool3d_backward _adaptive_avg_pool3d_backward.out"},
     {L::adaptive_max_pool, "adaptive_max_pool2d adaptive_max_pool2d.out adaptive_max_pool3d adaptive_max_pool3d.out"},
@@ -74,7 +75,10 @@ const OpSpec kLoweredOps[] = {
     {L::adaptive_max_pool3d_backward, "adaptive_max_pool3d_backward adaptive_max_pool3d_backward.grad_input"},
     OpSpec(L::add, "add.Tensor add_.Tensor add.out add.Scalar add_.Scalar").check(check_inplace_castable).floats_in(),
     {L::addbmm, "addbmm addbmm_ addbmm.out"},
-    OpSpec(L::addcdiv, "addcdiv addcdiv_ addcdiv.out").check(check_addcdiv_integer_division).check(check_inplace_castable).floats_in(),
+    OpSpec(L::addcdiv, "addcdiv addcdiv_ addcdiv.out")
+        .check(check_addcdiv_integer_division)
+        .check(check_inplace_castable)
+        .floats_in(),
     OpSpec(L::addcmul, "addcmul addcmul_ addcmul.out").check(check_inplace_castable).floats_in(),
     // The Bool dtype gap was only ever checked for addmm and addmm.out, not addmm_: its own row keeps that.
     OpSpec(L::addmm, "addmm addmm.out").gap("addmm", not_bool).check(check_addmm),
@@ -95,18 +99,32 @@ const OpSpec kLoweredOps[] = {
     OpSpec(L::atan2, "atan2 atan2_ atan2.out").check(check_inplace_castable),
     {L::atanh, "atanh atanh_ atanh.out"},
     {L::avg_pool, "avg_pool2d avg_pool2d.out avg_pool3d avg_pool3d.out"},
-    {L::avg_pool_backward, "avg_pool2d_backward avg_pool2d_backward.grad_input avg_pool3d_backward avg_pool3d_backward.grad_input"},
+    {L::avg_pool_backward,
+     "avg_pool2d_backward avg_pool2d_backward.grad_input avg_pool3d_backward avg_pool3d_backward.grad_input"},
     {L::baddbmm, "baddbmm baddbmm_ baddbmm.out"},
     {L::batch_norm_with_update, "_batch_norm_with_update"},
     OpSpec(L::bernoulli, "bernoulli bernoulli_.float bernoulli_.Tensor").check(check_bernoulli_probability_dtype),
-    OpSpec(L::binary_cross_entropy, "binary_cross_entropy binary_cross_entropy.out").gap("binary_cross_entropy", floating),
+    OpSpec(L::binary_cross_entropy, "binary_cross_entropy binary_cross_entropy.out")
+        .gap("binary_cross_entropy", floating),
     {L::binary_cross_entropy_backward, "binary_cross_entropy_backward binary_cross_entropy_backward.grad_input"},
-    OpSpec(L::bitwise_and, "bitwise_and.Tensor bitwise_and_.Tensor bitwise_and.Tensor_out").check(check_inplace_castable),
-    OpSpec(L::bitwise_left_shift, "bitwise_left_shift.Tensor bitwise_left_shift_.Tensor bitwise_left_shift.Tensor_out bitwise_left_shift.Tensor_Scalar bitwise_left_shift_.Tensor_Scalar bitwise_left_shift.Tensor_Scalar_out bitwise_left_shift.Scalar_Tensor bitwise_left_shift.Scalar_Tensor_out __lshift__.Tensor __lshift__.Scalar __ilshift__.Tensor __ilshift__.Scalar").gap("lshift", not_floating),
+    OpSpec(L::bitwise_and, "bitwise_and.Tensor bitwise_and_.Tensor bitwise_and.Tensor_out")
+        .check(check_inplace_castable),
+    OpSpec(L::bitwise_left_shift,
+           "bitwise_left_shift.Tensor bitwise_left_shift_.Tensor bitwise_left_shift.Tensor_out "
+           "bitwise_left_shift.Tensor_Scalar bitwise_left_shift_.Tensor_Scalar bitwise_left_shift.Tensor_Scalar_out "
+           "bitwise_left_shift.Scalar_Tensor bitwise_left_shift.Scalar_Tensor_out __lshift__.Tensor __lshift__.Scalar "
+           "__ilshift__.Tensor __ilshift__.Scalar")
+        .gap("lshift", not_floating),
     {L::bitwise_not, "bitwise_not bitwise_not_ bitwise_not.out"},
     OpSpec(L::bitwise_or, "bitwise_or.Tensor bitwise_or_.Tensor bitwise_or.Tensor_out").check(check_inplace_castable),
-    OpSpec(L::bitwise_right_shift, "bitwise_right_shift.Tensor bitwise_right_shift_.Tensor bitwise_right_shift.Tensor_out bitwise_right_shift.Tensor_Scalar bitwise_right_shift_.Tensor_Scalar bitwise_right_shift.Tensor_Scalar_out bitwise_right_shift.Scalar_Tensor bitwise_right_shift.Scalar_Tensor_out __rshift__.Tensor __rshift__.Scalar __irshift__.Tensor __irshift__.Scalar").gap("rshift", not_floating),
-    OpSpec(L::bitwise_xor, "bitwise_xor.Tensor bitwise_xor_.Tensor bitwise_xor.Tensor_out").check(check_inplace_castable),
+    OpSpec(L::bitwise_right_shift,
+           "bitwise_right_shift.Tensor bitwise_right_shift_.Tensor bitwise_right_shift.Tensor_out "
+           "bitwise_right_shift.Tensor_Scalar bitwise_right_shift_.Tensor_Scalar bitwise_right_shift.Tensor_Scalar_out "
+           "bitwise_right_shift.Scalar_Tensor bitwise_right_shift.Scalar_Tensor_out __rshift__.Tensor "
+           "__rshift__.Scalar __irshift__.Tensor __irshift__.Scalar")
+        .gap("rshift", not_floating),
+    OpSpec(L::bitwise_xor, "bitwise_xor.Tensor bitwise_xor_.Tensor bitwise_xor.Tensor_out")
+        .check(check_inplace_castable),
     {L::bmm, "bmm bmm.out"},
     {L::bucketize, "bucketize.Tensor bucketize.Tensor_out bucketize.Scalar bucketize.Scalar_out"},
     OpSpec(L::cat, "cat cat.out").check(check_cat_inputs).overlap(WriteOverlap::Disjoint),
@@ -117,9 +135,13 @@ const OpSpec kLoweredOps[] = {
     {L::channel_shuffle, "channel_shuffle channel_shuffle.out"},
     {L::cholesky_inverse, "cholesky_inverse cholesky_inverse.out"},
     {L::cholesky_solve_helper, "_cholesky_solve_helper _cholesky_solve_helper.out"},
-    OpSpec(L::clamp, "clamp clamp_ clamp.out clamp.Tensor clamp_.Tensor clamp.Tensor_out").check(check_clamp_bounds).check(check_inplace_castable),
-    OpSpec(L::clamp_max, "clamp_max clamp_max_ clamp_max.out clamp_max.Tensor clamp_max_.Tensor clamp_max.Tensor_out").check(check_inplace_castable),
-    OpSpec(L::clamp_min, "clamp_min clamp_min_ clamp_min.out clamp_min.Tensor clamp_min_.Tensor clamp_min.Tensor_out").check(check_inplace_castable),
+    OpSpec(L::clamp, "clamp clamp_ clamp.out clamp.Tensor clamp_.Tensor clamp.Tensor_out")
+        .check(check_clamp_bounds)
+        .check(check_inplace_castable),
+    OpSpec(L::clamp_max, "clamp_max clamp_max_ clamp_max.out clamp_max.Tensor clamp_max_.Tensor clamp_max.Tensor_out")
+        .check(check_inplace_castable),
+    OpSpec(L::clamp_min, "clamp_min clamp_min_ clamp_min.out clamp_min.Tensor clamp_min_.Tensor clamp_min.Tensor_out")
+        .check(check_inplace_castable),
     {L::col2im, "col2im col2im.out"},
     OpSpec(L::complex, "complex complex.out").check(check_complex_parts),
     {L::conj_physical, "conj_physical.out conj_physical_ _conj_physical _conj_physical.out"},
@@ -135,7 +157,9 @@ const OpSpec kLoweredOps[] = {
     OpSpec(L::cumprod, "cumprod cumprod_ cumprod.out").check(check_scan_dtype),
     OpSpec(L::cumsum, "cumsum cumsum_ cumsum.out").check(check_scan_dtype),
     {L::digamma, "digamma digamma_ digamma.out"},
-    OpSpec(L::div, "div.Tensor div_.Tensor div.out div.Tensor_mode div_.Tensor_mode div.out_mode").check(check_inplace_division_castable).floats_in(),
+    OpSpec(L::div, "div.Tensor div_.Tensor div.out div.Tensor_mode div_.Tensor_mode div.out_mode")
+        .check(check_inplace_division_castable)
+        .floats_in(),
     OpSpec(L::dot, "dot dot.out").check(check_dot),
     {L::elu, "elu elu_ elu.out"},
     {L::elu_backward, "elu_backward elu_backward.grad_input"},
@@ -167,31 +191,62 @@ const OpSpec kLoweredOps[] = {
     {L::fmin, "fmin fmin.out"},
     OpSpec(L::fmod, "fmod.Tensor fmod_.Tensor fmod.Tensor_out").check(check_inplace_castable),
     OpSpec(L::foreach_abs, "_foreach_abs _foreach_abs_").foreach_op(),
-    OpSpec(L::foreach_add, "_foreach_add.Scalar _foreach_add_.Scalar _foreach_add.List _foreach_add_.List _foreach_add.ScalarList _foreach_add_.ScalarList _foreach_add.Tensor _foreach_add_.Tensor").foreach_op(),
-    OpSpec(L::foreach_addcdiv, "_foreach_addcdiv.Scalar _foreach_addcdiv_.Scalar _foreach_addcdiv.ScalarList _foreach_addcdiv_.ScalarList").foreach_op(),
-    OpSpec(L::foreach_addcmul, "_foreach_addcmul.Scalar _foreach_addcmul_.Scalar _foreach_addcmul.ScalarList _foreach_addcmul_.ScalarList").foreach_op(),
+    OpSpec(L::foreach_add,
+           "_foreach_add.Scalar _foreach_add_.Scalar _foreach_add.List _foreach_add_.List _foreach_add.ScalarList "
+           "_foreach_add_.ScalarList _foreach_add.Tensor _foreach_add_.Tensor")
+        .foreach_op(),
+    OpSpec(L::foreach_addcdiv,
+           "_foreach_addcdiv.Scalar _foreach_addcdiv_.Scalar _foreach_addcdiv.ScalarList _foreach_addcdiv_.ScalarList")
+        .foreach_op(),
+    OpSpec(L::foreach_addcmul,
+           "_foreach_addcmul.Scalar _foreach_addcmul_.Scalar _foreach_addcmul.ScalarList _foreach_addcmul_.ScalarList")
+        .foreach_op(),
     OpSpec(L::foreach_ceil, "_foreach_ceil _foreach_ceil_").foreach_op(),
-    OpSpec(L::foreach_clamp_max, "_foreach_clamp_max.Scalar _foreach_clamp_max_.Scalar _foreach_clamp_max.List _foreach_clamp_max_.List _foreach_clamp_max.ScalarList _foreach_clamp_max_.ScalarList").foreach_op(),
-    OpSpec(L::foreach_clamp_min, "_foreach_clamp_min.Scalar _foreach_clamp_min_.Scalar _foreach_clamp_min.List _foreach_clamp_min_.List _foreach_clamp_min.ScalarList _foreach_clamp_min_.ScalarList").foreach_op(),
+    OpSpec(L::foreach_clamp_max,
+           "_foreach_clamp_max.Scalar _foreach_clamp_max_.Scalar _foreach_clamp_max.List _foreach_clamp_max_.List "
+           "_foreach_clamp_max.ScalarList _foreach_clamp_max_.ScalarList")
+        .foreach_op(),
+    OpSpec(L::foreach_clamp_min,
+           "_foreach_clamp_min.Scalar _foreach_clamp_min_.Scalar _foreach_clamp_min.List _foreach_clamp_min_.List "
+           "_foreach_clamp_min.ScalarList _foreach_clamp_min_.ScalarList")
+        .foreach_op(),
     OpSpec(L::foreach_clone, "_foreach_clone").foreach_op(),
     OpSpec(L::foreach_copy, "_foreach_copy _foreach_copy_").foreach_op(),
     OpSpec(L::foreach_cos, "_foreach_cos _foreach_cos_").foreach_op(),
-    OpSpec(L::foreach_div, "_foreach_div.Scalar _foreach_div_.Scalar _foreach_div.List _foreach_div_.List _foreach_div.ScalarList _foreach_div_.ScalarList _foreach_div.Tensor _foreach_div_.Tensor").foreach_op(),
+    OpSpec(L::foreach_div,
+           "_foreach_div.Scalar _foreach_div_.Scalar _foreach_div.List _foreach_div_.List _foreach_div.ScalarList "
+           "_foreach_div_.ScalarList _foreach_div.Tensor _foreach_div_.Tensor")
+        .foreach_op(),
     OpSpec(L::foreach_erf, "_foreach_erf _foreach_erf_").foreach_op(),
     OpSpec(L::foreach_exp, "_foreach_exp _foreach_exp_").foreach_op(),
     OpSpec(L::foreach_expm1, "_foreach_expm1 _foreach_expm1_").foreach_op(),
     OpSpec(L::foreach_floor, "_foreach_floor _foreach_floor_").foreach_op(),
-    OpSpec(L::foreach_lerp, "_foreach_lerp.List _foreach_lerp_.List _foreach_lerp.Scalar _foreach_lerp_.Scalar _foreach_lerp.ScalarList _foreach_lerp_.ScalarList").foreach_op(),
+    OpSpec(L::foreach_lerp,
+           "_foreach_lerp.List _foreach_lerp_.List _foreach_lerp.Scalar _foreach_lerp_.Scalar _foreach_lerp.ScalarList "
+           "_foreach_lerp_.ScalarList")
+        .foreach_op(),
     OpSpec(L::foreach_log, "_foreach_log _foreach_log_").foreach_op(),
     OpSpec(L::foreach_log1p, "_foreach_log1p _foreach_log1p_").foreach_op(),
     OpSpec(L::foreach_log2, "_foreach_log2 _foreach_log2_").foreach_op(),
     OpSpec(L::foreach_max, "_foreach_max").foreach_op(),
-    OpSpec(L::foreach_maximum, "_foreach_maximum.Scalar _foreach_maximum_.Scalar _foreach_maximum.List _foreach_maximum_.List _foreach_maximum.ScalarList _foreach_maximum_.ScalarList").foreach_op(),
-    OpSpec(L::foreach_minimum, "_foreach_minimum.Scalar _foreach_minimum_.Scalar _foreach_minimum.List _foreach_minimum_.List _foreach_minimum.ScalarList _foreach_minimum_.ScalarList").foreach_op(),
-    OpSpec(L::foreach_mul, "_foreach_mul.Scalar _foreach_mul_.Scalar _foreach_mul.List _foreach_mul_.List _foreach_mul.ScalarList _foreach_mul_.ScalarList _foreach_mul.Tensor _foreach_mul_.Tensor").foreach_op(),
+    OpSpec(L::foreach_maximum,
+           "_foreach_maximum.Scalar _foreach_maximum_.Scalar _foreach_maximum.List _foreach_maximum_.List "
+           "_foreach_maximum.ScalarList _foreach_maximum_.ScalarList")
+        .foreach_op(),
+    OpSpec(L::foreach_minimum,
+           "_foreach_minimum.Scalar _foreach_minimum_.Scalar _foreach_minimum.List _foreach_minimum_.List "
+           "_foreach_minimum.ScalarList _foreach_minimum_.ScalarList")
+        .foreach_op(),
+    OpSpec(L::foreach_mul,
+           "_foreach_mul.Scalar _foreach_mul_.Scalar _foreach_mul.List _foreach_mul_.List _foreach_mul.ScalarList "
+           "_foreach_mul_.ScalarList _foreach_mul.Tensor _foreach_mul_.Tensor")
+        .foreach_op(),
     OpSpec(L::foreach_neg, "_foreach_neg _foreach_neg_").foreach_op(),
     OpSpec(L::foreach_norm, "_foreach_norm.Scalar").foreach_op(),
-    OpSpec(L::foreach_pow, "_foreach_pow.List _foreach_pow_.List _foreach_pow.Scalar _foreach_pow_.Scalar _foreach_pow.ScalarList _foreach_pow_.ScalarList _foreach_pow.ScalarAndTensor").foreach_op(),
+    OpSpec(L::foreach_pow,
+           "_foreach_pow.List _foreach_pow_.List _foreach_pow.Scalar _foreach_pow_.Scalar _foreach_pow.ScalarList "
+           "_foreach_pow_.ScalarList _foreach_pow.ScalarAndTensor")
+        .foreach_op(),
     OpSpec(L::foreach_reciprocal, "_foreach_reciprocal _foreach_reciprocal_").foreach_op(),
     OpSpec(L::foreach_round, "_foreach_round _foreach_round_").foreach_op(),
     OpSpec(L::foreach_rsqrt, "_foreach_rsqrt _foreach_rsqrt_").foreach_op(),
@@ -199,14 +254,21 @@ const OpSpec kLoweredOps[] = {
     OpSpec(L::foreach_sign, "_foreach_sign _foreach_sign_").foreach_op(),
     OpSpec(L::foreach_sin, "_foreach_sin _foreach_sin_").foreach_op(),
     OpSpec(L::foreach_sqrt, "_foreach_sqrt _foreach_sqrt_").foreach_op(),
-    OpSpec(L::foreach_sub, "_foreach_sub.Scalar _foreach_sub_.Scalar _foreach_sub.List _foreach_sub_.List _foreach_sub.ScalarList _foreach_sub_.ScalarList").foreach_op(),
+    OpSpec(L::foreach_sub,
+           "_foreach_sub.Scalar _foreach_sub_.Scalar _foreach_sub.List _foreach_sub_.List _foreach_sub.ScalarList "
+           "_foreach_sub_.ScalarList")
+        .foreach_op(),
     OpSpec(L::foreach_tan, "_foreach_tan _foreach_tan_").foreach_op(),
     OpSpec(L::foreach_tanh, "_foreach_tanh _foreach_tanh_").foreach_op(),
     OpSpec(L::foreach_trunc, "_foreach_trunc _foreach_trunc_").foreach_op(),
     OpSpec(L::foreach_zero, "_foreach_zero _foreach_zero_").foreach_op(),
     {L::frac, "frac frac_ frac.out"},
-    {L::fractional_max_pool, "fractional_max_pool2d fractional_max_pool2d.output fractional_max_pool3d fractional_max_pool3d.output"},
-    OpSpec(L::fractional_max_pool_backward, "fractional_max_pool2d_backward fractional_max_pool2d_backward.grad_input fractional_max_pool3d_backward fractional_max_pool3d_backward.grad_input").meta_from(MetaSource::LikeSelf),  // PyTorch has 2d's
+    {L::fractional_max_pool,
+     "fractional_max_pool2d fractional_max_pool2d.output fractional_max_pool3d fractional_max_pool3d.output"},
+    OpSpec(L::fractional_max_pool_backward,
+           "fractional_max_pool2d_backward fractional_max_pool2d_backward.grad_input fractional_max_pool3d_backward "
+           "fractional_max_pool3d_backward.grad_input")
+        .meta_from(MetaSource::LikeSelf),  // PyTorch has 2d's
     {L::frexp, "frexp.Tensor frexp.Tensor_out"},
     OpSpec(L::fused_adam, "_fused_adam_ _fused_adam_.tensor_lr").meta_from(MetaSource::UpdatesInPlace),
     OpSpec(L::fused_adamw, "_fused_adamw_ _fused_adamw_.tensor_lr").meta_from(MetaSource::UpdatesInPlace),
@@ -221,7 +283,8 @@ const OpSpec kLoweredOps[] = {
     {L::glu, "glu glu.out"},
     {L::glu_backward, "glu_backward glu_backward.grad_input"},
     {L::grid_sampler, "grid_sampler_2d grid_sampler_2d.out grid_sampler_3d grid_sampler_3d.out"},
-    {L::grid_sampler_backward, "grid_sampler_2d_backward grid_sampler_2d_backward.out grid_sampler_3d_backward grid_sampler_3d_backward.out"},
+    {L::grid_sampler_backward,
+     "grid_sampler_2d_backward grid_sampler_2d_backward.out grid_sampler_3d_backward grid_sampler_3d_backward.out"},
     {L::gt, "gt.Tensor gt_.Tensor gt.Tensor_out gt.Scalar gt_.Scalar gt.Scalar_out"},
     {L::hardshrink, "hardshrink hardshrink.out"},
     {L::hardshrink_backward, "hardshrink_backward hardshrink_backward.grad_input"},
@@ -241,14 +304,29 @@ const OpSpec kLoweredOps[] = {
     {L::igamma, "igamma igamma_ igamma.out"},
     {L::igammac, "igammac igammac_ igammac.out"},
     {L::im2col, "im2col im2col.out"},
-    OpSpec(L::index, "index.Tensor index.Tensor_out").normalize(normalize_index_arguments).check(check_index_dtypes).debug(check_advanced_index_ranges),
-    OpSpec(L::index_add, "index_add index_add_ index_add.out").check(check_index_add_types).debug(check_dim_index_range_index_error),
+    OpSpec(L::index, "index.Tensor index.Tensor_out")
+        .normalize(normalize_index_arguments)
+        .check(check_index_dtypes)
+        .debug(check_advanced_index_ranges),
+    OpSpec(L::index_add, "index_add index_add_ index_add.out")
+        .check(check_index_add_types)
+        .debug(check_dim_index_range_index_error),
     OpSpec(L::index_copy, "index_copy index_copy_ index_copy.out").check(check_index_copy_types),
-    OpSpec(L::index_fill, "index_fill.int_Scalar index_fill_.int_Scalar index_fill.int_Scalar_out index_fill.int_Tensor index_fill_.int_Tensor index_fill.int_Tensor_out").check(check_index_fill_index),
-    OpSpec(L::index_put, "_index_put_impl_").normalize(normalize_index_put_arguments).check(check_index_put).debug(check_advanced_index_ranges),
+    OpSpec(L::index_fill,
+           "index_fill.int_Scalar index_fill_.int_Scalar index_fill.int_Scalar_out index_fill.int_Tensor "
+           "index_fill_.int_Tensor index_fill.int_Tensor_out")
+        .check(check_index_fill_index),
+    OpSpec(L::index_put, "_index_put_impl_")
+        .normalize(normalize_index_put_arguments)
+        .check(check_index_put)
+        .debug(check_advanced_index_ranges),
     {L::index_reduce, "index_reduce index_reduce_ index_reduce.out"},
-    OpSpec(L::index_select, "index_select index_select.out").check(check_index_select_dtype).debug(check_dim_index_range_index_error),
-    {L::isin, "isin.Tensor_Tensor isin.Tensor_Tensor_out isin.Tensor_Scalar isin.Tensor_Scalar_out isin.Scalar_Tensor isin.Scalar_Tensor_out"},
+    OpSpec(L::index_select, "index_select index_select.out")
+        .check(check_index_select_dtype)
+        .debug(check_dim_index_range_index_error),
+    {L::isin,
+     "isin.Tensor_Tensor isin.Tensor_Tensor_out isin.Tensor_Scalar isin.Tensor_Scalar_out isin.Scalar_Tensor "
+     "isin.Scalar_Tensor_out"},
     {L::isinf, "isinf"},
     {L::isnan, "isnan"},
     {L::isneginf, "isneginf isneginf.out"},
@@ -258,7 +336,11 @@ const OpSpec kLoweredOps[] = {
     {L::le, "le.Tensor le_.Tensor le.Tensor_out le.Scalar le_.Scalar le.Scalar_out"},
     {L::leaky_relu, "leaky_relu leaky_relu_ leaky_relu.out"},
     {L::leaky_relu_backward, "leaky_relu_backward leaky_relu_backward.grad_input"},
-    OpSpec(L::lerp, "lerp.Scalar lerp_.Scalar lerp.Scalar_out lerp.Tensor lerp_.Tensor lerp.Tensor_out").gap("lerp", floating_or_complex).check(check_lerp_dtypes).check(check_inplace_castable).floats_in(),
+    OpSpec(L::lerp, "lerp.Scalar lerp_.Scalar lerp.Scalar_out lerp.Tensor lerp_.Tensor lerp.Tensor_out")
+        .gap("lerp", floating_or_complex)
+        .check(check_lerp_dtypes)
+        .check(check_inplace_castable)
+        .floats_in(),
     {L::lgamma, "lgamma lgamma_ lgamma.out"},
     {L::linalg_cholesky_ex, "linalg_cholesky_ex linalg_cholesky_ex.L"},
     OpSpec(L::linalg_cross, "linalg_cross linalg_cross.out").gap("cross", not_bool),
@@ -298,12 +380,17 @@ const OpSpec kLoweredOps[] = {
     {L::logsumexp, "logsumexp logsumexp.out"},
     {L::lt, "lt.Tensor lt_.Tensor lt.Tensor_out lt.Scalar lt_.Scalar lt.Scalar_out"},
     {L::lu_unpack, "lu_unpack lu_unpack.out"},
-    OpSpec(L::masked_fill, "masked_fill.Scalar masked_fill_.Scalar masked_fill.Tensor masked_fill_.Tensor").check(check_masked_fill_mask).overlap(WriteOverlap::OneValue),
+    OpSpec(L::masked_fill, "masked_fill.Scalar masked_fill_.Scalar masked_fill.Tensor masked_fill_.Tensor")
+        .check(check_masked_fill_mask)
+        .overlap(WriteOverlap::OneValue),
     {L::masked_scatter, "masked_scatter masked_scatter_ masked_scatter.out"},
     {L::max_all, "max max.unary_out"},
     {L::max_dim, "max.dim max.dim_max"},
-    {L::max_pool_with_indices, "max_pool2d_with_indices max_pool2d_with_indices.out max_pool3d_with_indices max_pool3d_with_indices.out"},
-    {L::max_pool_with_indices_backward, "max_pool2d_with_indices_backward max_pool2d_with_indices_backward.grad_input max_pool3d_with_indices_backward max_pool3d_with_indices_backward.grad_input"},
+    {L::max_pool_with_indices,
+     "max_pool2d_with_indices max_pool2d_with_indices.out max_pool3d_with_indices max_pool3d_with_indices.out"},
+    {L::max_pool_with_indices_backward,
+     "max_pool2d_with_indices_backward max_pool2d_with_indices_backward.grad_input max_pool3d_with_indices_backward "
+     "max_pool3d_with_indices_backward.grad_input"},
     {L::max_unpool, "max_unpool2d max_unpool2d.out max_unpool3d max_unpool3d.out"},
     {L::maximum, "maximum maximum.out"},
     {L::mean, "mean mean.dim mean.out"},
@@ -320,15 +407,20 @@ const OpSpec kLoweredOps[] = {
     {L::mse_loss_backward, "mse_loss_backward mse_loss_backward.grad_input"},
     OpSpec(L::mul, "mul.Tensor mul_.Tensor mul.out mul.Scalar mul_.Scalar").check(check_inplace_castable).floats_in(),
     {L::multi_margin_loss, "multi_margin_loss multi_margin_loss.out"},
-    OpSpec(L::multi_margin_loss_backward, "multi_margin_loss_backward multi_margin_loss_backward.grad_input").meta_from(MetaSource::LikeSelf),
-    OpSpec(L::multilabel_margin_loss_backward, "multilabel_margin_loss_backward multilabel_margin_loss_backward.grad_input").meta_from(MetaSource::LikeSelf),
+    OpSpec(L::multi_margin_loss_backward, "multi_margin_loss_backward multi_margin_loss_backward.grad_input")
+        .meta_from(MetaSource::LikeSelf),
+    OpSpec(L::multilabel_margin_loss_backward,
+           "multilabel_margin_loss_backward multilabel_margin_loss_backward.grad_input")
+        .meta_from(MetaSource::LikeSelf),
     {L::multilabel_margin_loss_forward, "multilabel_margin_loss_forward multilabel_margin_loss_forward.output"},
     OpSpec(L::multinomial, "multinomial multinomial.out").check(check_multinomial_distribution).reads_values(),
     {L::nan_to_num, "nan_to_num nan_to_num_ nan_to_num.out"},
     {L::nanmedian_all, "nanmedian"},
     {L::nanmedian_dim, "nanmedian.dim nanmedian.dim_values"},
     {L::nansum, "nansum nansum.out"},
-    OpSpec(L::native_batch_norm, "native_batch_norm _native_batch_norm_legit").writes({3, 4}).correct(empty_statistics_in_evaluation),
+    OpSpec(L::native_batch_norm, "native_batch_norm _native_batch_norm_legit")
+        .writes({3, 4})
+        .correct(empty_statistics_in_evaluation),
     {L::native_batch_norm_backward, "native_batch_norm_backward batch_norm_backward"},
     {L::native_batch_norm_no_stats, "_native_batch_norm_legit.no_stats"},
     {L::native_batch_norm_no_training, "_native_batch_norm_legit_no_training"},
@@ -337,22 +429,33 @@ const OpSpec kLoweredOps[] = {
     // Replaces the composite math_group_norm PyTorch would run on PrivateUse1.
     {L::native_group_norm, "native_group_norm"},
     {L::native_group_norm_backward, "native_group_norm_backward"},
-    OpSpec(L::native_layer_norm, "native_layer_norm").gap("LayerNormKernelImpl", floating).check(check_layer_norm_parameters),
+    OpSpec(L::native_layer_norm, "native_layer_norm")
+        .gap("LayerNormKernelImpl", floating)
+        .check(check_layer_norm_parameters),
     {L::native_layer_norm_backward, "native_layer_norm_backward"},
     {L::ne, "ne.Tensor ne_.Tensor ne.Tensor_out ne.Scalar ne_.Scalar ne.Scalar_out"},
     {L::neg, "neg neg_ neg.out"},
     {L::nextafter, "nextafter nextafter_ nextafter.out"},
-    {L::nll_loss_backward, "nll_loss_backward nll_loss_backward.grad_input nll_loss2d_backward nll_loss2d_backward.grad_input"},
-    OpSpec(L::nll_loss_forward, "nll_loss_forward nll_loss_forward.output nll_loss2d_forward nll_loss2d_forward.output").check(check_nll_target_type),
+    {L::nll_loss_backward,
+     "nll_loss_backward nll_loss_backward.grad_input nll_loss2d_backward nll_loss2d_backward.grad_input"},
+    OpSpec(L::nll_loss_forward, "nll_loss_forward nll_loss_forward.output nll_loss2d_forward nll_loss2d_forward.output")
+        .check(check_nll_target_type),
     {L::nonzero_static, "nonzero_static nonzero_static.out"},
-    {L::norm, "norm.Scalar norm.Scalar_out norm.ScalarOpt_dim norm.out norm.ScalarOpt_dim_dtype norm.dtype_out norm.ScalarOpt_dtype norm.ScalarOpt_dtype_out"},
+    {L::norm,
+     "norm.Scalar norm.Scalar_out norm.ScalarOpt_dim norm.out norm.ScalarOpt_dim_dtype norm.dtype_out "
+     "norm.ScalarOpt_dtype norm.ScalarOpt_dtype_out"},
     OpSpec(L::normal, "normal_").gap("normal_kernel_cpu", floating_or_complex),
-    {L::normal_tensor, "normal.Tensor_Tensor normal.Tensor_Tensor_out normal.Tensor_float normal.Tensor_float_out normal.float_Tensor normal.float_Tensor_out"},
+    {L::normal_tensor,
+     "normal.Tensor_Tensor normal.Tensor_Tensor_out normal.Tensor_float normal.Tensor_float_out normal.float_Tensor "
+     "normal.float_Tensor_out"},
     {L::pdist_backward, "_pdist_backward _pdist_backward.out"},
     {L::pdist_forward, "_pdist_forward _pdist_forward.out"},
     {L::polar, "polar polar.out"},
     {L::polygamma, "polygamma polygamma.out"},
-    OpSpec(L::pow, "pow.Tensor_Tensor pow_.Tensor pow.Tensor_Tensor_out pow.Tensor_Scalar pow_.Scalar pow.Tensor_Scalar_out pow.Scalar pow.Scalar_out").check(check_inplace_castable),
+    OpSpec(L::pow,
+           "pow.Tensor_Tensor pow_.Tensor pow.Tensor_Tensor_out pow.Tensor_Scalar pow_.Scalar pow.Tensor_Scalar_out "
+           "pow.Scalar pow.Scalar_out")
+        .check(check_inplace_castable),
     {L::prelu_kernel, "_prelu_kernel"},
     {L::prelu_kernel_backward, "_prelu_kernel_backward"},
     {L::prod, "prod prod.dim_int prod.int_out"},
@@ -360,13 +463,22 @@ const OpSpec kLoweredOps[] = {
     {L::random, "random_ random_.from random_.to"},
     {L::randperm, "randperm.generator_out randperm.out"},
     {L::reciprocal, "reciprocal reciprocal_ reciprocal.out"},
-    {L::reflection_pad, "reflection_pad1d reflection_pad1d.out reflection_pad2d reflection_pad2d.out reflection_pad3d reflection_pad3d.out"},
-    {L::reflection_pad_backward, "reflection_pad1d_backward reflection_pad1d_backward.grad_input reflection_pad2d_backward reflection_pad2d_backward.grad_input reflection_pad3d_backward reflection_pad3d_backward.grad_input"},
+    {L::reflection_pad,
+     "reflection_pad1d reflection_pad1d.out reflection_pad2d reflection_pad2d.out reflection_pad3d "
+     "reflection_pad3d.out"},
+    {L::reflection_pad_backward,
+     "reflection_pad1d_backward reflection_pad1d_backward.grad_input reflection_pad2d_backward "
+     "reflection_pad2d_backward.grad_input reflection_pad3d_backward reflection_pad3d_backward.grad_input"},
     {L::relu, "relu relu_"},
-    OpSpec(L::remainder, "remainder.Tensor remainder_.Tensor remainder.Tensor_out remainder.Scalar_Tensor").check(check_inplace_castable),
+    OpSpec(L::remainder, "remainder.Tensor remainder_.Tensor remainder.Tensor_out remainder.Scalar_Tensor")
+        .check(check_inplace_castable),
     {L::renorm, "renorm renorm_ renorm.out"},
-    {L::replication_pad, "replication_pad1d replication_pad1d.out replication_pad2d replication_pad2d.out replication_pad3d replication_pad3d.out"},
-    {L::replication_pad_backward, "replication_pad1d_backward replication_pad1d_backward.grad_input replication_pad2d_backward replication_pad2d_backward.grad_input replication_pad3d_backward replication_pad3d_backward.grad_input"},
+    {L::replication_pad,
+     "replication_pad1d replication_pad1d.out replication_pad2d replication_pad2d.out replication_pad3d "
+     "replication_pad3d.out"},
+    {L::replication_pad_backward,
+     "replication_pad1d_backward replication_pad1d_backward.grad_input replication_pad2d_backward "
+     "replication_pad2d_backward.grad_input replication_pad3d_backward replication_pad3d_backward.grad_input"},
     {L::roll, "roll roll.out"},
     {L::round, "round round_ round.out"},
     {L::round_decimals, "round.decimals round_.decimals round.decimals_out"},
@@ -375,11 +487,16 @@ const OpSpec kLoweredOps[] = {
     {L::rsqrt, "rsqrt rsqrt_ rsqrt.out"},
     OpSpec(L::rsub, "rsub.Tensor").floats_in(),
     {L::scaled_dot_product_fused_attention, "_scaled_dot_product_fused_attention_overrideable"},
-    OpSpec(L::scaled_dot_product_fused_attention_backward, "_scaled_dot_product_fused_attention_overrideable_backward").meta_from(MetaSource::FusedAttentionBackward),
-    OpSpec(L::scatter, "scatter.src scatter_.src scatter.src_out scatter.value scatter_.value scatter.value_out").debug(check_dim_index_range),
+    OpSpec(L::scaled_dot_product_fused_attention_backward, "_scaled_dot_product_fused_attention_overrideable_backward")
+        .meta_from(MetaSource::FusedAttentionBackward),
+    OpSpec(L::scatter, "scatter.src scatter_.src scatter.src_out scatter.value scatter_.value scatter.value_out")
+        .debug(check_dim_index_range),
     OpSpec(L::scatter_add, "scatter_add scatter_add_ scatter_add.out").debug(check_dim_index_range),
     {L::scatter_reduce, "scatter_reduce.two scatter_reduce_.two scatter_reduce.two_out"},
-    OpSpec(L::scatter_with_reduce, "scatter.reduce scatter_.reduce scatter.reduce_out scatter.value_reduce scatter_.value_reduce scatter.value_reduce_out").debug(check_dim_index_range),
+    OpSpec(L::scatter_with_reduce,
+           "scatter.reduce scatter_.reduce scatter.reduce_out scatter.value_reduce scatter_.value_reduce "
+           "scatter.value_reduce_out")
+        .debug(check_dim_index_range),
     {L::searchsorted, "searchsorted.Tensor searchsorted.Tensor_out searchsorted.Scalar searchsorted.Scalar_out"},
     {L::segment_reduce, "segment_reduce segment_reduce.out"},
     {L::segment_reduce_backward, "_segment_reduce_backward _segment_reduce_backward.out"},
@@ -406,19 +523,43 @@ const OpSpec kLoweredOps[] = {
     {L::special_bessel_j1, "special_bessel_j1 special_bessel_j1.out"},
     {L::special_bessel_y0, "special_bessel_y0 special_bessel_y0.out"},
     {L::special_bessel_y1, "special_bessel_y1 special_bessel_y1.out"},
-    {L::special_chebyshev_polynomial_t, "special_chebyshev_polynomial_t special_chebyshev_polynomial_t.out special_chebyshev_polynomial_t.x_scalar special_chebyshev_polynomial_t.x_scalar_out special_chebyshev_polynomial_t.n_scalar special_chebyshev_polynomial_t.n_scalar_out"},
-    {L::special_chebyshev_polynomial_u, "special_chebyshev_polynomial_u special_chebyshev_polynomial_u.out special_chebyshev_polynomial_u.x_scalar special_chebyshev_polynomial_u.x_scalar_out special_chebyshev_polynomial_u.n_scalar special_chebyshev_polynomial_u.n_scalar_out"},
-    {L::special_chebyshev_polynomial_v, "special_chebyshev_polynomial_v special_chebyshev_polynomial_v.out special_chebyshev_polynomial_v.x_scalar special_chebyshev_polynomial_v.x_scalar_out special_chebyshev_polynomial_v.n_scalar special_chebyshev_polynomial_v.n_scalar_out"},
-    {L::special_chebyshev_polynomial_w, "special_chebyshev_polynomial_w special_chebyshev_polynomial_w.out special_chebyshev_polynomial_w.x_scalar special_chebyshev_polynomial_w.x_scalar_out special_chebyshev_polynomial_w.n_scalar special_chebyshev_polynomial_w.n_scalar_out"},
+    {L::special_chebyshev_polynomial_t,
+     "special_chebyshev_polynomial_t special_chebyshev_polynomial_t.out special_chebyshev_polynomial_t.x_scalar "
+     "special_chebyshev_polynomial_t.x_scalar_out special_chebyshev_polynomial_t.n_scalar "
+     "special_chebyshev_polynomial_t.n_scalar_out"},
+    {L::special_chebyshev_polynomial_u,
+     "special_chebyshev_polynomial_u special_chebyshev_polynomial_u.out special_chebyshev_polynomial_u.x_scalar "
+     "special_chebyshev_polynomial_u.x_scalar_out special_chebyshev_polynomial_u.n_scalar "
+     "special_chebyshev_polynomial_u.n_scalar_out"},
+    {L::special_chebyshev_polynomial_v,
+     "special_chebyshev_polynomial_v special_chebyshev_polynomial_v.out special_chebyshev_polynomial_v.x_scalar "
+     "special_chebyshev_polynomial_v.x_scalar_out special_chebyshev_polynomial_v.n_scalar "
+     "special_chebyshev_polynomial_v.n_scalar_out"},
+    {L::special_chebyshev_polynomial_w,
+     "special_chebyshev_polynomial_w special_chebyshev_polynomial_w.out special_chebyshev_polynomial_w.x_scalar "
+     "special_chebyshev_polynomial_w.x_scalar_out special_chebyshev_polynomial_w.n_scalar "
+     "special_chebyshev_polynomial_w.n_scalar_out"},
     {L::special_entr, "special_entr special_entr.out"},
     {L::special_erfcx, "special_erfcx special_erfcx.out"},
-    {L::special_hermite_polynomial_h, "special_hermite_polynomial_h special_hermite_polynomial_h.out special_hermite_polynomial_h.x_scalar special_hermite_polynomial_h.x_scalar_out special_hermite_polynomial_h.n_scalar special_hermite_polynomial_h.n_scalar_out"},
-    {L::special_hermite_polynomial_he, "special_hermite_polynomial_he special_hermite_polynomial_he.out special_hermite_polynomial_he.x_scalar special_hermite_polynomial_he.x_scalar_out special_hermite_polynomial_he.n_scalar special_hermite_polynomial_he.n_scalar_out"},
+    {L::special_hermite_polynomial_h,
+     "special_hermite_polynomial_h special_hermite_polynomial_h.out special_hermite_polynomial_h.x_scalar "
+     "special_hermite_polynomial_h.x_scalar_out special_hermite_polynomial_h.n_scalar "
+     "special_hermite_polynomial_h.n_scalar_out"},
+    {L::special_hermite_polynomial_he,
+     "special_hermite_polynomial_he special_hermite_polynomial_he.out special_hermite_polynomial_he.x_scalar "
+     "special_hermite_polynomial_he.x_scalar_out special_hermite_polynomial_he.n_scalar "
+     "special_hermite_polynomial_he.n_scalar_out"},
     {L::special_i0e, "special_i0e special_i0e.out"},
     {L::special_i1, "special_i1 special_i1.out"},
     {L::special_i1e, "special_i1e special_i1e.out"},
-    {L::special_laguerre_polynomial_l, "special_laguerre_polynomial_l special_laguerre_polynomial_l.out special_laguerre_polynomial_l.x_scalar special_laguerre_polynomial_l.x_scalar_out special_laguerre_polynomial_l.n_scalar special_laguerre_polynomial_l.n_scalar_out"},
-    {L::special_legendre_polynomial_p, "special_legendre_polynomial_p special_legendre_polynomial_p.out special_legendre_polynomial_p.x_scalar special_legendre_polynomial_p.x_scalar_out special_legendre_polynomial_p.n_scalar special_legendre_polynomial_p.n_scalar_out"},
+    {L::special_laguerre_polynomial_l,
+     "special_laguerre_polynomial_l special_laguerre_polynomial_l.out special_laguerre_polynomial_l.x_scalar "
+     "special_laguerre_polynomial_l.x_scalar_out special_laguerre_polynomial_l.n_scalar "
+     "special_laguerre_polynomial_l.n_scalar_out"},
+    {L::special_legendre_polynomial_p,
+     "special_legendre_polynomial_p special_legendre_polynomial_p.out special_legendre_polynomial_p.x_scalar "
+     "special_legendre_polynomial_p.x_scalar_out special_legendre_polynomial_p.n_scalar "
+     "special_legendre_polynomial_p.n_scalar_out"},
     {L::special_log_ndtr, "special_log_ndtr special_log_ndtr.out"},
     {L::special_modified_bessel_i0, "special_modified_bessel_i0 special_modified_bessel_i0.out"},
     {L::special_modified_bessel_i1, "special_modified_bessel_i1 special_modified_bessel_i1.out"},
@@ -427,13 +568,29 @@ const OpSpec kLoweredOps[] = {
     {L::special_ndtri, "special_ndtri special_ndtri.out"},
     {L::special_scaled_modified_bessel_k0, "special_scaled_modified_bessel_k0 special_scaled_modified_bessel_k0.out"},
     {L::special_scaled_modified_bessel_k1, "special_scaled_modified_bessel_k1 special_scaled_modified_bessel_k1.out"},
-    {L::special_shifted_chebyshev_polynomial_t, "special_shifted_chebyshev_polynomial_t special_shifted_chebyshev_polynomial_t.out special_shifted_chebyshev_polynomial_t.x_scalar special_shifted_chebyshev_polynomial_t.x_scalar_out special_shifted_chebyshev_polynomial_t.n_scalar special_shifted_chebyshev_polynomial_t.n_scalar_out"},
-    {L::special_shifted_chebyshev_polynomial_u, "special_shifted_chebyshev_polynomial_u special_shifted_chebyshev_polynomial_u.out special_shifted_chebyshev_polynomial_u.x_scalar special_shifted_chebyshev_polynomial_u.x_scalar_out special_shifted_chebyshev_polynomial_u.n_scalar special_shifted_chebyshev_polynomial_u.n_scalar_out"},
-    {L::special_shifted_chebyshev_polynomial_v, "special_shifted_chebyshev_polynomial_v special_shifted_chebyshev_polynomial_v.out special_shifted_chebyshev_polynomial_v.x_scalar special_shifted_chebyshev_polynomial_v.x_scalar_out special_shifted_chebyshev_polynomial_v.n_scalar special_shifted_chebyshev_polynomial_v.n_scalar_out"},
-    {L::special_shifted_chebyshev_polynomial_w, "special_shifted_chebyshev_polynomial_w special_shifted_chebyshev_polynomial_w.out special_shifted_chebyshev_polynomial_w.x_scalar special_shifted_chebyshev_polynomial_w.x_scalar_out special_shifted_chebyshev_polynomial_w.n_scalar special_shifted_chebyshev_polynomial_w.n_scalar_out"},
+    {L::special_shifted_chebyshev_polynomial_t,
+     "special_shifted_chebyshev_polynomial_t special_shifted_chebyshev_polynomial_t.out "
+     "special_shifted_chebyshev_polynomial_t.x_scalar special_shifted_chebyshev_polynomial_t.x_scalar_out "
+     "special_shifted_chebyshev_polynomial_t.n_scalar special_shifted_chebyshev_polynomial_t.n_scalar_out"},
+    {L::special_shifted_chebyshev_polynomial_u,
+     "special_shifted_chebyshev_polynomial_u special_shifted_chebyshev_polynomial_u.out "
+     "special_shifted_chebyshev_polynomial_u.x_scalar special_shifted_chebyshev_polynomial_u.x_scalar_out "
+     "special_shifted_chebyshev_polynomial_u.n_scalar special_shifted_chebyshev_polynomial_u.n_scalar_out"},
+    {L::special_shifted_chebyshev_polynomial_v,
+     "special_shifted_chebyshev_polynomial_v special_shifted_chebyshev_polynomial_v.out "
+     "special_shifted_chebyshev_polynomial_v.x_scalar special_shifted_chebyshev_polynomial_v.x_scalar_out "
+     "special_shifted_chebyshev_polynomial_v.n_scalar special_shifted_chebyshev_polynomial_v.n_scalar_out"},
+    {L::special_shifted_chebyshev_polynomial_w,
+     "special_shifted_chebyshev_polynomial_w special_shifted_chebyshev_polynomial_w.out "
+     "special_shifted_chebyshev_polynomial_w.x_scalar special_shifted_chebyshev_polynomial_w.x_scalar_out "
+     "special_shifted_chebyshev_polynomial_w.n_scalar special_shifted_chebyshev_polynomial_w.n_scalar_out"},
     {L::special_spherical_bessel_j0, "special_spherical_bessel_j0 special_spherical_bessel_j0.out"},
-    {L::special_xlog1py, "special_xlog1py special_xlog1py.out special_xlog1py.other_scalar special_xlog1py.other_scalar_out special_xlog1py.self_scalar special_xlog1py.self_scalar_out"},
-    {L::special_zeta, "special_zeta special_zeta.out special_zeta.other_scalar special_zeta.other_scalar_out special_zeta.self_scalar special_zeta.self_scalar_out"},
+    {L::special_xlog1py,
+     "special_xlog1py special_xlog1py.out special_xlog1py.other_scalar special_xlog1py.other_scalar_out "
+     "special_xlog1py.self_scalar special_xlog1py.self_scalar_out"},
+    {L::special_zeta,
+     "special_zeta special_zeta.out special_zeta.other_scalar special_zeta.other_scalar_out special_zeta.self_scalar "
+     "special_zeta.self_scalar_out"},
     {L::sqrt, "sqrt sqrt_ sqrt.out"},
     OpSpec(L::std, "std.correction std.correction_out").check(check_std_var_dtype),
     OpSpec(L::std_mean, "std_mean.correction std_mean.correction_out").check(check_std_var_dtype),
@@ -459,17 +616,34 @@ const OpSpec kLoweredOps[] = {
     {L::upsample_bicubic_backward, "upsample_bicubic2d_backward upsample_bicubic2d_backward.grad_input"},
     {L::upsample_bilinear_aa, "_upsample_bilinear2d_aa _upsample_bilinear2d_aa.out"},
     {L::upsample_bilinear_aa_backward, "_upsample_bilinear2d_aa_backward _upsample_bilinear2d_aa_backward.grad_input"},
-    {L::upsample_linear, "upsample_linear1d upsample_linear1d.out upsample_bilinear2d upsample_bilinear2d.out upsample_trilinear3d upsample_trilinear3d.out"},
-    {L::upsample_linear_backward, "upsample_linear1d_backward upsample_linear1d_backward.grad_input upsample_bilinear2d_backward upsample_bilinear2d_backward.grad_input upsample_trilinear3d_backward upsample_trilinear3d_backward.grad_input"},
-    OpSpec(L::upsample_nearest, "upsample_nearest1d upsample_nearest1d.out upsample_nearest2d upsample_nearest2d.out upsample_nearest3d upsample_nearest3d.out").check(check_upsample_nearest_dtype),
-    {L::upsample_nearest_backward, "upsample_nearest1d_backward upsample_nearest1d_backward.grad_input upsample_nearest2d_backward upsample_nearest2d_backward.grad_input upsample_nearest3d_backward upsample_nearest3d_backward.grad_input"},
-    OpSpec(L::upsample_nearest_exact, "_upsample_nearest_exact1d _upsample_nearest_exact1d.out _upsample_nearest_exact2d _upsample_nearest_exact2d.out _upsample_nearest_exact3d _upsample_nearest_exact3d.out").check(check_upsample_nearest_dtype),
-    {L::upsample_nearest_exact_backward, "_upsample_nearest_exact1d_backward _upsample_nearest_exact1d_backward.grad_input _upsample_nearest_exact2d_backward _upsample_nearest_exact2d_backward.grad_input _upsample_nearest_exact3d_backward _upsample_nearest_exact3d_backward.grad_input"},
+    {L::upsample_linear,
+     "upsample_linear1d upsample_linear1d.out upsample_bilinear2d upsample_bilinear2d.out upsample_trilinear3d "
+     "upsample_trilinear3d.out"},
+    {L::upsample_linear_backward,
+     "upsample_linear1d_backward upsample_linear1d_backward.grad_input upsample_bilinear2d_backward "
+     "upsample_bilinear2d_backward.grad_input upsample_trilinear3d_backward upsample_trilinear3d_backward.grad_input"},
+    OpSpec(L::upsample_nearest,
+           "upsample_nearest1d upsample_nearest1d.out upsample_nearest2d upsample_nearest2d.out upsample_nearest3d "
+           "upsample_nearest3d.out")
+        .check(check_upsample_nearest_dtype),
+    {L::upsample_nearest_backward,
+     "upsample_nearest1d_backward upsample_nearest1d_backward.grad_input upsample_nearest2d_backward "
+     "upsample_nearest2d_backward.grad_input upsample_nearest3d_backward upsample_nearest3d_backward.grad_input"},
+    OpSpec(L::upsample_nearest_exact,
+           "_upsample_nearest_exact1d _upsample_nearest_exact1d.out _upsample_nearest_exact2d "
+           "_upsample_nearest_exact2d.out _upsample_nearest_exact3d _upsample_nearest_exact3d.out")
+        .check(check_upsample_nearest_dtype),
+    {L::upsample_nearest_exact_backward,
+     "_upsample_nearest_exact1d_backward _upsample_nearest_exact1d_backward.grad_input "
+     "_upsample_nearest_exact2d_backward _upsample_nearest_exact2d_backward.grad_input "
+     "_upsample_nearest_exact3d_backward _upsample_nearest_exact3d_backward.grad_input"},
     OpSpec(L::var, "var.correction var.correction_out").check(check_std_var_dtype),
     OpSpec(L::var_mean, "var_mean.correction var_mean.correction_out").check(check_std_var_dtype),
     OpSpec(L::vdot, "vdot vdot.out").check(check_dot),
     OpSpec(L::where, "where.self where.self_out").check(check_where_condition),
-    {L::xlogy, "xlogy.Tensor xlogy_.Tensor xlogy.OutTensor xlogy.Scalar_Other xlogy_.Scalar_Other xlogy.OutScalar_Other xlogy.Scalar_Self xlogy.OutScalar_Self"},
+    {L::xlogy,
+     "xlogy.Tensor xlogy_.Tensor xlogy.OutTensor xlogy.Scalar_Other xlogy_.Scalar_Other xlogy.OutScalar_Other "
+     "xlogy.Scalar_Self xlogy.OutScalar_Self"},
     OpSpec(L::zero, "zero_").overlap(WriteOverlap::OneValue),
 };
 
@@ -496,7 +670,8 @@ void register_missing_meta_kernels() {
       auto op = c10::Dispatcher::singleton().findOp(
           {"aten::" + name.substr(0, dot), dot == std::string::npos ? "" : name.substr(dot + 1)});
       if (!op || op->hasKernelForDispatchKey(c10::DispatchKey::Meta)) continue;
-      if (!library) library = new torch::Library(torch::Library::IMPL, "aten", c10::DispatchKey::Meta, __FILE__, __LINE__);
+      if (!library)
+        library = new torch::Library(torch::Library::IMPL, "aten", c10::DispatchKey::Meta, __FILE__, __LINE__);
       library->impl(name.c_str(), missing_meta_kernel(entry.meta));
     }
   }

@@ -140,9 +140,10 @@ void verify_range_checks() {
     if (ok) continue;
     // Debug mode checks eager ops' indices before they run; the checks
     // that reach here there come from a compiled graph, waited for at its call.
-    const char* where = runtime::eager_mode() == runtime::EagerMode::Debug
-                            ? " (found by a compiled graph; Debug mode raises at the graph's call)"
-                            : " (found at the next synchronization; TORCH_TPU_LAUNCH_BLOCKING=1 raises at the op itself)";
+    const char* where =
+        runtime::eager_mode() == runtime::EagerMode::Debug
+            ? " (found by a compiled graph; Debug mode raises at the graph's call)"
+            : " (found at the next synchronization; TORCH_TPU_LAUNCH_BLOCKING=1 raises at the op itself)";
     TORCH_CHECK(!info.runtime_error, info.message, where);
     TORCH_CHECK_INDEX(false, info.message, where);
   }

@@ -71,10 +71,10 @@ struct ProgramState {
   int device;
   hlo::Builder b;
   std::vector<Slot> slots;
-  std::vector<runtime::BufferPtr> args;  // by parameter index
-  std::vector<ParamSource> sources;      // by parameter index
+  std::vector<runtime::BufferPtr> args;                             // by parameter index
+  std::vector<ParamSource> sources;                                 // by parameter index
   std::vector<std::pair<hlo::Value, RangeCheckInfo>> range_checks;  // extra tensor<i1> outputs
-  std::vector<OpRecord> ops;  // one per op recorded (Strict: the one op)
+  std::vector<OpRecord> ops;                                        // one per op recorded (Strict: the one op)
   std::vector<SlotUndo> undo;
   PendingWork* owner = nullptr;  // DeferAndFuse: the thread whose pending program this is
 

@@ -3,8 +3,8 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <unordered_map>
 #include <cstdio>
+#include <unordered_map>
 #include <vector>
 
 #include "runtime/metrics.h"
@@ -15,20 +15,34 @@ using hlo::ElementType;
 
 hlo::ElementType element_type(at::ScalarType t) {
   switch (t) {
-    case at::kBool: return ElementType::Pred;
-    case at::kChar: return ElementType::S8;
-    case at::kShort: return ElementType::S16;
-    case at::kInt: return ElementType::S32;
-    case at::kLong: return ElementType::S64;
-    case at::kByte: return ElementType::U8;
-    case at::kUInt16: return ElementType::U16;
-    case at::kUInt32: return ElementType::U32;
-    case at::kUInt64: return ElementType::U64;
-    case at::kHalf: return ElementType::F16;
-    case at::kBFloat16: return ElementType::BF16;
-    case at::kFloat: return ElementType::F32;
-    case at::kDouble: return ElementType::F64;
-    case at::kComplexFloat: return ElementType::C64;
+    case at::kBool:
+      return ElementType::Pred;
+    case at::kChar:
+      return ElementType::S8;
+    case at::kShort:
+      return ElementType::S16;
+    case at::kInt:
+      return ElementType::S32;
+    case at::kLong:
+      return ElementType::S64;
+    case at::kByte:
+      return ElementType::U8;
+    case at::kUInt16:
+      return ElementType::U16;
+    case at::kUInt32:
+      return ElementType::U32;
+    case at::kUInt64:
+      return ElementType::U64;
+    case at::kHalf:
+      return ElementType::F16;
+    case at::kBFloat16:
+      return ElementType::BF16;
+    case at::kFloat:
+      return ElementType::F32;
+    case at::kDouble:
+      return ElementType::F64;
+    case at::kComplexFloat:
+      return ElementType::C64;
     default:
       TORCH_CHECK_TYPE(false, "tpu does not support dtype ", t);
   }
@@ -36,40 +50,68 @@ hlo::ElementType element_type(at::ScalarType t) {
 
 at::ScalarType scalar_type(hlo::ElementType t) {
   switch (t) {
-    case ElementType::Pred: return at::kBool;
-    case ElementType::S8: return at::kChar;
-    case ElementType::S16: return at::kShort;
-    case ElementType::S32: return at::kInt;
-    case ElementType::S64: return at::kLong;
-    case ElementType::U8: return at::kByte;
-    case ElementType::U16: return at::kUInt16;
-    case ElementType::U32: return at::kUInt32;
-    case ElementType::U64: return at::kUInt64;
-    case ElementType::F16: return at::kHalf;
-    case ElementType::BF16: return at::kBFloat16;
-    case ElementType::F32: return at::kFloat;
-    case ElementType::F64: return at::kDouble;
-    case ElementType::C64: return at::kComplexFloat;
+    case ElementType::Pred:
+      return at::kBool;
+    case ElementType::S8:
+      return at::kChar;
+    case ElementType::S16:
+      return at::kShort;
+    case ElementType::S32:
+      return at::kInt;
+    case ElementType::S64:
+      return at::kLong;
+    case ElementType::U8:
+      return at::kByte;
+    case ElementType::U16:
+      return at::kUInt16;
+    case ElementType::U32:
+      return at::kUInt32;
+    case ElementType::U64:
+      return at::kUInt64;
+    case ElementType::F16:
+      return at::kHalf;
+    case ElementType::BF16:
+      return at::kBFloat16;
+    case ElementType::F32:
+      return at::kFloat;
+    case ElementType::F64:
+      return at::kDouble;
+    case ElementType::C64:
+      return at::kComplexFloat;
   }
   return at::kFloat;
 }
 
 PJRT_Buffer_Type pjrt_type(hlo::ElementType t) {
   switch (t) {
-    case ElementType::Pred: return PJRT_Buffer_Type_PRED;
-    case ElementType::S8: return PJRT_Buffer_Type_S8;
-    case ElementType::S16: return PJRT_Buffer_Type_S16;
-    case ElementType::S32: return PJRT_Buffer_Type_S32;
-    case ElementType::S64: return PJRT_Buffer_Type_S64;
-    case ElementType::U8: return PJRT_Buffer_Type_U8;
-    case ElementType::U16: return PJRT_Buffer_Type_U16;
-    case ElementType::U32: return PJRT_Buffer_Type_U32;
-    case ElementType::U64: return PJRT_Buffer_Type_U64;
-    case ElementType::F16: return PJRT_Buffer_Type_F16;
-    case ElementType::BF16: return PJRT_Buffer_Type_BF16;
-    case ElementType::F32: return PJRT_Buffer_Type_F32;
-    case ElementType::F64: return PJRT_Buffer_Type_F64;
-    case ElementType::C64: return PJRT_Buffer_Type_C64;
+    case ElementType::Pred:
+      return PJRT_Buffer_Type_PRED;
+    case ElementType::S8:
+      return PJRT_Buffer_Type_S8;
+    case ElementType::S16:
+      return PJRT_Buffer_Type_S16;
+    case ElementType::S32:
+      return PJRT_Buffer_Type_S32;
+    case ElementType::S64:
+      return PJRT_Buffer_Type_S64;
+    case ElementType::U8:
+      return PJRT_Buffer_Type_U8;
+    case ElementType::U16:
+      return PJRT_Buffer_Type_U16;
+    case ElementType::U32:
+      return PJRT_Buffer_Type_U32;
+    case ElementType::U64:
+      return PJRT_Buffer_Type_U64;
+    case ElementType::F16:
+      return PJRT_Buffer_Type_F16;
+    case ElementType::BF16:
+      return PJRT_Buffer_Type_BF16;
+    case ElementType::F32:
+      return PJRT_Buffer_Type_F32;
+    case ElementType::F64:
+      return PJRT_Buffer_Type_F64;
+    case ElementType::C64:
+      return PJRT_Buffer_Type_C64;
   }
   return PJRT_Buffer_Type_INVALID;
 }
@@ -128,17 +170,18 @@ StorageBuffer& storage_buffer(const c10::Storage& storage) {
     auto it = a.by_address.find(reinterpret_cast<uintptr_t>(ptr.get()));
     if (it != a.by_address.end()) sb = it->second;
   }
-  TORCH_CHECK_NOT_IMPLEMENTED(sb != nullptr || ptr.get() == nullptr || storage.nbytes() == 0,
-              "tpu: this storage points into another storage's memory (a slice, storage[a:b]); device buffers "
-              "cannot be aliased by address. Slice a tensor over the storage instead "
-              "(torch.tensor([], dtype=torch.uint8, device='tpu').set_(storage)[a:b])");
+  TORCH_CHECK_NOT_IMPLEMENTED(
+      sb != nullptr || ptr.get() == nullptr || storage.nbytes() == 0,
+      "tpu: this storage points into another storage's memory (a slice, storage[a:b]); device buffers "
+      "cannot be aliased by address. Slice a tensor over the storage instead "
+      "(torch.tensor([], dtype=torch.uint8, device='tpu').set_(storage)[a:b])");
   TORCH_CHECK(sb != nullptr, "tpu storage has no device buffer");
   // The same address and size: the same bytes (a from_blob wrapper of the whole storage).
-  TORCH_CHECK_NOT_IMPLEMENTED(storage.nbytes() == sb->nbytes,
-              "tpu: this storage covers ", storage.nbytes(), " of the ", sb->nbytes,
-              " bytes of the storage it points into (a slice, storage[a:b]); device buffers cannot be aliased "
-              "by address. Slice a tensor over the storage instead "
-              "(torch.tensor([], dtype=torch.uint8, device='tpu').set_(storage)[a:b])");
+  TORCH_CHECK_NOT_IMPLEMENTED(
+      storage.nbytes() == sb->nbytes, "tpu: this storage covers ", storage.nbytes(), " of the ", sb->nbytes,
+      " bytes of the storage it points into (a slice, storage[a:b]); device buffers cannot be aliased "
+      "by address. Slice a tensor over the storage instead "
+      "(torch.tensor([], dtype=torch.uint8, device='tpu').set_(storage)[a:b])");
   return *sb;
 }
 

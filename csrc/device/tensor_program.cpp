@@ -17,9 +17,7 @@ using hlo::ElementType;
 using hlo::TensorType;
 using hlo::Value;
 
-int current_device() {
-  return c10::impl::getDeviceGuardImpl(c10::DeviceType::PrivateUse1)->getDevice().index();
-}
+int current_device() { return c10::impl::getDeviceGuardImpl(c10::DeviceType::PrivateUse1)->getDevice().index(); }
 
 int checked_device_index(const c10::Device& d) {
   int count = runtime::DeviceRuntime::get().device_count();
@@ -48,8 +46,8 @@ at::Tensor empty_tpu(at::IntArrayRef sizes, at::IntArrayRef strides, at::ScalarT
   return t;
 }
 
-void ProgramState::rewind(size_t op, size_t slots_before, size_t args_before, size_t checks_before,
-                          size_t undo_before, const hlo::Builder::Checkpoint& checkpoint) {
+void ProgramState::rewind(size_t op, size_t slots_before, size_t args_before, size_t checks_before, size_t undo_before,
+                          const hlo::Builder::Checkpoint& checkpoint) {
   ProgramState& state = *this;
   for (size_t k = state.undo.size(); k > undo_before; --k) {
     const ProgramState::SlotUndo& u = state.undo[k - 1];
@@ -147,11 +145,13 @@ ProgramState::Slot& TensorProgram::slot_for(const at::Tensor& t) {
     }
     return s;
   }
-  TORCH_CHECK(sb->device == device_, "Expected all tensors to be on the same device, but found at least two devices, tpu:",
-              device_, " and tpu:", sb->device, "!");
+  TORCH_CHECK(sb->device == device_,
+              "Expected all tensors to be on the same device, but found at least two devices, tpu:", device_,
+              " and tpu:", sb->device, "!");
   settle_pending_writes(*sb);  // another thread's pending program writes it: run that first
-  ProgramState::Slot slot{sb->id, c10::weak_intrusive_ptr<c10::StorageImpl>(t.storage().getWeakStorageImpl()),
-                          sb->nbytes, std::nullopt, std::nullopt, false};
+  ProgramState::Slot slot{sb->id,       c10::weak_intrusive_ptr<c10::StorageImpl>(t.storage().getWeakStorageImpl()),
+                          sb->nbytes,   std::nullopt,
+                          std::nullopt, false};
   ElementType dtype;
   if (runtime::BufferPtr buffer = sb->current(&dtype)) bind_storage(slot, std::move(buffer), dtype);
   state_->slots.push_back(std::move(slot));
@@ -191,8 +191,8 @@ Value TensorProgram::host_input(const at::Tensor& cpu, int origin) {
   // graph's code) is a fresh tensor on every call but the same value: a
   // captured graph keeps it as a constant parameter instead of refusing to
   // replay a program that reads a CPU tensor it was not given.
-  source.kind = cpu.unsafeGetTensorImpl()->is_wrapped_number() ? ParamSource::Kind::Constant
-                                                                : ParamSource::Kind::HostTensor;
+  source.kind =
+      cpu.unsafeGetTensorImpl()->is_wrapped_number() ? ParamSource::Kind::Constant : ParamSource::Kind::HostTensor;
   source.host = cpu.unsafeGetTensorImpl();
   if (origin >= 0 && source.kind == ParamSource::Kind::Constant && c.scalar_type() == at::kDouble) {
     // Lowerings see only the parameter, never the number: any float serves.
@@ -253,13 +253,15 @@ void TensorProgram::produce_into(const at::Tensor& fresh, const Value& v) {
   Value flat = (layout.is_contiguous() && layout.offset == 0 && layout.numel() == flat_numel)
                    ? b.reshape(value, {flat_numel})
                    : runtime::write_view(b, b.splat(0, {dtype, {flat_numel}}), value, layout);
-  ProgramState::Slot slot{sb.id, c10::weak_intrusive_ptr<c10::StorageImpl>(fresh.storage().getWeakStorageImpl()),
-                          sb.nbytes, std::nullopt, flat, true};
+  ProgramState::Slot slot{sb.id,     c10::weak_intrusive_ptr<c10::StorageImpl>(fresh.storage().getWeakStorageImpl()),
+                          sb.nbytes, std::nullopt,
+                          flat,      true};
   state_->slots.push_back(std::move(slot));
   if (state_->owner) sb.pending_in = state_->owner;
 }
 
-at::Tensor TensorProgram::produce(const Value& v, at::IntArrayRef sizes, at::IntArrayRef strides, at::ScalarType dtype) {
+at::Tensor TensorProgram::produce(const Value& v, at::IntArrayRef sizes, at::IntArrayRef strides,
+                                  at::ScalarType dtype) {
   at::Tensor t = empty_tpu(sizes, strides, dtype, device_);
   produce_into(t, v);
   return t;

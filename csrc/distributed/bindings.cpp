@@ -3,8 +3,8 @@
 // A separate extension module: c10d's Python types (the Backend base class
 // and its intrusive_ptr holder) come from torch._C, so this module is
 // loaded only when torch.distributed is.
-#include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/utils/pybind.h>
+#include <torch/csrc/distributed/c10d/Backend.hpp>
 
 #include "distributed/process_group_tpu.h"
 

@@ -173,7 +173,8 @@ class StagedWork : public Work {
 };
 
 enum class Op { broadcast, allreduce, reduce, allgather, gather, scatter, reduce_scatter, alltoall };
-const char* const kOpNames[] = {"broadcast", "allreduce", "reduce", "allgather", "gather", "scatter", "reduce_scatter", "alltoall"};
+const char* const kOpNames[] = {"broadcast", "allreduce", "reduce",         "allgather",
+                                "gather",    "scatter",   "reduce_scatter", "alltoall"};
 
 constexpr int kMaxDims = 8;
 constexpr int kHeader = 4;  // op, dtype, ndim, number of tensors
@@ -228,8 +229,9 @@ void ProcessGroupTpu::check_same_call(const char* op_name, const std::vector<at:
   host_->allgather(all, inputs)->wait();
   for (int r = 1; r < size_; ++r) {
     if (!at::equal(all[0][r], all[0][0])) {
-      TORCH_CHECK(false, "Detected mismatch between collectives on ranks. Rank 0 is running collective: ",
-                  describe(all[0][0]), ", but Rank ", r, " is running collective: ", describe(all[0][r]),
+      TORCH_CHECK(false,
+                  "Detected mismatch between collectives on ranks. Rank 0 is running collective: ", describe(all[0][0]),
+                  ", but Rank ", r, " is running collective: ", describe(all[0][r]),
                   " (tpu_dist checks every collective; TORCH_TPU_DIST_CHECK_CALLS=0 turns the check off)");
     }
   }
@@ -248,33 +250,29 @@ c10::intrusive_ptr<Work> ProcessGroupTpu::broadcast(std::vector<at::Tensor>& ten
 c10::intrusive_ptr<Work> ProcessGroupTpu::allreduce(std::vector<at::Tensor>& tensors,
                                                     const c10d::AllreduceOptions& opts) {
   check_same_call("allreduce", tensors, true);
-  return host_reduction(tensors, opts, size_, true, [&](auto& host, auto& host_opts) {
-    host_->allreduce(host, host_opts)->wait();
-  });
+  return host_reduction(tensors, opts, size_, true,
+                        [&](auto& host, auto& host_opts) { host_->allreduce(host, host_opts)->wait(); });
 }
 
 c10::intrusive_ptr<Work> ProcessGroupTpu::allreduce_coalesced(std::vector<at::Tensor>& tensors,
                                                               const c10d::AllreduceCoalescedOptions& opts) {
   check_same_call("allreduce", tensors, true);
-  return host_reduction(tensors, opts, size_, true, [&](auto& host, auto& host_opts) {
-    host_->allreduce_coalesced(host, host_opts)->wait();
-  });
+  return host_reduction(tensors, opts, size_, true,
+                        [&](auto& host, auto& host_opts) { host_->allreduce_coalesced(host, host_opts)->wait(); });
 }
 
 c10::intrusive_ptr<Work> ProcessGroupTpu::reduce(std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts) {
   check_same_call("reduce", tensors, true);
-  return host_reduction(tensors, opts, size_, rank_ == opts.rootRank, [&](auto& host, auto& host_opts) {
-    host_->reduce(host, host_opts)->wait();
-  });
+  return host_reduction(tensors, opts, size_, rank_ == opts.rootRank,
+                        [&](auto& host, auto& host_opts) { host_->reduce(host, host_opts)->wait(); });
 }
 
 c10::intrusive_ptr<Work> ProcessGroupTpu::allgather(std::vector<std::vector<at::Tensor>>& outputs,
                                                     std::vector<at::Tensor>& inputs,
                                                     const c10d::AllgatherOptions& opts) {
   check_same_call("allgather", inputs, true);
-  return host_gather(outputs, inputs, [&](auto& host_out, auto& host_in) {
-    host_->allgather(host_out, host_in, opts)->wait();
-  });
+  return host_gather(outputs, inputs,
+                     [&](auto& host_out, auto& host_in) { host_->allgather(host_out, host_in, opts)->wait(); });
 }
 
 c10::intrusive_ptr<Work> ProcessGroupTpu::_allgather_base(at::Tensor& output, at::Tensor& input,
@@ -452,9 +450,7 @@ c10::intrusive_ptr<Work> ProcessGroupTpu::recvAnysource(std::vector<at::Tensor>&
   return c10::make_intrusive<StagedWork>(std::move(work), std::move(staging));
 }
 
-c10::intrusive_ptr<Work> ProcessGroupTpu::barrier(const c10d::BarrierOptions& opts) {
-  return host_->barrier(opts);
-}
+c10::intrusive_ptr<Work> ProcessGroupTpu::barrier(const c10d::BarrierOptions& opts) { return host_->barrier(opts); }
 
 void ProcessGroupTpu::monitoredBarrier(const c10d::BarrierOptions& opts, bool wait_all_ranks) {
   host_->monitoredBarrier(opts, wait_all_ranks);

@@ -9,20 +9,34 @@ namespace torch_tpu::hlo {
 
 const char* mlir_name(ElementType t) {
   switch (t) {
-    case ElementType::Pred: return "i1";
-    case ElementType::S8: return "i8";
-    case ElementType::S16: return "i16";
-    case ElementType::S32: return "i32";
-    case ElementType::S64: return "i64";
-    case ElementType::U8: return "ui8";
-    case ElementType::U16: return "ui16";
-    case ElementType::U32: return "ui32";
-    case ElementType::U64: return "ui64";
-    case ElementType::F16: return "f16";
-    case ElementType::BF16: return "bf16";
-    case ElementType::F32: return "f32";
-    case ElementType::F64: return "f64";
-    case ElementType::C64: return "complex<f32>";
+    case ElementType::Pred:
+      return "i1";
+    case ElementType::S8:
+      return "i8";
+    case ElementType::S16:
+      return "i16";
+    case ElementType::S32:
+      return "i32";
+    case ElementType::S64:
+      return "i64";
+    case ElementType::U8:
+      return "ui8";
+    case ElementType::U16:
+      return "ui16";
+    case ElementType::U32:
+      return "ui32";
+    case ElementType::U64:
+      return "ui64";
+    case ElementType::F16:
+      return "f16";
+    case ElementType::BF16:
+      return "bf16";
+    case ElementType::F32:
+      return "f32";
+    case ElementType::F64:
+      return "f64";
+    case ElementType::C64:
+      return "complex<f32>";
   }
   return "?";
 }
@@ -41,10 +55,24 @@ bool is_complex(ElementType t) { return t == ElementType::C64; }
 
 int64_t byte_size(ElementType t) {
   switch (t) {
-    case ElementType::Pred: case ElementType::S8: case ElementType::U8: return 1;
-    case ElementType::S16: case ElementType::U16: case ElementType::F16: case ElementType::BF16: return 2;
-    case ElementType::S32: case ElementType::U32: case ElementType::F32: return 4;
-    case ElementType::S64: case ElementType::U64: case ElementType::F64: case ElementType::C64: return 8;
+    case ElementType::Pred:
+    case ElementType::S8:
+    case ElementType::U8:
+      return 1;
+    case ElementType::S16:
+    case ElementType::U16:
+    case ElementType::F16:
+    case ElementType::BF16:
+      return 2;
+    case ElementType::S32:
+    case ElementType::U32:
+    case ElementType::F32:
+      return 4;
+    case ElementType::S64:
+    case ElementType::U64:
+    case ElementType::F64:
+    case ElementType::C64:
+      return 8;
   }
   return 0;
 }
@@ -69,7 +97,8 @@ std::string Builder::dims_attr(const std::vector<int64_t>& dims) {
 
 std::string Builder::padding_attr(const std::vector<int64_t>& lo, const std::vector<int64_t>& hi) {
   std::string s = "dense<[";
-  for (size_t i = 0; i < lo.size(); ++i) s += (i ? ", [" : "[") + std::to_string(lo[i]) + ", " + std::to_string(hi[i]) + "]";
+  for (size_t i = 0; i < lo.size(); ++i)
+    s += (i ? ", [" : "[") + std::to_string(lo[i]) + ", " + std::to_string(hi[i]) + "]";
   return s + "]> : tensor<" + std::to_string(lo.size()) + "x2xi64>";
 }
 
@@ -217,7 +246,8 @@ Value Builder::constant(double value, ElementType dtype) {
     std::string lit = is_complex(dtype) ? "(" + float_literal(value) + ", 0.0)" : float_literal(value);
     return op("constant", {}, t, "value = dense<" + lit + "> : " + t.str());
   }
-  if (dtype == ElementType::Pred) return op("constant", {}, t, std::string("value = dense<") + (value != 0 ? "true" : "false") + "> : tensor<i1>");
+  if (dtype == ElementType::Pred)
+    return op("constant", {}, t, std::string("value = dense<") + (value != 0 ? "true" : "false") + "> : tensor<i1>");
   return constant_int(static_cast<int64_t>(value), dtype);
 }
 
@@ -249,9 +279,7 @@ Value Builder::convert(const Value& v, ElementType dtype) {
   return op("convert", {v}, {dtype, v.shape()});
 }
 
-Value Builder::bitcast_convert(const Value& v, const TensorType& type) {
-  return op("bitcast_convert", {v}, type);
-}
+Value Builder::bitcast_convert(const Value& v, const TensorType& type) { return op("bitcast_convert", {v}, type); }
 
 Value Builder::reshape(const Value& v, const Shape& shape) {
   if (v.shape() == shape) return v;
@@ -410,9 +438,9 @@ Value accumulate(Builder& b, const Value& current, const Value& update) { return
 
 std::pair<Value, Value> Builder::rng_bit_generator(const Value& state, const TensorType& bits, RngAlgorithm algorithm) {
   static const char* names[] = {"DEFAULT", "THREE_FRY", "PHILOX"};
-  std::vector<Value> r = op_multi("rng_bit_generator", {state}, {state.type, bits},
-                                  std::string("rng_algorithm = #stablehlo<rng_algorithm ") +
-                                      names[static_cast<int>(algorithm)] + ">");
+  std::vector<Value> r =
+      op_multi("rng_bit_generator", {state}, {state.type, bits},
+               std::string("rng_algorithm = #stablehlo<rng_algorithm ") + names[static_cast<int>(algorithm)] + ">");
   return {r[0], r[1]};
 }
 
@@ -472,17 +500,17 @@ std::string conv_layout(const char* first, const char* second, size_t spatial) {
 
 Value Builder::convolution(const Value& lhs, const Value& rhs, const ConvDims& d, const ConvWindow& w,
                            const TensorType& result, const std::string& precision) {
-  const std::string dims = conv_layout(d.input_feature_first ? "f" : "b", d.input_feature_first ? "b" : "f", d.spatial) +
-                           "x" + conv_layout(d.kernel_input_first ? "i" : "o", d.kernel_input_first ? "o" : "i", d.spatial) +
-                           "->" +
-                           conv_layout(d.output_feature_first ? "f" : "b", d.output_feature_first ? "b" : "f", d.spatial);
+  const std::string dims =
+      conv_layout(d.input_feature_first ? "f" : "b", d.input_feature_first ? "b" : "f", d.spatial) + "x" +
+      conv_layout(d.kernel_input_first ? "i" : "o", d.kernel_input_first ? "o" : "i", d.spatial) + "->" +
+      conv_layout(d.output_feature_first ? "f" : "b", d.output_feature_first ? "b" : "f", d.spatial);
   const std::string p = "#stablehlo<precision " + precision + ">";
   return op("convolution", {lhs, rhs}, result,
             "batch_group_count = " + std::to_string(w.batch_groups) + " : i64, dimension_numbers = #stablehlo.conv<" +
                 dims + ">, feature_group_count = " + std::to_string(w.feature_groups) +
-                " : i64, lhs_dilation = " + dims_attr(w.lhs_dilation) + ", padding = " + padding_attr(w.pad_lo, w.pad_hi) +
-                ", precision_config = [" + p + ", " + p + "], rhs_dilation = " + dims_attr(w.rhs_dilation) +
-                ", window_strides = " + dims_attr(w.strides));
+                " : i64, lhs_dilation = " + dims_attr(w.lhs_dilation) +
+                ", padding = " + padding_attr(w.pad_lo, w.pad_hi) + ", precision_config = [" + p + ", " + p +
+                "], rhs_dilation = " + dims_attr(w.rhs_dilation) + ", window_strides = " + dims_attr(w.strides));
 }
 
 Value Builder::fft(const Value& x, FftType type, const std::vector<int64_t>& fft_length, const TensorType& result) {
@@ -496,8 +524,8 @@ Value Builder::triangular_solve(const Value& a, const Value& b, bool left_side, 
                                 bool transpose_a) {
   auto flag = [](bool v) { return v ? "true" : "false"; };
   return op("triangular_solve", {a, b}, b.type,
-            std::string("left_side = ") + flag(left_side) + ", lower = " + flag(lower) + ", unit_diagonal = " +
-                flag(unit_diagonal) + ", transpose_a = #stablehlo<transpose " +
+            std::string("left_side = ") + flag(left_side) + ", lower = " + flag(lower) +
+                ", unit_diagonal = " + flag(unit_diagonal) + ", transpose_a = #stablehlo<transpose " +
                 (transpose_a ? "TRANSPOSE" : "NO_TRANSPOSE") + ">");
 }
 
@@ -507,11 +535,14 @@ Value Builder::binary(const std::string& name, const Value& a, const Value& b) {
 
 Value Builder::compare(const Value& a, const Value& b, CompareDirection dir) {
   static const char* names[] = {"EQ", "NE", "LT", "LE", "GT", "GE"};
-  std::string attrs = std::string("comparison_direction = #stablehlo<comparison_direction ") +
-                      names[static_cast<int>(dir)] + ">";
-  if (is_float(a.dtype())) attrs += ", compare_type = #stablehlo<comparison_type FLOAT>";
-  else if (is_unsigned(a.dtype()) || a.dtype() == ElementType::Pred) attrs += ", compare_type = #stablehlo<comparison_type UNSIGNED>";
-  else if (is_integer(a.dtype())) attrs += ", compare_type = #stablehlo<comparison_type SIGNED>";
+  std::string attrs =
+      std::string("comparison_direction = #stablehlo<comparison_direction ") + names[static_cast<int>(dir)] + ">";
+  if (is_float(a.dtype()))
+    attrs += ", compare_type = #stablehlo<comparison_type FLOAT>";
+  else if (is_unsigned(a.dtype()) || a.dtype() == ElementType::Pred)
+    attrs += ", compare_type = #stablehlo<comparison_type UNSIGNED>";
+  else if (is_integer(a.dtype()))
+    attrs += ", compare_type = #stablehlo<comparison_type SIGNED>";
   return op("compare", {a, b}, {ElementType::Pred, a.shape()}, attrs);
 }
 
@@ -521,7 +552,8 @@ Value Builder::select(const Value& pred, const Value& on_true, const Value& on_f
 
 Value Builder::clamp(const Value& lo, const Value& v, const Value& hi) { return op("clamp", {lo, v, hi}, v.type); }
 
-Value Builder::reduce(const Value& v, const Value& init, const std::vector<int64_t>& dims, const std::string& combiner) {
+Value Builder::reduce(const Value& v, const Value& init, const std::vector<int64_t>& dims,
+                      const std::string& combiner) {
   std::vector<bool> reduced(v.rank(), false);
   for (int64_t d : dims) reduced[d] = true;
   Shape kept;
@@ -550,11 +582,11 @@ Value Builder::reduce(const Value& v, const Value& init, const std::vector<int64
   }
   const Value input = merged.size() < static_cast<size_t>(v.rank()) ? reshape(v, merged) : v;
   TensorType scalar{v.dtype(), {}};
-  Value r = op_with_region("reduce", {input, init}, {{v.dtype(), merged_kept}}, "dimensions = " + dims_attr(merged_dims),
-                           {scalar, scalar},
-                           [&](Builder& b, const std::vector<Value>& args) {
-                             return std::vector<Value>{b.binary(combiner, args[0], args[1])};
-                           })[0];
+  Value r =
+      op_with_region("reduce", {input, init}, {{v.dtype(), merged_kept}}, "dimensions = " + dims_attr(merged_dims),
+                     {scalar, scalar}, [&](Builder& b, const std::vector<Value>& args) {
+                       return std::vector<Value>{b.binary(combiner, args[0], args[1])};
+                     })[0];
   return merged_kept == kept ? r : reshape(r, kept);
 }
 
@@ -562,12 +594,11 @@ Value Builder::dot_general(const Value& a, const Value& b, const std::vector<int
                            const std::vector<int64_t>& batch_b, const std::vector<int64_t>& contract_a,
                            const std::vector<int64_t>& contract_b, const TensorType& result,
                            const std::string& precision) {
-  std::string attrs = "dot_dimension_numbers = #stablehlo.dot<lhs_batching_dimensions = " + int_list(batch_a) +
-                      ", rhs_batching_dimensions = " + int_list(batch_b) +
-                      ", lhs_contracting_dimensions = " + int_list(contract_a) +
-                      ", rhs_contracting_dimensions = " + int_list(contract_b) +
-                      ">, precision_config = [#stablehlo<precision " + precision + ">, #stablehlo<precision " +
-                      precision + ">]";
+  std::string attrs =
+      "dot_dimension_numbers = #stablehlo.dot<lhs_batching_dimensions = " + int_list(batch_a) +
+      ", rhs_batching_dimensions = " + int_list(batch_b) + ", lhs_contracting_dimensions = " + int_list(contract_a) +
+      ", rhs_contracting_dimensions = " + int_list(contract_b) + ">, precision_config = [#stablehlo<precision " +
+      precision + ">, #stablehlo<precision " + precision + ">]";
   return op("dot_general", {a, b}, result, attrs);
 }
 
@@ -625,7 +656,8 @@ std::vector<Value> Builder::while_loop(const std::vector<Value>& init, const Reg
   blocks_.back() += std::string(indent_ * 2, ' ') + lhs + " = \"stablehlo.while\"(" + name_list(init) + ") (" +
                     cond_region + ", " + body_region + ") : (" + type_list(init) + ") -> " + results_sig(types) + "\n";
   std::vector<Value> out;
-  for (size_t i = 0; i < types.size(); ++i) out.push_back({types.size() == 1 ? id : id + "#" + std::to_string(i), types[i]});
+  for (size_t i = 0; i < types.size(); ++i)
+    out.push_back({types.size() == 1 ? id : id + "#" + std::to_string(i), types[i]});
   return out;
 }
 

@@ -14,8 +14,8 @@ namespace torch_tpu::hlo {
 enum class ElementType { Pred, S8, S16, S32, S64, U8, U16, U32, U64, F16, BF16, F32, F64, C64 };
 
 const char* mlir_name(ElementType t);  // "f32", "i1", "ui8", "complex<f32>" ...
-bool is_float(ElementType t);           // f16, bf16, f32, f64
-bool is_integer(ElementType t);         // signed or unsigned, not pred
+bool is_float(ElementType t);          // f16, bf16, f32, f64
+bool is_integer(ElementType t);        // signed or unsigned, not pred
 bool is_unsigned(ElementType t);
 bool is_complex(ElementType t);
 int64_t byte_size(ElementType t);
@@ -117,15 +117,15 @@ class Builder {
                                     const std::vector<TensorType>& block_args, const RegionBody& body);
 
   // ---- common ops -------------------------------------------------------
-  Value constant(double value, ElementType dtype);             // 0-d
-  Value constant_int(int64_t value, ElementType dtype);        // 0-d, exact for integers
+  Value constant(double value, ElementType dtype);                          // 0-d
+  Value constant_int(int64_t value, ElementType dtype);                     // 0-d, exact for integers
   Value constant_bits_like(const std::string& literal, ElementType dtype);  // 0-d from a literal
-  Value splat(double value, const TensorType& type);           // broadcast constant
-  Value convert(const Value& v, ElementType dtype);            // no-op when equal
+  Value splat(double value, const TensorType& type);                        // broadcast constant
+  Value convert(const Value& v, ElementType dtype);                         // no-op when equal
   Value bitcast_convert(const Value& v, const TensorType& type);
   Value reshape(const Value& v, const Shape& shape);
   Value broadcast_in_dim(const Value& v, const Shape& shape, const std::vector<int64_t>& dims);
-  Value broadcast_to(const Value& v, const Shape& shape);      // numpy-style (right-aligned)
+  Value broadcast_to(const Value& v, const Shape& shape);  // numpy-style (right-aligned)
   Value transpose(const Value& v, const std::vector<int64_t>& perm);
   Value slice(const Value& v, const Shape& start, const Shape& limit, const Shape& strides);
   Value concatenate(const std::vector<Value>& vs, int64_t dim);
@@ -156,7 +156,8 @@ class Builder {
   // stablehlo.sort of `operands` (one shape) along `dim`; `comparator` gets
   // (lhs of operand 0, rhs of operand 0, lhs of operand 1, ...) as 0-d values
   // and returns one tensor<i1>: whether lhs goes first.
-  std::vector<Value> sort(const std::vector<Value>& operands, int64_t dim, bool is_stable, const RegionBody& comparator);
+  std::vector<Value> sort(const std::vector<Value>& operands, int64_t dim, bool is_stable,
+                          const RegionBody& comparator);
   // stablehlo.reduce_window of `operands` (one shape) with 0-d `inits`, one
   // each; `body` combines (accumulators..., elements...). The result shape
   // is the number of whole windows per dim.
@@ -172,7 +173,7 @@ class Builder {
   // unit diagonal when `unit_diagonal`; op transposes when `transpose_a`.
   Value triangular_solve(const Value& a, const Value& b, bool left_side, bool lower, bool unit_diagonal,
                          bool transpose_a);
-  Value unary(const std::string& name, const Value& v);        // name: "exponential", "tanh" ...
+  Value unary(const std::string& name, const Value& v);                   // name: "exponential", "tanh" ...
   Value binary(const std::string& name, const Value& a, const Value& b);  // same types
   Value compare(const Value& a, const Value& b, CompareDirection dir);
   Value select(const Value& pred, const Value& on_true, const Value& on_false);

@@ -104,7 +104,8 @@ std::vector<Value> elu(LowerContext& ctx) {
   Builder& b = ctx.b;
   require_float(ctx.tensor(0).dtype(), "elu");
   Value x = input(ctx, 0);
-  Value neg = mul(b, mul(b, b.unary("exponential_minus_one", mul(b, x, scalar(ctx, 3, x))), scalar(ctx, 1, x)), scalar(ctx, 2, x));
+  Value neg = mul(b, mul(b, b.unary("exponential_minus_one", mul(b, x, scalar(ctx, 3, x))), scalar(ctx, 1, x)),
+                  scalar(ctx, 2, x));
   return result(ctx, b.select(less_eq(b, x, b.splat(0, x.type)), neg, mul(b, x, scalar(ctx, 2, x))));
 }
 
@@ -115,8 +116,9 @@ std::vector<Value> elu_backward(LowerContext& ctx) {
   Value alpha = scalar(ctx, 1, x), scale = scalar(ctx, 2, x), input_scale = scalar(ctx, 3, x);
   Value neg_coef = mul(b, alpha, scale);
   // From the result y: d/dx = input_scale * (y + alpha * scale) where x <= 0.
-  Value neg = ctx.bool_arg(4) ? mul(b, mul(b, g, input_scale), add(b, x, neg_coef))
-                              : mul(b, mul(b, mul(b, g, input_scale), neg_coef), b.unary("exponential", mul(b, x, input_scale)));
+  Value neg = ctx.bool_arg(4)
+                  ? mul(b, mul(b, g, input_scale), add(b, x, neg_coef))
+                  : mul(b, mul(b, mul(b, g, input_scale), neg_coef), b.unary("exponential", mul(b, x, input_scale)));
   return result(ctx, b.select(less_eq(b, x, b.splat(0, x.type)), neg, mul(b, g, scale)));
 }
 

@@ -29,8 +29,8 @@ struct AttentionDims {
   int64_t rank = 0;
   std::vector<int64_t> batch;  // leading dims, shared by q, k and v
   int64_t tq = 0, tk = 0, d = 0;
-  Shape scores;                // [..., Tq, Tk]
-  Shape rows;                  // [..., Tq]
+  Shape scores;  // [..., Tq, Tk]
+  Shape rows;    // [..., Tq]
 };
 
 AttentionDims attention_dims(const Value& q, const Value& k, const Value& v) {
@@ -142,8 +142,8 @@ std::vector<Value> scaled_dot_product_fused_attention(LowerContext& ctx) {
   o = b.binary("divide", o, over_rows(b, l_nonzero, a, o.shape()));
   Value lse = b.binary("add", m, b.unary("log", l));
   const TensorType& lse_t = ctx.out_types.at(1);
-  return {b.convert(o, out_t.dtype), b.reshape(b.convert(lse, lse_t.dtype), lse_t.shape),
-          zeros(b, ctx.out_types.at(2)), zeros(b, ctx.out_types.at(3))};
+  return {b.convert(o, out_t.dtype), b.reshape(b.convert(lse, lse_t.dtype), lse_t.shape), zeros(b, ctx.out_types.at(2)),
+          zeros(b, ctx.out_types.at(3))};
 }
 
 // _scaled_dot_product_fused_attention_overrideable_backward(grad_out, q, k,

@@ -123,8 +123,7 @@ Value conv_transposed(LowerContext& ctx, const Value& x, const Value& w, const C
 // d<conv(x, w), g>/dw for a plain convolution with x [N, C, *], g [N, O, *]:
 // a convolution over the batch dim (x's channels as batch, g as the kernel),
 // with stride and dilation trading places; groups become batch groups.
-Value conv_weight_grad(LowerContext& ctx, const Value& x, const Value& g, const ConvParams& p,
-                       const TensorType& out) {
+Value conv_weight_grad(LowerContext& ctx, const Value& x, const Value& g, const ConvParams& p, const TensorType& out) {
   const size_t spatial = x.rank() - 2;
   ConvWindow win{p.dilation, p.padding, {}, std::vector<int64_t>(spatial, 1), p.stride, 1, p.groups};
   for (size_t i = 0; i < spatial; ++i) {
@@ -132,7 +131,8 @@ Value conv_weight_grad(LowerContext& ctx, const Value& x, const Value& g, const 
     win.pad_hi.push_back((o - 1) * p.stride[i] - in + p.dilation[i] * (k - 1) + 1 - p.padding[i]);
   }
   // [f, b, *]x[i, o, *]->[f, b, *]
-  const ConvDims dims{spatial, /*input_feature_first=*/true, /*kernel_input_first=*/true, /*output_feature_first=*/true};
+  const ConvDims dims{spatial, /*input_feature_first=*/true, /*kernel_input_first=*/true,
+                      /*output_feature_first=*/true};
   return convolution_op(ctx, x, g, win, dims, out);
 }
 
@@ -159,7 +159,8 @@ std::vector<Value> convolution(LowerContext& ctx) {
   Value x = b.convert(ctx.tensor(0), acc);
   Value w = b.convert(ctx.tensor(1), acc);
   const ConvParams p = conv_params(ctx, 3, x.rank() - 2);
-  Value y = p.transposed ? conv_transposed(ctx, x, w, p, retyped(out, acc)) : conv_forward(ctx, x, w, p, retyped(out, acc));
+  Value y =
+      p.transposed ? conv_transposed(ctx, x, w, p, retyped(out, acc)) : conv_forward(ctx, x, w, p, retyped(out, acc));
   if (ctx.has(2)) y = add_bias(b, y, ctx.tensor(2));
   return {b.convert(y, out.dtype)};
 }
@@ -178,14 +179,16 @@ std::vector<Value> convolution_backward(LowerContext& ctx) {
   OutputMask results(ctx, 10, "convolution_backward");
   if (results.wanted(0)) {
     const TensorType t = results.next_type();
-    Value gx = p.transposed ? conv_forward(ctx, g, w, p, retyped(t, acc)) : conv_transposed(ctx, g, w, p, retyped(t, acc));
+    Value gx =
+        p.transposed ? conv_forward(ctx, g, w, p, retyped(t, acc)) : conv_transposed(ctx, g, w, p, retyped(t, acc));
     results.push(b.convert(gx, t.dtype));
   }
   if (results.wanted(1)) {
     const TensorType t = results.next_type();
     // A transposed convolution is the input-gradient of a plain one whose
     // input has grad_output's shape, so the roles of x and g swap.
-    Value gw = p.transposed ? conv_weight_grad(ctx, g, x, p, retyped(t, acc)) : conv_weight_grad(ctx, x, g, p, retyped(t, acc));
+    Value gw = p.transposed ? conv_weight_grad(ctx, g, x, p, retyped(t, acc))
+                            : conv_weight_grad(ctx, x, g, p, retyped(t, acc));
     results.push(b.convert(gw, t.dtype));
   }
   if (results.wanted(2) && results.more_defined()) {  // undefined without bias_sizes

@@ -54,7 +54,8 @@ Endpoints endpoints(LowerContext& ctx, ElementType dtype) {
     Value ei = b.convert(b.constant_int(scalar_to_int(e), ElementType::S64), dtype);
     Value wide_s = b.convert(si, ElementType::S64), wide_e = b.convert(ei, ElementType::S64);
     Value diff = b.binary("subtract", wide_e, wide_s);
-    return {b.convert(wide_s, ElementType::F64), b.convert(wide_e, ElementType::F64), b.convert(diff, ElementType::F64)};
+    return {b.convert(wide_s, ElementType::F64), b.convert(wide_e, ElementType::F64),
+            b.convert(diff, ElementType::F64)};
   }
   Value st = b.convert(ctx.scalar(s, ElementType::F64), dtype);
   Value et = b.convert(ctx.scalar(e, ElementType::F64), dtype);
@@ -90,9 +91,11 @@ std::vector<Value> arange(LowerContext& ctx) {
     Value d = b.broadcast_to(b.constant_int(scalar_to_int(step), ElementType::S64), {n});
     return {b.reshape(b.convert(b.binary("add", s, b.binary("multiply", d, i)), out.dtype), out.shape)};
   }
-  const ElementType acc = (out.dtype == ElementType::F32 || out.dtype == ElementType::F64) ? ElementType::F64 : ElementType::F32;
+  const ElementType acc =
+      (out.dtype == ElementType::F32 || out.dtype == ElementType::F64) ? ElementType::F64 : ElementType::F32;
   Value i = positions(b, n, acc);
-  Value v = b.binary("add", splat_scalar(ctx, start, acc, {n}), b.binary("multiply", splat_scalar(ctx, step, acc, {n}), i));
+  Value v =
+      b.binary("add", splat_scalar(ctx, start, acc, {n}), b.binary("multiply", splat_scalar(ctx, step, acc, {n}), i));
   return {b.reshape(b.convert(v, out.dtype), out.shape)};
 }
 
@@ -175,7 +178,8 @@ std::vector<Value> logspace(LowerContext& ctx) {
   Value i = b.iota({ElementType::S64, shape}, 0);
   Value from_end = b.binary("subtract", b.broadcast_to(b.constant_int(steps - 1, ElementType::S64), shape), i);
   Value d = b.broadcast_to(step, shape);
-  Value head = b.binary("add", b.broadcast_to(ep.start, shape), b.binary("multiply", d, b.convert(i, ElementType::F64)));
+  Value head =
+      b.binary("add", b.broadcast_to(ep.start, shape), b.binary("multiply", d, b.convert(i, ElementType::F64)));
   Value tail = b.binary("subtract", b.broadcast_to(ep.end, shape),
                         b.binary("multiply", d, b.convert(from_end, ElementType::F64)));
   Value halfway = b.broadcast_to(b.constant_int(steps / 2, ElementType::S64), shape);

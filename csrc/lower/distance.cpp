@@ -38,7 +38,9 @@ Value p_norm(Builder& b, const Value& diff, double p) {
   const std::vector<int64_t> last{diff.rank() - 1};
   const ElementType t = diff.dtype();
   Value a = b.unary("abs", diff);
-  if (p == 0) return b.reduce(b.convert(b.compare(a, b.splat(0, a.type), CompareDirection::NE), t), b.constant(0, t), last, "add");
+  if (p == 0)
+    return b.reduce(b.convert(b.compare(a, b.splat(0, a.type), CompareDirection::NE), t), b.constant(0, t), last,
+                    "add");
   if (std::isinf(p)) return b.reduce(a, b.constant(0, t), last, "maximum");
   if (p == 1) return b.reduce(a, b.constant(0, t), last, "add");
   if (p == 2) return b.unary("sqrt", b.reduce(mul(b, diff, diff), b.constant(0, t), last, "add"));
@@ -198,7 +200,9 @@ std::vector<Value> linalg_cross(LowerContext& ctx) {
     limit[dim] = i + 1;
     return b.slice(v, start, limit, strides);
   };
-  auto product = [&](int64_t i, int64_t j) { return b.convert(b.convert(mul(b, part(x, i), part(y, j)), out.dtype), t.dtype); };
+  auto product = [&](int64_t i, int64_t j) {
+    return b.convert(b.convert(mul(b, part(x, i), part(y, j)), out.dtype), t.dtype);
+  };
   auto term = [&](int64_t i, int64_t j) { return sub(b, product(i, j), product(j, i)); };
   return {b.convert(b.concatenate({term(1, 2), term(2, 0), term(0, 1)}, dim), out.dtype)};
 }

@@ -121,7 +121,8 @@ Value gelu_value(Builder& b, const Value& x, bool tanh_approx) {
   if (tanh_approx) {
     const double k = std::sqrt(2.0 / M_PI);
     Value x3 = b.binary("multiply", b.binary("multiply", x, x), x);
-    Value inner = b.binary("multiply", b.splat(k, x.type), b.binary("add", x, b.binary("multiply", b.splat(0.044715, x.type), x3)));
+    Value inner = b.binary("multiply", b.splat(k, x.type),
+                           b.binary("add", x, b.binary("multiply", b.splat(0.044715, x.type), x3)));
     Value t = b.unary("tanh", inner);
     return b.binary("multiply", b.binary("multiply", b.splat(0.5, x.type), x), b.binary("add", b.splat(1, x.type), t));
   }
@@ -167,8 +168,8 @@ Value div_floor_float(Builder& b, const Value& a, const Value& d) {
   Value mod = b.binary("remainder", a, d);
   Value div = b.binary("divide", b.binary("subtract", a, mod), d);
   Value adjust = b.binary("and", b.compare(mod, zero, CompareDirection::NE),
-                          b.compare(b.compare(d, zero, CompareDirection::LT), b.compare(mod, zero, CompareDirection::LT),
-                                    CompareDirection::NE));
+                          b.compare(b.compare(d, zero, CompareDirection::LT),
+                                    b.compare(mod, zero, CompareDirection::LT), CompareDirection::NE));
   div = b.select(adjust, b.binary("subtract", div, one), div);
   Value floordiv = b.unary("floor", div);
   Value up = b.compare(b.binary("subtract", div, floordiv), b.splat(0.5, a.type), CompareDirection::GT);
@@ -207,7 +208,8 @@ std::vector<Value> rsub(LowerContext& ctx) {
 
 std::vector<Value> mul(LowerContext& ctx) {
   TensorType t = compute_type(ctx, accumulation_type(result_type(ctx, {0, 1})));
-  return result(ctx, ctx.b.binary(t.dtype == ElementType::Pred ? "and" : "multiply", operand(ctx, 0, t), operand(ctx, 1, t)));
+  return result(
+      ctx, ctx.b.binary(t.dtype == ElementType::Pred ? "and" : "multiply", operand(ctx, 0, t), operand(ctx, 1, t)));
 }
 
 std::vector<Value> div(LowerContext& ctx) {
@@ -235,7 +237,8 @@ std::vector<Value> div(LowerContext& ctx) {
     Value r = b.binary("remainder", a, d);
     Value zero = scalar_like(ctx, 0, r);
     Value rem_nz = b.compare(r, zero, CompareDirection::NE);
-    Value signs_differ = b.compare(b.compare(r, zero, CompareDirection::LT), b.compare(d, zero, CompareDirection::LT), CompareDirection::NE);
+    Value signs_differ = b.compare(b.compare(r, zero, CompareDirection::LT), b.compare(d, zero, CompareDirection::LT),
+                                   CompareDirection::NE);
     q = b.select(b.binary("and", rem_nz, signs_differ), b.binary("subtract", q, scalar_like(ctx, 1, q)), q);
   }
   return result(ctx, q);
@@ -302,7 +305,8 @@ std::vector<Value> pow(LowerContext& ctx) {
     if (p == 0.5 && hlo::is_float(t.dtype)) return result(ctx, b.unary("sqrt", x));
     if (p == -0.5 && hlo::is_float(t.dtype)) return result(ctx, b.unary("rsqrt", x));
     if (p == -1.0 && hlo::is_float(t.dtype)) return result(ctx, b.binary("divide", scalar_like(ctx, 1, x), x));
-    if (p == -2.0 && hlo::is_float(t.dtype)) return result(ctx, b.binary("divide", scalar_like(ctx, 1, x), b.binary("multiply", x, x)));
+    if (p == -2.0 && hlo::is_float(t.dtype))
+      return result(ctx, b.binary("divide", scalar_like(ctx, 1, x), b.binary("multiply", x, x)));
   }
   if (t.dtype == ElementType::Pred) not_implemented_for("pow", t.dtype);
   return result(ctx, b.binary("power", operand(ctx, 0, t), operand(ctx, 1, t)));
@@ -319,7 +323,9 @@ std::vector<Value> ge(LowerContext& ctx) { return compare_op(ctx, CompareDirecti
 // Truth of any dtype: x != 0 (NaN is true), as a cast to bool.
 static Value truth(Builder& b, const Value& x) { return b.convert(x, ElementType::Pred); }
 
-std::vector<Value> logical_not(LowerContext& ctx) { return result(ctx, ctx.b.unary("not", truth(ctx.b, ctx.tensor(0)))); }
+std::vector<Value> logical_not(LowerContext& ctx) {
+  return result(ctx, ctx.b.unary("not", truth(ctx.b, ctx.tensor(0))));
+}
 
 static std::vector<Value> logical_binary(LowerContext& ctx, const char* op) {
   const Shape& shape = out0(ctx).shape;
@@ -428,12 +434,14 @@ std::vector<Value> sign(LowerContext& ctx) {
 }
 
 std::vector<Value> reciprocal(LowerContext& ctx) {
-  Value x = coerce(ctx.b, ctx.tensor(0), compute_type(ctx, accumulation_type(float_compute_type(ctx.tensor(0).dtype()))));
+  Value x =
+      coerce(ctx.b, ctx.tensor(0), compute_type(ctx, accumulation_type(float_compute_type(ctx.tensor(0).dtype()))));
   return result(ctx, ctx.b.binary("divide", scalar_like(ctx, 1, x), x));
 }
 
 std::vector<Value> log2(LowerContext& ctx) {
-  Value x = coerce(ctx.b, ctx.tensor(0), compute_type(ctx, accumulation_type(float_compute_type(ctx.tensor(0).dtype()))));
+  Value x =
+      coerce(ctx.b, ctx.tensor(0), compute_type(ctx, accumulation_type(float_compute_type(ctx.tensor(0).dtype()))));
   Value l = ctx.b.unary("log", x);
   return result(ctx, ctx.b.binary("divide", l, scalar_like(ctx, std::log(2.0), l)));
 }
@@ -500,17 +508,24 @@ std::vector<Value> gelu_backward(LowerContext& ctx) {  // (grad_output, self, ap
   if (tanh_approx) {
     const double k = std::sqrt(2.0 / M_PI);
     Value x2 = b.binary("multiply", x, x);
-    Value inner = b.binary("multiply", b.splat(k, x.type), b.binary("add", x, b.binary("multiply", b.splat(0.044715, x.type), b.binary("multiply", x2, x))));
+    Value inner =
+        b.binary("multiply", b.splat(k, x.type),
+                 b.binary("add", x, b.binary("multiply", b.splat(0.044715, x.type), b.binary("multiply", x2, x))));
     Value t = b.unary("tanh", inner);
-    Value dinner = b.binary("multiply", b.splat(k, x.type), b.binary("add", b.splat(1, x.type), b.binary("multiply", b.splat(3 * 0.044715, x.type), x2)));
+    Value dinner =
+        b.binary("multiply", b.splat(k, x.type),
+                 b.binary("add", b.splat(1, x.type), b.binary("multiply", b.splat(3 * 0.044715, x.type), x2)));
     Value sech2 = b.binary("subtract", b.splat(1, x.type), b.binary("multiply", t, t));
-    d = b.binary("add", b.binary("multiply", b.splat(0.5, x.type), b.binary("add", b.splat(1, x.type), t)),
-                 b.binary("multiply", b.binary("multiply", b.splat(0.5, x.type), x), b.binary("multiply", sech2, dinner)));
+    d = b.binary(
+        "add", b.binary("multiply", b.splat(0.5, x.type), b.binary("add", b.splat(1, x.type), t)),
+        b.binary("multiply", b.binary("multiply", b.splat(0.5, x.type), x), b.binary("multiply", sech2, dinner)));
   } else {
-    Value cdf = b.binary("multiply", b.splat(0.5, x.type),
-                         b.binary("add", b.splat(1, x.type), erf_value(b, b.binary("multiply", x, b.splat(M_SQRT1_2, x.type)))));
-    Value pdf = b.binary("multiply", b.splat(0.5 * M_2_SQRTPI * M_SQRT1_2, x.type),
-                         b.unary("exponential", b.binary("multiply", b.splat(-0.5, x.type), b.binary("multiply", x, x))));
+    Value cdf = b.binary(
+        "multiply", b.splat(0.5, x.type),
+        b.binary("add", b.splat(1, x.type), erf_value(b, b.binary("multiply", x, b.splat(M_SQRT1_2, x.type)))));
+    Value pdf =
+        b.binary("multiply", b.splat(0.5 * M_2_SQRTPI * M_SQRT1_2, x.type),
+                 b.unary("exponential", b.binary("multiply", b.splat(-0.5, x.type), b.binary("multiply", x, x))));
     d = b.binary("add", cdf, b.binary("multiply", x, pdf));
   }
   return {b.convert(b.binary("multiply", g, d), out0(ctx).dtype)};

@@ -54,8 +54,7 @@ double norm_factor(int64_t normalization, double n) {
 // One stablehlo.fft of kind `type` over `dims` (at most 3), which end up
 // with sizes `out_sizes` (the transform's result sizes there).
 Value fft_over(Builder& b, const Value& x, const std::vector<int64_t>& dims, hlo::FftType type,
-               const std::vector<int64_t>& fft_length, ElementType out_dtype,
-               const std::vector<int64_t>& out_sizes) {
+               const std::vector<int64_t>& fft_length, ElementType out_dtype, const std::vector<int64_t>& out_sizes) {
   std::vector<int64_t> perm = dims_last(dims, x.rank());
   Value t = b.transpose(x, perm);
   Shape shape = t.shape();

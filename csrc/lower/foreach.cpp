@@ -157,7 +157,8 @@ TORCH_TPU_FOREACH(trunc)
 std::vector<Value> foreach_clone(LowerContext& ctx) {
   PerElement each(ctx);
   std::vector<Value> results;
-  for (size_t i = 0; i < each.size(); ++i) results.push_back(coerce(ctx.b, *each.args()[0].tensors.at(i), each.out_type(i)));
+  for (size_t i = 0; i < each.size(); ++i)
+    results.push_back(coerce(ctx.b, *each.args()[0].tensors.at(i), each.out_type(i)));
   return results;
 }
 
@@ -166,7 +167,8 @@ std::vector<Value> foreach_clone(LowerContext& ctx) {
 std::vector<Value> foreach_copy(LowerContext& ctx) {
   PerElement each(ctx);
   std::vector<Value> results;
-  for (size_t i = 0; i < each.size(); ++i) results.push_back(coerce(ctx.b, *each.args()[1].tensors.at(i), each.out_type(i)));
+  for (size_t i = 0; i < each.size(); ++i)
+    results.push_back(coerce(ctx.b, *each.args()[1].tensors.at(i), each.out_type(i)));
   return results;
 }
 
@@ -182,7 +184,8 @@ std::vector<Value> foreach_zero(LowerContext& ctx) {
 std::vector<Value> foreach_max(LowerContext& ctx) {
   PerElement each(ctx);
   std::vector<Value> results;
-  for (size_t i = 0; i < each.size(); ++i) results.push_back(each.run(max_all, i, {tensor_arg(each.args()[0].tensors.at(i))}));
+  for (size_t i = 0; i < each.size(); ++i)
+    results.push_back(each.run(max_all, i, {tensor_arg(each.args()[0].tensors.at(i))}));
   return results;
 }
 
@@ -327,7 +330,8 @@ std::vector<Value> fused_adam_step(LowerContext& ctx, AdamMode mode) {
     new_sqs.push_back(v);
   }
   std::vector<Value> results, old;
-  for (auto* list : {&new_params, &new_grads, &new_avgs, &new_sqs, &new_maxes}) results.insert(results.end(), list->begin(), list->end());
+  for (auto* list : {&new_params, &new_grads, &new_avgs, &new_sqs, &new_maxes})
+    results.insert(results.end(), list->begin(), list->end());
   for (const auto* list : {&params, &grads, &exp_avgs, &exp_avg_sqs, &max_sqs}) {
     for (size_t i = 0; i < list->size(); ++i) old.push_back(*list->at(i));
   }
@@ -362,7 +366,9 @@ std::vector<Value> fused_sgd(LowerContext& ctx) {
     if (wd != 0) g = e.add(e.mul(p, e.bc(h.get("wd", wd, t))), g);
     if (momentum != 0) {
       Value mom = e.bc(h.get("momentum", momentum, t));
-      Value buf = first ? g : e.add(e.mul(e.bc(h.get("1-dampening", 1 - dampening, t)), g), e.mul(b.convert(*bufs.at(i), t), mom));
+      Value buf =
+          first ? g
+                : e.add(e.mul(e.bc(h.get("1-dampening", 1 - dampening, t)), g), e.mul(b.convert(*bufs.at(i), t), mom));
       new_bufs.push_back(buf);
       g = nesterov ? e.add(e.mul(buf, mom), g) : buf;
     } else if (i < bufs.size()) {

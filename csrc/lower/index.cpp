@@ -36,9 +36,7 @@ hlo::ScatterCombiner combiner(Combine combine) {
 }
 
 // Sums run in f32 for bf16/f16, one rounding at the end.
-ElementType sum_type(ElementType t, Combine combine) {
-  return combine == Combine::Add ? accumulation_type(t) : t;
-}
+ElementType sum_type(ElementType t, Combine combine) { return combine == Combine::Add ? accumulation_type(t) : t; }
 
 // scatter / scatter_add: self[..index[i]..] (combine)= updates[i] over
 // index's shape. 0-d tensors act as 1-d ones of one element.
@@ -73,8 +71,8 @@ Shape broadcast_shapes(const std::vector<Shape>& shapes) {
 // the non-indexed dims land in the result. PyTorch's rule: when the indexed
 // dims are adjacent, B replaces them in place; otherwise B comes first.
 struct AdvancedIndex {
-  std::vector<int64_t> dims;         // indexed dims of self, ascending
-  std::vector<int64_t> rest_dims;    // the others, ascending
+  std::vector<int64_t> dims;       // indexed dims of self, ascending
+  std::vector<int64_t> rest_dims;  // the others, ascending
   Value coords;
   Shape batch;                       // B
   std::vector<int64_t> rest_places;  // result positions of rest_dims
@@ -153,7 +151,8 @@ int64_t mask_position(const std::vector<std::optional<Value>>& indices) {
     if (is_mask(indices[i])) pos = static_cast<int64_t>(i);
   }
   if (pos >= 0 && tensors > 1) {
-    throw std::invalid_argument("tpu: index_put with a boolean mask together with other index tensors is not supported");
+    throw std::invalid_argument(
+        "tpu: index_put with a boolean mask together with other index tensors is not supported");
   }
   return pos;
 }
@@ -192,12 +191,14 @@ Value masked_put(Builder& b, const Value& self, const Value& mask_in, int64_t p,
     full[q] = vs[q];
     values = b.broadcast_in_dim(values, full, range(static_cast<int64_t>(full.size())));
     // Row of each true element; false elements read a clamped row, unused.
-    Value row = b.binary("subtract", prefix_sum(b, b.convert(m, ElementType::S64), 0), b.splat(1, {ElementType::S64, {n}}));
+    Value row =
+        b.binary("subtract", prefix_sum(b, b.convert(m, ElementType::S64), 0), b.splat(1, {ElementType::S64, {n}}));
     updates = select_along(b, values, q, row);
   }
   Value operand = b.reshape(self, flat);
   Value written = updates;
-  if (combine == Combine::Add) written = b.binary(operand.dtype() == ElementType::Pred ? "or" : "add", operand, updates);
+  if (combine == Combine::Add)
+    written = b.binary(operand.dtype() == ElementType::Pred ? "or" : "add", operand, updates);
   Value keep = b.broadcast_in_dim(m, flat, {q});
   return b.reshape(b.select(keep, written, operand), self.shape());
 }
@@ -226,8 +227,9 @@ void check_advanced_ranges(LowerContext& ctx, const Value& self, const AdvancedI
   const auto& indices = ctx.args.at(1).tensors;
   for (int64_t d : a.dims) {
     const int64_t size = self.shape()[d];
-    ctx.check_in_range(*indices[d], -size, size, std::string(op) + ": index out of bounds for dimension " +
-                                                      std::to_string(d) + " with size " + std::to_string(size));
+    ctx.check_in_range(*indices[d], -size, size,
+                       std::string(op) + ": index out of bounds for dimension " + std::to_string(d) + " with size " +
+                           std::to_string(size));
   }
 }
 

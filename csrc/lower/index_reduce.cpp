@@ -37,10 +37,15 @@ Reduce parse_reduce(const std::string& s) {
 Value combine(Builder& b, Reduce r, const Value& a, const Value& u) {
   const bool pred = a.dtype() == ElementType::Pred;
   switch (r) {
-    case Reduce::Overwrite: return u;
-    case Reduce::Sum: case Reduce::Mean: return b.binary(pred ? "or" : "add", a, u);
-    case Reduce::Prod: return b.binary(pred ? "and" : "multiply", a, u);
-    case Reduce::Max: case Reduce::Min: {
+    case Reduce::Overwrite:
+      return u;
+    case Reduce::Sum:
+    case Reduce::Mean:
+      return b.binary(pred ? "or" : "add", a, u);
+    case Reduce::Prod:
+      return b.binary(pred ? "and" : "multiply", a, u);
+    case Reduce::Max:
+    case Reduce::Min: {
       Value m = b.binary(pred ? (r == Reduce::Max ? "or" : "and") : (r == Reduce::Max ? "maximum" : "minimum"), a, u);
       if (!hlo::is_float(a.dtype())) return m;
       return b.select(is_nan(b, a), a, b.select(is_nan(b, u), u, m));
@@ -63,16 +68,21 @@ ElementType compute_type(ElementType t, Reduce r) {
 
 Value identity_of(Builder& b, Reduce r, ElementType t) {
   switch (r) {
-    case Reduce::Prod: return reduce_init(b, "multiply", t);
-    case Reduce::Max: return reduce_init(b, "maximum", t);
-    case Reduce::Min: return reduce_init(b, "minimum", t);
-    default: return b.constant(0, t);
+    case Reduce::Prod:
+      return reduce_init(b, "multiply", t);
+    case Reduce::Max:
+      return reduce_init(b, "maximum", t);
+    case Reduce::Min:
+      return reduce_init(b, "minimum", t);
+    default:
+      return b.constant(0, t);
   }
 }
 
 // self reduced with `updates` at `coords` (both over the updates' shape).
 // self and updates arrive in the compute type.
-Value reduce_into(Builder& b, const Value& self, const Value& coords, const Value& updates, Reduce r, bool include_self) {
+Value reduce_into(Builder& b, const Value& self, const Value& coords, const Value& updates, Reduce r,
+                  bool include_self) {
   const ElementType t = self.dtype();
   Value base = self;
   if (!include_self || r == Reduce::Mean) {
@@ -202,8 +212,9 @@ std::vector<Value> index_fill(LowerContext& ctx) {
   if (!a) return {coerce(b, ctx.tensor(0), out)};
   const Value& operand = a->operand;
   const int64_t dim = a->dim, size = a->size;
-  ctx.check_in_range(a->index, -size, size, "index_fill(): index out of range for dimension " + std::to_string(dim) +
-                                                " with size " + std::to_string(size));
+  ctx.check_in_range(
+      a->index, -size, size,
+      "index_fill(): index out of range for dimension " + std::to_string(dim) + " with size " + std::to_string(size));
   Value index = wrap_negative(b, a->index, size);
   Value hit = scatter_points(b, zeros(b, {ElementType::Pred, {size}}), b.reshape(index, {index.shape()[0], 1}),
                              b.splat(1, {ElementType::Pred, index.shape()}), Reduce::Overwrite);
@@ -230,8 +241,7 @@ std::vector<Value> masked_scatter(LowerContext& ctx) {
   if (m == 0) return {self};
   Value flat_mask = b.reshape(mask, {n});
   Value ones = b.convert(flat_mask, ElementType::S64);
-  Value position = b.binary("subtract", prefix_sum(b, ones, 0),
-                            b.splat(1, ones.type));
+  Value position = b.binary("subtract", prefix_sum(b, ones, 0), b.splat(1, ones.type));
   position = b.clamp(b.constant_int(0, ElementType::S64), position, b.constant_int(m - 1, ElementType::S64));
   Value taken = b.gather_points(b.reshape(b.convert(source, out.dtype), {m}), b.reshape(position, {n, 1}));
   return {b.select(mask, b.reshape(taken, out.shape), self)};
@@ -250,8 +260,9 @@ FlatIndex flat_index(LowerContext& ctx) {
   const Value& self = ctx.tensor(0);
   const int64_t n = self.type.numel();
   Value index = as_index(ctx.b, ctx.tensor(1));
-  ctx.check_in_range(index, -n, n, "out of range: tried to access an index out of range of a tensor with " +
-                                       std::to_string(n) + " elements.");
+  ctx.check_in_range(
+      index, -n, n,
+      "out of range: tried to access an index out of range of a tensor with " + std::to_string(n) + " elements.");
   return {self, n, index};
 }
 
@@ -407,13 +418,17 @@ std::vector<Value> embedding_bag(LowerContext& ctx) {
   if (mode == kMax) {
     bag = bag_to_end;
     Value lowest = b.broadcast_to(reduce_init(b, "maximum", t), {n, dim});
-    Value m = scatter_rows(b, b.splat(-INFINITY, {t, {bags, dim}}), bag, b.select(wide_keep, rows, lowest), Reduce::Max);
-    Value hit = b.compare(rows, gather_rows(b, m, b.clamp(b.constant_int(0, ElementType::S64), bag,
-                                                          b.constant_int(bags - 1, ElementType::S64))),
-                          CompareDirection::EQ);
+    Value m =
+        scatter_rows(b, b.splat(-INFINITY, {t, {bags, dim}}), bag, b.select(wide_keep, rows, lowest), Reduce::Max);
+    Value hit = b.compare(
+        rows,
+        gather_rows(b, m,
+                    b.clamp(b.constant_int(0, ElementType::S64), bag, b.constant_int(bags - 1, ElementType::S64))),
+        CompareDirection::EQ);
     Value pos = b.select(b.binary("and", hit, wide_keep), b.iota({ElementType::S64, {n, dim}}, 0),
                          b.splat(static_cast<double>(n), {ElementType::S64, {n, dim}}));
-    Value first = scatter_rows(b, b.splat(static_cast<double>(n), {ElementType::S64, {bags, dim}}), bag, pos, Reduce::Min);
+    Value first =
+        scatter_rows(b, b.splat(static_cast<double>(n), {ElementType::S64, {bags, dim}}), bag, pos, Reduce::Min);
     Value padded_idx = b.pad(idx, b.constant_int(-1, ElementType::S64), {0}, {1}, {0});  // position n: none
     max_indices = b.gather_points(padded_idx, b.reshape(first, {bags, dim, 1}));
     Value empty = b.broadcast_in_dim(b.compare(count, zeros(b, count.type), CompareDirection::EQ), {bags, dim}, {0});
@@ -471,7 +486,8 @@ std::vector<Value> embedding_bag_dense_backward(LowerContext& ctx) {
     Value mi = as_index(b, ctx.tensor(4));
     Value along = b.select(b.compare(mi, zeros(b, mi.type), CompareDirection::LT),
                            b.splat(static_cast<double>(out.shape[0]), mi.type), mi);  // none: dropped
-    Value r = scatter_points(b, zeros(b, {t, out.shape}), point_coordinates(b, {bags, dim}, 0, along), grad, Reduce::Sum);
+    Value r =
+        scatter_points(b, zeros(b, {t, out.shape}), point_coordinates(b, {bags, dim}, 0, along), grad, Reduce::Sum);
     return {b.convert(r, out.dtype)};
   }
   Value bag = index_1d(b, ctx.tensor(2));
@@ -484,7 +500,8 @@ std::vector<Value> embedding_bag_dense_backward(LowerContext& ctx) {
     scale = b.binary("divide", scale, b.binary("maximum", size, b.splat(1, size.type)));
   }
   if (ctx.bool_arg(6)) {
-    Value freq = scatter_points(b, zeros(b, {t, {out.shape[0]}}), b.reshape(idx, {n, 1}), b.splat(1, {t, {n}}), Reduce::Sum);
+    Value freq =
+        scatter_points(b, zeros(b, {t, {out.shape[0]}}), b.reshape(idx, {n, 1}), b.splat(1, {t, {n}}), Reduce::Sum);
     scale = b.binary("divide", scale, b.gather_points(freq, b.reshape(idx, {n, 1})));
   }
   rows = b.binary("multiply", rows, b.broadcast_in_dim(scale, {n, dim}, {0}));

@@ -129,8 +129,8 @@ std::vector<Value> for_loop(Builder& b, int64_t from, int64_t to, int64_t step, 
   std::vector<Value> out = b.while_loop(
       state,
       [&](Builder& rb, const std::vector<Value>& s) {
-        return std::vector<Value>{
-            rb.compare(s[0], rb.constant_int(to, ElementType::S64), step > 0 ? CompareDirection::LT : CompareDirection::GT)};
+        return std::vector<Value>{rb.compare(s[0], rb.constant_int(to, ElementType::S64),
+                                             step > 0 ? CompareDirection::LT : CompareDirection::GT)};
       },
       [&](Builder& rb, const std::vector<Value>& s) {
         std::vector<Value> next = body(rb, s[0], std::vector<Value>(s.begin() + 1, s.end()));
@@ -142,9 +142,9 @@ std::vector<Value> for_loop(Builder& b, int64_t from, int64_t to, int64_t step, 
 
 // ---- LU with partial pivoting (LAPACK getrf) -------------------------------
 struct LU {
-  Value lu;     // [B, m, n]: unit-lower L below the diagonal, U on and above
-  Value piv;    // [B, min(m, n)] s32, 1-based rows swapped with, as LAPACK
-  Value info;   // [B] s32: 1-based index of the first zero pivot, or 0
+  Value lu;    // [B, m, n]: unit-lower L below the diagonal, U on and above
+  Value piv;   // [B, min(m, n)] s32, 1-based rows swapped with, as LAPACK
+  Value info;  // [B] s32: 1-based index of the first zero pivot, or 0
 };
 
 // One elimination step at column k: the pivot is the first row (>= k) of
@@ -163,14 +163,15 @@ std::vector<Value> lu_step(Builder& b, const Value& k, const Value& a, const Val
   Value is_best = both(b, below, cmp(b, cand, bcast_lead(b, best, {bsz, m}), CompareDirection::EQ));
   Value p = b.reduce(b.select(is_best, rows, b.splat(static_cast<double>(m), rows.type)),
                      reduce_init(b, "minimum", ElementType::S64), {1}, "minimum");
-  p = b.select(cmp(b, p, b.splat(static_cast<double>(m), p.type), CompareDirection::LT), p, bcast(b, k, {bsz}));  // NaN column
+  p = b.select(cmp(b, p, b.splat(static_cast<double>(m), p.type), CompareDirection::LT), p,
+               bcast(b, k, {bsz}));  // NaN column
   Value pb = bcast_lead(b, p, s);
   Value is_k = cmp(b, ri, kb, CompareDirection::EQ), is_p = cmp(b, ri, pb, CompareDirection::EQ);
   Value row_k = masked_sum(b, a, is_k, 1), row_p = masked_sum(b, a, is_p, 1);  // [B, n]
   Value bc_row_k = b.broadcast_in_dim(row_k, s, {0, 2}), bc_row_p = b.broadcast_in_dim(row_p, s, {0, 2});
   Value swapped = b.select(is_k, bc_row_p, b.select(is_p, bc_row_k, a));
   Value pivot = masked_sum(b, row_p, cmp(b, iota(b, {bsz, n}, 1), counter(b, k, {bsz, n}), CompareDirection::EQ), 1);
-  Value nonzero = cmp(b, pivot, zeros(b, pivot.type), CompareDirection::NE);  // [B]
+  Value nonzero = cmp(b, pivot, zeros(b, pivot.type), CompareDirection::NE);      // [B]
   Value col_s = masked_sum(b, swapped, cmp(b, ci, kb, CompareDirection::EQ), 2);  // [B, m]
   Value safe_pivot = b.select(nonzero, pivot, b.splat(1, pivot.type));
   Value l = b.binary("divide", col_s, bcast_lead(b, safe_pivot, {bsz, m}));  // [B, m]
@@ -212,7 +213,8 @@ Value permutation_of(Builder& b, const Value& piv, int64_t m) {
     Value is_i = cmp(rb, idx, counter(rb, i, {bsz, m}), CompareDirection::EQ);
     Value is_p = cmp(rb, idx, bcast_lead(rb, pi, {bsz, m}), CompareDirection::EQ);
     Value vi = masked_sum(rb, pm, is_i, 1), vp = masked_sum(rb, pm, is_p, 1);
-    return std::vector<Value>{rb.select(is_i, bcast_lead(rb, vp, {bsz, m}), rb.select(is_p, bcast_lead(rb, vi, {bsz, m}), pm))};
+    return std::vector<Value>{
+        rb.select(is_i, bcast_lead(rb, vp, {bsz, m}), rb.select(is_p, bcast_lead(rb, vi, {bsz, m}), pm))};
   });
   return out[0];
 }
@@ -277,18 +279,21 @@ Value cholesky_info(Builder& b, const Value& a, const Value& failed) {
       init,
       [&](Builder& rb, const std::vector<Value>& st) {
         Value more = rb.compare(st[0], rb.constant_int(n, ElementType::S64), CompareDirection::LT);
-        return std::vector<Value>{rb.binary("and", more, rb.reduce(failed, rb.constant(0, ElementType::Pred), {0}, "or"))};
+        return std::vector<Value>{
+            rb.binary("and", more, rb.reduce(failed, rb.constant(0, ElementType::Pred), {0}, "or"))};
       },
       [&](Builder& rb, const std::vector<Value>& st) {
         const Value& k = st[0];
         Value ri = iota(rb, s, 1), ci = iota(rb, s, 2), kb = counter(rb, k, s);
         Value col = masked_sum(rb, st[1], cmp(rb, ci, kb, CompareDirection::EQ), 2);  // [B, n]
-        Value d = masked_sum(rb, col, cmp(rb, iota(rb, {bsz, n}, 1), counter(rb, k, {bsz, n}), CompareDirection::EQ), 1);
+        Value d =
+            masked_sum(rb, col, cmp(rb, iota(rb, {bsz, n}, 1), counter(rb, k, {bsz, n}), CompareDirection::EQ), 1);
         Value ok = cmp(rb, d, zeros(rb, d.type), CompareDirection::GT);
         Value first = both(rb, rb.unary("not", ok), cmp(rb, st[2], zeros(rb, st[2].type), CompareDirection::EQ));
         Value k1 = rb.convert(next_counter(rb, k), ElementType::S32);
         Value info = rb.select(first, bcast(rb, k1, {bsz}), st[2]);
-        Value l = rb.binary("divide", col, bcast_lead(rb, rb.unary("sqrt", rb.select(ok, d, rb.splat(1, d.type))), {bsz, n}));
+        Value l =
+            rb.binary("divide", col, bcast_lead(rb, rb.unary("sqrt", rb.select(ok, d, rb.splat(1, d.type))), {bsz, n}));
         Value trailing = both(rb, cmp(rb, ri, kb, CompareDirection::GT), cmp(rb, ci, kb, CompareDirection::GT));
         Value outer = rb.binary("multiply", rb.broadcast_in_dim(l, s, {0, 1}), rb.broadcast_in_dim(l, s, {0, 2}));
         Value next = rb.select(trailing, rb.binary("subtract", st[1], outer), st[1]);
@@ -369,7 +374,8 @@ std::vector<Value> triangular_solve(LowerContext& ctx) {
 // linalg_lu_factor_ex(A, *, pivot, check_errors) -> (LU, pivots, info)
 std::vector<Value> linalg_lu_factor_ex(LowerContext& ctx) {
   Builder& b = ctx.b;
-  if (!ctx.bool_arg(1, true)) throw std::invalid_argument("linalg.lu_factor: LU without pivoting is not implemented on the CPU");
+  if (!ctx.bool_arg(1, true))
+    throw std::invalid_argument("linalg.lu_factor: LU without pivoting is not implemented on the CPU");
   const auto& t = ctx.out_types;
   if (has_zero_size({t.at(0)})) return {zeros(b, t[0]), zeros(b, t[1]), zeros(b, t[2])};
   LU f = lu_factor(b, flatten_batch(b, ctx.tensor(0)));
@@ -418,7 +424,8 @@ std::vector<Value> lu_unpack(LowerContext& ctx) {
 // linalg_lu(A, *, pivot) -> (P, L, U)
 std::vector<Value> linalg_lu(LowerContext& ctx) {
   Builder& b = ctx.b;
-  if (!ctx.bool_arg(1, true)) throw std::invalid_argument("linalg.lu_factor: LU without pivoting is not implemented on the CPU");
+  if (!ctx.bool_arg(1, true))
+    throw std::invalid_argument("linalg.lu_factor: LU without pivoting is not implemented on the CPU");
   const Value& a = ctx.tensor(0);
   if (a.type.numel() == 0) {
     return {identity_of(b, ctx.out_types[0]), zeros(b, ctx.out_types[1]), zeros(b, ctx.out_types[2])};
@@ -518,7 +525,8 @@ std::vector<Value> linalg_slogdet(LowerContext& ctx) {
   Value sign = b.reduce(b.unary("sign", d), b.constant(1, ElementType::F32), {1}, "multiply");
   sign = b.binary("multiply", sign, permutation_sign(b, f.piv));
   Value logabs = b.reduce(b.unary("log", b.unary("abs", d)), b.constant(0, ElementType::F32), {1}, "add");
-  return {reshape_as(b, sign, t[0]), reshape_as(b, logabs, t[1]), reshape_as(b, f.lu, t[2]), reshape_as(b, f.piv, t[3])};
+  return {reshape_as(b, sign, t[0]), reshape_as(b, logabs, t[1]), reshape_as(b, f.lu, t[2]),
+          reshape_as(b, f.piv, t[3])};
 }
 
 // ---- Householder QR (LAPACK geqr2 / org2r) -----------------------------------
@@ -546,7 +554,8 @@ Value apply_reflector(Builder& b, const Value& a, const Value& v, const Value& t
   Value w = b.reduce(b.binary("multiply", b.broadcast_in_dim(v, s, {0, 1}), a), b.constant(0, ElementType::F32), {1},
                      "add");  // [B, n]
   Value tw = b.binary("multiply", w, bcast_lead(b, tau, w.shape()));
-  Value upd = b.binary("subtract", a, b.binary("multiply", b.broadcast_in_dim(v, s, {0, 1}), b.broadcast_in_dim(tw, s, {0, 2})));
+  Value upd = b.binary("subtract", a,
+                       b.binary("multiply", b.broadcast_in_dim(v, s, {0, 1}), b.broadcast_in_dim(tw, s, {0, 2})));
   return b.select(cols, upd, a);
 }
 
@@ -584,8 +593,9 @@ std::vector<Value> geqr2_step(Builder& b, const Value& k, const Value& a, const 
 // geqrf of [B, m, n]: (reflectors and R, tau [B, min(m, n)]).
 std::pair<Value, Value> geqrf_of(Builder& b, const Value& a) {
   const int64_t k = std::min(a.shape()[1], a.shape()[2]);
-  auto out = for_loop(b, 0, k, 1, {a, zeros(b, {ElementType::F32, {a.shape()[0], k}})},
-                      [](Builder& rb, const Value& kv, std::vector<Value> st) { return geqr2_step(rb, kv, st[0], st[1]); });
+  auto out =
+      for_loop(b, 0, k, 1, {a, zeros(b, {ElementType::F32, {a.shape()[0], k}})},
+               [](Builder& rb, const Value& kv, std::vector<Value> st) { return geqr2_step(rb, kv, st[0], st[1]); });
   return {out[0], out[1]};
 }
 
@@ -668,7 +678,8 @@ Value element(Builder& b, const Value& v, const Value& t) {
 Value rotate_columns(Builder& b, const Value& a, const Value& p, const Value& q, const Value& c, const Value& s) {
   const Shape& sh = a.shape();
   Value ci = iota(b, sh, 2);
-  Value is_p = cmp(b, ci, counter(b, p, sh), CompareDirection::EQ), is_q = cmp(b, ci, counter(b, q, sh), CompareDirection::EQ);
+  Value is_p = cmp(b, ci, counter(b, p, sh), CompareDirection::EQ),
+        is_q = cmp(b, ci, counter(b, q, sh), CompareDirection::EQ);
   Value xp = b.broadcast_in_dim(masked_sum(b, a, is_p, 2), sh, {0, 1});
   Value xq = b.broadcast_in_dim(masked_sum(b, a, is_q, 2), sh, {0, 1});
   Value cb = bcast_lead(b, c, sh), sb = bcast_lead(b, s, sh);
@@ -683,7 +694,8 @@ std::pair<Value, Value> jacobi_rotation(Builder& b, const Value& app, const Valu
   Value zero = cmp(b, apq, zeros(b, apq.type), CompareDirection::EQ);
   Value safe = b.select(zero, b.splat(1, apq.type), apq);
   Value tau = b.binary("divide", b.binary("subtract", aqq, app), b.binary("multiply", b.splat(2, apq.type), safe));
-  Value sgn = b.select(cmp(b, tau, zeros(b, tau.type), CompareDirection::GE), b.splat(1, tau.type), b.splat(-1, tau.type));
+  Value sgn =
+      b.select(cmp(b, tau, zeros(b, tau.type), CompareDirection::GE), b.splat(1, tau.type), b.splat(-1, tau.type));
   Value root = b.unary("sqrt", b.binary("add", b.splat(1, tau.type), b.binary("multiply", tau, tau)));
   Value t = b.binary("divide", sgn, b.binary("add", b.unary("abs", tau), root));
   t = b.select(zero, zeros(b, t.type), t);
@@ -727,7 +739,8 @@ std::vector<Value> jacobi_sweeps(Builder& b, const Pairs& pairs, std::vector<Val
       state,
       [&](Builder& rb, const std::vector<Value>& st) {
         Value more = rb.compare(st[0], rb.constant_int(kMaxSweeps, ElementType::S64), CompareDirection::LT);
-        return std::vector<Value>{rb.binary("and", more, unconverged(rb, std::vector<Value>(st.begin() + 1, st.end())))};
+        return std::vector<Value>{
+            rb.binary("and", more, unconverged(rb, std::vector<Value>(st.begin() + 1, st.end())))};
       },
       [&](Builder& rb, const std::vector<Value>& st) {
         std::vector<Value> inner(st.begin() + 1, st.end());
@@ -817,7 +830,8 @@ std::vector<Value> jacobi_svd_tall(Builder& b, const Value& a) {
         return std::vector<Value>{rotate_columns(rb, st[0], p, q, c, s), rotate_columns(rb, st[1], p, q, c, s), conv};
       });
   const Shape& sh = out[0].shape();
-  Value norms = b.unary("sqrt", b.reduce(b.binary("multiply", out[0], out[0]), b.constant(0, ElementType::F32), {1}, "add"));
+  Value norms =
+      b.unary("sqrt", b.reduce(b.binary("multiply", out[0], out[0]), b.constant(0, ElementType::F32), {1}, "add"));
   auto [sv, perm] = sort_with_index(b, norms, true);
   Value safe = b.select(cmp(b, norms, zeros(b, norms.type), CompareDirection::GT), norms, b.splat(1, norms.type));
   Value u = b.binary("divide", out[0], b.broadcast_in_dim(safe, sh, {0, 2}));

@@ -40,8 +40,8 @@ NllTerms nll_terms(LowerContext& ctx, const Value& input, const Value& target, s
     if (i != t.class_dim) target_dims.push_back(i);
   }
   Value tgt = b.convert(target, ElementType::S64);
-  Value valid = b.compare(tgt, b.broadcast_to(b.constant_int(ignore_index, ElementType::S64), tgt.shape()),
-                          CompareDirection::NE);
+  Value valid =
+      b.compare(tgt, b.broadcast_to(b.constant_int(ignore_index, ElementType::S64), tgt.shape()), CompareDirection::NE);
   Value classes = b.iota({ElementType::S64, shape}, t.class_dim);
   Value hit = b.compare(classes, b.broadcast_in_dim(tgt, shape, target_dims), CompareDirection::EQ);
   t.pick = b.binary("and", hit, b.broadcast_in_dim(valid, shape, target_dims));

@@ -7,14 +7,16 @@
 namespace torch_tpu::lower {
 
 const Value& LowerContext::tensor(size_t i) const {
-  if (i >= args.size() || !args[i].tensor) throw std::invalid_argument("lowering: argument " + std::to_string(i) + " is not a tensor");
+  if (i >= args.size() || !args[i].tensor)
+    throw std::invalid_argument("lowering: argument " + std::to_string(i) + " is not a tensor");
   return *args[i].tensor;
 }
 
 int64_t LowerContext::int_arg(size_t i, int64_t fallback) const {
   if (!has(i)) return fallback;
   const Arg& a = args[i];
-  if (a.kind == Arg::Kind::Scalar) return a.scalar.kind == ScalarArg::Kind::Float ? static_cast<int64_t>(a.scalar.f) : a.scalar.i;
+  if (a.kind == Arg::Kind::Scalar)
+    return a.scalar.kind == ScalarArg::Kind::Float ? static_cast<int64_t>(a.scalar.f) : a.scalar.i;
   if (a.kind == Arg::Kind::Bool) return a.b;
   return a.i;
 }
@@ -54,20 +56,34 @@ namespace {
 // The C++ type c10's overflow message names (its scalar type macros' spelling).
 const char* cpp_type_name(ElementType t) {
   switch (t) {
-    case ElementType::Pred: return "bool";
-    case ElementType::S8: return "int8_t";
-    case ElementType::S16: return "int16_t";
-    case ElementType::S32: return "int";
-    case ElementType::S64: return "int64_t";
-    case ElementType::U8: return "uint8_t";
-    case ElementType::U16: return "uint16_t";
-    case ElementType::U32: return "uint32_t";
-    case ElementType::U64: return "uint64_t";
-    case ElementType::F16: return "c10::Half";
-    case ElementType::BF16: return "c10::BFloat16";
-    case ElementType::F32: return "float";
-    case ElementType::F64: return "double";
-    case ElementType::C64: return "c10::complex<float>";
+    case ElementType::Pred:
+      return "bool";
+    case ElementType::S8:
+      return "int8_t";
+    case ElementType::S16:
+      return "int16_t";
+    case ElementType::S32:
+      return "int";
+    case ElementType::S64:
+      return "int64_t";
+    case ElementType::U8:
+      return "uint8_t";
+    case ElementType::U16:
+      return "uint16_t";
+    case ElementType::U32:
+      return "uint32_t";
+    case ElementType::U64:
+      return "uint64_t";
+    case ElementType::F16:
+      return "c10::Half";
+    case ElementType::BF16:
+      return "c10::BFloat16";
+    case ElementType::F32:
+      return "float";
+    case ElementType::F64:
+      return "double";
+    case ElementType::C64:
+      return "c10::complex<float>";
   }
   return "?";
 }
@@ -75,10 +91,14 @@ const char* cpp_type_name(ElementType t) {
 // The largest finite value of a floating dtype (of complex64's parts).
 double float_max(ElementType t) {
   switch (t) {
-    case ElementType::F16: return 65504.0;
-    case ElementType::BF16: return std::ldexp(255.0, 120);
-    case ElementType::F64: return std::numeric_limits<double>::max();
-    default: return std::numeric_limits<float>::max();
+    case ElementType::F16:
+      return 65504.0;
+    case ElementType::BF16:
+      return std::ldexp(255.0, 120);
+    case ElementType::F64:
+      return std::numeric_limits<double>::max();
+    default:
+      return std::numeric_limits<float>::max();
   }
 }
 
@@ -146,7 +166,8 @@ bool scalar_overflows(const ScalarArg& s, ElementType dtype) {
 
 void check_scalar_fits(const ScalarArg& s, ElementType dtype) {
   if (scalar_overflows(s, dtype)) {
-    throw ScalarOverflow(std::string("value cannot be converted to type ") + cpp_type_name(dtype) + " without overflow");
+    throw ScalarOverflow(std::string("value cannot be converted to type ") + cpp_type_name(dtype) +
+                         " without overflow");
   }
 }
 
@@ -172,7 +193,8 @@ Value LowerContext::scalar_value(const ScalarArg& s, ElementType dtype, bool ran
     // kernels refuse that first) keeps its real part.
     if (!hlo::is_complex(dtype)) return b.constant(s.as_double(), dtype);
     const double im = s.kind == ScalarArg::Kind::Complex ? s.imag : 0.0;
-    return b.op("complex", {b.constant(s.as_double(), ElementType::F32), b.constant(im, ElementType::F32)}, {dtype, {}});
+    return b.op("complex", {b.constant(s.as_double(), ElementType::F32), b.constant(im, ElementType::F32)},
+                {dtype, {}});
   }
   if (dtype == ElementType::Pred) return b.constant(s.as_double(), dtype);  // != 0, NaN included
   if (hlo::is_integer(dtype)) return b.constant_int(integer_bits(s, dtype), dtype);
@@ -265,7 +287,8 @@ Value reduce_init(Builder& b, const std::string& combiner, ElementType dtype) {
   if (combiner == "minimum") {
     if (fl) return b.constant(std::numeric_limits<double>::infinity(), dtype);
     if (dtype == ElementType::Pred) return b.constant(1, dtype);
-    if (hlo::is_unsigned(dtype)) return b.constant_int(dtype == ElementType::U64 ? -1 : (int64_t{1} << (hlo::byte_size(dtype) * 8)) - 1, dtype);
+    if (hlo::is_unsigned(dtype))
+      return b.constant_int(dtype == ElementType::U64 ? -1 : (int64_t{1} << (hlo::byte_size(dtype) * 8)) - 1, dtype);
     return b.constant_int(dtype == ElementType::S64 ? std::numeric_limits<int64_t>::max()
                                                     : (int64_t{1} << (hlo::byte_size(dtype) * 8 - 1)) - 1,
                           dtype);

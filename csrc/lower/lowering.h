@@ -105,10 +105,10 @@ class LowerContext {
 
   Builder& b;
   std::vector<Arg> args;
-  std::vector<TensorType> out_types;  // PyTorch's result types, one per op result
+  std::vector<TensorType> out_types;         // PyTorch's result types, one per op result
   std::string matmul_precision = "DEFAULT";  // DEFAULT | HIGH | HIGHEST
 
-  const Value& tensor(size_t i) const;   // throws if the argument is not a tensor
+  const Value& tensor(size_t i) const;  // throws if the argument is not a tensor
   bool has(size_t i) const { return i < args.size() && !args[i].is_none(); }
   int64_t int_arg(size_t i, int64_t fallback = 0) const;
   double double_arg(size_t i, double fallback = 0) const;

@@ -26,7 +26,8 @@ using math::operand_as;
 TensorType out0(LowerContext& ctx) { return ctx.out_types.at(0); }
 
 std::vector<Value> unary_chlo(LowerContext& ctx, const char* name) {
-  return float_op(ctx, {0}, [name](const Arith& m, const std::vector<Value>& x) { return m.b.chlo(name, {x[0]}, x[0].type); });
+  return float_op(ctx, {0},
+                  [name](const Arith& m, const std::vector<Value>& x) { return m.b.chlo(name, {x[0]}, x[0].type); });
 }
 
 // The sign bit of a float (set for -0.0 and negative NaNs), through its bits.
@@ -138,12 +139,14 @@ static Value logaddexp_value(const Arith& m, const Value& a, const Value& b, boo
 
 std::vector<Value> logaddexp(LowerContext& ctx) {
   require_float(result_type(ctx, {0, 1}), "logaddexp_cpu");
-  return float_op(ctx, {0, 1}, [](const Arith& m, const std::vector<Value>& v) { return logaddexp_value(m, v[0], v[1], false); });
+  return float_op(ctx, {0, 1},
+                  [](const Arith& m, const std::vector<Value>& v) { return logaddexp_value(m, v[0], v[1], false); });
 }
 
 std::vector<Value> logaddexp2(LowerContext& ctx) {
   require_float(result_type(ctx, {0, 1}), "logaddexp2_cpu");
-  return float_op(ctx, {0, 1}, [](const Arith& m, const std::vector<Value>& v) { return logaddexp_value(m, v[0], v[1], true); });
+  return float_op(ctx, {0, 1},
+                  [](const Arith& m, const std::vector<Value>& v) { return logaddexp_value(m, v[0], v[1], true); });
 }
 
 // ---- sign and magnitude --------------------------------------------------------------
@@ -185,7 +188,8 @@ std::vector<Value> signbit(LowerContext& ctx) {
   const Value& x = ctx.tensor(0);
   Builder& b = ctx.b;
   if (hlo::is_float(x.dtype())) return {sign_bit(b, x)};
-  if (hlo::is_unsigned(x.dtype()) || x.dtype() == ElementType::Pred) return {b.splat(0, {ElementType::Pred, x.shape()})};
+  if (hlo::is_unsigned(x.dtype()) || x.dtype() == ElementType::Pred)
+    return {b.splat(0, {ElementType::Pred, x.shape()})};
   return {b.compare(x, b.splat(0, x.type), hlo::CompareDirection::LT)};
 }
 
@@ -204,7 +208,8 @@ static std::vector<Value> nan_ignoring(LowerContext& ctx, const char* op) {
   const ElementType t = result_type(ctx, {0, 1});
   Builder& b = ctx.b;
   Value x = operand_as(ctx, 0, t), y = operand_as(ctx, 1, t);
-  if (t == ElementType::Pred) return {b.convert(b.binary(std::string(op) == "maximum" ? "or" : "and", x, y), out0(ctx).dtype)};
+  if (t == ElementType::Pred)
+    return {b.convert(b.binary(std::string(op) == "maximum" ? "or" : "and", x, y), out0(ctx).dtype)};
   Value r = b.binary(op, x, y);
   if (hlo::is_float(t)) {
     Arith m{b};
@@ -310,11 +315,13 @@ static std::vector<Value> shift(LowerContext& ctx, bool left) {
   const int64_t bits = 8 * hlo::byte_size(t);
   const int64_t max_shift = left ? bits : bits - (is_signed ? 1 : 0);
   Value out_of_range = b.compare(s, b.splat(static_cast<double>(max_shift), s.type), hlo::CompareDirection::GE);
-  if (is_signed) out_of_range = b.binary("or", out_of_range, b.compare(s, b.splat(0, s.type), hlo::CompareDirection::LT));
+  if (is_signed)
+    out_of_range = b.binary("or", out_of_range, b.compare(s, b.splat(0, s.type), hlo::CompareDirection::LT));
   Value safe = b.select(out_of_range, b.splat(0, s.type), s);
   const char* right_op = is_signed ? "shift_right_arithmetic" : "shift_right_logical";
   Value shifted = b.binary(left ? "shift_left" : right_op, a, safe);
-  Value fill = left || !is_signed ? b.splat(0, a.type) : b.binary(right_op, a, b.splat(static_cast<double>(bits - 1), a.type));
+  Value fill =
+      left || !is_signed ? b.splat(0, a.type) : b.binary(right_op, a, b.splat(static_cast<double>(bits - 1), a.type));
   return {b.convert(b.select(out_of_range, fill, shifted), out0(ctx).dtype)};
 }
 std::vector<Value> bitwise_left_shift(LowerContext& ctx) { return shift(ctx, true); }

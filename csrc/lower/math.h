@@ -48,5 +48,4 @@ TORCH_TPU_LOWERING(signbit)
 TORCH_TPU_LOWERING(sinc)
 TORCH_TPU_LOWERING(sinh)
 
-
 }  // namespace torch_tpu::lower

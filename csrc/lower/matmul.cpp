@@ -15,7 +15,8 @@ Value contract(LowerContext& ctx, const Value& a, const Value& b, const std::vec
   Shape shape;
   for (int64_t d : batch_a) shape.push_back(a.shape()[d]);
   auto is_batch = [](const std::vector<int64_t>& dims, int64_t i) {
-    for (int64_t d : dims) if (d == i) return true;
+    for (int64_t d : dims)
+      if (d == i) return true;
     return false;
   };
   for (int64_t i = 0; i < a.rank(); ++i) {
@@ -26,8 +27,7 @@ Value contract(LowerContext& ctx, const Value& a, const Value& b, const std::vec
   }
   const ElementType acc = accumulation_type(out);
   Value ca = at_matmul_precision(ctx, ctx.b.convert(a, out)), cb = at_matmul_precision(ctx, ctx.b.convert(b, out));
-  return ctx.b.dot_general(ca, cb, batch_a, batch_b, {contract_a}, {contract_b}, {acc, shape},
-                           ctx.matmul_precision);
+  return ctx.b.dot_general(ca, cb, batch_a, batch_b, {contract_a}, {contract_b}, {acc, shape}, ctx.matmul_precision);
 }
 
 namespace {

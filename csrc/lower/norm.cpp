@@ -13,8 +13,8 @@ namespace {
 
 // The split of an input of rank `rank` normalized over its last `normalized` dims.
 struct NormDims {
-  int64_t axis = 0;                    // first normalized dim
-  std::vector<int64_t> inner, outer;   // normalized dims, the rest
+  int64_t axis = 0;                   // first normalized dim
+  std::vector<int64_t> inner, outer;  // normalized dims, the rest
   Shape outer_shape;
   int64_t inner_numel = 1;
 };

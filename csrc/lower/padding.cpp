@@ -55,7 +55,8 @@ std::vector<Value> pad_forward(LowerContext& ctx, PadMode mode) {
 std::vector<Value> pad_backward(LowerContext& ctx, PadMode mode) {
   Builder& b = ctx.b;
   const TensorType& out = ctx.out_types.at(0);
-  if (!hlo::is_float(out.dtype)) throw NotImplementedForDtype("padding backward: only floating point inputs are supported");
+  if (!hlo::is_float(out.dtype))
+    throw NotImplementedForDtype("padding backward: only floating point inputs are supported");
   Value g = b.convert(ctx.tensor(0), accumulation_type(out.dtype));
   if (out.numel() == 0) return {zeros(b, out)};
   for_each_padded_dim(ctx.ints(2), g.rank(), [&](int64_t d, int64_t left, int64_t right) {

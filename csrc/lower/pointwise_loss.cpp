@@ -86,7 +86,9 @@ Grads grad_operands(LowerContext& ctx, int64_t reduction, double norm) {
   return {g, coerce(b, ctx.tensor(1), type), coerce(b, ctx.tensor(2), type)};
 }
 
-std::vector<Value> grad_result(LowerContext& ctx, const Value& v) { return {ctx.b.convert(v, ctx.out_types.at(0).dtype)}; }
+std::vector<Value> grad_result(LowerContext& ctx, const Value& v) {
+  return {ctx.b.convert(v, ctx.out_types.at(0).dtype)};
+}
 
 // ---- margin losses --------------------------------------------------------------
 // Input (N, C) as acc-typed (N, C): a 1-D input is one sample, a 0-d input
@@ -100,9 +102,9 @@ Value as_matrix(Builder& b, const Value& x, ElementType acc) {
 // multi_margin: per sample n and class c != y_n, h = max(0, margin - x[y] + x[c])^p
 // (times weight[y]). Returns the pieces both directions need.
 struct MultiMargin {
-  Value onehot;  // pred (N, C): c == y_n
-  Value z;       // (N, C): margin - x[y] + x[c]
-  Value active;  // pred (N, C): z > 0 and c != y
+  Value onehot;              // pred (N, C): c == y_n
+  Value z;                   // (N, C): margin - x[y] + x[c]
+  Value active;              // pred (N, C): z > 0 and c != y
   std::optional<Value> w_y;  // (N, C) weight[y_n] broadcast
 };
 MultiMargin multi_margin_terms(LowerContext& ctx, const Value& x, size_t target_index, size_t margin_index,
@@ -153,7 +155,8 @@ MultiLabel multilabel_terms(LowerContext& ctx, const Value& x, size_t target_ind
   Value x_j = reduce_with(b, b.select(m.pick, x3, b.splat(0, x3.type)), {2}, "add");  // (N, K)
   m.z = add(b, sub(b, b.splat(1, x3.type), b.broadcast_in_dim(x_j, nkc, {0, 1})), x3);
   Value open = b.broadcast_in_dim(b.unary("not", m.is_target), nkc, {0, 2});
-  m.active = b.binary("and", b.binary("and", listed3, open), b.compare(m.z, b.splat(0, m.z.type), CompareDirection::GT));
+  m.active =
+      b.binary("and", b.binary("and", listed3, open), b.compare(m.z, b.splat(0, m.z.type), CompareDirection::GT));
   return m;
 }
 

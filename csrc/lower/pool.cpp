@@ -81,7 +81,7 @@ std::vector<int64_t> full_rank(const PoolParams& p, const std::vector<int64_t>& 
 // is never negative (floor mode drops trailing elements; the result is sliced).
 hlo::Window pool_windows(const PoolParams& p, const Shape& in_shape, const Shape& out_shape) {
   hlo::Window w{full_rank(p, p.kernel, 1), full_rank(p, p.stride, 1), full_rank(p, p.dilation, 1),
-            full_rank(p, p.padding, 0), std::vector<int64_t>(in_shape.size(), 0)};
+                full_rank(p, p.padding, 0), std::vector<int64_t>(in_shape.size(), 0)};
   for (size_t i = 0; i < p.n; ++i) {
     const size_t d = p.first + i;
     const int64_t needed = (out_shape[d] - 1) * p.stride[i] + p.dilation[i] * (p.kernel[i] - 1) + 1;
@@ -338,7 +338,7 @@ std::vector<Value> avg_pool_backward(LowerContext& ctx) {
   }
   Value spread = b.pad(g, b.constant(0, acc), lo, hi, interior);
   hlo::Window w{full_rank(p, p.kernel, 1), std::vector<int64_t>(rank, 1), std::vector<int64_t>(rank, 1),
-            std::vector<int64_t>(rank, 0), std::vector<int64_t>(rank, 0)};
+                std::vector<int64_t>(rank, 0), std::vector<int64_t>(rank, 0)};
   return {b.convert(sum_windows(b, spread, w), out.dtype)};
 }
 
@@ -469,7 +469,8 @@ std::vector<Value> fractional_max_pool(LowerContext& ctx) {
     within = b.binary("add", within, b.binary("multiply", pos, b.splat(static_cast<double>(stride), it)));
     stride *= in;
   }
-  Value global = b.binary("add", within, b.binary("multiply", b.iota(it, 0), b.splat(static_cast<double>(plane_size), it)));
+  Value global =
+      b.binary("add", within, b.binary("multiply", b.iota(it, 0), b.splat(static_cast<double>(plane_size), it)));
   Value flat = b.reshape(x, {planes * plane_size});
   // `global` holds flat positions: its index vector dim is implicit (size 1).
   Value v = b.gather(flat, global, hlo::GatherDims::points(1, global.rank()), ishape);

@@ -36,7 +36,8 @@ void require_float_draw(ElementType t, const char* what) {
 }
 
 void require_probability(double p, const char* op) {
-  if (!(p >= 0 && p <= 1)) throw std::invalid_argument(std::string(op) + " expects p to be in [0, 1], but got p=" + number(p));
+  if (!(p >= 0 && p <= 1))
+    throw std::invalid_argument(std::string(op) + " expects p to be in [0, 1], but got p=" + number(p));
 }
 
 // `range` values spread from `base`: PyTorch's uniform_int_from_to,
@@ -54,10 +55,14 @@ Value random_from_range(LowerContext& ctx, const TensorType& out, uint64_t range
 // Significand bits of a float type (std::numeric_limits<T>::digits).
 int float_digits(ElementType t) {
   switch (t) {
-    case ElementType::F64: return 53;
-    case ElementType::F32: return 24;
-    case ElementType::F16: return 11;
-    default: return 8;  // bf16
+    case ElementType::F64:
+      return 53;
+    case ElementType::F32:
+      return 24;
+    case ElementType::F16:
+      return 11;
+    default:
+      return 8;  // bf16
   }
 }
 
@@ -112,10 +117,12 @@ Value random_from_to(LowerContext& ctx, const TensorType& out, int64_t from, std
     check_in_range(from, *to - 1, out.dtype);
     range = static_cast<uint64_t>(*to) - static_cast<uint64_t>(from);
   } else if (from != std::numeric_limits<int64_t>::lowest()) {
-    int64_t to_inc = hlo::is_float(out.dtype) ? (int64_t{1} << std::min(float_digits(out.dtype), 62))
-                                              : static_cast<int64_t>(std::min<uint64_t>(integer_max(out.dtype), INT64_MAX));
+    int64_t to_inc = hlo::is_float(out.dtype)
+                         ? (int64_t{1} << std::min(float_digits(out.dtype), 62))
+                         : static_cast<int64_t>(std::min<uint64_t>(integer_max(out.dtype), INT64_MAX));
     if (from >= to_inc && hlo::is_float(out.dtype))
-      throw std::invalid_argument("random_ expects 'from' casted to dtype to be less than or equal to 'to_inc' casted to dtype");
+      throw std::invalid_argument(
+          "random_ expects 'from' casted to dtype to be less than or equal to 'to_inc' casted to dtype");
     check_in_range(from, to_inc, out.dtype);
     range = static_cast<uint64_t>(to_inc) - static_cast<uint64_t>(from) + 1;
   } else {
@@ -155,7 +162,8 @@ std::vector<Value> normal(LowerContext& ctx) {
   const ElementType acc = draw_type(out.dtype);
   if (out.numel() == 0) return {b.splat(0, out)};
   Value z = standard_normal(ctx, out.shape, acc);
-  Value v = b.binary("add", b.binary("multiply", z, host_number(ctx, stdev, acc, out.shape)), host_number(ctx, mean, acc, out.shape));
+  Value v = b.binary("add", b.binary("multiply", z, host_number(ctx, stdev, acc, out.shape)),
+                     host_number(ctx, mean, acc, out.shape));
   return {b.convert(v, out.dtype)};
 }
 
@@ -188,9 +196,11 @@ std::vector<Value> bernoulli(LowerContext& ctx) {
 std::vector<Value> random(LowerContext& ctx) {
   const TensorType out = ctx.out_types.at(0);
   switch (ctx.args.size()) {
-    case 2: return {random_default(ctx, out)};                      // random_(self, *, generator)
-    case 3: return {random_from_to(ctx, out, 0, ctx.int_arg(1))};   // random_.to(self, to, *, generator)
-    default: {                                                      // random_.from(self, from, to?, *, generator)
+    case 2:
+      return {random_default(ctx, out)};  // random_(self, *, generator)
+    case 3:
+      return {random_from_to(ctx, out, 0, ctx.int_arg(1))};  // random_.to(self, to, *, generator)
+    default: {                                               // random_.from(self, from, to?, *, generator)
       std::optional<int64_t> to;
       if (ctx.has(2)) to = ctx.int_arg(2);
       return {random_from_to(ctx, out, ctx.int_arg(1), to)};
@@ -366,7 +376,8 @@ std::vector<Value> multinomial(LowerContext& ctx) {
   const TensorType out = ctx.out_types.at(0);
   Builder& b = ctx.b;
   const Value& self = ctx.tensor(0);
-  if (!hlo::is_float(self.dtype())) throw std::invalid_argument("multinomial only supports floating-point dtypes for input");
+  if (!hlo::is_float(self.dtype()))
+    throw std::invalid_argument("multinomial only supports floating-point dtypes for input");
   const int64_t n = ctx.int_arg(1);
   const bool replacement = ctx.bool_arg(2);
   // Distributions.cpp's checks that PyTorch's meta kernel leaves out.

@@ -76,8 +76,8 @@ std::vector<Value> value_and_index(LowerContext& ctx, bool is_max) {
   const int64_t dim = wrap_dim(ctx.int_arg(1), x.rank());
   // PyTorch's meta kernel does not check this; its CPU kernel raises IndexError.
   if (x.shape()[dim] == 0) {
-    throw std::out_of_range(std::string(is_max ? "max" : "min") + "(): Expected reduction dim " +
-                            std::to_string(dim) + " to have non-zero size.");
+    throw std::out_of_range(std::string(is_max ? "max" : "min") + "(): Expected reduction dim " + std::to_string(dim) +
+                            " to have non-zero size.");
   }
   std::vector<Value> r = arg_reduce(b, x, dim, is_max);
   return {b.reshape(r[0], ctx.out_types.at(0).shape), b.reshape(r[1], ctx.out_types.at(1).shape)};
@@ -302,14 +302,17 @@ std::vector<Value> cumsum(LowerContext& ctx) {
   if (x.rank() == 0 || x.type.numel() == 0) return {b.convert(x, out.dtype)};
   const int64_t dim = wrap_dim(ctx.int_arg(1), x.rank());
   const int64_t n = x.shape()[dim];
-  hlo::Window window{std::vector<int64_t>(x.rank(), 1), std::vector<int64_t>(x.rank(), 1), {},
-                     std::vector<int64_t>(x.rank(), 0), std::vector<int64_t>(x.rank(), 0)};
+  hlo::Window window{std::vector<int64_t>(x.rank(), 1),
+                     std::vector<int64_t>(x.rank(), 1),
+                     {},
+                     std::vector<int64_t>(x.rank(), 0),
+                     std::vector<int64_t>(x.rank(), 0)};
   window.dimensions[dim] = n;
   window.pad_lo[dim] = n - 1;
   const std::string combiner = acc == ElementType::Pred ? "or" : "add";
-  Value r = b.reduce_window({x}, {reduce_init(b, combiner, acc)}, window, [&](Builder& rb, const std::vector<Value>& a) {
-    return std::vector<Value>{rb.binary(combiner, a[0], a[1])};
-  })[0];
+  Value r = b.reduce_window(
+      {x}, {reduce_init(b, combiner, acc)}, window,
+      [&](Builder& rb, const std::vector<Value>& a) { return std::vector<Value>{rb.binary(combiner, a[0], a[1])}; })[0];
   return {b.convert(r, out.dtype)};
 }
 
@@ -326,8 +329,10 @@ std::vector<Value> hash_tensor(LowerContext& ctx) {
   if (hlo::is_complex(x.dtype())) throw NotImplementedForDtype("\"hash_tensor\" not implemented for 'ComplexFloat'");
   Value bits = b.bitcast_convert(b.convert(x, wide), {ElementType::U64, x.shape()});
   std::vector<int64_t> dims;
-  if (ctx.has(1)) for (int64_t d : ctx.ints(1)) dims.push_back(wrap_dim(d, x.rank()));
-  if (dims.empty()) for (int64_t d = 0; d < x.rank(); ++d) dims.push_back(d);
+  if (ctx.has(1))
+    for (int64_t d : ctx.ints(1)) dims.push_back(wrap_dim(d, x.rank()));
+  if (dims.empty())
+    for (int64_t d = 0; d < x.rank(); ++d) dims.push_back(d);
   if (x.rank() == 0) dims.clear();  // a 0-d tensor has nothing to reduce
   Value h = dims.empty() ? bits : b.reduce(bits, b.constant_int(0, ElementType::U64), dims, "xor");
   return {b.reshape(h, out.shape)};

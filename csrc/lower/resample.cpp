@@ -90,13 +90,15 @@ double aa_filter(Mode mode, double x) {
 // (_compute_indices_min_size_weights_aa in UpSampleKernel.cpp).
 void aa_rows(Mode mode, int64_t in, int64_t out, float scale, spatial::Rows& rows) {
   const double interp_size = mode == Mode::LinearAA ? 2.0 : 4.0;
-  const float support = scale >= 1.0f ? static_cast<float>(interp_size * 0.5 * scale) : static_cast<float>(interp_size * 0.5);
+  const float support =
+      scale >= 1.0f ? static_cast<float>(interp_size * 0.5 * scale) : static_cast<float>(interp_size * 0.5);
   const int64_t max_size = static_cast<int64_t>(std::ceil(support)) * 2 + 1;
   const float invscale = scale >= 1.0f ? 1.0f / scale : 1.0f;
   for (int64_t o = 0; o < out; ++o) {
     const float center = static_cast<float>(scale * (o + 0.5));
     const int64_t xmin = std::max(static_cast<int64_t>(center - support + 0.5), int64_t{0});
-    const int64_t xsize = std::clamp(std::min(static_cast<int64_t>(center + support + 0.5), in) - xmin, int64_t{0}, max_size);
+    const int64_t xsize =
+        std::clamp(std::min(static_cast<int64_t>(center + support + 0.5), in) - xmin, int64_t{0}, max_size);
     std::vector<float> w(static_cast<size_t>(xsize));
     float total = 0.f;
     for (int64_t j = 0; j < xsize; ++j) {
@@ -320,7 +322,8 @@ SourceCoord pad_coordinate(const Arith& m, SourceCoord s, int64_t size, int64_t 
 
 // grid_sampler_unnormalize_set_grad.
 SourceCoord unnormalize(const Arith& m, const Value& coord, int64_t size, bool align) {
-  if (align) return {m.mul(m.div(m.add(coord, m.c(1)), m.c(2)), m.c(static_cast<double>(size - 1))), m.c((size - 1) / 2.0)};
+  if (align)
+    return {m.mul(m.div(m.add(coord, m.c(1)), m.c(2)), m.c(static_cast<double>(size - 1))), m.c((size - 1) / 2.0)};
   return {m.div(m.sub(m.mul(m.add(coord, m.c(1)), m.c(static_cast<double>(size))), m.c(1)), m.c(2)), m.c(size / 2.0)};
 }
 
@@ -358,13 +361,13 @@ struct GridSample {
   Shape spatial;  // input spatial sizes (D, H, W order)
   std::vector<Tap> taps;
   std::vector<std::vector<Value>> weights_1d;  // per spatial dim, per tap offset
-  std::vector<Value> coord_grad;  // d source position / d grid coordinate, per spatial dim
+  std::vector<Value> coord_grad;               // d source position / d grid coordinate, per spatial dim
 };
 
 // Taps of every grid point. Spatial dim k (0 = first, e.g. H of HxW) reads
 // grid component n - 1 - k.
-GridSample grid_taps(LowerContext& ctx, const Value& input, const Value& grid, int64_t mode, int64_t padding, bool align,
-                     std::optional<ElementType> round_to) {
+GridSample grid_taps(LowerContext& ctx, const Value& input, const Value& grid, int64_t mode, int64_t padding,
+                     bool align, std::optional<ElementType> round_to) {
   Builder& b = ctx.b;
   GridSample g;
   g.n = input.rank() - 2;
@@ -449,8 +452,9 @@ std::pair<Value, Value> tap_indices(Builder& b, const GridSample& g, const Tap& 
   for (int64_t k = 0; k < g.n; ++k) {
     const Value& i = t.index[k];
     Value hi = b.splat(static_cast<double>(g.spatial[k] - 1), f);
-    inside = b.binary("and", inside, b.binary("and", b.compare(i, b.splat(0, f), CompareDirection::GE),
-                                                  b.compare(i, hi, CompareDirection::LE)));
+    inside = b.binary(
+        "and", inside,
+        b.binary("and", b.compare(i, b.splat(0, f), CompareDirection::GE), b.compare(i, hi, CompareDirection::LE)));
     Value clamped = b.clamp(b.splat(0, f), i, hi);
     parts.push_back(b.reshape(b.convert(clamped, ElementType::S64), one));
   }

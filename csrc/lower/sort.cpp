@@ -185,7 +185,8 @@ std::vector<Value> kthvalue(LowerContext& ctx) {
   }
   if (ctx.out_types.at(0).numel() == 0) return {zeros(b, ctx.out_types[0]), zeros(b, ctx.out_types[1])};
   Sorted s = sort_along(b, in.x, in.dim, false);
-  return pick_sorted(ctx, s, in.dim, b.splat(static_cast<double>(k - 1), {ElementType::S64, without(in.x.shape(), in.dim)}));
+  return pick_sorted(ctx, s, in.dim,
+                     b.splat(static_cast<double>(k - 1), {ElementType::S64, without(in.x.shape(), in.dim)}));
 }
 
 std::vector<Value> median_all(LowerContext& ctx) { return median_of_all(ctx, false); }
@@ -217,8 +218,8 @@ std::vector<Value> mode(LowerContext& ctx) {
   auto keep_max = [](Builder& rb, const std::vector<Value>& a, const std::vector<Value>& c) {
     return std::vector<Value>{rb.binary("maximum", a[0], c[0])};
   };
-  Value run_start = inclusive_scan(b, {b.select(starts, pos, zero)}, in.dim, {b.constant_int(0, ElementType::S64)},
-                                   keep_max)[0];
+  Value run_start =
+      inclusive_scan(b, {b.select(starts, pos, zero)}, in.dim, {b.constant_int(0, ElementType::S64)}, keep_max)[0];
   Value length = b.binary("add", b.binary("subtract", pos, run_start), b.splat(1, pos.type));
   Value best = first_argmax(b, b.select(ends, length, zero), in.dim);
   return pick_sorted(ctx, s, in.dim, best);

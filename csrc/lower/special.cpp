@@ -22,7 +22,9 @@ using math::float_op;
 using math::float_unary;
 
 // +inf for -0.0, -inf for +0.0: copysign(inf, -x) at a zero x.
-Value pole_at_zero(const Arith& m, const Value& x) { return m.select(m.lt(m.div(1.0, x), 0), INFINITY, m.c(-INFINITY, x)); }
+Value pole_at_zero(const Arith& m, const Value& x) {
+  return m.select(m.lt(m.div(1.0, x), 0), INFINITY, m.c(-INFINITY, x));
+}
 
 // ---- gamma family ------------------------------------------------------------------
 // calc_digamma (float): reflection for negative x, the recurrence up to 10,
@@ -36,8 +38,8 @@ Value digamma_value(const Arith& m, const Value& x0) {
     result = m.select(below, m.sub(result, m.div(1.0, x)), result);
     x = m.select(below, m.add(x, 1), x);
   }
-  const std::vector<double> A = {8.33333333333333333333E-2, -2.10927960927960927961E-2, 7.57575757575757575758E-3,
-                                 -4.16666666666666666667E-3, 3.96825396825396825397E-3, -8.33333333333333333333E-3,
+  const std::vector<double> A = {8.33333333333333333333E-2,  -2.10927960927960927961E-2, 7.57575757575757575758E-3,
+                                 -4.16666666666666666667E-3, 3.96825396825396825397E-3,  -8.33333333333333333333E-3,
                                  8.33333333333333333333E-2};
   Value z = m.div(1.0, m.mul(x, x));
   Value y = m.select(m.lt(x, 1e17), m.mul(z, m.polevl(z, A)), 0.0);
@@ -92,7 +94,8 @@ Value zeta_value(const Arith& m, const Value& x, const Value& q) {
   edge = m.select(m.both(q_nonpositive, q_integer), INFINITY, edge);
   edge = m.select(m.lt(x, 1), NAN, edge);
   edge = m.select(m.eq(x, 1), INFINITY, edge);
-  Value is_edge = m.either(m.either(m.le(x, 1), m.both(q_nonpositive, q_integer)), m.both(q_nonpositive, m.negate(x_integer)));
+  Value is_edge =
+      m.either(m.either(m.le(x, 1), m.both(q_nonpositive, q_integer)), m.both(q_nonpositive, m.negate(x_integer)));
 
   Value neg_x = m.neg(x);
   auto sum = b.while_loop(
@@ -112,9 +115,12 @@ Value zeta_value(const Arith& m, const Value& x, const Value& q) {
         Value term = k.pow(a, nx);
         Value s = k.add(s0, term);
         Value converged = k.both(k.lt(k.mul(s, -machep), term), k.lt(term, k.mul(s, machep)));
-        return std::vector<Value>{r.binary("add", i, r.constant(1, ElementType::S32)), k.select(active, a, a0),
-                                  k.select(active, term, b0), k.select(active, s, s0),
-                                  k.either(done0, k.both(active, converged)), nx};
+        return std::vector<Value>{r.binary("add", i, r.constant(1, ElementType::S32)),
+                                  k.select(active, a, a0),
+                                  k.select(active, term, b0),
+                                  k.select(active, s, s0),
+                                  k.either(done0, k.both(active, converged)),
+                                  nx};
       });
   Value a = sum[1], term = sum[2], s = sum[3], done = sum[4];
   // Euler-Maclaurin tail, for elements the sum did not settle.
@@ -138,13 +144,13 @@ Value zeta_value(const Arith& m, const Value& x, const Value& q) {
 
 // ---- modified Bessel functions of the first kind (Cephes i0e/i1e tables) ----------
 const std::vector<double> kI0eA = {
-    -4.41534164647933937950E-18, 3.33079451882223809783E-17,  -2.43127984654795469359E-16, 1.71539128555513303061E-15,
-    -1.16853328779934516808E-14, 7.67618549860493561688E-14,  -4.85644678311192946090E-13, 2.95505266312963983461E-12,
-    -1.72682629144155570723E-11, 9.67580903537323691224E-11,  -5.18979560163526290666E-10, 2.65982372468238665035E-9,
-    -1.30002500998624804212E-8,  6.04699502254191894932E-8,   -2.67079385394061173391E-7,  1.11738753912010371815E-6,
-    -4.41673835845875056359E-6,  1.64484480707288970893E-5,   -5.75419501008210370398E-5,  1.88502885095841655729E-4,
-    -5.76375574538582365885E-4,  1.63947561694133579842E-3,   -4.32430999505057594430E-3,  1.05464603945949983183E-2,
-    -2.37374148058994688156E-2,  4.93052842396707084878E-2,   -9.49010970480476444210E-2,  1.71620901522208775349E-1,
+    -4.41534164647933937950E-18, 3.33079451882223809783E-17, -2.43127984654795469359E-16, 1.71539128555513303061E-15,
+    -1.16853328779934516808E-14, 7.67618549860493561688E-14, -4.85644678311192946090E-13, 2.95505266312963983461E-12,
+    -1.72682629144155570723E-11, 9.67580903537323691224E-11, -5.18979560163526290666E-10, 2.65982372468238665035E-9,
+    -1.30002500998624804212E-8,  6.04699502254191894932E-8,  -2.67079385394061173391E-7,  1.11738753912010371815E-6,
+    -4.41673835845875056359E-6,  1.64484480707288970893E-5,  -5.75419501008210370398E-5,  1.88502885095841655729E-4,
+    -5.76375574538582365885E-4,  1.63947561694133579842E-3,  -4.32430999505057594430E-3,  1.05464603945949983183E-2,
+    -2.37374148058994688156E-2,  4.93052842396707084878E-2,  -9.49010970480476444210E-2,  1.71620901522208775349E-1,
     -3.04682672343198398683E-1,  6.76795274409476084995E-1};
 const std::vector<double> kI0eB = {
     -7.23318048787475395456E-18, -4.83050448594418207126E-18, 4.46562142029675999901E-17,  3.46122286769746109310E-17,
@@ -156,13 +162,13 @@ const std::vector<double> kI0eB = {
     8.04490411014108831608E-1};
 // modified_bessel_i1's double tables (Cephes i1).
 const std::vector<double> kI1A = {
-    2.77791411276104639959e-18,  -2.11142121435816608115e-17, 1.55363195773620046921e-16,  -1.10559694773538630805e-15,
-    7.60068429473540693410e-15,  -5.04218550472791168711e-14, 3.22379336594557470981e-13,  -1.98397439776494371520e-12,
-    1.17361862988909016308e-11,  -6.66348972350202774223e-11, 3.62559028155211703701e-10,  -1.88724975172282928790e-09,
-    9.38153738649577178388e-09,  -4.44505912879632808065e-08, 2.00329475355213526229e-07,  -8.56872026469545474066e-07,
-    3.47025130813767847674e-06,  -1.32731636560394358279e-05, 4.78156510755005422638e-05,  -1.61760815825896745588e-04,
-    5.12285956168575772895e-04,  -1.51357245063125314899e-03, 4.15642294431288815669e-03,  -1.05640848946261981558e-02,
-    2.47264490306265168283e-02,  -5.29459812080949914269e-02, 1.02643658689847095384e-01,  -1.76416518357834055153e-01,
+    2.77791411276104639959e-18, -2.11142121435816608115e-17, 1.55363195773620046921e-16, -1.10559694773538630805e-15,
+    7.60068429473540693410e-15, -5.04218550472791168711e-14, 3.22379336594557470981e-13, -1.98397439776494371520e-12,
+    1.17361862988909016308e-11, -6.66348972350202774223e-11, 3.62559028155211703701e-10, -1.88724975172282928790e-09,
+    9.38153738649577178388e-09, -4.44505912879632808065e-08, 2.00329475355213526229e-07, -8.56872026469545474066e-07,
+    3.47025130813767847674e-06, -1.32731636560394358279e-05, 4.78156510755005422638e-05, -1.61760815825896745588e-04,
+    5.12285956168575772895e-04, -1.51357245063125314899e-03, 4.15642294431288815669e-03, -1.05640848946261981558e-02,
+    2.47264490306265168283e-02, -5.29459812080949914269e-02, 1.02643658689847095384e-01, -1.76416518357834055153e-01,
     2.52587186443633654823e-01};
 const std::vector<double> kI1B = {
     7.51729631084210481353e-18,  4.41434832307170791151e-18,  -4.65030536848935832153e-17, -3.20952592199342395980e-17,
@@ -202,14 +208,14 @@ Value bessel_i(const Arith& m, const Value& x) {
 Value ndtri_value(const Arith& m, const Value& y0) {
   const std::vector<double> P0 = {-5.99633501014107895267E1, 9.80010754185999661536E1, -5.66762857469070293439E1,
                                   1.39312609387279679503E1, -1.23916583867381258016E0};
-  const std::vector<double> Q0 = {1.00000000000000000000E0,  1.95448858338141759834E0, 4.67627912898881538453E0,
+  const std::vector<double> Q0 = {1.00000000000000000000E0,  1.95448858338141759834E0,  4.67627912898881538453E0,
                                   8.63602421390890590575E1,  -2.25462687854119370527E2, 2.00260212380060660359E2,
-                                  -8.20372256168333339912E1, 1.59056225126211695515E1, -1.18331621121330003142E0};
-  const std::vector<double> P1 = {4.05544892305962419923E0,  3.15251094599893866154E1,  5.71628192246421288162E1,
-                                  4.40805073893200834700E1,  1.46849561928858024014E1,  2.18663306850790267539E0,
+                                  -8.20372256168333339912E1, 1.59056225126211695515E1,  -1.18331621121330003142E0};
+  const std::vector<double> P1 = {4.05544892305962419923E0,   3.15251094599893866154E1,   5.71628192246421288162E1,
+                                  4.40805073893200834700E1,   1.46849561928858024014E1,   2.18663306850790267539E0,
                                   -1.40256079171354495875E-1, -3.50424626827848203418E-2, -8.57456785154685413611E-4};
-  const std::vector<double> Q1 = {1.00000000000000000000E0,  1.57799883256466749731E1,  4.53907635128879210584E1,
-                                  4.13172038254672030440E1,  1.50425385692907503408E1,  2.50464946208309415979E0,
+  const std::vector<double> Q1 = {1.00000000000000000000E0,   1.57799883256466749731E1,   4.53907635128879210584E1,
+                                  4.13172038254672030440E1,   1.50425385692907503408E1,   2.50464946208309415979E0,
                                   -1.42182922854787788574E-1, -3.80806407691578277194E-2, -9.33259480895457427372E-4};
   const std::vector<double> P2 = {3.23774891776946035970E0,  6.91522889068984211695E0,  3.93881025292474443415E0,
                                   1.33303460815807542389E0,  2.01485389549179081538E-1, 1.23716634817820021358E-2,
@@ -223,8 +229,8 @@ Value ndtri_value(const Arith& m, const Value& y0) {
   // Central region: |y - 0.5| <= 3/8.
   Value yc = m.sub(y, 0.5);
   Value yc2 = m.mul(yc, yc);
-  Value central = m.mul(m.add(yc, m.mul(yc, m.div(m.mul(yc2, m.polevl(yc2, P0)), m.polevl(yc2, Q0)))),
-                        2.50662827463100050242E0);
+  Value central =
+      m.mul(m.add(yc, m.mul(yc, m.div(m.mul(yc2, m.polevl(yc2, P0)), m.polevl(yc2, Q0)))), 2.50662827463100050242E0);
   // Tails: z = sqrt(-2 log y).
   Value x = m.sqrt(m.mul(m.log(y), -2.0));
   Value x0 = m.sub(x, m.div(m.log(x), x));
@@ -305,7 +311,8 @@ using MaskFn = std::function<Value(const Arith&, const std::vector<Value>&)>;
 // run for every element at once).
 std::vector<Value> masked_loop(Builder& b, const std::vector<Value>& init, const MaskFn& active, const LoopFn& step) {
   return b.while_loop(
-      init, [&](Builder& r, const std::vector<Value>& v) { return std::vector<Value>{any_true(r, active(Arith{r}, v))}; },
+      init,
+      [&](Builder& r, const std::vector<Value>& v) { return std::vector<Value>{any_true(r, active(Arith{r}, v))}; },
       [&](Builder& r, const std::vector<Value>& v) {
         Arith k{r};
         Value on = active(k, v);
@@ -326,9 +333,9 @@ const std::vector<double> kJ0PP = {7.96936729297347051624e-04, 8.283523921074407
 const std::vector<double> kJ0PQ = {9.24408810558863637013e-04, 8.56288474354474431428e-02, 1.25352743901058953537e+00,
                                    5.47097740330417105182e+00, 8.76190883237069594232e+00, 5.30605288235394617618e+00,
                                    1.00000000000000000218e+00};
-const std::vector<double> kJ0QP = {-1.13663838898469149931e-02, -1.28252718670509318512e+00, -1.95539544257735972385e+01,
-                                   -9.32060152123768231369e+01, -1.77681167980488050595e+02, -1.47077505154951170175e+02,
-                                   -5.14105326766599330220e+01, -6.05014350600728481186e+00};
+const std::vector<double> kJ0QP = {
+    -1.13663838898469149931e-02, -1.28252718670509318512e+00, -1.95539544257735972385e+01, -9.32060152123768231369e+01,
+    -1.77681167980488050595e+02, -1.47077505154951170175e+02, -5.14105326766599330220e+01, -6.05014350600728481186e+00};
 const std::vector<double> kJ0QQ = {6.43178256118178023184e+01, 8.56430025976980587198e+02, 3.88240183605401609683e+03,
                                    7.24046774195652478189e+03, 5.93072701187316984827e+03, 2.06209331660327847417e+03,
                                    2.42005740240291393179e+02};
@@ -369,9 +376,9 @@ Value bessel_j0_value(const Arith& m, const Value& x0) {
                                   3.18121955943204943306e+16, 1.71086294081043136091e+18};
   Value x = m.abs(x0);
   Value x2 = m.mul(x, x);
-  Value small = m.div(m.mul(m.mul(m.sub(x2, 5.78318596294678452118e+00), m.sub(x2, 3.04712623436620863991e+01)),
-                            horner(m, x2, RP)),
-                      horner(m, x2, RQ));
+  Value small = m.div(
+      m.mul(m.mul(m.sub(x2, 5.78318596294678452118e+00), m.sub(x2, 3.04712623436620863991e+01)), horner(m, x2, RP)),
+      horner(m, x2, RQ));
   small = m.select(m.lt(x, 0.00001), m.sub(1, m.div(x2, 4.0)), small);
   return m.select(m.le(x, 5), small, bessel_asymptotic(m, x, false, false));
 }
@@ -384,29 +391,32 @@ Value bessel_j1_value(const Arith& m, const Value& x0) {
                                   8.95222336184627338078e+16, 5.32278620332680085395e+18};
   Value x = m.abs(x0);  // j1 is odd
   Value x2 = m.mul(x, x);
-  Value small = m.mul(m.mul(m.mul(m.div(horner(m, x2, RP), horner(m, x2, RQ)), x), m.sub(x2, 1.46819706421238932572e+01)),
-                      m.sub(x2, 4.92184563216946036703e+01));
+  Value small =
+      m.mul(m.mul(m.mul(m.div(horner(m, x2, RP), horner(m, x2, RQ)), x), m.sub(x2, 1.46819706421238932572e+01)),
+            m.sub(x2, 4.92184563216946036703e+01));
   Value r = m.select(m.le(x, 5), small, bessel_asymptotic(m, x, true, false));
   return m.select(m.lt(x0, 0), m.neg(r), r);
 }
 
 Value bessel_y0_value(const Arith& m, const Value& x) {
-  const std::vector<double> YP = {1.55924367855235737965e+04, -1.46639295903971606143e+07, 5.43526477051876500413e+09,
-                                  -9.82136065717911466409e+11, 8.75906394395366999549e+13, -3.46628303384729719441e+15,
-                                  4.42733268572569800351e+16, -1.84950800436986690637e+16};
+  const std::vector<double> YP = {1.55924367855235737965e+04,  -1.46639295903971606143e+07, 5.43526477051876500413e+09,
+                                  -9.82136065717911466409e+11, 8.75906394395366999549e+13,  -3.46628303384729719441e+15,
+                                  4.42733268572569800351e+16,  -1.84950800436986690637e+16};
   const std::vector<double> YQ = {1.04128353664259848412e+03, 6.26107330137134956842e+05, 2.68919633393814121987e+08,
                                   8.64002487103935000337e+10, 2.02979612750105546709e+13, 3.17157752842975028269e+15,
                                   2.50596256172653059228e+17};
   Value x2 = m.mul(x, x);
-  Value small = m.add(m.div(horner(m, x2, YP), horner(m, x2, YQ)), m.mul(m.mul(m.log(x), kTwoOverPi), bessel_j0_value(m, x)));
+  Value small =
+      m.add(m.div(horner(m, x2, YP), horner(m, x2, YQ)), m.mul(m.mul(m.log(x), kTwoOverPi), bessel_j0_value(m, x)));
   small = m.select(m.lt(x, 0), NAN, small);
   small = m.select(m.eq(x, 0), -INFINITY, small);
   return m.select(m.le(x, 5), small, bessel_asymptotic(m, x, false, true));
 }
 
 Value bessel_y1_value(const Arith& m, const Value& x) {
-  const std::vector<double> YP = {1.26320474790178026440e+09, -6.47355876379160291031e+11, 1.14509511541823727583e+14,
-                                  -8.12770255501325109621e+15, 2.02439475713594898196e+17, -7.78877196265950026825e+17};
+  const std::vector<double> YP = {1.26320474790178026440e+09, -6.47355876379160291031e+11,
+                                  1.14509511541823727583e+14, -8.12770255501325109621e+15,
+                                  2.02439475713594898196e+17, -7.78877196265950026825e+17};
   const std::vector<double> YQ = {5.94301592346128195359e+02, 2.35564092943068577943e+05, 7.34811944459721705660e+07,
                                   1.87601316108706159478e+10, 3.88231277496238566008e+12, 6.20557727146953693363e+14,
                                   6.87141087355300489866e+16, 3.97270608116560655612e+18};
@@ -424,24 +434,24 @@ const std::vector<double> kK0A = {1.37446543561352307156e-16, 4.2598161427966101
                                   1.26461541144692592338e-03, 3.59799365153615016266e-02, 3.44289899924628486886e-01,
                                   -5.35327393233902768720e-01};
 const std::vector<double> kK0B = {
-    5.30043377268626276149e-18,  -1.64758043015242134646e-17, 5.21039150503902756861e-17,  -1.67823109680541210385e-16,
-    5.51205597852431940784e-16,  -1.84859337734377901440e-15, 6.34007647740507060557e-15,  -2.22751332699166985548e-14,
-    8.03289077536357521100e-14,  -2.98009692317273043925e-13, 1.14034058820847496303e-12,  -4.51459788337394416547e-12,
-    1.85594911495471785253e-11,  -7.95748924447710747776e-11, 3.57739728140030116597e-10,  -1.69753450938905987466e-09,
-    8.57403401741422608519e-09,  -4.66048989768794782956e-08, 2.76681363944501510342e-07,  -1.83175552271911948767e-06,
-    1.39498137188764993662e-05,  -1.28495495816278026384e-04, 1.56988388573005337491e-03,  -3.14481013119645005427e-02,
+    5.30043377268626276149e-18, -1.64758043015242134646e-17, 5.21039150503902756861e-17, -1.67823109680541210385e-16,
+    5.51205597852431940784e-16, -1.84859337734377901440e-15, 6.34007647740507060557e-15, -2.22751332699166985548e-14,
+    8.03289077536357521100e-14, -2.98009692317273043925e-13, 1.14034058820847496303e-12, -4.51459788337394416547e-12,
+    1.85594911495471785253e-11, -7.95748924447710747776e-11, 3.57739728140030116597e-10, -1.69753450938905987466e-09,
+    8.57403401741422608519e-09, -4.66048989768794782956e-08, 2.76681363944501510342e-07, -1.83175552271911948767e-06,
+    1.39498137188764993662e-05, -1.28495495816278026384e-04, 1.56988388573005337491e-03, -3.14481013119645005427e-02,
     2.44030308206595545468e+00};
 const std::vector<double> kK1A = {-7.02386347938628759343e-18, -2.42744985051936593393e-15, -6.66690169419932900609e-13,
                                   -1.41148839263352776110e-10, -2.21338763073472585583e-08, -2.43340614156596823496e-06,
                                   -1.73028895751305206302e-04, -6.97572385963986435018e-03, -1.22611180822657148235e-01,
                                   -3.53155960776544875667e-01, 1.52530022733894777053e+00};
 const std::vector<double> kK1B = {
-    -5.75674448366501715755e-18, 1.79405087314755922667e-17,  -5.68946255844285935196e-17, 1.83809354436663880070e-16,
-    -6.05704724837331885336e-16, 2.03870316562433424052e-15,  -7.01983709041831346144e-15, 2.47715442448130437068e-14,
-    -8.97670518232499435011e-14, 3.34841966607842919884e-13,  -1.28917396095102890680e-12, 5.13963967348173025100e-12,
-    -2.12996783842756842877e-11, 9.21831518760500529508e-11,  -4.19035475934189648750e-10, 2.01504975519703286596e-09,
-    -1.03457624656780970260e-08, 5.74108412545004946722e-08,  -3.50196060308781257119e-07, 2.40648494783721712015e-06,
-    -1.93619797416608296024e-05, 1.95215518471351631108e-04,  -2.85781685962277938680e-03, 1.03923736576817238437e-01,
+    -5.75674448366501715755e-18, 1.79405087314755922667e-17, -5.68946255844285935196e-17, 1.83809354436663880070e-16,
+    -6.05704724837331885336e-16, 2.03870316562433424052e-15, -7.01983709041831346144e-15, 2.47715442448130437068e-14,
+    -8.97670518232499435011e-14, 3.34841966607842919884e-13, -1.28917396095102890680e-12, 5.13963967348173025100e-12,
+    -2.12996783842756842877e-11, 9.21831518760500529508e-11, -4.19035475934189648750e-10, 2.01504975519703286596e-09,
+    -1.03457624656780970260e-08, 5.74108412545004946722e-08, -3.50196060308781257119e-07, 2.40648494783721712015e-06,
+    -1.93619797416608296024e-05, 1.95215518471351631108e-04, -2.85781685962277938680e-03, 1.03923736576817238437e-01,
     2.72062619048444266945e+00};
 
 Value modified_bessel_i0_value(const Arith& m, const Value& x) {
@@ -480,7 +490,8 @@ Value modified_bessel_k(const Arith& m, const Value& x) {
 Value spherical_bessel_j0_value(const Arith& m, const Value& x) {
   Value x2 = m.mul(x, x);
   // 1 + x^2 (-1/6 + x^2 (1/120 + ...)), the CPU's nesting.
-  const std::vector<double> c = {-1.0 / 6.0, 1.0 / 120.0, -1.0 / 5040.0, 1.0 / 362880.0, -1.0 / 39916800.0, 1.0 / 6227020800.0};
+  const std::vector<double> c = {-1.0 / 6.0,     1.0 / 120.0,       -1.0 / 5040.0,
+                                 1.0 / 362880.0, -1.0 / 39916800.0, 1.0 / 6227020800.0};
   Value series = m.mul(x2, c.back());
   for (int i = static_cast<int>(c.size()) - 2; i >= 0; --i) series = m.mul(x2, m.add(series, c[i]));
   Value r = m.select(m.lt(m.abs(x), 0.5), m.add(series, 1), m.div(m.sin(x), x));
@@ -497,9 +508,10 @@ Value airy_ai_value(const Arith& m, const Value& x) {
   const std::vector<double> AD = {5.67594532638770212846e-01, 1.47562562584847203173e+01, 8.45138970141474626562e+01,
                                   1.77318088145400459522e+02, 1.64234692871529701831e+02, 7.14778400825575695274e+01,
                                   1.40959135607834029598e+01, 1.00000000000000000470e+00};
-  const std::vector<double> AFN = {-1.31696323418331795333e-01, -6.26456544431912369773e-01, -6.93158036036933542233e-01,
-                                   -2.79779981545119124951e-01, -4.91900132609500318020e-02, -4.06265923594885404393e-03,
-                                   -1.59276496239262096340e-04, -2.77649108155232920844e-06, -1.67787698489114633780e-08};
+  const std::vector<double> AFN = {
+      -1.31696323418331795333e-01, -6.26456544431912369773e-01, -6.93158036036933542233e-01,
+      -2.79779981545119124951e-01, -4.91900132609500318020e-02, -4.06265923594885404393e-03,
+      -1.59276496239262096340e-04, -2.77649108155232920844e-06, -1.67787698489114633780e-08};
   const std::vector<double> AFD = {1.33560420706553243746e+01, 3.26825032795224613948e+01, 2.67367040941499554804e+01,
                                    9.18707402907259625840e+00, 1.47529146771666414581e+00, 1.15687173795188044134e-01,
                                    4.40291641615211203805e-03, 7.54720348287414296618e-05, 4.51850092970580378464e-07};
@@ -521,8 +533,9 @@ Value airy_ai_value(const Arith& m, const Value& x) {
   Value z2 = m.mul(z, z);
   Value afn = from_zero(z2, AFN), afd = from_zero(z2, AFD), agn = from_zero(z2, AGN), agd = from_zero(z2, AGD);
   Value t = m.add(zeta_neg, 0.25 * M_PI);
-  Value oscillating = m.mul(m.div(5.64189583547756286948e-01, m.sqrt(neg_root)),
-                            m.sub(m.mul(m.sin(t), m.add(m.div(m.mul(z2, afn), afd), 1)), m.mul(m.cos(t), m.div(m.mul(z, agn), agd))));
+  Value oscillating =
+      m.mul(m.div(5.64189583547756286948e-01, m.sqrt(neg_root)),
+            m.sub(m.mul(m.sin(t), m.add(m.div(m.mul(z2, afn), afd), 1)), m.mul(m.cos(t), m.div(m.mul(z, agn), agd))));
   // x >= 2.09: decaying asymptotic form.
   Value zeta = m.div(m.mul(m.mul(x, 2.0), m.sqrt(x)), 3.0);
   Value inv = m.div(1.0, zeta);
@@ -603,20 +616,22 @@ Value chebyshev_value(const Arith& m, const Value& x0, const Value& n_in, Chebys
   Value theta = m.b.chlo("acos", {y}, y.type);
   Value trig;
   switch (kind) {
-    case Chebyshev::T: trig = m.cos(m.mul(n, theta)); break;
+    case Chebyshev::T:
+      trig = m.cos(m.mul(n, theta));
+      break;
     case Chebyshev::U: {
       Value s = m.sin(theta);
       trig = m.select(m.ne(s, 0), m.div(m.sin(m.mul(n1, theta)), s), m.div(m.mul(n1, m.cos(m.mul(n1, theta))), y));
       break;
     }
     case Chebyshev::V:
-      trig = m.select(m.ne(m.sin(m.div(theta, 2.0)), 1), m.div(m.cos(m.mul(m.add(n, 0.5), theta)), m.cos(m.div(theta, 2.0))),
-                      plus_minus(m, even, n2));
+      trig = m.select(m.ne(m.sin(m.div(theta, 2.0)), 1),
+                      m.div(m.cos(m.mul(m.add(n, 0.5), theta)), m.cos(m.div(theta, 2.0))), plus_minus(m, even, n2));
       break;
     case Chebyshev::W: {
       Value fallback = shifted ? plus_minus(m, even, one) : m.select(m.gt(y, 0), n2, plus_minus(m, even, one));
-      trig = m.select(m.ne(m.cos(m.div(theta, 2.0)), 1), m.div(m.sin(m.mul(m.add(n, 0.5), theta)), m.sin(m.div(theta, 2.0))),
-                      fallback);
+      trig = m.select(m.ne(m.cos(m.div(theta, 2.0)), 1),
+                      m.div(m.sin(m.mul(m.add(n, 0.5), theta)), m.sin(m.div(theta, 2.0))), fallback);
       break;
     }
   }
@@ -624,10 +639,22 @@ Value chebyshev_value(const Arith& m, const Value& x0, const Value& n_in, Chebys
   // Values at the ends: x = +-1 (unshifted), x = 1 or 0 (shifted, y = +-1).
   Value at_plus, at_minus;
   switch (kind) {
-    case Chebyshev::T: at_plus = one; at_minus = plus_minus(m, even, one); break;
-    case Chebyshev::U: at_plus = n1; at_minus = plus_minus(m, even, n1); break;
-    case Chebyshev::V: at_plus = one; at_minus = plus_minus(m, even, n2); break;
-    case Chebyshev::W: at_plus = n2; at_minus = plus_minus(m, even, one); break;
+    case Chebyshev::T:
+      at_plus = one;
+      at_minus = plus_minus(m, even, one);
+      break;
+    case Chebyshev::U:
+      at_plus = n1;
+      at_minus = plus_minus(m, even, n1);
+      break;
+    case Chebyshev::V:
+      at_plus = one;
+      at_minus = plus_minus(m, even, n2);
+      break;
+    case Chebyshev::W:
+      at_plus = n2;
+      at_minus = plus_minus(m, even, one);
+      break;
   }
   Value is_plus = shifted ? m.eq(x0, 1) : m.eq(x0, 1);
   Value is_minus = shifted ? m.eq(x0, 0) : m.eq(x0, -1);
@@ -649,15 +676,12 @@ Value hermite_h_value(const Arith& m, const Value& x, const Value& n_in, bool pr
   Value q0 = probabilists ? x : m.add(x, x);
   Value too_large = m.gt(n, 128);
   Value special = m.either(too_large, m.le(n, 1));
-  Value r = probabilists
-                ? recurrence(m, x, q0, m.select(special, 0.0, n), 1, 1, false, false,
-                             [](const Arith& a, const Value& k, const Value& p, const Value& q, const Value& x) {
-                               return a.sub(a.mul(x, q), a.mul(k, p));
-                             })
-                : recurrence(m, x, q0, m.select(special, 0.0, m.add(n, n)), 2, 2, false, false,
-                             [](const Arith& a, const Value& k, const Value& p, const Value& q, const Value& x) {
-                               return a.sub(a.mul(a.add(x, x), q), a.mul(k, p));
-                             });
+  Value r = probabilists ? recurrence(m, x, q0, m.select(special, 0.0, n), 1, 1, false, false,
+                                      [](const Arith& a, const Value& k, const Value& p, const Value& q,
+                                         const Value& x) { return a.sub(a.mul(x, q), a.mul(k, p)); })
+                         : recurrence(m, x, q0, m.select(special, 0.0, m.add(n, n)), 2, 2, false, false,
+                                      [](const Arith& a, const Value& k, const Value& p, const Value& q,
+                                         const Value& x) { return a.sub(a.mul(a.add(x, x), q), a.mul(k, p)); });
   r = m.select(too_large, NAN, r);
   r = m.select(m.eq(n, 1), q0, r);
   r = m.select(m.eq(n, 0), 1.0, r);
@@ -760,7 +784,9 @@ std::pair<Value, Value> incomplete_gamma(const Arith& m, const Value& a, const V
   Value b0 = m.sub(m.add(x, 1), a);
   Value d0 = m.div(1.0, m.select(m.lt(m.abs(b0), tiny), tiny, b0));
   auto fraction = masked_loop(
-      m.b, {m.c(1, a), b0, m.c(1.0 / tiny, a), d0, d0, a, m.select(m.both(m.negate(use_series), regular), 1.0, zero)},  // i, b, c, d, h, a, go
+      m.b,
+      {m.c(1, a), b0, m.c(1.0 / tiny, a), d0, d0, a,
+       m.select(m.both(m.negate(use_series), regular), 1.0, zero)},  // i, b, c, d, h, a, go
       [&](const Arith& k, const std::vector<Value>& v) { return k.both(k.lt(v[0], 2000), k.gt(v[6], 0)); },
       [&](const Arith& k, const std::vector<Value>& v) {
         const Value &i = v[0], &aa = v[5];
@@ -797,7 +823,8 @@ std::vector<Value> incomplete_gamma_op(LowerContext& ctx, bool upper, const char
   });
 }
 
-std::vector<Value> polynomial(LowerContext& ctx, const std::function<Value(const Arith&, const Value&, const Value&)>& fn) {
+std::vector<Value> polynomial(LowerContext& ctx,
+                              const std::function<Value(const Arith&, const Value&, const Value&)>& fn) {
   return float_op(ctx, {0, 1}, [&](const Arith& m, const std::vector<Value>& v) { return fn(m, v[0], v[1]); });
 }
 
@@ -809,26 +836,32 @@ std::vector<Value> special_bessel_y0(LowerContext& ctx) { return float_unary(ctx
 std::vector<Value> special_bessel_y1(LowerContext& ctx) { return float_unary(ctx, bessel_y1_value); }
 std::vector<Value> special_modified_bessel_i0(LowerContext& ctx) { return float_unary(ctx, modified_bessel_i0_value); }
 std::vector<Value> special_modified_bessel_i1(LowerContext& ctx) { return float_unary(ctx, modified_bessel_i1_value); }
-std::vector<Value> special_modified_bessel_k0(LowerContext& ctx) { return float_unary(ctx, modified_bessel_k<false, false>); }
-std::vector<Value> special_modified_bessel_k1(LowerContext& ctx) { return float_unary(ctx, modified_bessel_k<true, false>); }
+std::vector<Value> special_modified_bessel_k0(LowerContext& ctx) {
+  return float_unary(ctx, modified_bessel_k<false, false>);
+}
+std::vector<Value> special_modified_bessel_k1(LowerContext& ctx) {
+  return float_unary(ctx, modified_bessel_k<true, false>);
+}
 std::vector<Value> special_scaled_modified_bessel_k0(LowerContext& ctx) {
   return float_unary(ctx, modified_bessel_k<false, true>);
 }
 std::vector<Value> special_scaled_modified_bessel_k1(LowerContext& ctx) {
   return float_unary(ctx, modified_bessel_k<true, true>);
 }
-std::vector<Value> special_spherical_bessel_j0(LowerContext& ctx) { return float_unary(ctx, spherical_bessel_j0_value); }
+std::vector<Value> special_spherical_bessel_j0(LowerContext& ctx) {
+  return float_unary(ctx, spherical_bessel_j0_value);
+}
 std::vector<Value> special_airy_ai(LowerContext& ctx) { return float_unary(ctx, airy_ai_value); }
 std::vector<Value> igamma(LowerContext& ctx) { return incomplete_gamma_op(ctx, false, "igamma_cpu"); }
 std::vector<Value> igammac(LowerContext& ctx) { return incomplete_gamma_op(ctx, true, "igammac_cpu"); }
 std::vector<Value> special_erfcx(LowerContext& ctx) { return float_unary(ctx, erfcx_value); }
 std::vector<Value> special_log_ndtr(LowerContext& ctx) { return float_unary(ctx, log_ndtr_value); }
 
-#define TORCH_TPU_CHEBYSHEV(fn, kind, shifted)                                                          \
-  std::vector<Value> fn(LowerContext& ctx) {                                                            \
-    return polynomial(ctx, [](const Arith& m, const Value& x, const Value& n) {                         \
-      return chebyshev_value(m, x, n, Chebyshev::kind, shifted);                                        \
-    });                                                                                                 \
+#define TORCH_TPU_CHEBYSHEV(fn, kind, shifted)                                  \
+  std::vector<Value> fn(LowerContext& ctx) {                                    \
+    return polynomial(ctx, [](const Arith& m, const Value& x, const Value& n) { \
+      return chebyshev_value(m, x, n, Chebyshev::kind, shifted);                \
+    });                                                                         \
   }
 TORCH_TPU_CHEBYSHEV(special_chebyshev_polynomial_t, T, false)
 TORCH_TPU_CHEBYSHEV(special_chebyshev_polynomial_u, U, false)
@@ -841,7 +874,8 @@ TORCH_TPU_CHEBYSHEV(special_shifted_chebyshev_polynomial_w, W, true)
 #undef TORCH_TPU_CHEBYSHEV
 
 std::vector<Value> special_hermite_polynomial_h(LowerContext& ctx) {
-  return polynomial(ctx, [](const Arith& m, const Value& x, const Value& n) { return hermite_h_value(m, x, n, false); });
+  return polynomial(ctx,
+                    [](const Arith& m, const Value& x, const Value& n) { return hermite_h_value(m, x, n, false); });
 }
 std::vector<Value> special_hermite_polynomial_he(LowerContext& ctx) {
   return polynomial(ctx, [](const Arith& m, const Value& x, const Value& n) { return hermite_h_value(m, x, n, true); });

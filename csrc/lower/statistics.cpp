@@ -157,7 +157,8 @@ std::vector<Value> trace(LowerContext& ctx) {
   Value on_diagonal = b.compare(b.iota({ElementType::S64, x.shape()}, 0), b.iota({ElementType::S64, x.shape()}, 1),
                                 CompareDirection::EQ);
   Value d = b.select(on_diagonal, x, zeros(b, x.type));
-  return {b.reshape(b.convert(reduce_with(b, d, {0, 1}, acc == ElementType::Pred ? "or" : "add"), out.dtype), out.shape)};
+  return {
+      b.reshape(b.convert(reduce_with(b, d, {0, 1}, acc == ElementType::Pred ? "or" : "add"), out.dtype), out.shape)};
 }
 
 // renorm(self, p, dim, maxnorm): each slice along `dim` whose p-norm exceeds
@@ -233,8 +234,8 @@ std::vector<Value> isin(LowerContext& ctx) {
   pair.push_back(n);
   std::vector<int64_t> e_dims;
   for (int64_t d = 0; d < e.rank(); ++d) e_dims.push_back(d);
-  Value eq = b.compare(b.broadcast_in_dim(e, pair, e_dims), b.broadcast_in_dim(flat, pair, {e.rank()}),
-                       CompareDirection::EQ);
+  Value eq =
+      b.compare(b.broadcast_in_dim(e, pair, e_dims), b.broadcast_in_dim(flat, pair, {e.rank()}), CompareDirection::EQ);
   Value found = b.reduce(eq, b.constant(0, ElementType::Pred), {e.rank()}, "or");
   if (invert) found = b.unary("not", found);
   return {b.reshape(found, out.shape)};
@@ -284,7 +285,8 @@ std::vector<Value> histc(LowerContext& ctx) {
   Value position = b.binary("divide", scaled, b.binary("subtract", hi_n, lo_n));
   const TensorType index_type{ElementType::S64, vt.shape};
   // In range, position >= 0: converting truncates, which is floor here.
-  Value bin = b.binary("minimum", b.convert(position, ElementType::S64), b.splat(static_cast<double>(bins - 1), index_type));
+  Value bin =
+      b.binary("minimum", b.convert(position, ElementType::S64), b.splat(static_cast<double>(bins - 1), index_type));
   Value inside = b.binary("and", b.compare(v, lo_n, CompareDirection::GE), b.compare(v, hi_n, CompareDirection::LE));
   // Outside elements add 0 to bin 0: every index stays in bounds.
   Value index = b.select(inside, bin, b.splat(0, index_type));

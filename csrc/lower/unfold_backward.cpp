@@ -50,8 +50,7 @@ Value placed_block(Builder& b, const Value& blocks, size_t dim, int64_t r, int64
   Shape low(run.size(), 0), high(run.size(), 0);
   low[dim] = r * step;
   high[dim] = length - (n + r) * step;
-  return b.pad(b.reshape(one, run), b.constant(0, blocks.dtype()), low, high,
-               Shape(run.size(), 0));
+  return b.pad(b.reshape(one, run), b.constant(0, blocks.dtype()), low, high, Shape(run.size(), 0));
 }
 
 }  // namespace

@@ -59,9 +59,7 @@ void Plugin::check(PJRT_Error* err, const char* what) const {
   throw PjrtError(std::string("PJRT ") + what + " failed: " + message);
 }
 
-bool Plugin::has_function(size_t offset_of_field) const {
-  return api_->struct_size >= offset_of_field + sizeof(void*);
-}
+bool Plugin::has_function(size_t offset_of_field) const { return api_->struct_size >= offset_of_field + sizeof(void*); }
 
 std::shared_ptr<Plugin> Plugin::load(const std::string& path) {
   // Plugins are never dlclose'd: they register process-wide state.
@@ -85,9 +83,9 @@ std::shared_ptr<Plugin> Plugin::load(const std::string& path) {
   // ABI-compatible by the struct_size rule.
   if (plugin->api_major_ != PJRT_API_MAJOR) {
     std::ostringstream msg;
-    msg << "PJRT plugin '" << path << "' implements PJRT C API " << plugin->api_major_ << "."
-        << plugin->api_minor_ << ", but torch_tpu was built against " << PJRT_API_MAJOR << "."
-        << PJRT_API_MINOR << "; the major versions must match";
+    msg << "PJRT plugin '" << path << "' implements PJRT C API " << plugin->api_major_ << "." << plugin->api_minor_
+        << ", but torch_tpu was built against " << PJRT_API_MAJOR << "." << PJRT_API_MINOR
+        << "; the major versions must match";
     throw PjrtError(msg.str());
   }
   if (!plugin->has_function(offsetof(PJRT_Api, PJRT_LoadedExecutable_Execute))) {

@@ -53,6 +53,7 @@ class Event {
   Event& operator=(const Event&) = delete;
   void await();  // throws the event's error, if any
   bool is_ready() const;
+
  private:
   std::shared_ptr<Plugin> plugin_;
   PJRT_Event* event_;
@@ -99,8 +100,7 @@ class LoadedExecutable {
   size_t num_outputs() const { return num_outputs_; }
   // Runs on `device` without waiting for completion. Arguments listed in
   // `donated` may be consumed (their Buffer objects must not be used again).
-  std::vector<std::shared_ptr<Buffer>> execute(PJRT_Device* device,
-                                               const std::vector<PJRT_Buffer*>& args,
+  std::vector<std::shared_ptr<Buffer>> execute(PJRT_Device* device, const std::vector<PJRT_Buffer*>& args,
                                                const std::vector<bool>& donatable) const;
   std::string serialize() const;
   PJRT_LoadedExecutable* raw() const { return exe_; }
@@ -133,8 +133,8 @@ class Client : public std::enable_shared_from_this<Client> {
   DeviceMemoryStats memory_stats(size_t index) const;
 
   // Host to device. The host bytes may be reused once this returns.
-  std::shared_ptr<Buffer> buffer_from_host(const void* data, PJRT_Buffer_Type type,
-                                           const std::vector<int64_t>& dims, size_t device_index);
+  std::shared_ptr<Buffer> buffer_from_host(const void* data, PJRT_Buffer_Type type, const std::vector<int64_t>& dims,
+                                           size_t device_index);
   // Compiles MLIR (StableHLO) text with the given serialized CompileOptionsProto.
   std::shared_ptr<LoadedExecutable> compile(const std::string& mlir_text, const std::string& compile_options);
   std::shared_ptr<LoadedExecutable> deserialize(const std::string& bytes);

@@ -47,7 +47,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("_set_eager_mode", [](const std::string& name) {
     torch_tpu::runtime::set_eager_mode(torch_tpu::runtime::eager_mode_from_name(name));
   });
-  m.def("_get_eager_mode", []() { return std::string(torch_tpu::runtime::eager_mode_name(torch_tpu::runtime::eager_mode())); });
+  m.def("_get_eager_mode",
+        []() { return std::string(torch_tpu::runtime::eager_mode_name(torch_tpu::runtime::eager_mode())); });
   m.def("_flush", [](const std::string& reason) {
     py::gil_scoped_release release;
     torch_tpu::device::flush_deferred(reason.c_str());

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <unordered_set>
 #include <cstdlib>
+#include <unordered_set>
 
 #include "metrics.h"
 

@@ -17,7 +17,7 @@ bool env_flag(const char* name) {
 
 // The mode of threads that never chose one: from the environment, fixed.
 EagerMode process_default_mode() {
-  static const EagerMode mode = env_flag("TORCH_TPU_LAUNCH_BLOCKING")   ? EagerMode::Debug
+  static const EagerMode mode = env_flag("TORCH_TPU_LAUNCH_BLOCKING")  ? EagerMode::Debug
                                 : env_flag("TORCH_TPU_DEFER_AND_FUSE") ? EagerMode::DeferAndFuse
                                                                        : EagerMode::Strict;
   return mode;
@@ -37,7 +37,6 @@ std::atomic<bool>& nan_state() {
 
 EagerMode eager_mode() { return thread_mode ? *thread_mode : process_default_mode(); }
 void set_eager_mode(EagerMode mode) { thread_mode = mode; }
-
 
 const char* eager_mode_name(EagerMode mode) {
   return mode == EagerMode::Debug ? "debug" : mode == EagerMode::DeferAndFuse ? "defer_and_fuse" : "strict";

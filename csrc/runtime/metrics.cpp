@@ -33,13 +33,20 @@ void Metrics::count_flush(const std::string& reason) {
 
 std::map<std::string, int64_t> Metrics::snapshot() {
   std::map<std::string, int64_t> s{
-      {"ops_dispatched", ops_dispatched},   {"programs_executed", programs_executed},
-      {"host_waits", host_waits},           {"bytes_to_device", bytes_to_device},
-      {"bytes_to_host", bytes_to_host},     {"cache_hits", cache_hits},
-      {"cache_misses", cache_misses},       {"compiles", compiles},
-      {"compile_nanos", compile_nanos},     {"live_device_bytes", live_device_bytes},
-      {"peak_device_bytes", peak_device_bytes}, {"graph_replays", graph_replays},
-      {"op_cache_replays", op_cache_replays}, {"op_cache_captures", op_cache_captures},
+      {"ops_dispatched", ops_dispatched},
+      {"programs_executed", programs_executed},
+      {"host_waits", host_waits},
+      {"bytes_to_device", bytes_to_device},
+      {"bytes_to_host", bytes_to_host},
+      {"cache_hits", cache_hits},
+      {"cache_misses", cache_misses},
+      {"compiles", compiles},
+      {"compile_nanos", compile_nanos},
+      {"live_device_bytes", live_device_bytes},
+      {"peak_device_bytes", peak_device_bytes},
+      {"graph_replays", graph_replays},
+      {"op_cache_replays", op_cache_replays},
+      {"op_cache_captures", op_cache_captures},
   };
   std::lock_guard<std::mutex> lock(mutex);
   for (const auto& [op, n] : cpu_fallbacks) s["cpu_fallback::" + op] = n;

@@ -61,7 +61,8 @@ Placement place(const ViewLayout& layout, const std::vector<int64_t>& dims, int6
   const int64_t s0 = layout.strides[dims[0]], n0 = layout.sizes[dims[0]];
   Placement p;
   p.pyramid.push_back(n0);
-  for (size_t k = 0; k + 1 < dims.size(); ++k) p.pyramid.push_back(layout.strides[dims[k]] / layout.strides[dims[k + 1]]);
+  for (size_t k = 0; k + 1 < dims.size(); ++k)
+    p.pyramid.push_back(layout.strides[dims[k]] / layout.strides[dims[k + 1]]);
   p.pyramid.push_back(layout.strides[dims.back()]);
   p.seg_len = n0 * s0;
   p.start.assign(p.pyramid.size(), 0);
@@ -291,8 +292,9 @@ Value merge_flat(Builder& b, const Value& before, const Value& written) {
     // The wider element type stays: a loaded (u8) storage becomes f32 at its
     // first f32 write, and an f32 storage written through a u8 view stays
     // f32, so later reads of the common view need no bitcast.
-    return hlo::byte_size(before.dtype()) > hlo::byte_size(written.dtype()) ? reinterpret_flat(b, written, before.dtype())
-                                                                            : written;
+    return hlo::byte_size(before.dtype()) > hlo::byte_size(written.dtype())
+               ? reinterpret_flat(b, written, before.dtype())
+               : written;
   }
   Value bytes = reinterpret_flat(b, written, ElementType::U8);
   Value tail = b.slice(reinterpret_flat(b, before, ElementType::U8), {covered}, {total}, {1});

@@ -76,9 +76,8 @@ TEST(hlo, gather_leaves_empty_dimension_lists_out) {
   GatherDims g = GatherDims::points(2, 1);
   CHECK_EQ(g.collapsed_slice_dims, (std::vector<int64_t>{0, 1}));
   CHECK_EQ(g.slice_sizes, (std::vector<int64_t>{1, 1}));
-  Emitted e = emit({kRows, {ElementType::S64, {2, 2}}}, [&](Builder& b, const Params& p) {
-    return b.gather(p[0], p[1], g, {2});
-  });
+  Emitted e = emit({kRows, {ElementType::S64, {2, 2}}},
+                   [&](Builder& b, const Params& p) { return b.gather(p[0], p[1], g, {2}); });
   CHECK_EQ(e.type.str(), "tensor<2xf32>");
   CHECK_EQ(e.body,
            "    %0 = \"stablehlo.gather\"(%arg0, %arg1) {dimension_numbers = #stablehlo.gather<"
@@ -92,7 +91,7 @@ TEST(hlo, gather_points_reads_one_element_per_coordinate_vector) {
                    [](Builder& b, const Params& p) { return b.gather_points(p[0], p[1]); });
   CHECK_EQ(e.type.str(), "tensor<7x6xf32>");
   CHECK(e.body.find("#stablehlo.gather<collapsed_slice_dims = [0, 1], start_index_map = [0, 1], "
-                        "index_vector_dim = 2>, indices_are_sorted = false, slice_sizes = array<i64: 1, 1>}") !=
+                    "index_vector_dim = 2>, indices_are_sorted = false, slice_sizes = array<i64: 1, 1>}") !=
         std::string::npos);
 }
 
@@ -108,9 +107,8 @@ TEST(hlo, gather_slices_keeps_the_other_dims_whole) {
 }
 
 TEST(hlo, scatter_points_overwrite_returns_the_update) {
-  Emitted e = emit({kVector, {ElementType::S64, {3, 1}}, {ElementType::F32, {3}}}, [](Builder& b, const Params& p) {
-    return b.scatter_points(p[0], p[1], p[2], overwrite);
-  });
+  Emitted e = emit({kVector, {ElementType::S64, {3, 1}}, {ElementType::F32, {3}}},
+                   [](Builder& b, const Params& p) { return b.scatter_points(p[0], p[1], p[2], overwrite); });
   CHECK_EQ(e.type.str(), kVector.str());
   CHECK_EQ(e.body,
            "    %0 = \"stablehlo.scatter\"(%arg0, %arg1, %arg2) ({\n"
@@ -124,16 +122,14 @@ TEST(hlo, scatter_points_overwrite_returns_the_update) {
 // A 1-d operand may take flat positions without the index vector dim: it is
 // implicit, after the updates' dims.
 TEST(hlo, scatter_points_takes_flat_positions_for_a_1d_operand) {
-  Emitted e = emit({kVector, {ElementType::S32, {2, 3}}, {ElementType::F32, {2, 3}}}, [](Builder& b, const Params& p) {
-    return b.scatter_points(p[0], p[1], p[2], accumulate);
-  });
+  Emitted e = emit({kVector, {ElementType::S32, {2, 3}}, {ElementType::F32, {2, 3}}},
+                   [](Builder& b, const Params& p) { return b.scatter_points(p[0], p[1], p[2], accumulate); });
   CHECK(e.body.find("index_vector_dim = 2>") != std::string::npos);
 }
 
 TEST(hlo, scatter_slices_accumulate_adds_in_its_region) {
-  Emitted e = emit({kRows, {ElementType::S64, {2, 1}}, {ElementType::F32, {2, 3}}}, [](Builder& b, const Params& p) {
-    return b.scatter_slices(p[0], 0, p[1], p[2], accumulate);
-  });
+  Emitted e = emit({kRows, {ElementType::S64, {2, 1}}, {ElementType::F32, {2, 3}}},
+                   [](Builder& b, const Params& p) { return b.scatter_slices(p[0], 0, p[1], p[2], accumulate); });
   CHECK_EQ(e.type.str(), kRows.str());
   CHECK_EQ(e.body,
            "    %0 = \"stablehlo.scatter\"(%arg0, %arg1, %arg2) ({\n"
@@ -265,9 +261,9 @@ TEST(hlo, reduce_window_counts_whole_windows_and_names_only_given_attributes) {
                     "window_dimensions = array<i64: 2, 3>, window_strides = array<i64: 2, 1>} : "
                     "(tensor<4x3xf32>, tensor<f32>) -> tensor<2x3xf32>\n") != std::string::npos);
   Emitted bare = emit({kVector}, [](Builder& b, const Params& p) {
-    return b.reduce_window({p[0]}, {b.constant(0, ElementType::F32)}, Window{{5}}, [](Builder& rb, const std::vector<Value>& a) {
-      return std::vector<Value>{rb.binary("add", a[0], a[1])};
-    })[0];
+    return b.reduce_window(
+        {p[0]}, {b.constant(0, ElementType::F32)}, Window{{5}},
+        [](Builder& rb, const std::vector<Value>& a) { return std::vector<Value>{rb.binary("add", a[0], a[1])}; })[0];
   });
   CHECK_EQ(bare.type.str(), "tensor<1xf32>");
   CHECK(bare.body.find("}) {window_dimensions = array<i64: 5>} :") != std::string::npos);
@@ -294,9 +290,8 @@ TEST(hlo, convolution_spells_its_layouts_window_and_precision) {
 }
 
 TEST(hlo, fft_names_its_type_and_lengths) {
-  Emitted e = emit({kRows}, [](Builder& b, const Params& p) {
-    return b.fft(p[0], FftType::RFFT, {3}, {ElementType::C64, {4, 2}});
-  });
+  Emitted e = emit(
+      {kRows}, [](Builder& b, const Params& p) { return b.fft(p[0], FftType::RFFT, {3}, {ElementType::C64, {4, 2}}); });
   CHECK_EQ(e.body,
            "    %0 = \"stablehlo.fft\"(%arg0) {fft_type = #stablehlo<fft_type RFFT>, fft_length = array<i64: 3>} : "
            "(tensor<4x3xf32>) -> tensor<4x2xcomplex<f32>>\n");

@@ -99,8 +99,8 @@ TEST(pjrt, gather_and_scatter_helpers_address_the_elements_they_name) {
   Value picked = b.gather_slices(x, 0, rows);
   Value points = b.gather_points(x, coords);
   // Duplicate coordinates: accumulate sums every update.
-  Value added = b.scatter_points(b.splat(0, x.type), coords, b.splat(1, {ElementType::F32, {3}}),
-                                 torch_tpu::hlo::accumulate);
+  Value added =
+      b.scatter_points(b.splat(0, x.type), coords, b.splat(1, {ElementType::F32, {3}}), torch_tpu::hlo::accumulate);
   Value placed = b.scatter_slices(b.splat(0, x.type), 0, rows, picked, torch_tpu::hlo::overwrite);
   auto out = run(b, {picked, points, added, placed},
                  {upload<float>({0, 1, 10, 11, 20, 21}, PJRT_Buffer_Type_F32, {3, 2}),

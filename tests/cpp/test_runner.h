@@ -52,39 +52,37 @@ std::string show(const std::vector<T>& v) {
 
 }  // namespace torch_tpu::testing
 
-#define TEST(group, name)                                                                       \
-  static void group##_##name();                                                                 \
-  static ::torch_tpu::testing::Registration group##_##name##_registration(#group, #name,        \
-                                                                          &group##_##name);     \
+#define TEST(group, name)                                                                                  \
+  static void group##_##name();                                                                            \
+  static ::torch_tpu::testing::Registration group##_##name##_registration(#group, #name, &group##_##name); \
   static void group##_##name()
 
-#define CHECK(cond) \
-  ((cond) ? (void)0 : ::torch_tpu::testing::fail(__FILE__, __LINE__, "CHECK(" #cond ") failed"))
+#define CHECK(cond) ((cond) ? (void)0 : ::torch_tpu::testing::fail(__FILE__, __LINE__, "CHECK(" #cond ") failed"))
 
-#define CHECK_EQ(actual, expected)                                                                       \
-  do {                                                                                                   \
-    const auto& check_actual_ = (actual);                                                                \
-    const auto& check_expected_ = (expected);                                                            \
-    if (!(check_actual_ == check_expected_)) {                                                           \
-      ::torch_tpu::testing::fail(__FILE__, __LINE__,                                                     \
-                                 "CHECK_EQ(" #actual ", " #expected ") failed\n  actual:   " +           \
-                                     ::torch_tpu::testing::show(check_actual_) +                         \
-                                     "\n  expected: " + ::torch_tpu::testing::show(check_expected_));    \
-    }                                                                                                    \
+#define CHECK_EQ(actual, expected)                                                                                  \
+  do {                                                                                                              \
+    const auto& check_actual_ = (actual);                                                                           \
+    const auto& check_expected_ = (expected);                                                                       \
+    if (!(check_actual_ == check_expected_)) {                                                                      \
+      ::torch_tpu::testing::fail(                                                                                   \
+          __FILE__, __LINE__,                                                                                       \
+          "CHECK_EQ(" #actual ", " #expected ") failed\n  actual:   " + ::torch_tpu::testing::show(check_actual_) + \
+              "\n  expected: " + ::torch_tpu::testing::show(check_expected_));                                      \
+    }                                                                                                               \
   } while (0)
 
 // `statement` throws `Type` (or a subclass) whose what() contains `needle`.
-#define CHECK_THROWS(statement, Type, needle)                                                          \
-  do {                                                                                                 \
-    bool check_threw_ = false;                                                                         \
-    try {                                                                                              \
-      statement;                                                                                       \
-    } catch (const Type& e) {                                                                          \
-      check_threw_ = true;                                                                             \
-      if (std::string(e.what()).find(needle) == std::string::npos) {                                   \
-        ::torch_tpu::testing::fail(__FILE__, __LINE__,                                                 \
-                                   std::string(#Type " without \"") + (needle) + "\": " + e.what());   \
-      }                                                                                                \
-    }                                                                                                  \
+#define CHECK_THROWS(statement, Type, needle)                                                              \
+  do {                                                                                                     \
+    bool check_threw_ = false;                                                                             \
+    try {                                                                                                  \
+      statement;                                                                                           \
+    } catch (const Type& e) {                                                                              \
+      check_threw_ = true;                                                                                 \
+      if (std::string(e.what()).find(needle) == std::string::npos) {                                       \
+        ::torch_tpu::testing::fail(__FILE__, __LINE__,                                                     \
+                                   std::string(#Type " without \"") + (needle) + "\": " + e.what());       \
+      }                                                                                                    \
+    }                                                                                                      \
     if (!check_threw_) ::torch_tpu::testing::fail(__FILE__, __LINE__, #statement " did not throw " #Type); \
   } while (0)

@@ -28,6 +28,7 @@ def expected_state():
 
 def sharded_model():
     from torch.distributed.fsdp import fully_shard
+
     with torch.device("meta"):
         model = Stack()
     for layer in model.layers:
@@ -38,16 +39,20 @@ def sharded_model():
 
 
 if MODE == "save":
+
     @check
     def save_sharded_state_dict():
         from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
+
         model = sharded_model()
         set_model_state_dict(model, expected_state(), options=StateDictOptions(full_state_dict=True))
         dcp.save({"model": model.state_dict()}, checkpoint_id=DIRECTORY)
 else:
+
     @check
     def load_on_another_world_size():
         from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+
         model = sharded_model()
         state = {"model": model.state_dict()}
         dcp.load(state, checkpoint_id=DIRECTORY)
@@ -56,6 +61,7 @@ else:
         if RANK == 0:
             for name, value in expected_state().items():
                 torch.testing.assert_close(full[name], value, rtol=0, atol=0, msg=name)
+
 
 run_checks(RANK)
 dist.destroy_process_group()

@@ -146,13 +146,13 @@ def reduce_scatter_and_reduce_scatter_tensor():
     dist.reduce_scatter(t_out, [x.to(DEV) for x in c_in])
     expected = torch.cat(c_in)
     dist.all_reduce(expected, group=GLOO)
-    close(t_out, expected[RANK * 4:(RANK + 1) * 4])
+    close(t_out, expected[RANK * 4 : (RANK + 1) * 4])
     c = values((WORLD * 3,), seed=5)
     t_out = torch.empty(3, device=DEV)
     dist.reduce_scatter_tensor(t_out, c.to(DEV), op=dist.ReduceOp.AVG)
     full = c.clone()
     dist.all_reduce(full, group=GLOO)
-    torch.testing.assert_close(t_out.cpu(), full[RANK * 3:(RANK + 1) * 3] / WORLD)
+    torch.testing.assert_close(t_out.cpu(), full[RANK * 3 : (RANK + 1) * 3] / WORLD)
 
 
 @check
@@ -208,8 +208,10 @@ def send_recv_and_batch_isend_irecv():
         dist.send(torch.full((3,), float(RANK), device=DEV), dst=nxt)
     same(t, torch.full((3,), float(prv)))
     recv_into = torch.zeros(2, 4, device=DEV)
-    ops = [dist.P2POp(dist.isend, torch.full((4,), RANK + 0.5, device=DEV), nxt),
-           dist.P2POp(dist.irecv, recv_into[1], prv)]  # receives into a view
+    ops = [
+        dist.P2POp(dist.isend, torch.full((4,), RANK + 0.5, device=DEV), nxt),
+        dist.P2POp(dist.irecv, recv_into[1], prv),
+    ]  # receives into a view
     for work in dist.batch_isend_irecv(ops):
         work.wait()
     expected = torch.zeros(2, 4)
@@ -256,6 +258,7 @@ def subgroups():
         assert t.item() == sum(evens)
     if WORLD % 2 == 0:
         from torch.distributed.device_mesh import init_device_mesh
+
         mesh = init_device_mesh("tpu", (2, WORLD // 2), mesh_dim_names=("dp", "tp"))
         for dim in ("dp", "tp"):
             g = mesh.get_group(dim)
@@ -291,8 +294,9 @@ def bad_input_raises_what_gloo_raises():
     errors = []
     for device, group in ((DEV, None), ("cpu", GLOO)):
         try:  # the output is one element short
-            dist.all_gather_into_tensor(torch.empty(WORLD * 3 - 1, device=device), torch.ones(3, device=device),
-                                        group=group)
+            dist.all_gather_into_tensor(
+                torch.empty(WORLD * 3 - 1, device=device), torch.ones(3, device=device), group=group
+            )
         except Exception as e:  # noqa: BLE001
             errors.append((type(e), str(e).split("\n")[0]))
     assert len(errors) == 2 and errors[0] == errors[1], errors
@@ -301,6 +305,7 @@ def bad_input_raises_what_gloo_raises():
 @check
 def functional_collectives_eager():
     import torch.distributed._functional_collectives as funcol
+
     c = values((4,))
     t = funcol.all_reduce(c.to(DEV), "sum", dist.group.WORLD)
     t = funcol.wait_tensor(t)

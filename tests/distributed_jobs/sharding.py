@@ -8,7 +8,6 @@ import sys
 
 import torch
 import torch.distributed as dist
-import torch.nn as nn
 
 import torch_tpu  # noqa: F401
 
@@ -46,6 +45,7 @@ def reference_losses(model, steps, lr=0.1):
 @check
 def fsdp2_meta_init_to_empty_trains_like_one_cpu_process():
     from torch.distributed.fsdp import fully_shard
+
     torch.manual_seed(0)
     cpu_model = Stack()
     state = copy.deepcopy(cpu_model.state_dict())
@@ -58,11 +58,12 @@ def fsdp2_meta_init_to_empty_trains_like_one_cpu_process():
     model.to_empty(device="tpu")
     # load the full CPU weights into the shards (set_model_state_dict scatters them)
     from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
+
     set_model_state_dict(model, state, options=StateDictOptions(full_state_dict=True, broadcast_from_rank0=False))
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     losses = []
     for step in range(3):
-        x = batch(step)[RANK * 4:(RANK + 1) * 4].to(DEV)
+        x = batch(step)[RANK * 4 : (RANK + 1) * 4].to(DEV)
         loss = model(x).pow(2).mean()
         opt.zero_grad()
         loss.backward()
@@ -73,6 +74,7 @@ def fsdp2_meta_init_to_empty_trains_like_one_cpu_process():
     torch.testing.assert_close(torch.tensor(losses), torch.tensor(expected), rtol=1e-5, atol=1e-6)
     # the full state dict gathers the shards back: it equals the CPU model's
     from torch.distributed.checkpoint.state_dict import get_model_state_dict
+
     full = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
     if RANK == 0:  # cpu_offload gathers the full state dict on rank 0 only
         for name, value in cpu_model.state_dict().items():
@@ -87,6 +89,7 @@ def fsdp2_meta_init_to_empty_trains_like_one_cpu_process():
 @check
 def fsdp2_bf16_mixed_precision():
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
     torch.manual_seed(0)
     cpu_model = Stack()
     model = copy.deepcopy(cpu_model).to(DEV)
@@ -94,7 +97,7 @@ def fsdp2_bf16_mixed_precision():
     for layer in model.layers:
         fully_shard(layer, mp_policy=mp)
     fully_shard(model, mp_policy=mp)
-    x = batch(0)[RANK * 4:(RANK + 1) * 4]
+    x = batch(0)[RANK * 4 : (RANK + 1) * 4]
     out = model(x.to(DEV).bfloat16())
     assert out.dtype == torch.bfloat16
     ref = copy.deepcopy(cpu_model).bfloat16()(x.bfloat16())
@@ -108,11 +111,12 @@ def fsdp2_bf16_mixed_precision():
 def dtensor_distribute_redistribute_full_tensor():
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.tensor import Replicate, Shard, distribute_tensor
+
     mesh = init_device_mesh("tpu", (WORLD,))
     full = torch.arange(WORLD * 6, dtype=torch.float32).reshape(WORLD * 2, 3)
     d = distribute_tensor(full.to(DEV), mesh, [Shard(0)])
     assert d.to_local().device.type == "tpu" and d.to_local().shape == (2, 3)
-    torch.testing.assert_close(d.to_local().cpu(), full[RANK * 2:(RANK + 1) * 2])
+    torch.testing.assert_close(d.to_local().cpu(), full[RANK * 2 : (RANK + 1) * 2])
     r = d.redistribute(mesh, [Replicate()])
     torch.testing.assert_close(r.to_local().cpu(), full)
     s1 = d.redistribute(mesh, [Shard(1)]) if 3 % WORLD == 0 else d
@@ -124,6 +128,7 @@ def dtensor_distribute_redistribute_full_tensor():
 def colwise_rowwise_parallel_mlp():
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+
     mesh = init_device_mesh("tpu", (WORLD,))
     torch.manual_seed(0)
     cpu_model = MLP()

@@ -17,9 +17,9 @@ WORLD = 2
 def worker(rank):
     import torch
     import torch.distributed as dist
+    from harness import check, run_checks
 
     import torch_tpu  # noqa: F401
-    from harness import check, run_checks
 
     torch.tpu.set_device(rank)
     dist.init_process_group("tpu_dist", rank=rank, world_size=WORLD)

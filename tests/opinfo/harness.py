@@ -31,7 +31,6 @@ import signal
 import subprocess
 import sys
 import time
-import traceback
 
 import torch
 import torch.utils._pytree as pytree
@@ -65,9 +64,13 @@ BACKWARD_TOLERANCE = (1e-4, 1e-4)
 # {opkey: {dtype name or "backward": (atol, rtol, reason)}}.
 _SUM_ORDER = "a sum over many products (conv window, attention row) in another order than CPU's kernel"
 _F32_PRODUCT_KEPT = "CPU rounds the product to the dtype before adding; XLA keeps it in float32 (one rounding fewer)"
-_PARTIAL_SUMS_ROUNDED = ("CPU's slow transposed convolution (groups + dilation samples) rounds partial sums to the "
-                         "dtype (its error against the float32 result is ~2x ours); XLA sums in float32 and rounds once")
-_SCATTER_ADD_ORDER = "duplicate indices accumulate in another order, and in float32, where CPU adds one by one in the dtype"
+_PARTIAL_SUMS_ROUNDED = (
+    "CPU's slow transposed convolution (groups + dilation samples) rounds partial sums to the "
+    "dtype (its error against the float32 result is ~2x ours); XLA sums in float32 and rounds once"
+)
+_SCATTER_ADD_ORDER = (
+    "duplicate indices accumulate in another order, and in float32, where CPU adds one by one in the dtype"
+)
 TOLERANCE_OVERRIDES = {
     "nn.functional.conv2d": {"float32": (1e-4, 1.3e-5, _SUM_ORDER)},
     "nn.functional.conv3d": {"float32": (1e-4, 1.3e-5, _SUM_ORDER)},
@@ -76,15 +79,21 @@ TOLERANCE_OVERRIDES = {
     # CPU (op_db's samples, upcast to float64, as the reference); the
     # distance to CPU is mostly CPU's error.
     "nn.functional.conv_transpose1d": {"bfloat16": (1e-1, 1.6e-2, _PARTIAL_SUMS_ROUNDED)},
-    "nn.functional.conv_transpose2d": {"bfloat16": (1e-1, 1.6e-2, _PARTIAL_SUMS_ROUNDED),
-                                       "float16": (2.5e-2, 1e-3, _PARTIAL_SUMS_ROUNDED)},
-    "nn.functional.conv_transpose3d": {"float32": (1e-4, 1.3e-5, _SUM_ORDER),
-                                       "bfloat16": (1.0, 1.6e-2, _PARTIAL_SUMS_ROUNDED),
-                                       "float16": (5e-2, 1e-3, _PARTIAL_SUMS_ROUNDED)},
+    "nn.functional.conv_transpose2d": {
+        "bfloat16": (1e-1, 1.6e-2, _PARTIAL_SUMS_ROUNDED),
+        "float16": (2.5e-2, 1e-3, _PARTIAL_SUMS_ROUNDED),
+    },
+    "nn.functional.conv_transpose3d": {
+        "float32": (1e-4, 1.3e-5, _SUM_ORDER),
+        "bfloat16": (1.0, 1.6e-2, _PARTIAL_SUMS_ROUNDED),
+        "float16": (5e-2, 1e-3, _PARTIAL_SUMS_ROUNDED),
+    },
     "nn.functional.scaled_dot_product_attention": {"float32": (1e-4, 1.3e-5, _SUM_ORDER)},
     "addr": {"bfloat16": (6.25e-2, 1.6e-2, _F32_PRODUCT_KEPT), "float16": (1e-2, 1e-3, _F32_PRODUCT_KEPT)},
-    "_unsafe_masked_index_put_accumulate": {"bfloat16": (1.25e-1, 1.6e-2, _SCATTER_ADD_ORDER),
-                                            "float16": (3e-2, 1e-3, _SCATTER_ADD_ORDER)},
+    "_unsafe_masked_index_put_accumulate": {
+        "bfloat16": (1.25e-1, 1.6e-2, _SCATTER_ADD_ORDER),
+        "float16": (3e-2, 1e-3, _SCATTER_ADD_ORDER),
+    },
 }
 
 # OpInfos whose result values are unspecified (uninitialized memory): only
@@ -104,8 +113,7 @@ ARGS_STAY_ON_CPU = {
 }
 
 # OpInfos not run at all, with the reason.
-SKIPPED_OPS = {
-}
+SKIPPED_OPS = {}
 
 MISSING_RE = re.compile(r"operator '([^']+)' is not currently implemented for the tpu device")
 # ATen's own stubs for backends without a kernel (convolution_overrideable...).
@@ -130,13 +138,17 @@ def opinfos():
     global _OPS
     if _OPS is None:
         import warnings
+
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             from torch.testing._internal.common_methods_invocations import op_db
             from torch.testing._utils import wrapper_set_seed
         recording = _record_rng_draws(wrapper_set_seed)
         for name, module in list(sys.modules.items()):
-            if name.startswith("torch.testing._internal") and getattr(module, "wrapper_set_seed", None) is wrapper_set_seed:
+            if (
+                name.startswith("torch.testing._internal")
+                and getattr(module, "wrapper_set_seed", None) is wrapper_set_seed
+            ):
                 module.wrapper_set_seed = recording
         _OPS = {}
         for op in op_db:
@@ -161,6 +173,7 @@ def tolerance(key, dtype, kind="forward"):
 
 # ---- one sample -----------------------------------------------------------
 
+
 class _alarm:
     """Raises SampleTimeout in the main thread after `seconds`: a sample
     that hangs in Python (or returns to Python) cannot stall the sweep.
@@ -172,6 +185,7 @@ class _alarm:
     def __enter__(self):
         def on_alarm(signum, frame):
             raise SampleTimeout(f"sample ran over {self.seconds} s")
+
         self.previous = signal.signal(signal.SIGALRM, on_alarm)
         signal.alarm(self.seconds)
 
@@ -192,6 +206,7 @@ def _map_tensors(tree, fn):
                 memo[id(x)] = fn(x)
             return memo[id(x)]
         return x
+
     return pytree.tree_map(leaf, tree)
 
 
@@ -274,6 +289,7 @@ def _fetch(tree):
         if t.device.type != "tpu":
             off_device.append(str(t.device))
         return t.detach().cpu()
+
     return _map_tensors(tree, leaf), off_device
 
 
@@ -297,8 +313,9 @@ def compare(actual, expected, tol=None):
                 continue
             atol, rtol = tol or TOLERANCES.get(e.dtype, (0, 0))
             try:
-                torch.testing.assert_close(a, e, atol=atol, rtol=rtol, equal_nan=True,
-                                           check_device=False, check_stride=False)
+                torch.testing.assert_close(
+                    a, e, atol=atol, rtol=rtol, equal_nan=True, check_device=False, check_stride=False
+                )
             except AssertionError as err:
                 lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
                 return f"{where}: " + "; ".join(lines[:3])[:240]
@@ -318,8 +335,10 @@ def _structure_matches(actual, expected):
     for a, e in zip(a_leaves, e_leaves):
         if isinstance(e, torch.Tensor):
             if not isinstance(a, torch.Tensor) or a.dtype != e.dtype or a.shape != e.shape:
-                return f"result {getattr(a, 'dtype', a)} {tuple(getattr(a, 'shape', ()))}, " \
-                       f"CPU gives {e.dtype} {tuple(e.shape)}"
+                return (
+                    f"result {getattr(a, 'dtype', a)} {tuple(getattr(a, 'shape', ()))}, "
+                    f"CPU gives {e.dtype} {tuple(e.shape)}"
+                )
     return None
 
 
@@ -329,16 +348,19 @@ _RNG_DRAWN = [False]
 def _record_rng_draws(wrapper_set_seed):
     """OpInfos of random ops call their op through wrapper_set_seed, which
     seeds and then restores CPU's generator: a draw shows only inside it."""
+
     def probe(op):
         def call(*args, **kwargs):
             state = torch.get_rng_state()
             result = op(*args, **kwargs)
             _RNG_DRAWN[0] |= not torch.equal(state, torch.get_rng_state())
             return result
+
         return call
 
     def recording(op, *args, **kwargs):
         return wrapper_set_seed(probe(op), *args, **kwargs)
+
     return recording
 
 
@@ -437,10 +459,16 @@ def run_backward(key, op, sample):
         return {"status": status, "detail": detail, "missing": missing}
     for i, (a, e) in enumerate(zip(actual, expected)):
         if (a is None) != (e is None):
-            return {"status": "wrong", "detail": f"gradient {i}: {'none' if a is None else 'a tensor'}, "
-                                                 f"CPU gives {'none' if e is None else 'a tensor'}"}
-    reason = compare([a for a in actual if a is not None], [e for e in expected if e is not None],
-                     tolerance(key, torch.float32, "backward"))
+            return {
+                "status": "wrong",
+                "detail": f"gradient {i}: {'none' if a is None else 'a tensor'}, "
+                f"CPU gives {'none' if e is None else 'a tensor'}",
+            }
+    reason = compare(
+        [a for a in actual if a is not None],
+        [e for e in expected if e is not None],
+        tolerance(key, torch.float32, "backward"),
+    )
     return {"status": "wrong", "detail": "gradient " + reason} if reason else {"status": "pass"}
 
 
@@ -475,6 +503,7 @@ def run_error_input(op, error_input, key=None):
 
 
 # ---- one OpInfo -----------------------------------------------------------
+
 
 def forward_samples(op, dtype, limit=None):
     """The OpInfo's sample inputs for dtype (the first `limit`), generated
@@ -528,16 +557,34 @@ def sweep_op(key, dtypes, emit, max_samples=None, backward=True, errors=True, cr
     Samples listed in `crashed` as (kind, dtype, index) are not run again."""
     op = opinfos()[key]
     if key in SKIPPED_OPS:
-        emit({"ev": "result", "op": key, "kind": "op", "dtype": "-", "i": 0,
-              "status": "skip", "detail": SKIPPED_OPS[key]})
+        emit(
+            {
+                "ev": "result",
+                "op": key,
+                "kind": "op",
+                "dtype": "-",
+                "i": 0,
+                "status": "skip",
+                "detail": SKIPPED_OPS[key],
+            }
+        )
         return
     for kind, dtype_name in sweep_units(op, dtypes, backward, errors):
         try:
             with _alarm(SAMPLE_TIMEOUT_S * 3):
                 items = _unit_inputs(op, kind, dtype_name)
         except Exception as e:  # noqa: BLE001
-            emit({"ev": "result", "op": key, "kind": kind, "dtype": dtype_name, "i": -1,
-                  "status": "skip", "detail": "generating inputs raised " + _first_line(e)})
+            emit(
+                {
+                    "ev": "result",
+                    "op": key,
+                    "kind": kind,
+                    "dtype": dtype_name,
+                    "i": -1,
+                    "status": "skip",
+                    "detail": "generating inputs raised " + _first_line(e),
+                }
+            )
             continue
         if max_samples is not None:
             items = items[:max_samples]
@@ -550,8 +597,9 @@ def sweep_op(key, dtypes, emit, max_samples=None, backward=True, errors=True, cr
                 outcome = _run_one(key, op, kind, dtype_name, item)
             except Exception as e:  # noqa: BLE001  never abort the sweep
                 outcome = {"status": "error", "detail": "harness: " + _first_line(e)}
-            outcome.update({"ev": "result", "op": key, "kind": kind, "dtype": dtype_name, "i": i,
-                            "s": round(time.time() - t0, 3)})
+            outcome.update(
+                {"ev": "result", "op": key, "kind": kind, "dtype": dtype_name, "i": i, "s": round(time.time() - t0, 3)}
+            )
             emit(outcome)
 
 
@@ -565,16 +613,26 @@ def worker_main(argv):
     dtypes = [DTYPES_BY_NAME[n] for n in config["dtypes"]]
     crashed = {tuple(c) for c in config.get("crashed", [])}
     with open(out_path, "a", buffering=1) as out:
+
         def emit(record):
             out.write(json.dumps(record) + "\n")
             out.flush()
+
         for key in config["ops"]:
-            sweep_op(key, dtypes, emit, config.get("max_samples"), config.get("backward", True),
-                     config.get("errors", True), {c[1:] for c in crashed if c[0] == key})
+            sweep_op(
+                key,
+                dtypes,
+                emit,
+                config.get("max_samples"),
+                config.get("backward", True),
+                config.get("errors", True),
+                {c[1:] for c in crashed if c[0] == key},
+            )
             emit({"ev": "done", "op": key})
 
 
 # ---- the driver -------------------------------------------------------------
+
 
 class _RecordTail:
     """Reads the complete JSON lines a worker appended since the last call."""
@@ -609,8 +667,12 @@ def _start_worker(workdir, index, ops, config, crashed):
         json.dump(dict(config, ops=ops, crashed=sorted(crashed)), f)
     log = open(os.path.join(workdir, f"worker{index}.log"), "a")
     env = dict(os.environ, TORCH_TPU_CPU_FALLBACK="0", PYTHONWARNINGS="ignore")
-    proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--worker", out_path, config_path],
-                            stdout=log, stderr=subprocess.STDOUT, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, os.path.abspath(__file__), "--worker", out_path, config_path],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=env,
+    )
     return proc, out_path, log
 
 
@@ -638,9 +700,17 @@ def _record_death(results, crash_records, crashed, pending, begun, rc, hung, han
             return
         startups[i] = 0
         key = pending.pop(0)
-        results.setdefault(key, []).append({"ev": "result", "op": key, "kind": "op", "dtype": "-", "i": 0,
-                                            "status": "crash", "detail": f"worker exited {rc} outside a sample: "
-                                                                         + _log_tail(log_path)})
+        results.setdefault(key, []).append(
+            {
+                "ev": "result",
+                "op": key,
+                "kind": "op",
+                "dtype": "-",
+                "i": 0,
+                "status": "crash",
+                "detail": f"worker exited {rc} outside a sample: " + _log_tail(log_path),
+            }
+        )
         return
     startups[i] = 0
     status = "timeout" if hung else "crash"
@@ -654,19 +724,33 @@ def _record_death(results, crash_records, crashed, pending, begun, rc, hung, han
     results[key] = [r for r in results.get(key, []) if r["status"] in ("crash", "timeout")] + [rec]
     if sum(c[0] == key for c in crashed) >= MAX_CRASHES_PER_OP:
         pending.remove(key)
-        results[key].append({"ev": "result", "op": key, "kind": "op", "dtype": "-", "i": 0, "status": "crash",
-                             "detail": f"not run further after {MAX_CRASHES_PER_OP} process deaths"})
+        results[key].append(
+            {
+                "ev": "result",
+                "op": key,
+                "kind": "op",
+                "dtype": "-",
+                "i": 0,
+                "status": "crash",
+                "detail": f"not run further after {MAX_CRASHES_PER_OP} process deaths",
+            }
+        )
 
 
-def run_sweep(keys, workdir, jobs=2, dtypes=None, max_samples=None, backward=True, errors=True,
-              hang_s=120, progress=None):
+def run_sweep(
+    keys, workdir, jobs=2, dtypes=None, max_samples=None, backward=True, errors=True, hang_s=120, progress=None
+):
     """Runs OpInfos `keys` in `jobs` worker processes; returns every outcome
     record. A worker that dies (abort, segfault) or makes no progress for
     hang_s seconds is killed; its current sample is recorded as 'crash' or
     'timeout' and a new worker resumes with the rest."""
     os.makedirs(workdir, exist_ok=True)
-    config = {"dtypes": [DTYPE_NAMES[d] for d in (dtypes or DTYPES)], "max_samples": max_samples,
-              "backward": backward, "errors": errors}
+    config = {
+        "dtypes": [DTYPE_NAMES[d] for d in (dtypes or DTYPES)],
+        "max_samples": max_samples,
+        "backward": backward,
+        "errors": errors,
+    }
     pending = [list(keys[i::jobs]) for i in range(jobs)]
     crashed = [set() for _ in range(jobs)]
     results = {}
@@ -710,8 +794,19 @@ def run_sweep(keys, workdir, jobs=2, dtypes=None, max_samples=None, backward=Tru
             if not pending[i]:
                 continue
             # The worker died or hung on `begun[i]`, or before its first sample.
-            _record_death(results, crash_records, crashed[i], pending[i], begun[i], rc, hung, hang_s,
-                          os.path.join(workdir, f"worker{i}.log"), startups, i)
+            _record_death(
+                results,
+                crash_records,
+                crashed[i],
+                pending[i],
+                begun[i],
+                rc,
+                hung,
+                hang_s,
+                os.path.join(workdir, f"worker{i}.log"),
+                startups,
+                i,
+            )
             begun[i] = None
             if os.path.exists(out_path):
                 os.remove(out_path)

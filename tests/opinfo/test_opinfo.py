@@ -20,6 +20,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import harness  # noqa: E402
+
 import torch_tpu  # noqa: E402
 
 EXPECTED_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "expected.json")
@@ -46,9 +47,11 @@ def _fallback_off_and_counts(request):
         for d in LIGHT_DTYPES:
             if d in entry:
                 expected[entry[d].split(":")[0]] += 1
-    line = (f"opinfo light sweep: {COUNTS['pass']} (op, dtype) passed, {COUNTS['failed']} regressed, "
-            f"{COUNTS['skip']} not comparable; expected.json float32+bfloat16: {expected['pass']} pass, "
-            f"{expected['missing']} missing, {expected['fail']} fail")
+    line = (
+        f"opinfo light sweep: {COUNTS['pass']} (op, dtype) passed, {COUNTS['failed']} regressed, "
+        f"{COUNTS['skip']} not comparable; expected.json float32+bfloat16: {expected['pass']} pass, "
+        f"{expected['missing']} missing, {expected['fail']} fail"
+    )
     request.config.pluginmanager.register(_CountsLine(line), "opinfo_light_counts")
 
 
@@ -108,8 +111,10 @@ def test_harness_counts_a_wrong_result_as_wrong():
 
 
 def test_harness_counts_a_missing_lowering_as_missing():
-    message = ("The operator 'aten::foo.out' is not currently implemented for the tpu device. "
-               "Enable the CPU fallback with torch_tpu.cpu_fallback(True)")
+    message = (
+        "The operator 'aten::foo.out' is not currently implemented for the tpu device. "
+        "Enable the CPU fallback with torch_tpu.cpu_fallback(True)"
+    )
     status, _, missing = harness.classify_exception(NotImplementedError(message))
     assert (status, missing) == ("missing", "aten::foo.out")
     assert harness.classify_exception(RuntimeError("boom"))[0] == "error"

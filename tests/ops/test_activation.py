@@ -5,7 +5,6 @@ threshold, glu) and their backward ops, against CPU."""
 import pytest
 import torch
 import torch.nn.functional as F
-
 from reference import assert_close, check_op
 
 FLOAT_DTYPES = [torch.float32, torch.bfloat16]
@@ -56,9 +55,18 @@ def test_kink_points_take_cpu_side():
     # Exactly at the thresholds each CPU kernel picks one side; the gradient
     # there says which one.
     x = torch.tensor([-3.0, -1.0, -0.5, -0.4, 0.0, 0.4, 0.5, 1.0, 3.0, 6.0])
-    for fn in [F.hardtanh, F.relu6, lambda t: F.hardshrink(t, 0.4), lambda t: F.softshrink(t, 0.4), F.hardsigmoid,
-               F.hardswish, F.elu, lambda t: F.leaky_relu(t, 0.1), lambda t: F.threshold(t, 0.5, 9.0),
-               lambda t: F.softplus(t, beta=2.0, threshold=2.0)]:
+    for fn in [
+        F.hardtanh,
+        F.relu6,
+        lambda t: F.hardshrink(t, 0.4),
+        lambda t: F.softshrink(t, 0.4),
+        F.hardsigmoid,
+        F.hardswish,
+        F.elu,
+        lambda t: F.leaky_relu(t, 0.1),
+        lambda t: F.threshold(t, 0.5, 9.0),
+        lambda t: F.softplus(t, beta=2.0, threshold=2.0),
+    ]:
         check_op(fn, x, grad=True)
 
 
@@ -78,8 +86,9 @@ def test_hardtanh_relu6_and_threshold_on_integers(dtype):
     check_op(lambda t: F.hardtanh(t, -2.5, 2.5), x)
 
 
-@pytest.mark.parametrize("fn", [F.softplus, F.mish, F.hardswish, F.hardsigmoid, F.logsigmoid, F.glu, F.hardshrink],
-                         ids=lambda f: f.__name__)
+@pytest.mark.parametrize(
+    "fn", [F.softplus, F.mish, F.hardswish, F.hardsigmoid, F.logsigmoid, F.glu, F.hardshrink], ids=lambda f: f.__name__
+)
 def test_float_only_activations_reject_integers_like_cpu(fn):
     x = torch.arange(4)
     with pytest.raises(NotImplementedError):
@@ -88,13 +97,22 @@ def test_float_only_activations_reject_integers_like_cpu(fn):
         fn(x.to("tpu"))
 
 
-@pytest.mark.parametrize("inplace", [
-    lambda x: F.elu(x, 0.5, inplace=True), lambda x: F.celu(x, 2.0, inplace=True), lambda x: F.selu(x, inplace=True),
-    lambda x: F.hardtanh(x, -0.5, 0.5, inplace=True), lambda x: F.relu6(x, inplace=True),
-    lambda x: F.hardsigmoid(x, inplace=True), lambda x: F.hardswish(x, inplace=True),
-    lambda x: F.leaky_relu(x, 0.3, inplace=True), lambda x: F.mish(x, inplace=True),
-    lambda x: F.threshold(x, 0.1, 5.0, inplace=True), lambda x: F.rrelu(x, 0.2, 0.4, inplace=True),
-])
+@pytest.mark.parametrize(
+    "inplace",
+    [
+        lambda x: F.elu(x, 0.5, inplace=True),
+        lambda x: F.celu(x, 2.0, inplace=True),
+        lambda x: F.selu(x, inplace=True),
+        lambda x: F.hardtanh(x, -0.5, 0.5, inplace=True),
+        lambda x: F.relu6(x, inplace=True),
+        lambda x: F.hardsigmoid(x, inplace=True),
+        lambda x: F.hardswish(x, inplace=True),
+        lambda x: F.leaky_relu(x, 0.3, inplace=True),
+        lambda x: F.mish(x, inplace=True),
+        lambda x: F.threshold(x, 0.1, 5.0, inplace=True),
+        lambda x: F.rrelu(x, 0.2, 0.4, inplace=True),
+    ],
+)
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 def test_inplace_variants_write_into_input_and_views(inplace, dtype):
     x = spread((5, 6), dtype)
@@ -106,14 +124,22 @@ def test_inplace_variants_write_into_input_and_views(inplace, dtype):
     assert_close(out, expected[:, 1::2])
 
 
-@pytest.mark.parametrize("op,args", [
-    (torch.ops.aten.elu.out, (1.5, 1.0, 1.0)), (torch.ops.aten.hardtanh.out, (-0.3, 0.3)),
-    (torch.ops.aten.hardshrink.out, (0.3,)), (torch.ops.aten.softshrink.out, (0.3,)),
-    (torch.ops.aten.hardsigmoid.out, ()), (torch.ops.aten.hardswish.out, ()),
-    (torch.ops.aten.leaky_relu.out, (0.05,)), (torch.ops.aten.mish.out, ()),
-    (torch.ops.aten.softplus.out, (1.5, 10.0)), (torch.ops.aten.threshold.out, (0.0, 1.0)),
-    (torch.ops.aten.glu.out, (0,)),
-])
+@pytest.mark.parametrize(
+    "op,args",
+    [
+        (torch.ops.aten.elu.out, (1.5, 1.0, 1.0)),
+        (torch.ops.aten.hardtanh.out, (-0.3, 0.3)),
+        (torch.ops.aten.hardshrink.out, (0.3,)),
+        (torch.ops.aten.softshrink.out, (0.3,)),
+        (torch.ops.aten.hardsigmoid.out, ()),
+        (torch.ops.aten.hardswish.out, ()),
+        (torch.ops.aten.leaky_relu.out, (0.05,)),
+        (torch.ops.aten.mish.out, ()),
+        (torch.ops.aten.softplus.out, (1.5, 10.0)),
+        (torch.ops.aten.threshold.out, (0.0, 1.0)),
+        (torch.ops.aten.glu.out, (0,)),
+    ],
+)
 def test_out_variants_resize_and_fill_out(op, args):
     x = spread((4, 3))
     expected = op(x, *args, out=torch.empty(0))

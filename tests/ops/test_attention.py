@@ -6,11 +6,11 @@ CPU. The math path itself is tested in test_matmul.py."""
 import pytest
 import torch
 import torch.nn.functional as F
+from reference import assert_close, check_op
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import torch_tpu
-from reference import assert_close, check_op
 
 FUSED = "aten._scaled_dot_product_fused_attention_overrideable.default"
 FUSED_BACKWARD = "aten._scaled_dot_product_fused_attention_overrideable_backward.default"
@@ -35,13 +35,17 @@ def ops_run_by(fn, *args):
 
 
 def qkv(batch=(2, 3), tq=5, tk=7, d=8, dv=6, dtype=torch.float32):
-    return (torch.randn(*batch, tq, d, dtype=dtype), torch.randn(*batch, tk, d, dtype=dtype),
-            torch.randn(*batch, tk, dv, dtype=dtype))
+    return (
+        torch.randn(*batch, tq, d, dtype=dtype),
+        torch.randn(*batch, tk, d, dtype=dtype),
+        torch.randn(*batch, tk, dv, dtype=dtype),
+    )
 
 
 def sdpa(**kwargs):
     def run(q, k, v, *mask):
         return F.scaled_dot_product_attention(q, k, v, *mask, **kwargs)
+
     return run
 
 
@@ -52,8 +56,11 @@ def test_sdpa_runs_the_fused_kernel_forward_and_backward():
     assert not any("_safe_softmax" in op or "bmm" in op for op in ops)
 
 
-@pytest.mark.parametrize("kwargs", [{}, {"is_causal": True}, {"scale": 0.3}, {"is_causal": True, "scale": 2.0}],
-                         ids=["plain", "causal", "scale", "causal_scale"])
+@pytest.mark.parametrize(
+    "kwargs",
+    [{}, {"is_causal": True}, {"scale": 0.3}, {"is_causal": True, "scale": 2.0}],
+    ids=["plain", "causal", "scale", "causal_scale"],
+)
 @pytest.mark.parametrize("batch", [(2, 3), (4,)], ids=["4d", "3d_math_path"])
 def test_fused_sdpa_matches_cpu_with_gradients(kwargs, batch):
     check_op(sdpa(**kwargs), *qkv(batch=batch), grad=True)
@@ -68,8 +75,9 @@ def test_fused_sdpa_with_a_bool_mask_and_a_fully_masked_row():
     q, k, v = qkv()
     keep = torch.rand(5, 7) > 0.4
     keep[2] = False  # query 2 sees no key: zeros out, zero gradients, as the math path's _safe_softmax
-    out = check_op(lambda a, b, c: F.scaled_dot_product_attention(a, b, c, attn_mask=keep.to(a.device)),
-                   q, k, v, grad=True)
+    out = check_op(
+        lambda a, b, c: F.scaled_dot_product_attention(a, b, c, attn_mask=keep.to(a.device)), q, k, v, grad=True
+    )
     assert torch.equal(out[:, :, 2].cpu(), torch.zeros(2, 3, 6))
 
 
@@ -122,8 +130,9 @@ def test_calls_the_fused_kernel_does_not_cover_take_the_math_path():
     assert FUSED not in ops_run_by(sdpa(enable_gqa=True), q4.to("tpu"), kv2.to("tpu"), kv2.to("tpu"))
     check_op(sdpa(enable_gqa=True), q4, kv2, kv2, grad=True)
     with pytest.raises(RuntimeError):
-        F.scaled_dot_product_attention(q, k, v, attn_mask=torch.ones(5, 7, dtype=torch.bool, device="tpu"),
-                                       is_causal=True)
+        F.scaled_dot_product_attention(
+            q, k, v, attn_mask=torch.ones(5, 7, dtype=torch.bool, device="tpu"), is_causal=True
+        )
     bad_mask = torch.zeros(5, 6)  # does not broadcast to (5, 7) scores
     with pytest.raises(RuntimeError):
         F.scaled_dot_product_attention(q.cpu(), k.cpu(), v.cpu(), attn_mask=bad_mask)

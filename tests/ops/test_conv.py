@@ -6,9 +6,9 @@ import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-import torch_tpu
-
 from reference import assert_close, check_op
+
+import torch_tpu
 
 # (input shape, weight shape, kwargs) for F.conv{1,2,3}d; weight is [O, C/groups, *k].
 CONV_CASES = [
@@ -31,24 +31,33 @@ CONV_T_FNS = {3: F.conv_transpose1d, 4: F.conv_transpose2d, 5: F.conv_transpose3
 @pytest.mark.parametrize("x_shape,w_shape,kwargs", CONV_CASES)
 def test_conv_with_bias_forward_and_backward(x_shape, w_shape, kwargs):
     fn = CONV_FNS[len(x_shape)]
-    check_op(lambda x, w, b: fn(x, w, b, **kwargs), torch.randn(x_shape), torch.randn(w_shape),
-             torch.randn(w_shape[0]), grad=True, atol=1e-4, rtol=1e-5)
+    check_op(
+        lambda x, w, b: fn(x, w, b, **kwargs),
+        torch.randn(x_shape),
+        torch.randn(w_shape),
+        torch.randn(w_shape[0]),
+        grad=True,
+        atol=1e-4,
+        rtol=1e-5,
+    )
 
 
 @pytest.mark.parametrize("x_shape,w_shape,kwargs", CONV_CASES[::3])
 def test_conv_without_bias_forward_and_backward(x_shape, w_shape, kwargs):
     # bias_sizes None: convolution_backward returns no grad_bias.
     fn = CONV_FNS[len(x_shape)]
-    check_op(lambda x, w: fn(x, w, **kwargs), torch.randn(x_shape), torch.randn(w_shape), grad=True, atol=1e-4,
-             rtol=1e-5)
+    check_op(
+        lambda x, w: fn(x, w, **kwargs), torch.randn(x_shape), torch.randn(w_shape), grad=True, atol=1e-4, rtol=1e-5
+    )
 
 
 @pytest.mark.parametrize("x_shape,w_shape,kwargs", CONV_CASES[::2])
 def test_conv_bfloat16_forward(x_shape, w_shape, kwargs):
     fn = CONV_FNS[len(x_shape)]
     x, w, b = torch.randn(x_shape), torch.randn(w_shape), torch.randn(w_shape[0])
-    check_op(lambda x_, w_, b_: fn(x_, w_, b_, **kwargs), x.bfloat16(), w.bfloat16(), b.bfloat16(), atol=5e-2,
-             rtol=2e-2)
+    check_op(
+        lambda x_, w_, b_: fn(x_, w_, b_, **kwargs), x.bfloat16(), w.bfloat16(), b.bfloat16(), atol=5e-2, rtol=2e-2
+    )
 
 
 # (input shape, weight shape [Cin, Cout/groups, *k], kwargs) for F.conv_transpose{1,2,3}d.
@@ -62,7 +71,6 @@ CONV_T_CASES = [
 ]
 
 
-
 # output_padding as PyTorch allows it: below the stride OR below the dilation.
 # Where it reaches the stride, grad_output holds rows no input row touched.
 CONV_T_OUTPUT_PADDING_CASES = [
@@ -72,10 +80,16 @@ CONV_T_OUTPUT_PADDING_CASES = [
     ((2, 2, 4, 4), (2, 2, 4, 5), dict(stride=(3, 2), padding=(1, 2), output_padding=(2, 3), groups=2, dilation=(4, 4))),
     ((1, 3, 4, 5), (3, 2, 3, 3), dict(stride=3, padding=0, output_padding=(2, 1), dilation=(1, 2))),
     ((2, 4, 3, 3), (4, 1, 2, 3), dict(stride=1, output_padding=1, dilation=2, groups=4)),
-    ((2, 2, 4, 4, 4), (2, 2, 4, 5, 6), dict(stride=(3, 2, 1), padding=(1, 2, 3), output_padding=(2, 3, 1), groups=2,
-                                           dilation=(4, 4, 4))),
-    ((1, 2, 3, 2, 3), (2, 3, 2, 2, 2), dict(stride=(3, 2, 2), padding=(0, 1, 0), output_padding=(2, 2, 1),
-                                           dilation=(1, 3, 2))),
+    (
+        (2, 2, 4, 4, 4),
+        (2, 2, 4, 5, 6),
+        dict(stride=(3, 2, 1), padding=(1, 2, 3), output_padding=(2, 3, 1), groups=2, dilation=(4, 4, 4)),
+    ),
+    (
+        (1, 2, 3, 2, 3),
+        (2, 3, 2, 2, 2),
+        dict(stride=(3, 2, 2), padding=(0, 1, 0), output_padding=(2, 2, 1), dilation=(1, 3, 2)),
+    ),
 ]
 
 
@@ -83,9 +97,15 @@ CONV_T_OUTPUT_PADDING_CASES = [
 def test_conv_transpose_forward_and_backward(x_shape, w_shape, kwargs):
     groups = kwargs.get("groups", 1)
     fn = CONV_T_FNS[len(x_shape)]
-    check_op(lambda x, w, b: fn(x, w, b, **kwargs), torch.randn(x_shape), torch.randn(w_shape),
-             torch.randn(w_shape[1] * groups), grad=True, atol=1e-4, rtol=1e-5)
-
+    check_op(
+        lambda x, w, b: fn(x, w, b, **kwargs),
+        torch.randn(x_shape),
+        torch.randn(w_shape),
+        torch.randn(w_shape[1] * groups),
+        grad=True,
+        atol=1e-4,
+        rtol=1e-5,
+    )
 
 
 @pytest.mark.parametrize("x_shape,w_shape,kwargs", CONV_T_OUTPUT_PADDING_CASES[1::3])
@@ -98,19 +118,35 @@ def test_conv_transpose_with_output_padding_grad_of_input_only(x_shape, w_shape,
 
 def test_conv_transpose_bfloat16_forward():
     x, w = torch.randn(2, 4, 5, 5), torch.randn(4, 3, 3, 3)
-    check_op(lambda x_, w_: F.conv_transpose2d(x_, w_, stride=2, padding=1, output_padding=1), x.bfloat16(),
-             w.bfloat16(), atol=5e-2, rtol=2e-2)
+    check_op(
+        lambda x_, w_: F.conv_transpose2d(x_, w_, stride=2, padding=1, output_padding=1),
+        x.bfloat16(),
+        w.bfloat16(),
+        atol=5e-2,
+        rtol=2e-2,
+    )
 
 
 def test_conv_modules_match_cpu():
     torch.manual_seed(3)
-    for cpu in [nn.Conv1d(3, 4, 3, padding="same"), nn.Conv2d(3, 6, (3, 2), stride=2, groups=3, bias=False),
-                nn.Conv3d(2, 2, 2), nn.ConvTranspose2d(3, 4, 3, stride=2, output_padding=1)]:
+    for cpu in [
+        nn.Conv1d(3, 4, 3, padding="same"),
+        nn.Conv2d(3, 6, (3, 2), stride=2, groups=3, bias=False),
+        nn.Conv3d(2, 2, 2),
+        nn.ConvTranspose2d(3, 4, 3, stride=2, output_padding=1),
+    ]:
         dims = {nn.Conv1d: 1, nn.Conv2d: 2, nn.Conv3d: 3, nn.ConvTranspose2d: 2}[type(cpu)]
         x = torch.randn((2, cpu.in_channels) + (6,) * dims)
-        tpu = type(cpu)(cpu.in_channels, cpu.out_channels, cpu.kernel_size, stride=cpu.stride, groups=cpu.groups,
-                        bias=cpu.bias is not None, padding=cpu.padding, **(
-                            {"output_padding": cpu.output_padding} if dims == 2 and cpu.transposed else {}))
+        tpu = type(cpu)(
+            cpu.in_channels,
+            cpu.out_channels,
+            cpu.kernel_size,
+            stride=cpu.stride,
+            groups=cpu.groups,
+            bias=cpu.bias is not None,
+            padding=cpu.padding,
+            **({"output_padding": cpu.output_padding} if dims == 2 and cpu.transposed else {}),
+        )
         tpu.load_state_dict(cpu.state_dict())
         tpu.to("tpu")
         out_c, out_t = cpu(x), tpu(x.to("tpu"))
@@ -146,16 +182,18 @@ def test_conv_of_non_contiguous_input_and_weight():
 
 
 def test_conv_with_empty_batch():
-    check_op(lambda x, w, b: F.conv2d(x, w, b, padding=1), torch.randn(0, 3, 5, 5), torch.randn(4, 3, 3, 3),
-             torch.randn(4))
+    check_op(
+        lambda x, w, b: F.conv2d(x, w, b, padding=1), torch.randn(0, 3, 5, 5), torch.randn(4, 3, 3, 3), torch.randn(4)
+    )
 
 
 def test_conv_out_variant_writes_into_out():
     x, w, b = torch.randn(2, 3, 6, 6), torch.randn(4, 3, 3, 3), torch.randn(4)
     expected = torch.ops.aten.convolution(x, w, b, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)
     out = torch.empty(0, device="tpu")
-    r = torch.ops.aten.convolution.out(x.to("tpu"), w.to("tpu"), b.to("tpu"), [1, 1], [1, 1], [1, 1], False, [0, 0],
-                                       1, out=out)
+    r = torch.ops.aten.convolution.out(
+        x.to("tpu"), w.to("tpu"), b.to("tpu"), [1, 1], [1, 1], [1, 1], False, [0, 0], 1, out=out
+    )
     assert r is out
     assert_close(out, expected, atol=1e-4, rtol=1e-5)
 
@@ -171,8 +209,9 @@ def test_conv_at_default_matmul_precision_is_close_to_cpu():
     # Outside the test's "highest" setting the plugin may use fast passes;
     # XLA:CPU still computes in f32.
     torch.set_float32_matmul_precision("high")
-    check_op(lambda x, w: F.conv2d(x, w, padding=1), torch.randn(2, 3, 6, 6), torch.randn(4, 3, 3, 3), atol=1e-2,
-             rtol=1e-2)
+    check_op(
+        lambda x, w: F.conv2d(x, w, padding=1), torch.randn(2, 3, 6, 6), torch.randn(4, 3, 3, 3), atol=1e-2, rtol=1e-2
+    )
 
 
 @pytest.mark.parametrize("transposed", [False, True])

@@ -3,7 +3,6 @@ fill-based factories (zeros/ones/full/*_like, empty)."""
 
 import pytest
 import torch
-
 from reference import assert_close
 
 DTYPES = [torch.float32, torch.bfloat16, torch.int64, torch.bool]
@@ -18,7 +17,9 @@ def same_as_cpu(make, atol=None, rtol=None):
 
 
 # ---- arange ------------------------------------------------------------------
-@pytest.mark.parametrize("args", [(5,), (0,), (1,), (2, 9), (-4, 4, 3), (10, 0, -1), (10, -7, -3), (3, 3), (0, 10**12, 10**11)])
+@pytest.mark.parametrize(
+    "args", [(5,), (0,), (1,), (2, 9), (-4, 4, 3), (10, 0, -1), (10, -7, -3), (3, 3), (0, 10**12, 10**11)]
+)
 def test_arange_integers(args):
     same_as_cpu(lambda d: torch.arange(*args, device=d), atol=0, rtol=0)
 
@@ -30,7 +31,10 @@ def test_arange_floats(args):
     same_as_cpu(lambda d: torch.arange(*args, device=d))
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16, torch.int32, torch.int8, torch.uint8, torch.int16])
+@pytest.mark.parametrize(
+    "dtype",
+    [torch.float32, torch.float64, torch.bfloat16, torch.float16, torch.int32, torch.int8, torch.uint8, torch.int16],
+)
 def test_arange_dtype(dtype):
     same_as_cpu(lambda d: torch.arange(0, 100, 3, dtype=dtype, device=d), atol=0, rtol=0)
     if dtype.is_floating_point:
@@ -56,7 +60,9 @@ def test_arange_rejects_zero_step():
 
 
 # ---- linspace ----------------------------------------------------------------
-@pytest.mark.parametrize("args", [(0, 1, 7), (-3, 5, 100), (5, -5, 11), (0, 1, 1), (2, 2, 5), (0, 1, 0), (0, 1, 2), (1e-3, 1e3, 1001)])
+@pytest.mark.parametrize(
+    "args", [(0, 1, 7), (-3, 5, 100), (5, -5, 11), (0, 1, 1), (2, 2, 5), (0, 1, 0), (0, 1, 2), (1e-3, 1e3, 1001)]
+)
 def test_linspace_float32(args):
     same_as_cpu(lambda d: torch.linspace(*args, device=d))
 

@@ -6,7 +6,6 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-
 from reference import assert_close, check_op
 
 PS = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, math.inf]
@@ -30,15 +29,17 @@ def test_pdist_of_no_rows_pairs_is_empty():
 
 
 @pytest.mark.parametrize("p", PS)
-@pytest.mark.parametrize("shapes", [((4, 3), (5, 3)), ((2, 4, 3), (2, 6, 3)), ((3, 1, 4, 2), (5, 3, 2)),
-                                    ((1, 2), (3, 2))])
+@pytest.mark.parametrize(
+    "shapes", [((4, 3), (5, 3)), ((2, 4, 3), (2, 6, 3)), ((3, 1, 4, 2), (5, 3, 2)), ((1, 2), (3, 2))]
+)
 def test_cdist_forward_and_backward_with_broadcast_batch(shapes, p):
     a, b = shapes
     check_op(lambda x, y: torch.cdist(x, y, p), torch.randn(a), torch.randn(b), grad=True)
 
 
-@pytest.mark.parametrize("mode", ["use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
-                                  "donot_use_mm_for_euclid_dist"])
+@pytest.mark.parametrize(
+    "mode", ["use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist"]
+)
 def test_cdist_euclidean_compute_modes(mode):
     # CPU computes p = 2 through a matmul for more than 25 rows or when asked.
     x, y = torch.randn(30, 4), torch.randn(27, 4)
@@ -51,8 +52,9 @@ def test_cdist_with_empty_batch_or_rows():
 
 
 def test_cdist_reads_non_contiguous_views():
-    check_op(lambda x, y: torch.cdist(x.transpose(-1, -2), y[:, ::2]), torch.randn(2, 3, 4), torch.randn(2, 10, 3),
-             grad=True)
+    check_op(
+        lambda x, y: torch.cdist(x.transpose(-1, -2), y[:, ::2]), torch.randn(2, 3, 4), torch.randn(2, 10, 3), grad=True
+    )
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
@@ -79,8 +81,9 @@ def test_legacy_norm_overloads(dtype):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64])
-@pytest.mark.parametrize("shapes,dim", [(((4, 3), (4, 3)), -1), (((3, 5), (3, 5)), 0), (((2, 3, 4), (1, 3, 4)), 1),
-                                        (((3,), (3,)), 0)])
+@pytest.mark.parametrize(
+    "shapes,dim", [(((4, 3), (4, 3)), -1), (((3, 5), (3, 5)), 0), (((2, 3, 4), (1, 3, 4)), 1), (((3,), (3,)), 0)]
+)
 def test_linalg_cross_with_broadcast(shapes, dim, dtype):
     a, b = shapes
     x = (torch.randn(a) * 4).to(dtype)

@@ -6,7 +6,6 @@ import math
 
 import pytest
 import torch
-
 from reference import TOLERANCES, check_op, to_device
 
 SHAPES = [(), (0,), (5,), (3, 4), (2, 1, 3)]
@@ -41,8 +40,14 @@ def _compare(actual, expected, atol, rtol, what):
         return
     assert isinstance(actual, torch.Tensor) and actual.device.type == "tpu", f"{what}: not a tpu tensor"
     d_atol, d_rtol = TOLERANCES.get(expected.dtype, (0, 0))
-    torch.testing.assert_close(actual.cpu(), expected, equal_nan=True, atol=d_atol if atol is None else atol,
-                               rtol=d_rtol if rtol is None else rtol, msg=lambda m: f"{what}\n{m}")
+    torch.testing.assert_close(
+        actual.cpu(),
+        expected,
+        equal_nan=True,
+        atol=d_atol if atol is None else atol,
+        rtol=d_rtol if rtol is None else rtol,
+        msg=lambda m: f"{what}\n{m}",
+    )
 
 
 def same_as_cpu(fn, *inputs, atol=None, rtol=None):
@@ -102,8 +107,28 @@ UNARY = {
     "gelu": (torch.nn.functional.gelu, -4, 4),
     "gelu_tanh": (lambda x: torch.nn.functional.gelu(x, approximate="tanh"), -4, 4),
 }
-DIFFERENTIABLE = ["abs", "neg", "exp", "expm1", "log", "log1p", "log2", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh",
-                  "sigmoid", "erf", "reciprocal", "relu", "silu", "gelu", "gelu_tanh"]
+DIFFERENTIABLE = [
+    "abs",
+    "neg",
+    "exp",
+    "expm1",
+    "log",
+    "log1p",
+    "log2",
+    "sqrt",
+    "rsqrt",
+    "sin",
+    "cos",
+    "tan",
+    "tanh",
+    "sigmoid",
+    "erf",
+    "reciprocal",
+    "relu",
+    "silu",
+    "gelu",
+    "gelu_tanh",
+]
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
@@ -139,8 +164,12 @@ def test_unary_in_place_and_out(name, dtype):
     # PyTorch computes in the input's dtype and casts into the out dtype; XLA
     # (xla_allow_excess_precision) may skip the bf16 rounding: bf16 tolerance.
     tol = TOLERANCES[torch.bfloat16] if dtype == torch.bfloat16 else (None, None)
-    same_as_cpu(lambda x: fn(x, out=torch.empty(3, 4, dtype=torch.float32, device=x.device)), make((3, 4), dtype, low, high),
-                atol=tol[0], rtol=tol[1])
+    same_as_cpu(
+        lambda x: fn(x, out=torch.empty(3, 4, dtype=torch.float32, device=x.device)),
+        make((3, 4), dtype, low, high),
+        atol=tol[0],
+        rtol=tol[1],
+    )
 
 
 @pytest.mark.parametrize("name", ["gelu", "silu"])
@@ -148,12 +177,35 @@ def test_activation_in_place_and_out(name):
     f = getattr(torch.nn.functional, name)
     same_as_cpu(lambda x: f(x, inplace=True), make((3, 4), torch.float32))
     same_as_cpu(lambda x: f(x[:, ::2], inplace=True), make((3, 4), torch.float32))
-    same_as_cpu(lambda x: torch._C._nn.gelu(x, out=torch.empty_like(x)) if name == "gelu"
-                else torch._C._nn.silu(x, out=torch.empty_like(x)), make((3, 4), torch.float32))
+    same_as_cpu(
+        lambda x: (
+            torch._C._nn.gelu(x, out=torch.empty_like(x))
+            if name == "gelu"
+            else torch._C._nn.silu(x, out=torch.empty_like(x))
+        ),
+        make((3, 4), torch.float32),
+    )
 
 
-@pytest.mark.parametrize("name", ["floor", "ceil", "round", "trunc", "sign", "abs", "neg", "exp", "sqrt", "sigmoid",
-                                  "relu", "reciprocal", "tanh", "log"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "floor",
+        "ceil",
+        "round",
+        "trunc",
+        "sign",
+        "abs",
+        "neg",
+        "exp",
+        "sqrt",
+        "sigmoid",
+        "relu",
+        "reciprocal",
+        "tanh",
+        "log",
+    ],
+)
 def test_unary_special_values(name):
     fn = UNARY[name][0]
     same_as_cpu(fn, torch.tensor(SPECIALS))
@@ -253,9 +305,9 @@ def test_binary_type_promotion_between_tensors(name, dtypes):
 
 # A 0-dim tensor takes part in promotion only when its category is higher.
 ZERO_DIM_CASES = [
-    (torch.float32, torch.float64),   # same category: dimensioned tensor wins
+    (torch.float32, torch.float64),  # same category: dimensioned tensor wins
     (torch.bfloat16, torch.float32),
-    (torch.int64, torch.float32),     # higher category: 0-dim dtype wins
+    (torch.int64, torch.float32),  # higher category: 0-dim dtype wins
     (torch.int32, torch.int64),
     (torch.bool, torch.int64),
     (torch.uint8, torch.int64),
@@ -318,8 +370,11 @@ def test_binary_in_place(name, dtype):
     same_as_cpu(inplace(method), a, b)
     # In-place into a non-contiguous view of a bigger base.
     base = make((4, 6), dtype, 0.1 if name == "pow" else -6, 6)
-    same_as_cpu(lambda x, y: getattr(x.t()[1:, :3], method + "_")(y), base, make((3,), dtype, 0 if name == "pow" else -3, 3,
-                                                                                   nonzero=name in NONZERO_RHS))
+    same_as_cpu(
+        lambda x, y: getattr(x.t()[1:, :3], method + "_")(y),
+        base,
+        make((3,), dtype, 0 if name == "pow" else -3, 3, nonzero=name in NONZERO_RHS),
+    )
 
 
 @pytest.mark.parametrize("name", sorted(n for n in BINARY if n != "rsub"))
@@ -372,8 +427,21 @@ def test_out_of_wrong_shape_is_resized_like_cpu():
     same_as_cpu(run, make((3, 4), torch.float32), make((4,), torch.float32))
 
 
-BINARY_DIFFERENTIABLE = ["add", "add_alpha", "sub", "sub_alpha", "rsub", "mul", "div", "maximum", "minimum", "atan2",
-                         "pow", "fmod", "remainder"]
+BINARY_DIFFERENTIABLE = [
+    "add",
+    "add_alpha",
+    "sub",
+    "sub_alpha",
+    "rsub",
+    "mul",
+    "div",
+    "maximum",
+    "minimum",
+    "atan2",
+    "pow",
+    "fmod",
+    "remainder",
+]
 
 
 @pytest.mark.parametrize("shapes", [((3, 4), (3, 4)), ((3, 1), (1, 4)), ((2, 3), ())], ids=str)
@@ -471,8 +539,9 @@ NAN_B = torch.tensor([1.0, float("nan"), float("nan"), 0.0, -0.0, float("nan")])
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
-@pytest.mark.parametrize("op", ["maximum", "minimum", "fmod", "remainder", "atan2", "pow", "add", "eq", "ne", "lt",
-                                "ge"])
+@pytest.mark.parametrize(
+    "op", ["maximum", "minimum", "fmod", "remainder", "atan2", "pow", "add", "eq", "ne", "lt", "ge"]
+)
 def test_nan_handling_in_binary_ops(op, dtype):
     same_as_cpu(getattr(torch, op), NAN_A.to(dtype), NAN_B.to(dtype))
 
@@ -512,14 +581,19 @@ def test_where_promotes_mixed_dtypes_and_out():
     cond = torch.tensor([True, False, True])
     same_as_cpu(torch.where, cond, torch.tensor([1, 2, 3]), torch.tensor([0.5, 1.5, 2.5]))
     same_as_cpu(torch.where, cond, torch.tensor([1, 2, 3], dtype=torch.int32), torch.tensor([4, 5, 6]))
-    same_as_cpu(lambda c, a, b: torch.where(c, a, b, out=torch.empty(3, device=a.device)), cond, torch.ones(3),
-                torch.zeros(3))
+    same_as_cpu(
+        lambda c, a, b: torch.where(c, a, b, out=torch.empty(3, device=a.device)), cond, torch.ones(3), torch.zeros(3)
+    )
 
 
 def test_where_backward():
     cond = torch.rand(3, 4) > 0.5
-    check_op(lambda a, b: torch.where(cond.to(a.device), a, b), make((3, 4), torch.float32), make((4,), torch.float32),
-             grad=True)
+    check_op(
+        lambda a, b: torch.where(cond.to(a.device), a, b),
+        make((3, 4), torch.float32),
+        make((4,), torch.float32),
+        grad=True,
+    )
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
@@ -555,7 +629,7 @@ def test_clamp_scalar_and_tensor_bounds(dtype):
     same_as_cpu(lambda t: torch.clamp(t, min=-1), x)
     same_as_cpu(lambda t: torch.clamp(t, max=1), x)
     same_as_cpu(lambda t: torch.clamp(t, -1.5, 2.5), x)  # float bounds promote ints
-    same_as_cpu(lambda t: torch.clamp(t, 3, -3), x)      # min > max gives max
+    same_as_cpu(lambda t: torch.clamp(t, 3, -3), x)  # min > max gives max
     same_as_cpu(torch.clamp, x, lo, hi)
     same_as_cpu(lambda t, a: torch.clamp(t, min=a), x, lo)
     same_as_cpu(lambda t, b: torch.clamp(t, max=b), x, hi)
@@ -599,8 +673,14 @@ def test_addcmul_addcdiv(op, dtype, value):
 @pytest.mark.parametrize("op", ["addcmul", "addcdiv"])
 def test_addcmul_addcdiv_backward(op):
     fn = getattr(torch, op)
-    check_op(lambda x, y, z: fn(x, y, z, value=0.5), make((3, 4), torch.float32), make((4,), torch.float32),
-             make((3, 1), torch.float32, nonzero=True), grad=True, rtol=1e-4)
+    check_op(
+        lambda x, y, z: fn(x, y, z, value=0.5),
+        make((3, 4), torch.float32),
+        make((4,), torch.float32),
+        make((3, 1), torch.float32, nonzero=True),
+        grad=True,
+        rtol=1e-4,
+    )
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
@@ -624,8 +704,9 @@ def test_lerp_near_one_matches_cpu_exactly():
 
 
 def test_lerp_backward():
-    check_op(torch.lerp, make((3, 4), torch.float32), make((4,), torch.float32), make((3, 4), torch.float32, 0, 1),
-             grad=True)
+    check_op(
+        torch.lerp, make((3, 4), torch.float32), make((4,), torch.float32), make((3, 4), torch.float32, 0, 1), grad=True
+    )
     check_op(lambda x, y: torch.lerp(x, y, 0.3), make((3, 4), torch.float32), make((3, 4), torch.float32), grad=True)
 
 
@@ -745,7 +826,9 @@ def test_complex64_arithmetic_promotes_like_cpu(case):
     torch.testing.assert_close(got, want)
 
 
-@pytest.mark.parametrize("case", ["real_times_1j", "complex_plus_complex_number", "alpha_complex", "mul_scalar_overload"])
+@pytest.mark.parametrize(
+    "case", ["real_times_1j", "complex_plus_complex_number", "alpha_complex", "mul_scalar_overload"]
+)
 def test_python_complex_numbers_with_tpu_tensors_match_cpu(case):
     x = torch.tensor([1.0, -2.0, 0.5])
     z = torch.tensor([1 + 2j, 3 - 4j, -0.5 + 0.25j], dtype=torch.complex64)

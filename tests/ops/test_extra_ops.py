@@ -1,13 +1,9 @@
 """vdot, linalg.vecdot, addbmm, complex, polar, logspace, nonzero_static and
 hash_tensor on tpu match CPU PyTorch (functional, in-place and out= forms)."""
 
-import math
-
 import pytest
 import torch
-
 from reference import assert_close, check_op
-
 
 # reference.py has no complex64 tolerances; these are float32's.
 COMPLEX64_TOL = dict(atol=1e-5, rtol=1.3e-6 * 4)
@@ -18,6 +14,7 @@ def tpu(t):
 
 
 # ---- vdot / linalg.vecdot ---------------------------------------------------
+
 
 @pytest.mark.parametrize("n", [0, 1, 7, 130])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
@@ -69,6 +66,7 @@ def test_linalg_vecdot_conjugates_complex_x():
 
 # ---- addbmm -----------------------------------------------------------------
 
+
 @pytest.mark.parametrize("b,n,m,p", [(3, 4, 5, 6), (1, 2, 3, 4), (5, 1, 1, 1), (0, 3, 2, 4), (2, 3, 0, 2)])
 def test_addbmm_matches_cpu(b, n, m, p):
     check_op(torch.addbmm, torch.randn(n, p), torch.randn(b, n, m), torch.randn(b, m, p), grad=True)
@@ -76,8 +74,13 @@ def test_addbmm_matches_cpu(b, n, m, p):
 
 @pytest.mark.parametrize("beta,alpha", [(1, 1), (0.5, 2.0), (-1, 0.25), (2, 0)])
 def test_addbmm_scales_self_and_product(beta, alpha):
-    check_op(lambda s, x, y: torch.addbmm(s, x, y, beta=beta, alpha=alpha),
-             torch.randn(3, 4), torch.randn(2, 3, 5), torch.randn(2, 5, 4), grad=True)
+    check_op(
+        lambda s, x, y: torch.addbmm(s, x, y, beta=beta, alpha=alpha),
+        torch.randn(3, 4),
+        torch.randn(2, 3, 5),
+        torch.randn(2, 5, 4),
+        grad=True,
+    )
 
 
 def test_addbmm_with_beta_zero_ignores_nan_in_self():
@@ -114,8 +117,13 @@ def test_addbmm_of_integers_is_exact():
 
 
 def test_addbmm_reads_transposed_batches():
-    check_op(lambda s, x, y: torch.addbmm(s, x.transpose(1, 2), y[:, ::2]),
-             torch.randn(3, 4), torch.randn(2, 5, 3), torch.randn(2, 10, 4), grad=True)
+    check_op(
+        lambda s, x, y: torch.addbmm(s, x.transpose(1, 2), y[:, ::2]),
+        torch.randn(3, 4),
+        torch.randn(2, 5, 3),
+        torch.randn(2, 10, 4),
+        grad=True,
+    )
 
 
 def test_addbmm_in_place_and_out():
@@ -133,14 +141,14 @@ def test_addbmm_in_place_and_out():
 
 # ---- complex / polar --------------------------------------------------------
 
+
 @pytest.mark.parametrize("shapes", [((3, 4), (3, 4)), ((), ()), ((2, 1, 3), (4, 1)), ((0, 2), (2,))])
 def test_complex_matches_cpu(shapes):
     check_op(torch.complex, torch.randn(shapes[0]), torch.randn(shapes[1]))
 
 
 def test_complex_backward_splits_the_gradient():
-    check_op(lambda a, b: torch.view_as_real(torch.complex(a, b) ** 2) * 1.0, torch.randn(5), torch.randn(5),
-             grad=True)
+    check_op(lambda a, b: torch.view_as_real(torch.complex(a, b) ** 2) * 1.0, torch.randn(5), torch.randn(5), grad=True)
 
 
 def test_complex_reads_strided_parts_and_writes_out():
@@ -198,16 +206,28 @@ def test_polar_out_and_strided_inputs():
 
 # ---- logspace ---------------------------------------------------------------
 
-LOGSPACE_CASES = [(0, 3, 4, 10.0), (-2.5, 2.5, 7, 10.0), (1, -1, 6, 2.0), (0, 10, 11, 2.0), (3, 3, 1, 10.0),
-                  (0, 1, 0, 10.0), (-1.3, 4.7, 50, 3.0), (0, 2, 3, 0.5)]
+LOGSPACE_CASES = [
+    (0, 3, 4, 10.0),
+    (-2.5, 2.5, 7, 10.0),
+    (1, -1, 6, 2.0),
+    (0, 10, 11, 2.0),
+    (3, 3, 1, 10.0),
+    (0, 1, 0, 10.0),
+    (-1.3, 4.7, 50, 3.0),
+    (0, 2, 3, 0.5),
+]
 
 
 @pytest.mark.parametrize("start,end,steps,base", LOGSPACE_CASES)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
 def test_logspace_matches_cpu_for_floats(start, end, steps, base, dtype):
     expected = torch.logspace(start, end, steps, base, dtype=dtype)
-    assert_close(torch.logspace(start, end, steps, base, dtype=dtype, device="tpu"), expected, atol=0,
-                 rtol=2e-7 if dtype == torch.float64 else 0)
+    assert_close(
+        torch.logspace(start, end, steps, base, dtype=dtype, device="tpu"),
+        expected,
+        atol=0,
+        rtol=2e-7 if dtype == torch.float64 else 0,
+    )
 
 
 @pytest.mark.parametrize("start,end,steps,base", LOGSPACE_CASES + [(-3, 5, 9, 2.0), (2.9, 7.2, 5, 10.0)])
@@ -232,6 +252,7 @@ def test_logspace_tensor_endpoints_and_out():
 
 
 # ---- nonzero_static ---------------------------------------------------------
+
 
 @pytest.mark.parametrize("shape", [(10,), (3, 4), (2, 3, 4), (0, 3), (1,)])
 @pytest.mark.parametrize("size", [0, 1, 5, 40])
@@ -266,8 +287,10 @@ def test_nonzero_static_out():
 
 # ---- hash_tensor ------------------------------------------------------------
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.int64, torch.int8, torch.uint8,
-                                   torch.bool])
+
+@pytest.mark.parametrize(
+    "dtype", [torch.float32, torch.bfloat16, torch.float16, torch.int64, torch.int8, torch.uint8, torch.bool]
+)
 @pytest.mark.parametrize("dim,keepdim", [((), False), (1, False), (-1, True), ((0, 2), False), ((0, 2), True)])
 def test_hash_tensor_matches_cpu(dtype, dim, keepdim):
     x = (torch.randn(3, 4, 5) * 50).to(dtype)

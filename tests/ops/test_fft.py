@@ -4,7 +4,6 @@ against CPU."""
 
 import pytest
 import torch
-
 from reference import assert_close, check_op
 
 # complex64 results: float32 tolerances on real and imaginary parts; FFT sums
@@ -15,9 +14,11 @@ NORMS = [None, "forward", "ortho", "backward"]
 
 def real_view(fn):
     """fn with complex results seen as (..., 2) float32, so gradients flow."""
+
     def wrapped(*args, **kwargs):
         out = fn(*args, **kwargs)
         return torch.view_as_real(out.resolve_conj()) if out.is_complex() else out
+
     wrapped.__name__ = getattr(fn, "__name__", "fn")
     return wrapped
 
@@ -180,6 +181,10 @@ def test_roll_of_int64_and_empty_tensors():
 # ---- stft ---------------------------------------------------------------------------------
 def test_stft_without_centering_matches_cpu():
     x, window = torch.randn(2, 64), torch.hann_window(16)
-    check_op(lambda t, w: torch.view_as_real(torch.stft(t, 16, hop_length=4, window=w, center=False,
-                                                        return_complex=True)),
-             x, window, atol=1e-4, rtol=1e-4)
+    check_op(
+        lambda t, w: torch.view_as_real(torch.stft(t, 16, hop_length=4, window=w, center=False, return_complex=True)),
+        x,
+        window,
+        atol=1e-4,
+        rtol=1e-4,
+    )

@@ -5,9 +5,9 @@ bounded number of programs whose hyperparameters are runtime inputs."""
 
 import pytest
 import torch
+from reference import assert_close
 
 import torch_tpu
-from reference import assert_close
 
 SHAPES = [(3, 4), (5,), (), (2, 3, 2), (0,), (7, 1)]
 
@@ -47,8 +47,30 @@ def check_lists(actual, expected, **tol):
 
 
 # ---- unary ----------------------------------------------------------------------
-UNARY = ["abs", "ceil", "cos", "erf", "exp", "expm1", "floor", "neg", "reciprocal", "round", "rsqrt", "sigmoid",
-         "sign", "sin", "sqrt", "tan", "tanh", "trunc", "log", "log1p", "log2", "zero"]
+UNARY = [
+    "abs",
+    "ceil",
+    "cos",
+    "erf",
+    "exp",
+    "expm1",
+    "floor",
+    "neg",
+    "reciprocal",
+    "round",
+    "rsqrt",
+    "sigmoid",
+    "sign",
+    "sin",
+    "sqrt",
+    "tan",
+    "tanh",
+    "trunc",
+    "log",
+    "log1p",
+    "log2",
+    "zero",
+]
 POSITIVE_DOMAIN = {"rsqrt", "sqrt", "log", "log1p", "log2", "reciprocal"}
 
 
@@ -70,8 +92,10 @@ def test_unary_foreach_on_integers_matches_cpu():
     for name in ["abs", "neg", "sign", "zero"]:
         fn = getattr(torch.ops.aten, f"_foreach_{name}")
         check_lists(fn(tpu(xs)), fn(xs))
-    check_lists(torch._foreach_sqrt(tpu(make_list(torch.int64, positive=True))),
-                torch._foreach_sqrt(make_list(torch.int64, positive=True)))
+    check_lists(
+        torch._foreach_sqrt(tpu(make_list(torch.int64, positive=True))),
+        torch._foreach_sqrt(make_list(torch.int64, positive=True)),
+    )
 
 
 # ---- binary: List, Scalar, ScalarList, Tensor --------------------------------------
@@ -89,11 +113,17 @@ def other_for(name, kind, xs, dtype):
     return torch.tensor(1.75 if positive else -0.75, dtype=dtype), True  # Tensor
 
 
-KINDS = {"add": ["List", "Scalar", "ScalarList", "Tensor"], "sub": ["List", "Scalar", "ScalarList"],
-         "mul": ["List", "Scalar", "ScalarList", "Tensor"], "div": ["List", "Scalar", "ScalarList", "Tensor"],
-         "maximum": ["List", "Scalar", "ScalarList"], "minimum": ["List", "Scalar", "ScalarList"],
-         "clamp_min": ["List", "Scalar", "ScalarList"], "clamp_max": ["List", "Scalar", "ScalarList"],
-         "pow": ["List", "Scalar", "ScalarList"]}
+KINDS = {
+    "add": ["List", "Scalar", "ScalarList", "Tensor"],
+    "sub": ["List", "Scalar", "ScalarList"],
+    "mul": ["List", "Scalar", "ScalarList", "Tensor"],
+    "div": ["List", "Scalar", "ScalarList", "Tensor"],
+    "maximum": ["List", "Scalar", "ScalarList"],
+    "minimum": ["List", "Scalar", "ScalarList"],
+    "clamp_min": ["List", "Scalar", "ScalarList"],
+    "clamp_max": ["List", "Scalar", "ScalarList"],
+    "pow": ["List", "Scalar", "ScalarList"],
+}
 BINARY_CASES = [(n, k) for n in BINARY for k in KINDS[n]]
 
 
@@ -285,7 +315,7 @@ def test_scalar_list_values_are_runtime_inputs():
 def small_model(seed=0, layers=3):
     torch.manual_seed(seed)
     mods = []
-    for i in range(layers):
+    for _ in range(layers):
         mods += [torch.nn.Linear(8, 8), torch.nn.Tanh()]
     mods += [torch.nn.LayerNorm(8), torch.nn.Linear(8, 2)]
     return torch.nn.Sequential(*mods)
@@ -321,7 +351,16 @@ OPTIMIZERS = {
     "rmsprop_centered_momentum": lambda ps, **kw: torch.optim.RMSprop(ps, lr=0.01, momentum=0.5, centered=True, **kw),
     "adagrad": lambda ps, **kw: torch.optim.Adagrad(ps, lr=0.1, weight_decay=0.01, **kw),
 }
-FUSED = ["sgd_momentum", "sgd_nesterov", "sgd_plain", "adam", "adam_amsgrad", "adamw", "adamw_amsgrad", "adamw_maximize"]
+FUSED = [
+    "sgd_momentum",
+    "sgd_nesterov",
+    "sgd_plain",
+    "adam",
+    "adam_amsgrad",
+    "adamw",
+    "adamw_amsgrad",
+    "adamw_maximize",
+]
 
 
 @pytest.mark.parametrize("name", sorted(OPTIMIZERS))
@@ -365,7 +404,10 @@ def test_bf16_optimizer_step_on_mixed_shapes_matches_cpu(name, impl):
         pytest.skip("torch.optim has no fused variant")
     kw = {impl: True}
     # bf16 parameters: opmath float32 inside, one rounding per stored value.
-    actual, expected = optimizer_steps(name, kw, "tpu", torch.bfloat16), optimizer_steps(name, kw, "cpu", torch.bfloat16)
+    actual, expected = (
+        optimizer_steps(name, kw, "tpu", torch.bfloat16),
+        optimizer_steps(name, kw, "cpu", torch.bfloat16),
+    )
     for a, e in zip(actual, expected):
         assert a.dtype == torch.bfloat16
         torch.testing.assert_close(a, e, atol=1e-2, rtol=1.6e-2)
@@ -447,6 +489,20 @@ def test_fused_adam_skips_the_step_when_found_inf():
     avgs, sqs = [torch.zeros_like(p) for p in params], [torch.zeros_like(p) for p in params]
     steps = [torch.ones((), device="tpu") for _ in params]
     before = [p.cpu() for p in params]
-    torch._fused_adamw_(params, grads, avgs, sqs, [], steps, lr=0.1, beta1=0.9, beta2=0.999, weight_decay=0.0,
-                        eps=1e-8, amsgrad=False, maximize=False, found_inf=torch.ones((), device="tpu"))
+    torch._fused_adamw_(
+        params,
+        grads,
+        avgs,
+        sqs,
+        [],
+        steps,
+        lr=0.1,
+        beta1=0.9,
+        beta2=0.999,
+        weight_decay=0.0,
+        eps=1e-8,
+        amsgrad=False,
+        maximize=False,
+        found_inf=torch.ones((), device="tpu"),
+    )
     check_lists(params, before)

@@ -3,7 +3,6 @@ advanced indexing (x[idx], x[idx] = v, x[idx] += v) and embedding backward."""
 
 import pytest
 import torch
-
 from reference import assert_close, check_op, make_input
 
 FLOAT_DTYPES = [torch.float32, torch.bfloat16]
@@ -21,6 +20,7 @@ def unique_index(shape, dim, size):
 
 
 # ---- gather ------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES)
 @pytest.mark.parametrize("dim", [0, 1, -1])
@@ -58,6 +58,7 @@ def test_gather_out_variant():
 
 # ---- scatter / scatter_add ---------------------------------------------------
 
+
 @pytest.mark.parametrize("dtype", ALL_DTYPES)
 @pytest.mark.parametrize("dim", [0, 1, -1])
 def test_scatter_src_matches_cpu(dtype, dim):
@@ -91,6 +92,7 @@ def test_scatter_inplace_on_transposed_view():
         b = b.clone()
         b.t().scatter_(1, i.t(), s.t())
         return b
+
     check_op(fn, base, index, src)
 
 
@@ -99,6 +101,7 @@ def test_scatter_value_inplace():
         x = x.clone()
         x.scatter_(0, i, -1.0)
         return x
+
     check_op(fn, torch.randn(3, 4), torch.tensor([[2, 0, 1, 2]]))
 
 
@@ -118,6 +121,7 @@ def test_scatter_add_inplace_and_out():
         s = s.clone()
         s.scatter_add_(0, i, u)
         return s
+
     check_op(inplace, self, index, src)
     out = torch.empty(3, 4, device="tpu")
     torch.scatter_add(self.to("tpu"), 0, index.to("tpu"), src.to("tpu"), out=out)
@@ -125,6 +129,7 @@ def test_scatter_add_inplace_and_out():
 
 
 # ---- index_select / index_add -----------------------------------------------
+
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES)
 @pytest.mark.parametrize("dim", [0, 1, -1])
@@ -168,10 +173,12 @@ def test_index_add_inplace_on_view_with_float_alpha():
         b = b.clone()
         b[1:].t().index_add_(1, i, s, alpha=0.5)
         return b
+
     check_op(fn, base, torch.tensor([0, 3, 0]), torch.randn(4, 3))
 
 
 # ---- advanced indexing: index ------------------------------------------------
+
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES)
 def test_index_with_lists_matches_cpu(dtype):
@@ -218,6 +225,7 @@ def test_index_out_variant():
 
 # ---- advanced indexing: index_put -------------------------------------------
 
+
 @pytest.mark.parametrize("dtype", ALL_DTYPES)
 def test_setitem_with_index_lists(dtype):
     x = make((3, 4, 5), dtype)
@@ -228,6 +236,7 @@ def test_setitem_with_index_lists(dtype):
         x[:, [0, 2]] = v
         x[[0, 1], [1, 3]] = v[0, 0]
         return x
+
     check_op(fn, x, v, grad=dtype in FLOAT_DTYPES)
 
 
@@ -238,6 +247,7 @@ def test_setitem_add_accumulates_duplicates_via_index_put(dtype):
 
     def fn(x, i, v):
         return x.index_put((i,), v, accumulate=True)
+
     check_op(fn, x, torch.tensor([0, 2, 0, -1, 0]), v, grad=dtype.is_floating_point)
 
 
@@ -247,6 +257,7 @@ def test_setitem_iadd_and_scalar_broadcast():
         x[i, 1:] += 2.0
         x[:, i[:1]] = -1.0
         return x
+
     check_op(fn, torch.randn(4, 3), torch.tensor([2, 0, 3]))
 
 
@@ -255,6 +266,7 @@ def test_index_put_on_noncontiguous_view_updates_base():
         b = b.clone()
         b.t()[i] = v
         return b
+
     check_op(fn, torch.randn(3, 5), torch.tensor([[4], [1]]), torch.randn(2, 1, 3))
 
 
@@ -265,15 +277,21 @@ def test_index_put_functional_overwrite():
 
 # ---- embedding backward ------------------------------------------------------
 
+
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 @pytest.mark.parametrize("padding_idx", [None, 1])
 @pytest.mark.parametrize("scale_grad_by_freq", [False, True])
 def test_embedding_backward_matches_cpu(dtype, padding_idx, scale_grad_by_freq):
     weight = torch.randn(10, 4).to(dtype)
     idx = torch.tensor([[1, 2, 1, 9], [0, 1, 2, 2]])
-    check_op(lambda w, i: torch.nn.functional.embedding(i, w, padding_idx=padding_idx,
-                                                        scale_grad_by_freq=scale_grad_by_freq),
-             weight, idx, grad=True)
+    check_op(
+        lambda w, i: torch.nn.functional.embedding(
+            i, w, padding_idx=padding_idx, scale_grad_by_freq=scale_grad_by_freq
+        ),
+        weight,
+        idx,
+        grad=True,
+    )
 
 
 def test_embedding_dense_backward_direct():
@@ -283,12 +301,14 @@ def test_embedding_dense_backward_direct():
 
 # ---- boolean masks -----------------------------------------------------------
 
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.bool])
 def test_setitem_with_mask_and_scalar(dtype):
     def fn(x, m):
         x = x.clone()
         x[m] = True if dtype == torch.bool else 3
         return x
+
     x = make((3, 4, 5), dtype)
     check_op(fn, x, torch.randn(3, 4, 5) > 0)
     check_op(fn, x, torch.randn(3, 4) > 0)
@@ -303,6 +323,7 @@ def test_setitem_with_mask_takes_values_row_by_row():
         x = x.clone()
         x[:, m] = v
         return x
+
     check_op(fn, x, m, torch.randn(3, nnz, 5))
     check_op(fn, x, m, torch.randn(nnz, 1))
     check_op(fn, x, m.to(torch.uint8), torch.randn(nnz, 5))
@@ -311,6 +332,7 @@ def test_setitem_with_mask_takes_values_row_by_row():
         x = x.clone()
         x[m] = v
         return x
+
     mask = x > 0
     check_op(flat, x, mask, torch.randn(int(mask.sum())))
 

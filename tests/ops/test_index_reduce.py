@@ -6,8 +6,8 @@ in-place/out= forms and gradients."""
 
 import pytest
 import torch
-
-from reference import assert_close, check_op, make_input as make
+from reference import assert_close, check_op
+from reference import make_input as make
 
 REDUCES = ["sum", "prod", "mean", "amax", "amin"]
 
@@ -24,8 +24,9 @@ def test_scatter_reduce_matches_cpu_with_duplicate_indices(reduce, include_self,
 @pytest.mark.parametrize("reduce", ["sum", "mean", "amax"])
 def test_scatter_reduce_gradient(reduce):
     index = torch.tensor([[0, 1, 0], [2, 2, 1]])
-    check_op(lambda s, x: s.scatter_reduce(1, index.to(s.device), x, reduce), torch.randn(2, 4), torch.randn(2, 3),
-             grad=True)
+    check_op(
+        lambda s, x: s.scatter_reduce(1, index.to(s.device), x, reduce), torch.randn(2, 4), torch.randn(2, 3), grad=True
+    )
 
 
 def test_scatter_reduce_inplace_and_index_smaller_than_src():
@@ -38,8 +39,9 @@ def test_scatter_reduce_inplace_and_index_smaller_than_src():
 
 def test_scatter_reduce_index_out_of_range_raises_index_error():
     with pytest.raises(IndexError):
-        t = torch.zeros(3, device="tpu").scatter_reduce(0, torch.tensor([5], device="tpu"),
-                                                        torch.ones(1, device="tpu"), "sum")
+        t = torch.zeros(3, device="tpu").scatter_reduce(
+            0, torch.tensor([5], device="tpu"), torch.ones(1, device="tpu"), "sum"
+        )
         t.cpu()
 
 
@@ -58,14 +60,18 @@ def test_index_reduce_matches_cpu(reduce, include_self, dtype):
     s, src = make((5, 3), dtype), make((4, 3), dtype)
     index = torch.tensor([0, 4, 0, 2])
     check_op(lambda t, x: t.index_reduce(0, index.to(t.device), x, reduce, include_self=include_self), s, src)
-    check_op(lambda t, x: t.index_reduce(1, index[:2].to(t.device) % 3, x, reduce, include_self=include_self),
-             make((4, 3), dtype), make((4, 2), dtype))
+    check_op(
+        lambda t, x: t.index_reduce(1, index[:2].to(t.device) % 3, x, reduce, include_self=include_self),
+        make((4, 3), dtype),
+        make((4, 2), dtype),
+    )
 
 
 def test_index_reduce_gradient():
     index = torch.tensor([0, 2, 0])
-    check_op(lambda t, x: t.index_reduce(0, index.to(t.device), x, "mean"), torch.randn(3, 2), torch.randn(3, 2),
-             grad=True)
+    check_op(
+        lambda t, x: t.index_reduce(0, index.to(t.device), x, "mean"), torch.randn(3, 2), torch.randn(3, 2), grad=True
+    )
 
 
 def test_index_copy_and_inplace_and_gradient():
@@ -137,8 +143,9 @@ def test_embedding_bag_forward_and_gradient(mode, padding_idx):
     weight = torch.randn(8, 3)
     indices = torch.tensor([1, 2, 4, 5, 2, 3, 7, 0])
     offsets = torch.tensor([0, 3, 3, 6])  # bag 1 is empty
-    fn = lambda w: torch.nn.functional.embedding_bag(indices.to(w.device), w, offsets.to(w.device), mode=mode,
-                                                     padding_idx=padding_idx)
+    fn = lambda w: torch.nn.functional.embedding_bag(
+        indices.to(w.device), w, offsets.to(w.device), mode=mode, padding_idx=padding_idx
+    )
     check_op(fn, weight, grad=True)
 
 
@@ -155,8 +162,7 @@ def test_segment_reduce_lengths_and_offsets_with_empty_segment(reduce, initial):
     data = torch.rand(6, 3) + 0.5
     lengths, offsets = torch.tensor([2, 0, 3, 1]), torch.tensor([0, 2, 2, 5, 6])
     for kw in (dict(lengths=lengths), dict(offsets=offsets)):
-        fn = lambda d: torch.segment_reduce(d, reduce, initial=initial,
-                                            **{k: v.to(d.device) for k, v in kw.items()})
+        fn = lambda d: torch.segment_reduce(d, reduce, initial=initial, **{k: v.to(d.device) for k, v in kw.items()})
         check_op(fn, data, grad=initial is None)
 
 
@@ -168,8 +174,9 @@ def test_segment_reduce_batched_lengths_along_last_axis():
 @pytest.mark.parametrize("mode", ["sum", "mean", "max"])
 def test_embedding_bag_include_last_offset_short_of_the_end(mode):
     weight, indices, offsets = torch.randn(5, 4), torch.tensor([0, 1, 2, 3, 4, 0]), torch.tensor([0, 2, 4])
-    fn = lambda w: torch.nn.functional.embedding_bag(indices.to(w.device), w, offsets.to(w.device), mode=mode,
-                                                     include_last_offset=True)
+    fn = lambda w: torch.nn.functional.embedding_bag(
+        indices.to(w.device), w, offsets.to(w.device), mode=mode, include_last_offset=True
+    )
     check_op(fn, weight)
 
 

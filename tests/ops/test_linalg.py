@@ -5,7 +5,6 @@ the errors CPU raises for singular or non-positive-definite inputs."""
 
 import pytest
 import torch
-
 from reference import assert_close, check_op
 
 TOL = dict(atol=1e-4, rtol=1e-4)  # factorizations round differently than LAPACK's blocked kernels
@@ -88,8 +87,13 @@ def test_solve_triangular_matches_cpu_with_gradients(upper, left, unitriangular)
     a = well_conditioned(2, 4, 4).triu() if upper else well_conditioned(2, 4, 4).tril()
     a = a + 3 * torch.eye(4)  # keep the triangle well conditioned
     b = torch.randn(2, 4, 3) if left else torch.randn(2, 3, 4)
-    check_op(lambda x, y: torch.linalg.solve_triangular(x, y, upper=upper, left=left, unitriangular=unitriangular),
-             a, b, grad=True, **TOL)
+    check_op(
+        lambda x, y: torch.linalg.solve_triangular(x, y, upper=upper, left=left, unitriangular=unitriangular),
+        a,
+        b,
+        grad=True,
+        **TOL,
+    )
 
 
 def test_solve_triangular_broadcasts_batch_dims():
@@ -100,8 +104,13 @@ def test_solve_triangular_broadcasts_batch_dims():
 @pytest.mark.parametrize("transpose", [False, True])
 def test_triangular_solve_returns_solution_and_coefficient(transpose):
     a = torch.randn(2, 3, 3).triu() + 3 * torch.eye(3)
-    check_op(lambda b, m: torch.triangular_solve(b, m, upper=True, transpose=transpose), torch.randn(2, 3, 2), a,
-             grad=True, **TOL)
+    check_op(
+        lambda b, m: torch.triangular_solve(b, m, upper=True, transpose=transpose),
+        torch.randn(2, 3, 2),
+        a,
+        grad=True,
+        **TOL,
+    )
 
 
 # ---- LU --------------------------------------------------------------------------------
@@ -249,6 +258,7 @@ def test_svd_up_to_signs_with_gradients(shape, full_matrices):
         u, s, vh = torch.linalg.svd(a, full_matrices=full_matrices)
         k = s.shape[-1]
         return u[..., :k].abs(), s, vh[..., :k, :].abs(), u[..., :k] @ vh[..., :k, :]
+
     check_op(usv, torch.randn(shape), grad=True, **TOL)
 
 

@@ -5,7 +5,6 @@ triplet), forward and backward, against CPU."""
 import pytest
 import torch
 import torch.nn.functional as F
-
 from reference import assert_close, check_op
 
 FLOAT_DTYPES = [torch.float32, torch.bfloat16]
@@ -57,8 +56,11 @@ def test_kinks_take_cpu_side():
 
 def test_out_variants_of_pointwise_losses():
     x, t = torch.randn(3, 4), torch.randn(3, 4)
-    for op, args in [(torch.ops.aten.mse_loss.out, (1,)), (torch.ops.aten.huber_loss.out, (2, 0.5)),
-                     (torch.ops.aten.smooth_l1_loss.out, (0, 0.5))]:
+    for op, args in [
+        (torch.ops.aten.mse_loss.out, (1,)),
+        (torch.ops.aten.huber_loss.out, (2, 0.5)),
+        (torch.ops.aten.smooth_l1_loss.out, (0, 0.5)),
+    ]:
         expected = op(x, t, *args, out=torch.empty(0))
         out = torch.empty(0).to("tpu")
         assert op(x.to("tpu"), t.to("tpu"), *args, out=out) is out
@@ -73,8 +75,12 @@ def test_binary_cross_entropy_with_and_without_weight(weighted, reduction, dtype
     x = torch.rand(5, 3).clamp(0.05, 0.95).to(dtype)
     t = torch.rand(5, 3).to(dtype)
     w = torch.rand(3).to(dtype) if weighted else None
-    check_op(lambda a, b: F.binary_cross_entropy(a, b, weight=w.to(a.device) if weighted else None,
-                                                 reduction=reduction), x, t, grad=True)
+    check_op(
+        lambda a, b: F.binary_cross_entropy(a, b, weight=w.to(a.device) if weighted else None, reduction=reduction),
+        x,
+        t,
+        grad=True,
+    )
 
 
 def test_binary_cross_entropy_clamps_log_at_minus_100():
@@ -87,8 +93,14 @@ def test_binary_cross_entropy_clamps_log_at_minus_100():
 def test_binary_cross_entropy_with_logits_and_pos_weight(reduction):
     x, t = torch.randn(4, 3) * 3, torch.rand(4, 3)
     w, pw = torch.rand(3), torch.rand(3) * 2
-    check_op(lambda a, b: F.binary_cross_entropy_with_logits(a, b, weight=w.to(a.device), pos_weight=pw.to(a.device),
-                                                             reduction=reduction), x, t, grad=True)
+    check_op(
+        lambda a, b: F.binary_cross_entropy_with_logits(
+            a, b, weight=w.to(a.device), pos_weight=pw.to(a.device), reduction=reduction
+        ),
+        x,
+        t,
+        grad=True,
+    )
 
 
 @pytest.mark.parametrize("log_target", [False, True])
@@ -96,8 +108,9 @@ def test_kl_div_and_multilabel_soft_margin(log_target):
     x = F.log_softmax(torch.randn(4, 5), -1)
     t = F.log_softmax(torch.randn(4, 5), -1) if log_target else F.softmax(torch.randn(4, 5), -1)
     check_op(lambda a, b: F.kl_div(a, b, reduction="batchmean", log_target=log_target), x, t, grad=True)
-    check_op(lambda a, b: F.multilabel_soft_margin_loss(a, b), torch.randn(4, 5), (torch.rand(4, 5) > 0.5).float(),
-             grad=True)
+    check_op(
+        lambda a, b: F.multilabel_soft_margin_loss(a, b), torch.randn(4, 5), (torch.rand(4, 5) > 0.5).float(), grad=True
+    )
 
 
 # ---- margin losses -----------------------------------------------------------
@@ -107,28 +120,36 @@ def test_kl_div_and_multilabel_soft_margin(log_target):
 def test_multi_margin_loss_forward_and_backward(weighted, p, reduction):
     x, y = torch.randn(6, 4), torch.tensor([0, 3, 1, 1, 2, 0])
     w = torch.rand(4) if weighted else None
-    check_op(lambda a: F.multi_margin_loss(a, y.to(a.device), p=p, margin=0.8,
-                                           weight=w.to(a.device) if weighted else None, reduction=reduction),
-             x, grad=True)
+    check_op(
+        lambda a: F.multi_margin_loss(
+            a, y.to(a.device), p=p, margin=0.8, weight=w.to(a.device) if weighted else None, reduction=reduction
+        ),
+        x,
+        grad=True,
+    )
 
 
 def test_multi_margin_loss_on_one_sample_and_zero_dim():
     check_op(lambda a: F.multi_margin_loss(a, torch.tensor(2, device=a.device)), torch.randn(5), grad=True)
-    check_op(lambda a: F.multi_margin_loss(a, torch.tensor(0, device=a.device), reduction="sum"), torch.randn(()),
-             grad=True)
+    check_op(
+        lambda a: F.multi_margin_loss(a, torch.tensor(0, device=a.device), reduction="sum"), torch.randn(()), grad=True
+    )
 
 
-@pytest.mark.xfail(reason="PyTorch's meta kernel gives shape [1] for an unreduced 1-D/0-d input, CPU gives []",
-                   strict=True)
+@pytest.mark.xfail(
+    reason="PyTorch's meta kernel gives shape [1] for an unreduced 1-D/0-d input, CPU gives []", strict=True
+)
 def test_multi_margin_loss_unreduced_one_sample_is_zero_dim():
     check_op(lambda a: F.multi_margin_loss(a, torch.tensor(2, device=a.device), reduction="none"), torch.randn(5))
 
 
 def test_multi_margin_loss_rejects_bad_arguments_like_cpu():
     x, y = torch.randn(5, 4), torch.tensor([0, 1, 2, 3, 0])
-    for bad in [lambda d: F.multi_margin_loss(x.to(d), y.float().to(d)),
-                lambda d: F.multi_margin_loss(x.to(d), y[:4].to(d)),
-                lambda d: F.multi_margin_loss(x.to(d), y.to(d), weight=torch.rand(5).to(d))]:
+    for bad in [
+        lambda d: F.multi_margin_loss(x.to(d), y.float().to(d)),
+        lambda d: F.multi_margin_loss(x.to(d), y[:4].to(d)),
+        lambda d: F.multi_margin_loss(x.to(d), y.to(d), weight=torch.rand(5).to(d)),
+    ]:
         with pytest.raises(RuntimeError):
             bad("cpu")
         with pytest.raises(RuntimeError):
@@ -149,8 +170,9 @@ def test_multilabel_margin_loss_forward_returns_is_target():
     e_out, e_is_target = torch.ops.aten.multilabel_margin_loss_forward(x, y, 0)
     assert_close(out, e_out)
     assert_close(is_target, e_is_target)
-    check_op(lambda a: F.multilabel_margin_loss(a, torch.tensor([1, 3, -1, 0], device=a.device)), torch.randn(4),
-             grad=True)
+    check_op(
+        lambda a: F.multilabel_margin_loss(a, torch.tensor([1, 3, -1, 0], device=a.device)), torch.randn(4), grad=True
+    )
 
 
 @pytest.mark.parametrize("swap", [False, True])

@@ -6,7 +6,6 @@ out= variants, and float backward."""
 
 import pytest
 import torch
-
 from reference import assert_close, check_op, to_device
 
 SPECIALS = [float("nan"), float("inf"), -float("inf"), 0.0, -0.0, 0.5, -0.5, 1.0, -1.0, 1.5, -2.5, 3.0, 1e-30, 100.0]

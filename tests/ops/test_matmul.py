@@ -4,9 +4,9 @@ them (torch.matmul, nn.Linear, scaled_dot_product_attention), against CPU."""
 import pytest
 import torch
 import torch.nn.functional as F
-import torch_tpu
-
 from reference import assert_close, check_op
+
+import torch_tpu
 
 FLOAT_DTYPES = [torch.float32, torch.bfloat16]
 
@@ -91,13 +91,23 @@ def test_bmm_of_transposed_views_and_out():
 @pytest.mark.parametrize("beta,alpha", [(1, 1), (0.5, 2.0), (0, 1.5), (-1, -1)])
 def test_baddbmm_matches_cpu_with_gradients(beta, alpha, dtype):
     self_ = rand(2, 3, 5, dtype=dtype)
-    check_op(lambda s, p, q: torch.baddbmm(s, p, q, beta=beta, alpha=alpha), self_, rand(2, 3, 4, dtype=dtype),
-             rand(2, 4, 5, dtype=dtype), grad=True)
+    check_op(
+        lambda s, p, q: torch.baddbmm(s, p, q, beta=beta, alpha=alpha),
+        self_,
+        rand(2, 3, 4, dtype=dtype),
+        rand(2, 4, 5, dtype=dtype),
+        grad=True,
+    )
 
 
 def test_baddbmm_broadcasts_self_and_runs_in_place():
-    check_op(lambda s, p, q: torch.baddbmm(s, p, q, alpha=0.25), torch.randn(5), torch.randn(2, 3, 4),
-             torch.randn(2, 4, 5), grad=True)
+    check_op(
+        lambda s, p, q: torch.baddbmm(s, p, q, alpha=0.25),
+        torch.randn(5),
+        torch.randn(2, 3, 4),
+        torch.randn(2, 4, 5),
+        grad=True,
+    )
     s, p, q = torch.randn(2, 3, 5), torch.randn(2, 3, 4), torch.randn(2, 4, 5)
     t = s.to("tpu")
     t.baddbmm_(p.to("tpu"), q.to("tpu"), beta=2.0)
@@ -118,8 +128,13 @@ def test_addmm_broadcasts_self_with_gradients(self_shape, dtype):
 
 @pytest.mark.parametrize("beta,alpha", [(0.5, 2.0), (0, 1), (2, 0), (1, -3.25)])
 def test_addmm_scales_by_beta_and_alpha(beta, alpha):
-    check_op(lambda s, p, q: torch.addmm(s, p, q, beta=beta, alpha=alpha), torch.randn(3, 5), torch.randn(3, 4),
-             torch.randn(4, 5), grad=True)
+    check_op(
+        lambda s, p, q: torch.addmm(s, p, q, beta=beta, alpha=alpha),
+        torch.randn(3, 5),
+        torch.randn(3, 4),
+        torch.randn(4, 5),
+        grad=True,
+    )
 
 
 def test_addmm_beta_zero_ignores_nan_and_inf_in_self():
@@ -129,8 +144,12 @@ def test_addmm_beta_zero_ignores_nan_and_inf_in_self():
 
 
 def test_addmm_of_int64_with_integer_scalars():
-    check_op(lambda s, p, q: torch.addmm(s, p, q, beta=2, alpha=3), rand(3, 5, dtype=torch.int64),
-             rand(3, 4, dtype=torch.int64), rand(4, 5, dtype=torch.int64))
+    check_op(
+        lambda s, p, q: torch.addmm(s, p, q, beta=2, alpha=3),
+        rand(3, 5, dtype=torch.int64),
+        rand(3, 4, dtype=torch.int64),
+        rand(4, 5, dtype=torch.int64),
+    )
 
 
 def test_addmm_in_place_and_out():
@@ -159,15 +178,26 @@ def test_mv_matches_cpu_with_gradients(dtype):
 
 @pytest.mark.parametrize("beta,alpha", [(1, 1), (0.5, 2.0), (0, -1)])
 def test_addmv_scales_and_broadcasts_self(beta, alpha):
-    check_op(lambda s, m, v: torch.addmv(s, m, v, beta=beta, alpha=alpha), torch.randn(3), torch.randn(3, 4),
-             torch.randn(4), grad=True)
-    check_op(lambda s, m, v: torch.addmv(s, m, v, beta=beta, alpha=alpha), torch.randn(1), torch.randn(3, 4),
-             torch.randn(4), grad=True)
+    check_op(
+        lambda s, m, v: torch.addmv(s, m, v, beta=beta, alpha=alpha),
+        torch.randn(3),
+        torch.randn(3, 4),
+        torch.randn(4),
+        grad=True,
+    )
+    check_op(
+        lambda s, m, v: torch.addmv(s, m, v, beta=beta, alpha=alpha),
+        torch.randn(1),
+        torch.randn(3, 4),
+        torch.randn(4),
+        grad=True,
+    )
 
 
 def test_addmv_beta_zero_ignores_nan_and_int64():
-    check_op(lambda s, m, v: torch.addmv(s, m, v, beta=0), torch.full((3,), float("nan")), torch.randn(3, 4),
-             torch.randn(4))
+    check_op(
+        lambda s, m, v: torch.addmv(s, m, v, beta=0), torch.full((3,), float("nan")), torch.randn(3, 4), torch.randn(4)
+    )
     check_op(torch.mv, rand(3, 4, dtype=torch.int64), rand(4, dtype=torch.int64))
 
 
@@ -184,14 +214,14 @@ def test_dot_of_strided_vectors():
 
 # ---- matmul and what decomposes into these ops ---------------------------------
 MATMUL_SHAPES = [
-    ((4,), (4,)),            # dot
-    ((3, 4), (4,)),          # mv (as mm)
-    ((4,), (4, 5)),          # vector @ matrix
-    ((3, 4), (4, 5)),        # mm
-    ((2, 3, 4), (4, 5)),     # batch @ matrix: folded into one mm
-    ((4,), (2, 4, 5)),       # vector @ batch
-    ((2, 3, 4), (4,)),       # batch @ vector
-    ((3, 4), (2, 4, 5)),     # matrix @ batch
+    ((4,), (4,)),  # dot
+    ((3, 4), (4,)),  # mv (as mm)
+    ((4,), (4, 5)),  # vector @ matrix
+    ((3, 4), (4, 5)),  # mm
+    ((2, 3, 4), (4, 5)),  # batch @ matrix: folded into one mm
+    ((4,), (2, 4, 5)),  # vector @ batch
+    ((2, 3, 4), (4,)),  # batch @ vector
+    ((3, 4), (2, 4, 5)),  # matrix @ batch
     ((2, 3, 4), (2, 4, 5)),  # bmm
     ((2, 1, 3, 4), (1, 5, 4, 6)),  # broadcast batch dims
     ((6, 2, 3, 4), (4, 1)),

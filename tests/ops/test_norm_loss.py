@@ -4,7 +4,6 @@ the nll_loss family behind F.cross_entropy / F.nll_loss, against CPU."""
 import pytest
 import torch
 import torch.nn.functional as F
-
 from reference import assert_close, check_op
 
 FLOAT_DTYPES = [torch.float32, torch.bfloat16]
@@ -12,8 +11,9 @@ FLOAT_DTYPES = [torch.float32, torch.bfloat16]
 
 # ---- layer norm ---------------------------------------------------------------
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
-@pytest.mark.parametrize("shape,normalized", [((4, 6), (6,)), ((2, 3, 8), (8,)), ((2, 3, 4, 5), (4, 5)),
-                                              ((5,), (5,)), ((3, 1), (1,))])
+@pytest.mark.parametrize(
+    "shape,normalized", [((4, 6), (6,)), ((2, 3, 8), (8,)), ((2, 3, 4, 5), (4, 5)), ((5,), (5,)), ((3, 1), (1,))]
+)
 def test_layer_norm_with_affine_forward_and_backward(shape, normalized, dtype):
     x = torch.randn(shape).to(dtype)
     w = (1 + 0.1 * torch.randn(normalized)).to(dtype)
@@ -132,8 +132,7 @@ def test_cross_entropy_class_weights(reduction):
     x, t = logits_and_target(8)
     t[0] = -100
     w = torch.rand(5) + 0.1  # class weights take no gradient
-    check_op(lambda x_: F.cross_entropy(x_, t.to(x_.device), weight=w.to(x_.device), reduction=reduction), x,
-             grad=True)
+    check_op(lambda x_: F.cross_entropy(x_, t.to(x_.device), weight=w.to(x_.device), reduction=reduction), x, grad=True)
 
 
 @pytest.mark.parametrize("reduction", REDUCTIONS)
@@ -142,8 +141,13 @@ def test_cross_entropy_label_smoothing(reduction):
     t[2] = -100
     w = torch.rand(5) + 0.1
     check_op(lambda x_: F.cross_entropy(x_, t.to(x_.device), label_smoothing=0.1, reduction=reduction), x, grad=True)
-    check_op(lambda x_: F.cross_entropy(x_, t.to(x_.device), weight=w.to(x_.device), label_smoothing=0.2,
-                                        reduction=reduction), x, grad=True)
+    check_op(
+        lambda x_: F.cross_entropy(
+            x_, t.to(x_.device), weight=w.to(x_.device), label_smoothing=0.2, reduction=reduction
+        ),
+        x,
+        grad=True,
+    )
 
 
 @pytest.mark.parametrize("reduction", REDUCTIONS)
@@ -154,8 +158,7 @@ def test_cross_entropy_spatial_inputs_use_nll_loss2d(spatial, reduction):
     t[0, 0] = -100
     w = torch.rand(5) + 0.1
     check_op(lambda x_: F.cross_entropy(x_, t.to(x_.device), reduction=reduction), x, grad=True)
-    check_op(lambda x_: F.cross_entropy(x_, t.to(x_.device), weight=w.to(x_.device), reduction=reduction), x,
-             grad=True)
+    check_op(lambda x_: F.cross_entropy(x_, t.to(x_.device), weight=w.to(x_.device), reduction=reduction), x, grad=True)
 
 
 def test_nll_loss_forward_returns_total_weight():
@@ -185,6 +188,7 @@ def test_nll_loss_backward_out_variant():
     total = torch.tensor(4.0)
     g = torch.tensor(0.5)
     out = torch.empty(0, device="tpu")
-    torch.ops.aten.nll_loss_backward.grad_input(g.to("tpu"), lp.to("tpu"), t.to("tpu"), None, 1, -100,
-                                                 total.to("tpu"), grad_input=out)
+    torch.ops.aten.nll_loss_backward.grad_input(
+        g.to("tpu"), lp.to("tpu"), t.to("tpu"), None, 1, -100, total.to("tpu"), grad_input=out
+    )
     assert_close(out, torch.ops.aten.nll_loss_backward(g, lp, t, None, 1, -100, total))

@@ -5,7 +5,6 @@ gradients, several dtypes and non-contiguous inputs."""
 import pytest
 import torch
 import torch.nn.functional as F
-
 from reference import check_op
 
 PAD_CASES = [
@@ -63,11 +62,14 @@ def test_unfold_matches_cpu_with_gradient(shape, kwargs):
     check_op(lambda x: F.unfold(x, **kwargs), torch.randn(shape), grad=True)
 
 
-@pytest.mark.parametrize("out_size,kwargs,blocks", [
-    ((5, 6), dict(kernel_size=(2, 3), padding=1, stride=2), 9),
-    ((4, 4), dict(kernel_size=2), 9),
-    ((7, 5), dict(kernel_size=3, dilation=2, padding=2, stride=(1, 2)), 21),
-])
+@pytest.mark.parametrize(
+    "out_size,kwargs,blocks",
+    [
+        ((5, 6), dict(kernel_size=(2, 3), padding=1, stride=2), 9),
+        ((4, 4), dict(kernel_size=2), 9),
+        ((7, 5), dict(kernel_size=3, dilation=2, padding=2, stride=(1, 2)), 21),
+    ],
+)
 def test_fold_sums_overlapping_blocks_like_cpu(out_size, kwargs, blocks):
     k = kwargs["kernel_size"]
     kk = k[0] * k[1] if isinstance(k, tuple) else k * k

@@ -6,7 +6,6 @@ import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-
 from reference import assert_close, check_op
 
 BF16_TOL = dict(atol=2e-2, rtol=2e-2)
@@ -60,15 +59,22 @@ def test_max_pool2d_of_non_contiguous_input():
     check_op(lambda x_: F.max_pool2d(x_, 3, 2, 1), x, grad=True)
 
 
-@pytest.mark.parametrize("shape,kwargs", [((2, 3, 11), dict(kernel_size=3, stride=2, padding=1)),
-                                          ((2, 3, 10), dict(kernel_size=2, ceil_mode=True))])
+@pytest.mark.parametrize(
+    "shape,kwargs",
+    [((2, 3, 11), dict(kernel_size=3, stride=2, padding=1)), ((2, 3, 10), dict(kernel_size=2, ceil_mode=True))],
+)
 def test_max_pool1d_forward_and_backward(shape, kwargs):
     check_op(lambda x_: F.max_pool1d(x_, **kwargs), torch.randn(shape), grad=True)
 
 
-@pytest.mark.parametrize("shape,kwargs", [((2, 2, 6, 6, 6), dict(kernel_size=2)),
-                                          ((1, 2, 7, 5, 6), dict(kernel_size=3, stride=2, padding=1, ceil_mode=True)),
-                                          ((2, 5, 6, 7), dict(kernel_size=(2, 3, 2), dilation=(1, 1, 2)))])
+@pytest.mark.parametrize(
+    "shape,kwargs",
+    [
+        ((2, 2, 6, 6, 6), dict(kernel_size=2)),
+        ((1, 2, 7, 5, 6), dict(kernel_size=3, stride=2, padding=1, ceil_mode=True)),
+        ((2, 5, 6, 7), dict(kernel_size=(2, 3, 2), dilation=(1, 1, 2))),
+    ],
+)
 def test_max_pool3d_values_indices_and_gradient(shape, kwargs):
     x = torch.randn(shape)
     out, idx = check_op(lambda x_: F.max_pool3d(x_, return_indices=True, **kwargs), x, grad=True)
@@ -112,16 +118,29 @@ def test_avg_pool2d_bfloat16_forward(shape, kwargs):
 
 
 def test_avg_pool1d_and_avg_pool3d_forward_and_backward():
-    check_op(lambda x_: F.avg_pool1d(x_, 3, 2, 1, ceil_mode=True, count_include_pad=False), torch.randn(2, 3, 10),
-             grad=True)
+    check_op(
+        lambda x_: F.avg_pool1d(x_, 3, 2, 1, ceil_mode=True, count_include_pad=False), torch.randn(2, 3, 10), grad=True
+    )
     check_op(lambda x_: F.avg_pool3d(x_, 2), torch.randn(2, 2, 6, 4, 6), grad=True)
-    check_op(lambda x_: F.avg_pool3d(x_, 3, (2, 1, 2), 1, ceil_mode=True, count_include_pad=False),
-             torch.randn(1, 2, 7, 5, 6), grad=True)
+    check_op(
+        lambda x_: F.avg_pool3d(x_, 3, (2, 1, 2), 1, ceil_mode=True, count_include_pad=False),
+        torch.randn(1, 2, 7, 5, 6),
+        grad=True,
+    )
 
 
 # ---- adaptive average pooling ---------------------------------------------------
-@pytest.mark.parametrize("shape,size", [((2, 3, 8, 8), (1, 1)), ((2, 3, 8, 8), (4, 4)), ((2, 3, 10, 9), (3, 4)),
-                                        ((1, 2, 5, 7), (7, 3)), ((3, 6, 5), (2, 2)), ((2, 3, 3, 3), (5, 5))])
+@pytest.mark.parametrize(
+    "shape,size",
+    [
+        ((2, 3, 8, 8), (1, 1)),
+        ((2, 3, 8, 8), (4, 4)),
+        ((2, 3, 10, 9), (3, 4)),
+        ((1, 2, 5, 7), (7, 3)),
+        ((3, 6, 5), (2, 2)),
+        ((2, 3, 3, 3), (5, 5)),
+    ],
+)
 def test_adaptive_avg_pool2d_forward_and_backward(shape, size):
     check_op(lambda x_: F.adaptive_avg_pool2d(x_, size), torch.randn(shape), grad=True)
 
@@ -146,21 +165,36 @@ def test_adaptive_avg_pool1d_and_3d_forward_and_backward():
 @pytest.mark.parametrize("shape", [(4, 3), (4, 3, 7), (4, 3, 5, 5), (2, 3, 4, 3, 2)])
 def test_batch_norm_training_forward_and_backward(shape):
     c = shape[1]
-    check_op(lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True, eps=1e-5), torch.randn(shape) * 2 + 1,
-             torch.randn(c), torch.randn(c), grad=True, atol=1e-4, rtol=1e-4)
+    check_op(
+        lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True, eps=1e-5),
+        torch.randn(shape) * 2 + 1,
+        torch.randn(c),
+        torch.randn(c),
+        grad=True,
+        atol=1e-4,
+        rtol=1e-4,
+    )
 
 
 def test_batch_norm_training_without_affine():
-    check_op(lambda x: F.batch_norm(x, None, None, training=True), torch.randn(4, 3, 5, 5), grad=True, atol=1e-4,
-             rtol=1e-4)
+    check_op(
+        lambda x: F.batch_norm(x, None, None, training=True), torch.randn(4, 3, 5, 5), grad=True, atol=1e-4, rtol=1e-4
+    )
 
 
 @pytest.mark.parametrize("shape", [(4, 3), (4, 3, 5, 5)])
 def test_batch_norm_eval_uses_running_statistics(shape):
     c = shape[1]
     mean, var = torch.randn(c), torch.rand(c) + 0.5
-    check_op(lambda x, w, b: F.batch_norm(x, mean.to(x.device), var.to(x.device), w, b, training=False, eps=1e-3),
-             torch.randn(shape), torch.randn(c), torch.randn(c), grad=True, atol=1e-4, rtol=1e-4)
+    check_op(
+        lambda x, w, b: F.batch_norm(x, mean.to(x.device), var.to(x.device), w, b, training=False, eps=1e-3),
+        torch.randn(shape),
+        torch.randn(c),
+        torch.randn(c),
+        grad=True,
+        atol=1e-4,
+        rtol=1e-4,
+    )
 
 
 def test_batch_norm_bfloat16_forward():
@@ -233,8 +267,15 @@ def test_batch_norm_module_eval_forward_and_backward():
 @pytest.mark.parametrize("shape,groups", [((2, 6, 4, 5), 3), ((3, 4), 2), ((2, 4, 7), 4), ((1, 6, 2, 2, 3), 1)])
 def test_group_norm_with_affine_forward_and_backward(shape, groups):
     c = shape[1]
-    check_op(lambda x, w, b: F.group_norm(x, groups, w, b, eps=1e-5), torch.randn(shape) * 2 + 1, torch.randn(c),
-             torch.randn(c), grad=True, atol=1e-4, rtol=1e-4)
+    check_op(
+        lambda x, w, b: F.group_norm(x, groups, w, b, eps=1e-5),
+        torch.randn(shape) * 2 + 1,
+        torch.randn(c),
+        torch.randn(c),
+        grad=True,
+        atol=1e-4,
+        rtol=1e-4,
+    )
 
 
 def test_group_norm_without_affine_and_bfloat16_forward():
@@ -343,8 +384,9 @@ def test_batch_norm_with_update_functional_returns_new_running_statistics():
     x, w, b, rm, rv = torch.randn(4, 3, 5), torch.randn(3), torch.randn(3), torch.randn(3), torch.rand(3) + 0.5
     expected = torch.ops.aten._batch_norm_with_update_functional(x, w, b, rm, rv, 0.1, 1e-5)
     rm_t, rv_t = rm.to("tpu"), rv.to("tpu")
-    actual = torch.ops.aten._batch_norm_with_update_functional(x.to("tpu"), w.to("tpu"), b.to("tpu"), rm_t, rv_t, 0.1,
-                                                               1e-5)
+    actual = torch.ops.aten._batch_norm_with_update_functional(
+        x.to("tpu"), w.to("tpu"), b.to("tpu"), rm_t, rv_t, 0.1, 1e-5
+    )
     assert_close([actual[i] for i in (0, 1, 2, 4, 5)], [expected[i] for i in (0, 1, 2, 4, 5)], atol=1e-5, rtol=1e-5)
     assert actual[3].dtype == torch.uint8 and actual[3].numel() == 0
     assert_close(rm_t, rm)  # inputs untouched
@@ -354,21 +396,35 @@ def test_batch_norm_with_update_functional_returns_new_running_statistics():
 def test_batch_norm_with_update_out_variant_is_not_lowered():
     # PyTorch has no meta kernel for the out= overload, so the device cannot
     # size or check its results; it is not registered.
-    x, w, b, rm, rv = (t.to("tpu") for t in (torch.randn(4, 3), torch.randn(3), torch.randn(3), torch.zeros(3),
-                                             torch.ones(3)))
+    x, w, b, rm, rv = (
+        t.to("tpu") for t in (torch.randn(4, 3), torch.randn(3), torch.randn(3), torch.zeros(3), torch.ones(3))
+    )
     outs = [torch.empty(0, device="tpu") for _ in range(3)] + [torch.empty(0, dtype=torch.uint8, device="tpu")]
     with pytest.raises(NotImplementedError):
-        torch.ops.aten._batch_norm_with_update.out(x, w, b, rm, rv, 0.1, 1e-5, out=outs[0], save_mean=outs[1],
-                                                   save_invstd=outs[2], reserve=outs[3])
+        torch.ops.aten._batch_norm_with_update.out(
+            x, w, b, rm, rv, 0.1, 1e-5, out=outs[0], save_mean=outs[1], save_invstd=outs[2], reserve=outs[3]
+        )
 
 
 @pytest.mark.parametrize("shape", [(4, 3), (2, 3, 4, 5)])
 def test_native_batch_norm_legit_no_stats_forward_and_backward(shape):
     c = shape[1]
-    check_op(lambda x, w, b: torch.ops.aten._native_batch_norm_legit.no_stats(x, w, b, True, 0.1, 1e-5),
-             torch.randn(shape) * 2 + 1, torch.randn(c), torch.randn(c), grad=True, atol=1e-4, rtol=1e-4)
-    check_op(lambda x: torch.ops.aten._native_batch_norm_legit.no_stats(x, None, None, True, 0.1, 1e-5)[0],
-             torch.randn(shape), grad=True, atol=1e-4, rtol=1e-4)
+    check_op(
+        lambda x, w, b: torch.ops.aten._native_batch_norm_legit.no_stats(x, w, b, True, 0.1, 1e-5),
+        torch.randn(shape) * 2 + 1,
+        torch.randn(c),
+        torch.randn(c),
+        grad=True,
+        atol=1e-4,
+        rtol=1e-4,
+    )
+    check_op(
+        lambda x: torch.ops.aten._native_batch_norm_legit.no_stats(x, None, None, True, 0.1, 1e-5)[0],
+        torch.randn(shape),
+        grad=True,
+        atol=1e-4,
+        rtol=1e-4,
+    )
 
 
 def test_native_batch_norm_legit_no_stats_in_evaluation_mode_raises():

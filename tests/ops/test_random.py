@@ -7,7 +7,6 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-
 from reference import assert_close, check_op
 
 N = 200_000  # sample size for statistics: bounds below are > 8 standard errors
@@ -90,19 +89,23 @@ def test_tpu_generator_leaves_default_generator_alone():
     assert torch.equal(torch.rand(20, device="tpu").cpu(), expected)
 
 
-@pytest.mark.parametrize("op", [
-    lambda t, g: t.uniform_(generator=g),
-    lambda t, g: t.normal_(generator=g),
-    lambda t, g: t.bernoulli_(0.5, generator=g),
-    lambda t, g: t.random_(0, 10, generator=g),
-    lambda t, g: t.random_(generator=g),
-    lambda t, g: t.random_(10, generator=g),
-])
+@pytest.mark.parametrize(
+    "op",
+    [
+        lambda t, g: t.uniform_(generator=g),
+        lambda t, g: t.normal_(generator=g),
+        lambda t, g: t.bernoulli_(0.5, generator=g),
+        lambda t, g: t.random_(0, 10, generator=g),
+        lambda t, g: t.random_(generator=g),
+        lambda t, g: t.random_(10, generator=g),
+    ],
+)
 def test_generator_argument_of_in_place_ops(op):
     def run(seed):
         g = torch.Generator(device="tpu")
         g.manual_seed(seed)
         return op(torch.empty(100, device="tpu"), g).cpu()
+
     assert torch.equal(run(3), run(3))
     assert not torch.equal(run(3), run(4))
 
@@ -297,9 +300,9 @@ def test_randint_high_only_and_like():
 
 def test_randint_wide_range():
     # Ranges >= 2^32 draw 64-bit values, as PyTorch's random64 path.
-    x = torch.randint(-2**40, 2**40, (N,), device="tpu").cpu()
-    assert x.min() >= -2**40 and x.max() < 2**40
-    assert (x < -2**39).any() and (x > 2**39).any()
+    x = torch.randint(-(2**40), 2**40, (N,), device="tpu").cpu()
+    assert x.min() >= -(2**40) and x.max() < 2**40
+    assert (x < -(2**39)).any() and (x > 2**39).any()
 
 
 def test_random_from_to_and_to_overloads():
@@ -317,14 +320,23 @@ def test_random_from_without_to_goes_to_dtype_max():
 
 
 def test_random_full_int64_range():
-    x = torch.empty(N, device="tpu", dtype=torch.int64).random_(-2**63, None).cpu()
-    assert (x < -2**62).any() and (x > 2**62).any()
+    x = torch.empty(N, device="tpu", dtype=torch.int64).random_(-(2**63), None).cpu()
+    assert (x < -(2**62)).any() and (x > 2**62).any()
 
 
-@pytest.mark.parametrize("dtype,hi", [
-    (torch.int64, 2**63 - 1), (torch.int32, 2**31 - 1), (torch.int16, 2**15 - 1), (torch.int8, 127),
-    (torch.uint8, 255), (torch.float32, 2**24), (torch.bfloat16, 2**8), (torch.float64, 2**53),
-])
+@pytest.mark.parametrize(
+    "dtype,hi",
+    [
+        (torch.int64, 2**63 - 1),
+        (torch.int32, 2**31 - 1),
+        (torch.int16, 2**15 - 1),
+        (torch.int8, 127),
+        (torch.uint8, 255),
+        (torch.float32, 2**24),
+        (torch.bfloat16, 2**8),
+        (torch.float64, 2**53),
+    ],
+)
 def test_random_default_range_is_zero_to_max(dtype, hi):
     # PyTorch: integers in [0, max], floats in [0, 2^digits] (exact integers).
     x = torch.empty(N, device="tpu", dtype=dtype).random_()
@@ -453,12 +465,19 @@ KS_BOUND = 1.95 / math.sqrt(N)
 DISTRIBUTIONS = {
     # name: (sampler on a tensor, CDF, mean, variance)
     "exponential": (lambda t: t.exponential_(2.0), lambda x: 1 - torch.exp(-2.0 * x), 0.5, 0.25),
-    "log_normal": (lambda t: t.log_normal_(0.5, 0.4),
-                   lambda x: 0.5 * (1 + torch.erf((torch.log(x) - 0.5) / (0.4 * math.sqrt(2)))),
-                   math.exp(0.5 + 0.08), (math.exp(0.16) - 1) * math.exp(1 + 0.16)),
+    "log_normal": (
+        lambda t: t.log_normal_(0.5, 0.4),
+        lambda x: 0.5 * (1 + torch.erf((torch.log(x) - 0.5) / (0.4 * math.sqrt(2)))),
+        math.exp(0.5 + 0.08),
+        (math.exp(0.16) - 1) * math.exp(1 + 0.16),
+    ),
     "cauchy": (lambda t: t.cauchy_(1.0, 2.0), lambda x: 0.5 + torch.atan((x - 1.0) / 2.0) / math.pi, None, None),
-    "normal": (lambda t: t.normal_(-1.0, 3.0),
-               lambda x: 0.5 * (1 + torch.erf((x + 1.0) / (3.0 * math.sqrt(2)))), -1.0, 9.0),
+    "normal": (
+        lambda t: t.normal_(-1.0, 3.0),
+        lambda x: 0.5 * (1 + torch.erf((x + 1.0) / (3.0 * math.sqrt(2)))),
+        -1.0,
+        9.0,
+    ),
 }
 
 
@@ -506,15 +525,18 @@ def test_geometric_counts_trials_to_first_success(p, dtype):
     assert abs(x.mean() - 1 / p) < 8 * math.sqrt((1 - p) / p**2 / N)
 
 
-@pytest.mark.parametrize("op,match", [
-    (lambda t: t.cauchy_(0, 0), "cauchy_ expects sigma > 0.0, but found sigma=0"),
-    (lambda t: t.exponential_(0), "exponential_ expects lambda > 0.0, but found lambda=0"),
-    (lambda t: t.exponential_(-1.5), "exponential_ expects lambda > 0.0"),
-    (lambda t: t.geometric_(-1), r"geometric_ expects p to be in \(0, 1\), but got p=-1"),
-    (lambda t: t.geometric_(1), r"geometric_ expects p to be in \(0, 1\)"),
-    (lambda t: t.log_normal_(0, 0), "log_normal_ expects std > 0.0, but found std=0"),
-    (lambda t: torch.normal(t, -1.0), "normal expects std >= 0.0, but found std -1"),
-])
+@pytest.mark.parametrize(
+    "op,match",
+    [
+        (lambda t: t.cauchy_(0, 0), "cauchy_ expects sigma > 0.0, but found sigma=0"),
+        (lambda t: t.exponential_(0), "exponential_ expects lambda > 0.0, but found lambda=0"),
+        (lambda t: t.exponential_(-1.5), "exponential_ expects lambda > 0.0"),
+        (lambda t: t.geometric_(-1), r"geometric_ expects p to be in \(0, 1\), but got p=-1"),
+        (lambda t: t.geometric_(1), r"geometric_ expects p to be in \(0, 1\)"),
+        (lambda t: t.log_normal_(0, 0), "log_normal_ expects std > 0.0, but found std=0"),
+        (lambda t: torch.normal(t, -1.0), "normal expects std >= 0.0, but found std -1"),
+    ],
+)
 def test_invalid_distribution_parameters_raise_like_cpu(op, match):
     with pytest.raises(RuntimeError, match=match):
         op(torch.zeros(10))
@@ -528,9 +550,15 @@ def test_float_only_samplers_reject_integer_tensors():
             op(torch.zeros(3, dtype=torch.int64, device="tpu"))
 
 
-@pytest.mark.parametrize("op", [
-    lambda t: t.cauchy_(), lambda t: t.exponential_(), lambda t: t.geometric_(0.5), lambda t: t.log_normal_(),
-])
+@pytest.mark.parametrize(
+    "op",
+    [
+        lambda t: t.cauchy_(),
+        lambda t: t.exponential_(),
+        lambda t: t.geometric_(0.5),
+        lambda t: t.log_normal_(),
+    ],
+)
 def test_samplers_write_only_the_view_and_handle_empty(op):
     base = torch.full((4, 6), -7.0, device="tpu")
     op(base[:, ::2])
@@ -636,12 +664,15 @@ def test_multinomial_errors_like_cpu():
 
 
 @pytest.mark.parametrize("replacement", [False, True])
-@pytest.mark.parametrize("probs,match", [
-    ([0.5, float("inf"), 0.5], "inf"),
-    ([0.5, float("nan"), 0.5], "inf"),
-    ([0.5, -0.1, 0.5], "element < 0"),
-    ([[0.5, 0.5], [0.0, 0.0]], "sum of probabilities"),
-])
+@pytest.mark.parametrize(
+    "probs,match",
+    [
+        ([0.5, float("inf"), 0.5], "inf"),
+        ([0.5, float("nan"), 0.5], "inf"),
+        ([0.5, -0.1, 0.5], "element < 0"),
+        ([[0.5, 0.5], [0.0, 0.0]], "sum of probabilities"),
+    ],
+)
 def test_multinomial_invalid_distribution_raises_like_cpu(probs, match, replacement):
     for device in ("cpu", "tpu"):
         with pytest.raises(RuntimeError, match=match if device == "tpu" else None):
@@ -654,8 +685,17 @@ def test_multinomial_check_leaves_valid_rows_sampling():
 
 
 # ---- randperm -----------------------------------------------------------------------
-@pytest.mark.parametrize("n,dtype", [(0, torch.int64), (1, torch.int64), (10, torch.int64), (1000, torch.int32),
-                                     (300, torch.float32), (5000, torch.int64)])
+@pytest.mark.parametrize(
+    "n,dtype",
+    [
+        (0, torch.int64),
+        (1, torch.int64),
+        (10, torch.int64),
+        (1000, torch.int32),
+        (300, torch.float32),
+        (5000, torch.int64),
+    ],
+)
 def test_randperm_is_a_permutation(n, dtype):
     x = torch.randperm(n, device="tpu", dtype=dtype)
     assert x.dtype == dtype and x.shape == (n,) and x.device.type == "tpu"
@@ -674,8 +714,9 @@ def test_randperm_out_and_generator():
     assert torch.equal(out.cpu().sort().values, torch.arange(7))
     g1 = torch.Generator(device="tpu").manual_seed(3)
     g2 = torch.Generator(device="tpu").manual_seed(3)
-    assert torch.equal(torch.randperm(50, device="tpu", generator=g1).cpu(),
-                       torch.randperm(50, device="tpu", generator=g2).cpu())
+    assert torch.equal(
+        torch.randperm(50, device="tpu", generator=g1).cpu(), torch.randperm(50, device="tpu", generator=g2).cpu()
+    )
 
 
 # ---- reproducibility of the new samplers ----------------------------------------------
@@ -702,26 +743,35 @@ def test_more_samplers_replay_under_tpu_manual_seed(name):
     def run(seed):
         torch.tpu.manual_seed(seed)
         return MORE_SAMPLERS[name]().cpu()
+
     assert torch.equal(run(5), run(5))
     assert not torch.equal(run(5), run(6))
 
 
-@pytest.mark.parametrize("op", [
-    lambda t, g: t.cauchy_(generator=g), lambda t, g: t.exponential_(generator=g),
-    lambda t, g: t.geometric_(0.4, generator=g), lambda t, g: t.log_normal_(generator=g),
-    lambda t, g: torch.normal(t, 1.0, generator=g), lambda t, g: torch.multinomial(t + 1, 5, generator=g),
-])
+@pytest.mark.parametrize(
+    "op",
+    [
+        lambda t, g: t.cauchy_(generator=g),
+        lambda t, g: t.exponential_(generator=g),
+        lambda t, g: t.geometric_(0.4, generator=g),
+        lambda t, g: t.log_normal_(generator=g),
+        lambda t, g: torch.normal(t, 1.0, generator=g),
+        lambda t, g: torch.multinomial(t + 1, 5, generator=g),
+    ],
+)
 def test_generator_argument_of_distributions(op):
     def run(seed):
         g = torch.Generator(device="tpu")
         g.manual_seed(seed)
         return op(torch.zeros(100, device="tpu"), g).cpu()
+
     assert torch.equal(run(3), run(3))
     assert not torch.equal(run(3), run(4))
 
 
 def test_distributions_are_lowered_not_fallbacks():
     import torch_tpu
+
     torch_tpu.reset_metrics()
     for make in MORE_SAMPLERS.values():
         make()

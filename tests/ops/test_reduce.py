@@ -6,8 +6,8 @@ import math
 
 import pytest
 import torch
-
-from reference import assert_close, check_op, make_input as make
+from reference import assert_close, check_op
+from reference import make_input as make
 
 FLOATS = [torch.float32, torch.bfloat16]
 
@@ -126,6 +126,7 @@ def test_prod_gradient_without_zeros():
 
 # ---- all / any --------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("op", ["all", "any"])
 @pytest.mark.parametrize("dtype", [torch.bool, torch.float32, torch.int64, torch.uint8])
 @pytest.mark.parametrize("dim", [None, 0, -1, (0, 2), ()])
@@ -157,6 +158,7 @@ def test_all_out_variant():
 
 
 # ---- amax / amin / max / min -----------------------------------------------------
+
 
 @pytest.mark.parametrize("op", ["amax", "amin"])
 @pytest.mark.parametrize("dtype", FLOATS + [torch.int64, torch.bool])
@@ -240,6 +242,7 @@ def test_max_dim_out_variant():
 
 # ---- argmax / argmin --------------------------------------------------------------
 
+
 @pytest.mark.parametrize("op", ["argmax", "argmin"])
 @pytest.mark.parametrize("dtype", FLOATS + [torch.int64])
 @pytest.mark.parametrize("dim", [None, 0, -1])
@@ -266,6 +269,7 @@ def test_argmax_of_zero_dim_and_non_contiguous():
 
 # ---- var / std ----------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("op", ["var", "std"])
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("dim", [None, 0, -1, (0, 2)])
@@ -285,6 +289,7 @@ def test_var_unbiased_flag_and_degenerate_sizes():
 
 
 # ---- norms ----------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("ord", [2, 1, math.inf, -math.inf, 0, 3, 0.5, -1])
 @pytest.mark.parametrize("dim", [None, -1, (0, 1)])
@@ -306,6 +311,7 @@ def test_linalg_vector_norm_bfloat16_dtype_argument_and_views():
 
 # ---- logsumexp ------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("dim", [0, -1, (0, 2)])
 @pytest.mark.parametrize("keepdim", [False, True])
@@ -321,6 +327,7 @@ def test_logsumexp_infinities_and_large_values():
 
 
 # ---- softmax / log_softmax ------------------------------------------------------------
+
 
 @pytest.mark.parametrize("fn", ["softmax", "log_softmax"])
 @pytest.mark.parametrize("dtype", FLOATS)
@@ -363,6 +370,7 @@ def test_softmax_backward_data_ops_match_cpu(dtype, dim):
 
 
 # ---- cumsum ----------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("dtype", FLOATS + [torch.int64, torch.int32, torch.bool])
 @pytest.mark.parametrize("dim", [0, 1, -1])

@@ -7,13 +7,19 @@ grid_sample in every interpolation and padding mode, 2d and 3d."""
 import pytest
 import torch
 import torch.nn.functional as F
-
 from reference import check_op
 
 BF16_TOL = dict(atol=2e-2, rtol=2e-2)
 
-SIZES_2D = [dict(size=(9, 4)), dict(size=(5, 7)), dict(size=(10, 14)), dict(size=(1, 1)),
-            dict(scale_factor=1.7), dict(scale_factor=(0.6, 2.3)), dict(scale_factor=2)]
+SIZES_2D = [
+    dict(size=(9, 4)),
+    dict(size=(5, 7)),
+    dict(size=(10, 14)),
+    dict(size=(1, 1)),
+    dict(scale_factor=1.7),
+    dict(scale_factor=(0.6, 2.3)),
+    dict(scale_factor=2),
+]
 
 
 @pytest.mark.parametrize("mode", ["nearest", "nearest-exact"])
@@ -26,35 +32,57 @@ def test_interpolate_nearest_2d_matches_cpu_with_gradient(mode, sizing):
 @pytest.mark.parametrize("align_corners", [False, True])
 @pytest.mark.parametrize("sizing", SIZES_2D)
 def test_interpolate_bilinear_bicubic_match_cpu_with_gradient(mode, align_corners, sizing):
-    check_op(lambda x: F.interpolate(x, mode=mode, align_corners=align_corners, **sizing),
-             torch.randn(2, 3, 5, 7), grad=True)
+    check_op(
+        lambda x: F.interpolate(x, mode=mode, align_corners=align_corners, **sizing), torch.randn(2, 3, 5, 7), grad=True
+    )
 
 
 @pytest.mark.parametrize("recompute", [False, True])
 def test_interpolate_uses_the_given_scale_unless_recomputed(recompute):
     # 5 * 1.3 = 6.5 -> 6 outputs: the source index uses 1/1.3 unless recomputed from 5/6.
-    check_op(lambda x: F.interpolate(x, scale_factor=1.3, mode="bilinear", recompute_scale_factor=recompute),
-             torch.randn(1, 2, 5, 5), grad=True)
-    check_op(lambda x: F.interpolate(x, scale_factor=1.3, mode="nearest", recompute_scale_factor=recompute),
-             torch.randn(1, 2, 5, 5), grad=True)
+    check_op(
+        lambda x: F.interpolate(x, scale_factor=1.3, mode="bilinear", recompute_scale_factor=recompute),
+        torch.randn(1, 2, 5, 5),
+        grad=True,
+    )
+    check_op(
+        lambda x: F.interpolate(x, scale_factor=1.3, mode="nearest", recompute_scale_factor=recompute),
+        torch.randn(1, 2, 5, 5),
+        grad=True,
+    )
 
 
-@pytest.mark.parametrize("mode,kw", [("nearest", {}), ("nearest-exact", {}), ("linear", dict(align_corners=False)),
-                                     ("linear", dict(align_corners=True))])
+@pytest.mark.parametrize(
+    "mode,kw",
+    [
+        ("nearest", {}),
+        ("nearest-exact", {}),
+        ("linear", dict(align_corners=False)),
+        ("linear", dict(align_corners=True)),
+    ],
+)
 @pytest.mark.parametrize("sizing", [dict(size=3), dict(size=11), dict(scale_factor=2.5), dict(scale_factor=0.5)])
 def test_interpolate_1d_matches_cpu(mode, kw, sizing):
     check_op(lambda x: F.interpolate(x, mode=mode, **kw, **sizing), torch.randn(2, 3, 6), grad=True)
 
 
-@pytest.mark.parametrize("mode,kw", [("nearest", {}), ("nearest-exact", {}), ("trilinear", dict(align_corners=False)),
-                                     ("trilinear", dict(align_corners=True))])
+@pytest.mark.parametrize(
+    "mode,kw",
+    [
+        ("nearest", {}),
+        ("nearest-exact", {}),
+        ("trilinear", dict(align_corners=False)),
+        ("trilinear", dict(align_corners=True)),
+    ],
+)
 @pytest.mark.parametrize("sizing", [dict(size=(4, 6, 3)), dict(scale_factor=(1.5, 0.7, 2.0))])
 def test_interpolate_3d_matches_cpu(mode, kw, sizing):
     check_op(lambda x: F.interpolate(x, mode=mode, **kw, **sizing), torch.randn(1, 2, 3, 4, 5), grad=True)
 
 
-@pytest.mark.parametrize("mode,kw", [("nearest", {}), ("bilinear", dict(align_corners=False)),
-                                     ("bicubic", dict(align_corners=True))])
+@pytest.mark.parametrize(
+    "mode,kw", [("nearest", {}), ("bilinear", dict(align_corners=False)), ("bicubic", dict(align_corners=True))]
+)
 def test_interpolate_bfloat16_matches_cpu_within_bfloat16_rounding(mode, kw):
     x = torch.randn(2, 3, 6, 5).bfloat16()
     check_op(lambda t: F.interpolate(t, size=(9, 4), mode=mode, **kw), x, **BF16_TOL)
@@ -77,8 +105,11 @@ def test_interpolate_channels_last_and_non_contiguous_inputs(mode):
 @pytest.mark.parametrize("align_corners", [False, True])
 @pytest.mark.parametrize("sizing", [dict(size=(4, 5)), dict(size=(13, 6)), dict(scale_factor=0.37), dict(size=(1, 1))])
 def test_antialiased_interpolate_matches_cpu_with_gradient(mode, align_corners, sizing):
-    check_op(lambda x: F.interpolate(x, mode=mode, antialias=True, align_corners=align_corners, **sizing),
-             torch.randn(2, 3, 9, 11), grad=True)
+    check_op(
+        lambda x: F.interpolate(x, mode=mode, antialias=True, align_corners=align_corners, **sizing),
+        torch.randn(2, 3, 9, 11),
+        grad=True,
+    )
 
 
 def test_upsample_out_variant_writes_into_the_given_tensor():
@@ -102,8 +133,12 @@ GRID_PADDING = ["zeros", "border", "reflection"]
 @pytest.mark.parametrize("align_corners", [False, True])
 def test_grid_sample_2d_matches_cpu_with_input_and_grid_gradients(mode, padding_mode, align_corners):
     grid = torch.rand(2, 5, 4, 2) * 2.4 - 1.2  # some points outside [-1, 1]
-    check_op(lambda x, g: F.grid_sample(x, g, mode=mode, padding_mode=padding_mode, align_corners=align_corners),
-             torch.randn(2, 3, 6, 7), grid, grad=True)
+    check_op(
+        lambda x, g: F.grid_sample(x, g, mode=mode, padding_mode=padding_mode, align_corners=align_corners),
+        torch.randn(2, 3, 6, 7),
+        grid,
+        grad=True,
+    )
 
 
 @pytest.mark.parametrize("mode", ["bilinear", "nearest"])
@@ -111,8 +146,12 @@ def test_grid_sample_2d_matches_cpu_with_input_and_grid_gradients(mode, padding_
 @pytest.mark.parametrize("align_corners", [False, True])
 def test_grid_sample_3d_matches_cpu_with_input_and_grid_gradients(mode, padding_mode, align_corners):
     grid = torch.rand(2, 3, 5, 4, 3) * 2.4 - 1.2
-    check_op(lambda x, g: F.grid_sample(x, g, mode=mode, padding_mode=padding_mode, align_corners=align_corners),
-             torch.randn(2, 3, 6, 7, 5), grid, grad=True)
+    check_op(
+        lambda x, g: F.grid_sample(x, g, mode=mode, padding_mode=padding_mode, align_corners=align_corners),
+        torch.randn(2, 3, 6, 7, 5),
+        grid,
+        grad=True,
+    )
 
 
 @pytest.mark.parametrize("mode", ["bilinear", "nearest"])
@@ -122,13 +161,22 @@ def test_grid_sample_bfloat16_rounds_each_step_like_cpu(mode, padding_mode, alig
     # CPU computes bfloat16 grid sampling in bfloat16, operation by operation.
     x = torch.randn(1, 2, 5, 6).bfloat16()
     grid = (torch.rand(1, 4, 5, 2) * 2.4 - 1.2).bfloat16()
-    check_op(lambda t, g: F.grid_sample(t, g, mode=mode, padding_mode=padding_mode, align_corners=align_corners),
-             x, grid, **BF16_TOL)
+    check_op(
+        lambda t, g: F.grid_sample(t, g, mode=mode, padding_mode=padding_mode, align_corners=align_corners),
+        x,
+        grid,
+        **BF16_TOL,
+    )
 
 
 def test_affine_grid_then_grid_sample_matches_cpu_with_theta_gradient():
     # Off-lattice points: at exact pixel positions the gradient is discontinuous.
     theta = torch.tensor([[[0.83, -0.57, 0.13], [0.61, 0.79, -0.23]]])
-    check_op(lambda x, th: F.grid_sample(x, F.affine_grid(th, (1, 2, 7, 9), align_corners=False),
-                                         align_corners=False), torch.randn(1, 2, 7, 9), theta, grad=True,
-             atol=1e-4, rtol=1e-4)
+    check_op(
+        lambda x, th: F.grid_sample(x, F.affine_grid(th, (1, 2, 7, 9), align_corners=False), align_corners=False),
+        torch.randn(1, 2, 7, 9),
+        theta,
+        grad=True,
+        atol=1e-4,
+        rtol=1e-4,
+    )

@@ -4,7 +4,6 @@ empty inputs, non-contiguous views, in-place/out= forms and gradients."""
 
 import pytest
 import torch
-
 from reference import assert_close, check_op
 
 NAN = float("nan")

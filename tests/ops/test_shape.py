@@ -2,7 +2,6 @@
 
 import pytest
 import torch
-
 from reference import assert_close, check_op, make_input
 
 
@@ -15,6 +14,7 @@ ALL_DTYPES = [torch.float32, torch.bfloat16, torch.int64, torch.bool]
 
 # ---- cat ---------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("dtype", ALL_DTYPES)
 @pytest.mark.parametrize("dim", [0, 1, -1])
 def test_cat_matches_cpu(dtype, dim):
@@ -23,8 +23,12 @@ def test_cat_matches_cpu(dtype, dim):
 
 
 def test_cat_of_mixed_dtypes_promotes():
-    f, i, b, h = torch.randn(2, 3), torch.randint(0, 9, (1, 3)), torch.ones(2, 3, dtype=torch.bool), \
-        torch.randn(1, 3).to(torch.bfloat16)
+    f, i, b, h = (
+        torch.randn(2, 3),
+        torch.randint(0, 9, (1, 3)),
+        torch.ones(2, 3, dtype=torch.bool),
+        torch.randn(1, 3).to(torch.bfloat16),
+    )
     out = check_op(lambda f, i, b, h: torch.cat([f, i, b, h]), f, i, b, h, grad=True)
     assert out.dtype == torch.float32
     out = check_op(lambda i, b: torch.cat([b, i]), i, b)
@@ -61,6 +65,7 @@ def test_cat_single_tensor_and_out_variant():
 
 # ---- tril / triu -------------------------------------------------------------
 
+
 @pytest.mark.parametrize("op", [torch.tril, torch.triu])
 @pytest.mark.parametrize("diagonal", [-2, -1, 0, 1, 3, 10, -10])
 def test_triangle_on_batched_input(op, diagonal):
@@ -82,6 +87,7 @@ def test_triangle_inplace_on_transposed_view_and_out(name):
         x = x.clone()
         getattr(x.transpose(-1, -2), name + "_")(1)
         return x
+
     check_op(fn, torch.randn(2, 4, 3))
     x = torch.randn(4, 4)
     out = torch.empty(0, device="tpu")

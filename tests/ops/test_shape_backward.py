@@ -4,7 +4,6 @@ back where the window read it), against CPU."""
 
 import pytest
 import torch
-
 from reference import assert_close, check_op
 
 # (input shape, dim, size, step)

@@ -4,8 +4,8 @@ indices, dims/keepdim, dtypes, non-contiguous inputs and gradients."""
 
 import pytest
 import torch
-
-from reference import assert_close, check_op, make_input as make
+from reference import assert_close, check_op
+from reference import make_input as make
 
 NAN = float("nan")
 
@@ -33,6 +33,7 @@ def check_nan(fn, *inputs):
 
 
 # ---- sort / argsort ---------------------------------------------------------------
+
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.int32, torch.bool])
 @pytest.mark.parametrize("dim", [0, 1, -1])
@@ -72,6 +73,7 @@ def test_sort_gradient_flows_to_sorted_positions():
 
 # ---- topk ----------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("largest", [True, False])
 @pytest.mark.parametrize("dim", [0, -1])
 def test_topk_matches_cpu(largest, dim):
@@ -92,6 +94,7 @@ def test_topk_k_too_large_raises_like_cpu():
 
 
 # ---- kthvalue / median / nanmedian / mode -----------------------------------------
+
 
 @pytest.mark.parametrize("keepdim", [False, True])
 def test_kthvalue_matches_cpu_and_gradient(keepdim):

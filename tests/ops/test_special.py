@@ -6,11 +6,27 @@ inputs, non-contiguous inputs, out= and in-place variants, backward."""
 
 import pytest
 import torch
-
 from reference import assert_close, check_op, to_device
 
-SPECIALS = [float("nan"), float("inf"), -float("inf"), 0.0, -0.0, 0.5, -0.5, 1.0, -1.0, 2.0, -2.0, -2.5, 3.0, 10.0,
-            1e-20, 30.0, 100.0]
+SPECIALS = [
+    float("nan"),
+    float("inf"),
+    -float("inf"),
+    0.0,
+    -0.0,
+    0.5,
+    -0.5,
+    1.0,
+    -1.0,
+    2.0,
+    -2.0,
+    -2.5,
+    3.0,
+    10.0,
+    1e-20,
+    30.0,
+    100.0,
+]
 
 
 def specials():
@@ -162,11 +178,18 @@ def test_xlogy_scalars_broadcast_backward_and_in_place(fn):
 
 # ---- orthogonal polynomials ------------------------------------------------------------
 POLYNOMIALS = [
-    torch.special.chebyshev_polynomial_t, torch.special.chebyshev_polynomial_u, torch.special.chebyshev_polynomial_v,
-    torch.special.chebyshev_polynomial_w, torch.special.shifted_chebyshev_polynomial_t,
-    torch.special.shifted_chebyshev_polynomial_u, torch.special.shifted_chebyshev_polynomial_v,
-    torch.special.shifted_chebyshev_polynomial_w, torch.special.hermite_polynomial_h,
-    torch.special.hermite_polynomial_he, torch.special.laguerre_polynomial_l, torch.special.legendre_polynomial_p,
+    torch.special.chebyshev_polynomial_t,
+    torch.special.chebyshev_polynomial_u,
+    torch.special.chebyshev_polynomial_v,
+    torch.special.chebyshev_polynomial_w,
+    torch.special.shifted_chebyshev_polynomial_t,
+    torch.special.shifted_chebyshev_polynomial_u,
+    torch.special.shifted_chebyshev_polynomial_v,
+    torch.special.shifted_chebyshev_polynomial_w,
+    torch.special.hermite_polynomial_h,
+    torch.special.hermite_polynomial_he,
+    torch.special.laguerre_polynomial_l,
+    torch.special.legendre_polynomial_p,
 ]
 
 

@@ -5,10 +5,10 @@ data-dependent ops (unique, bincount, histc, repeat_interleave)."""
 
 import pytest
 import torch
+from reference import assert_close, check_op
+from reference import make_input as make
 
 import torch_tpu
-
-from reference import assert_close, check_op, make_input as make
 
 NAN = float("nan")
 
@@ -33,8 +33,11 @@ def test_nansum_and_nanmean_skip_nan(dim, keepdim):
 @pytest.mark.parametrize("dim", [None, 1, (0, 2)])
 @pytest.mark.parametrize("correction", [0, 1, 2])
 def test_var_mean_std_mean_match_cpu(op, dtype, dim, correction):
-    check_op(lambda t: op(t, dim=dim, correction=correction, keepdim=dim == 1), make((3, 4, 5), dtype),
-             grad=dtype == torch.float32)
+    check_op(
+        lambda t: op(t, dim=dim, correction=correction, keepdim=dim == 1),
+        make((3, 4, 5), dtype),
+        grad=dtype == torch.float32,
+    )
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.bool])
@@ -116,10 +119,12 @@ def test_equal_compares_sizes_and_values():
 
 def test_data_dependent_ops_match_cpu():
     x = torch.tensor([3, 1, 3, 3, 2, 1, 7])
-    for fn in (lambda t: torch.unique(t, return_inverse=True, return_counts=True),
-               lambda t: torch.unique_consecutive(t, return_counts=True),
-               lambda t: torch.bincount(t, minlength=9),
-               lambda t: torch.repeat_interleave(t.abs())):
+    for fn in (
+        lambda t: torch.unique(t, return_inverse=True, return_counts=True),
+        lambda t: torch.unique_consecutive(t, return_counts=True),
+        lambda t: torch.bincount(t, minlength=9),
+        lambda t: torch.repeat_interleave(t.abs()),
+    ):
         expected, actual = fn(x), fn(x.to("tpu"))
         assert_close(actual, expected)
     check_op(lambda t: torch.histc(t, bins=5), torch.randn(20))

@@ -11,7 +11,6 @@ tpu tensors through host memory and writes results back into them in place
 
 import os
 
-import torch
 import torch.distributed as dist
 
 BACKEND_NAMES = ("tpu_dist", "tpu")

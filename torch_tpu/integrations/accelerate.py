@@ -57,7 +57,7 @@ def _tpu_max_memory(max_memory, convert_file_size_to_int):
     unknown = [k for k in memory if not isinstance(k, int) and k not in ("mps", "cpu", "disk")]
     if unknown:
         raise ValueError(
-            f"Device {unknown[0]} is not recognized, available devices are integers(for GPU/XPU), 'mps', 'cpu' and 'disk'"
+            f"Device {unknown[0]} is not recognized, available devices are integers(for GPU/XPU), 'mps', 'cpu' and 'disk'"  # noqa: E501 (accelerate's own words)
         )
     # accelerate fills devices in this order: accelerators by index first.
     order = sorted(k for k in memory if isinstance(k, int)) + [k for k in ("mps", "cpu", "disk") if k in memory]

@@ -25,10 +25,10 @@ Value point_coordinates(Builder& b, const Shape& shape, int64_t dim, const Value
 
 void check_index_in_dim(LowerContext& ctx, const Value& index, int64_t dim, int64_t size, const std::string& op,
                         bool runtime_error) {
-  ctx.check_in_range(index, 0, size,
-                     op + ": index out of bounds for dimension " + std::to_string(dim) + " with size " +
-                         std::to_string(size),
-                     runtime_error);
+  ctx.check_in_range(
+      index, 0, size,
+      op + ": index out of bounds for dimension " + std::to_string(dim) + " with size " + std::to_string(size),
+      runtime_error);
 }
 
 std::optional<ScatterAlongDim> scatter_along_dim(LowerContext& ctx, const Value& src, ElementType t,

@@ -16,7 +16,8 @@ const TensorType& OutputMask::next_type() const {
 }
 
 std::vector<Value> OutputMask::finish() const {
-  if (results_.size() != types_.size()) throw std::invalid_argument(op_ + ": defined results differ from the meta kernel's");
+  if (results_.size() != types_.size())
+    throw std::invalid_argument(op_ + ": defined results differ from the meta kernel's");
   return results_;
 }
 

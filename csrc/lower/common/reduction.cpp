@@ -18,12 +18,11 @@ std::vector<int64_t> all_dims(int64_t rank) {
 // list means every dim for sum/mean/amax/var ... (`empty_is_all`), but
 // nothing for all.dims/any.dims (PyTorch 2.2+). A 0-d tensor accepts dim
 // 0 / -1 and has nothing to reduce.
-std::vector<int64_t> reduction_dims(const LowerContext& ctx, size_t i, int64_t rank, bool present,
-                                    bool empty_is_all) {
+std::vector<int64_t> reduction_dims(const LowerContext& ctx, size_t i, int64_t rank, bool present, bool empty_is_all) {
   std::vector<int64_t> dims;
   if (rank == 0) return dims;
-  const bool given = present && ctx.has(i) &&
-                     (ctx.args[i].kind == Arg::Kind::Int || ctx.args[i].kind == Arg::Kind::IntList);
+  const bool given =
+      present && ctx.has(i) && (ctx.args[i].kind == Arg::Kind::Int || ctx.args[i].kind == Arg::Kind::IntList);
   if (!given || (ctx.args[i].kind == Arg::Kind::IntList && ctx.args[i].ints.empty() && empty_is_all)) {
     for (int64_t d = 0; d < rank; ++d) dims.push_back(d);
     return dims;
@@ -73,8 +72,8 @@ Value nan_max_min(Builder& b, const Value& x, const std::vector<int64_t>& dims, 
   const std::string comb = is_max ? "maximum" : "minimum";
   if (!hlo::is_float(t)) return reduce_with(b, x, dims, comb);
   TensorType scalar{t, {}};
-  return b.op_with_region("reduce", {x, reduce_init(b, comb, t)}, {{t, kept_shape(x, dims)}}, "dimensions = " + Builder::dims_attr(dims),
-                          {scalar, scalar},
+  return b.op_with_region("reduce", {x, reduce_init(b, comb, t)}, {{t, kept_shape(x, dims)}},
+                          "dimensions = " + Builder::dims_attr(dims), {scalar, scalar},
                           [&](Builder& rb, const std::vector<Value>& a) {
                             Value m = rb.binary(comb, a[0], a[1]);
                             m = rb.select(is_nan(rb, a[1]), a[1], m);
@@ -106,12 +105,8 @@ Value vector_norm(Builder& b, const Value& x, const std::vector<int64_t>& dims, 
   return b.binary("power", s, b.splat(1.0 / ord, s.type));
 }
 
-Value sum_all(Builder& b, const Value& x) {
-  return reduce_with(b, x, all_dims(x.rank()), "add");
-}
+Value sum_all(Builder& b, const Value& x) { return reduce_with(b, x, all_dims(x.rank()), "add"); }
 
-Value any_true(Builder& b, const Value& pred) {
-  return reduce_with(b, pred, all_dims(pred.rank()), "or");
-}
+Value any_true(Builder& b, const Value& pred) { return reduce_with(b, pred, all_dims(pred.rank()), "or"); }
 
 }  // namespace torch_tpu::lower

@@ -47,7 +47,8 @@ Value scaled_top_bits(LowerContext& ctx, const Shape& shape, ElementType acc, in
   const bool wide = acc == ElementType::F64;
   const ElementType bits_t = wide ? ElementType::U64 : ElementType::U32;
   Value bits = random_bits(ctx, shape, bits_t);
-  Value top = b.binary("shift_right_logical", bits, b.broadcast_to(b.constant_int((wide ? 64 : 32) - m, bits_t), shape));
+  Value top =
+      b.binary("shift_right_logical", bits, b.broadcast_to(b.constant_int((wide ? 64 : 32) - m, bits_t), shape));
   Value f = b.convert(top, acc);
   if (offset != 0) f = b.binary("add", f, b.splat(offset, {acc, shape}));
   return b.binary("multiply", f, b.splat(std::ldexp(1.0, -m), {acc, shape}));

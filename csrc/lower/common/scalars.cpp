@@ -16,6 +16,8 @@ Value host_number(LowerContext& ctx, double v, ElementType dtype, const Shape& s
   return ctx.b.broadcast_to(ctx.cast_scalar(float_scalar(v), dtype), shape);
 }
 
-Value host_number(LowerContext& ctx, double v, const Value& like) { return host_number(ctx, v, like.dtype(), like.shape()); }
+Value host_number(LowerContext& ctx, double v, const Value& like) {
+  return host_number(ctx, v, like.dtype(), like.shape());
+}
 
 }  // namespace torch_tpu::lower

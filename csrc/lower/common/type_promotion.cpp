@@ -74,8 +74,8 @@ ElementType result_type(LowerContext& ctx, std::initializer_list<size_t> idx) {
       // complex -> complex64 (the default dtype's complex type).
       ElementType t = a.scalar.kind == ScalarArg::Kind::Complex ? ElementType::C64
                       : a.scalar.kind == ScalarArg::Kind::Float ? ElementType::F32
-                      : a.scalar.kind == ScalarArg::Kind::Bool ? ElementType::Pred
-                                                               : ElementType::S64;
+                      : a.scalar.kind == ScalarArg::Kind::Bool  ? ElementType::Pred
+                                                                : ElementType::S64;
       update(st.wrapped, t);
     } else if (a.kind == Arg::Kind::Double) {
       update(st.wrapped, ElementType::F32);
@@ -94,17 +94,28 @@ ElementType result_type(LowerContext& ctx, std::initializer_list<size_t> idx) {
 
 const char* torch_dtype_name(ElementType t) {
   switch (t) {
-    case ElementType::Pred: return "Bool";
-    case ElementType::S8: return "Char";
-    case ElementType::S16: return "Short";
-    case ElementType::S32: return "Int";
-    case ElementType::S64: return "Long";
-    case ElementType::U8: return "Byte";
-    case ElementType::F16: return "Half";
-    case ElementType::BF16: return "BFloat16";
-    case ElementType::F32: return "Float";
-    case ElementType::F64: return "Double";
-    default: return hlo::mlir_name(t);
+    case ElementType::Pred:
+      return "Bool";
+    case ElementType::S8:
+      return "Char";
+    case ElementType::S16:
+      return "Short";
+    case ElementType::S32:
+      return "Int";
+    case ElementType::S64:
+      return "Long";
+    case ElementType::U8:
+      return "Byte";
+    case ElementType::F16:
+      return "Half";
+    case ElementType::BF16:
+      return "BFloat16";
+    case ElementType::F32:
+      return "Float";
+    case ElementType::F64:
+      return "Double";
+    default:
+      return hlo::mlir_name(t);
   }
 }
 
