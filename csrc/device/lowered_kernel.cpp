@@ -5,9 +5,9 @@
 #include <set>
 
 #include "device/argument_checks.h"
-#include "device/debug_checks.h"
 #include "device/generator.h"
 #include "device/meta_inference.h"
+#include "device/mode_executor.h"
 #include "device/op_cache.h"
 #include "device/tensor_program.h"
 #include "runtime/eager_mode.h"
@@ -161,8 +161,9 @@ Arg to_arg(TensorProgram& prog, const c10::Argument& schema_arg, const c10::IVal
 }  // namespace
 
 void LoweredKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySet /*ks*/, torch::jit::Stack* stack) {
+  const ModeExecutor& mode = current_mode_executor();
   runtime::metrics().ops_dispatched++;
-  runtime::metrics().count_op_in_mode(runtime::eager_mode_name(runtime::eager_mode()));
+  runtime::metrics().count_op_in_mode(runtime::eager_mode_name(mode.mode()));
   const c10::FunctionSchema& schema = op.schema();
   const size_t num_args = schema.arguments().size();
   std::vector<c10::IValue> args(stack->end() - num_args, stack->end());
@@ -170,9 +171,8 @@ void LoweredKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
 
   if (spec_->normalize_arguments) spec_->normalize_arguments(args);
 
-  // Strict: a signature seen before replays its captured program.
-  std::optional<OpCall> cached_call;
-  if (runtime::eager_mode() == runtime::EagerMode::Strict) cached_call = op_cache_call(op, *spec_, args);
+  // A signature seen before replays its captured program (Strict).
+  const std::optional<OpCall> cached_call = mode.cache_record(op, *spec_, args);
   if (cached_call) {
     if (auto replayed = op_cache_replay(op, *cached_call)) {
       for (auto& r : *replayed) stack->push_back(std::move(r));
@@ -189,8 +189,7 @@ void LoweredKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
   const int device = op_device(tensors);
 
   check_arguments(*spec_, schema, args);
-  const bool debug = runtime::eager_mode() == runtime::EagerMode::Debug;
-  if (debug && spec_->debug_check) spec_->debug_check(schema, args);
+  mode.check_arguments(*spec_, schema, args);
 
   // 1. PyTorch's meta kernel: argument checks, result shapes and dtypes.
   MetaResult meta = infer_meta(op, args, spec_->meta_reads_numbers);
@@ -288,16 +287,8 @@ void LoweredKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
       continue;
     prog.write(args[i].toTensor(), results[k++]);
   }
-  if (cached_call && op_cache_should_capture(op, *cached_call)) {
-    op_cache_capture(op, *cached_call, prog.release(), device, returns);
-  } else {
-    prog.run(c10::toString(schema.operator_name()));
-  }
-  if (debug) {
-    runtime::DeviceRuntime::get().synchronize(device);  // errors surface at this op
-    check_finite_results(schema.overload_name().empty() ? schema.name() : schema.name() + "." + schema.overload_name(),
-                         returns);
-  }
+  mode.launch(op, cached_call, prog, device, returns);
+  mode.after_launch(schema, device, returns);
   for (auto& r : returns) stack->push_back(std::move(r));
 }
 

@@ -3,7 +3,7 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include "device/generator.h"
-#include "runtime/eager_mode.h"
+#include "device/mode_executor.h"
 #include "runtime/metrics.h"
 
 #include <algorithm>
@@ -80,8 +80,7 @@ void ProgramState::rewind_to_op(size_t op) {
   rewind(op, r.slots, r.args, r.checks, r.undo, r.checkpoint);
 }
 
-TensorProgram::TensorProgram(int device)
-    : device_(device), deferred_(runtime::eager_mode() == runtime::EagerMode::DeferAndFuse) {
+TensorProgram::TensorProgram(int device) : device_(device), deferred_(current_mode_executor().defers_programs()) {
   if (!deferred_) {
     own_ = std::make_unique<ProgramState>(device);
     state_ = own_.get();

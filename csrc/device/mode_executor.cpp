@@ -1,0 +1,77 @@
+#include "device/mode_executor.h"
+
+#include "device/debug_checks.h"
+#include "device/tensor_program.h"
+#include "runtime/device_runtime.h"
+
+namespace torch_tpu::device {
+
+void ModeExecutor::launch(const c10::OperatorHandle& op, const std::optional<OpCall>& /*call*/, TensorProgram& program,
+                          int /*device*/, const std::vector<c10::IValue>& /*returns*/) const {
+  // The name a failed program's error shows (under DeferAndFuse, run() only
+  // marks the op recorded; the pending program runs at its flush).
+  program.run(c10::toString(op.schema().operator_name()));
+}
+
+namespace {
+
+class StrictExecutor final : public ModeExecutor {
+ public:
+  runtime::EagerMode mode() const override { return runtime::EagerMode::Strict; }
+
+  std::optional<OpCall> cache_record(const c10::OperatorHandle& op, const OpSpec& spec,
+                                     const std::vector<c10::IValue>& args) const override {
+    return op_cache_call(op, spec, args);
+  }
+
+  void launch(const c10::OperatorHandle& op, const std::optional<OpCall>& call, TensorProgram& program, int device,
+              const std::vector<c10::IValue>& returns) const override {
+    if (call && op_cache_should_capture(op, *call)) {
+      op_cache_capture(op, *call, program.release(), device, returns);
+    } else {
+      ModeExecutor::launch(op, call, program, device, returns);
+    }
+  }
+};
+
+class DebugExecutor final : public ModeExecutor {
+ public:
+  runtime::EagerMode mode() const override { return runtime::EagerMode::Debug; }
+
+  void check_arguments(const OpSpec& spec, const c10::FunctionSchema& schema,
+                       const std::vector<c10::IValue>& args) const override {
+    if (spec.debug_check) spec.debug_check(schema, args);
+  }
+
+  void after_launch(const c10::FunctionSchema& schema, int device,
+                    const std::vector<c10::IValue>& returns) const override {
+    runtime::DeviceRuntime::get().synchronize(device);  // errors surface at this op
+    check_finite_results(schema.overload_name().empty() ? schema.name() : schema.name() + "." + schema.overload_name(),
+                         returns);
+  }
+};
+
+class DeferAndFuseExecutor final : public ModeExecutor {
+ public:
+  runtime::EagerMode mode() const override { return runtime::EagerMode::DeferAndFuse; }
+  bool defers_programs() const override { return true; }
+};
+
+}  // namespace
+
+const ModeExecutor& mode_executor(runtime::EagerMode mode) {
+  static const StrictExecutor strict;
+  static const DebugExecutor debug;
+  static const DeferAndFuseExecutor defer_and_fuse;
+  switch (mode) {
+    case runtime::EagerMode::Strict:
+      return strict;
+    case runtime::EagerMode::Debug:
+      return debug;
+    case runtime::EagerMode::DeferAndFuse:
+      return defer_and_fuse;
+  }
+  return strict;
+}
+
+}  // namespace torch_tpu::device
