@@ -298,6 +298,9 @@ DTYPE_GAPS = {
     "lerp of int": lambda d: torch.lerp(
         _ones(3, device=d, dtype=torch.long), _ones(3, device=d, dtype=torch.long), 0.5
     ),
+    "addmm_ of bool": lambda d: _ones(2, 2, device=d, dtype=torch.bool).addmm_(
+        _ones(2, 2, device=d, dtype=torch.bool), _ones(2, 2, device=d, dtype=torch.bool)
+    ),
     "mm of bool": lambda d: _ones(2, 2, device=d, dtype=torch.bool) @ _ones(2, 2, device=d, dtype=torch.bool),
     "floor_divide of bool": lambda d: _ones(3, device=d, dtype=torch.bool) // _ones(3, device=d, dtype=torch.bool),
     "nearest interpolate of int": lambda d: torch.nn.functional.interpolate(

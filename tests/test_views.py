@@ -99,6 +99,18 @@ def test_add_partially_overlapping_view_of_self_raises_like_cpu():
     raises_like_cpu(lambda x: x[1:].add_(x[:-1]), grid(5, 3))
 
 
+def test_fill_with_an_element_of_self_reads_it_before_writing_like_cpu():
+    # ATen's fill_.Tensor clones a value that aliases self, so it is no overlap error.
+    check_views(lambda x: x.fill_(x[2]), grid(4))
+    check_views(lambda x: x[:2].fill_(x[3]), grid(4))
+
+
+def test_fill_of_an_expanded_tensor_by_a_tensor_raises_like_cpu():
+    # fill_ by a number may write an expanded tensor; by a tensor it copies, which may not.
+    check_views(lambda x: x.expand(3).fill_(2.0), torch.ones(1))
+    raises_like_cpu(lambda x: x.expand(3).fill_(torch.tensor(2.0, device=x.device)), torch.ones(1))
+
+
 def test_out_into_transposed_view():
     a, b = torch.randn(4, 3), torch.randn(4, 3)
 

@@ -36,6 +36,7 @@ void check_write_overlap(WriteOverlap rule, const c10::FunctionSchema& schema, c
                 "location. Please clone() the tensor before performing the operation.");
     // TensorIterator's rule: a written tensor may be an input exactly
     // (x.add_(y), add(x, y, out=x)) but may not overlap one partially.
+    if (rule == WriteOverlap::InputsCopiedFirst) continue;
     for (const at::Tensor& in : inputs) {
       if (!in.defined() || !is_tpu(in)) continue;
       if (no_alias_at_all && schema.arguments()[i].is_out()) {

@@ -80,9 +80,7 @@ const OpSpec kLoweredOps[] = {
         .check(check_inplace_castable)
         .floats_in(),
     OpSpec(L::addcmul, "addcmul addcmul_ addcmul.out").check(check_inplace_castable).floats_in(),
-    // The Bool dtype gap was only ever checked for addmm and addmm.out, not addmm_: its own row keeps that.
-    OpSpec(L::addmm, "addmm addmm.out").gap("addmm", not_bool).check(check_addmm),
-    OpSpec(L::addmm, "addmm_").check(check_addmm),
+    OpSpec(L::addmm, "addmm addmm_ addmm.out").gap("addmm", not_bool).check(check_addmm),
     OpSpec(L::addmv, "addmv addmv_ addmv.out").check(check_addmv),
     {L::all, "all all.dim all.dims all.out all.all_out all.dims_out"},
     OpSpec(L::amax, "amax amax.out").check(check_extreme_of_empty),
@@ -181,9 +179,10 @@ const OpSpec kLoweredOps[] = {
     {L::fft_c2c, "_fft_c2c _fft_c2c.out"},
     {L::fft_c2r, "_fft_c2r _fft_c2r.out"},
     {L::fft_r2c, "_fft_r2c _fft_r2c.out"},
-    // fill_ with a number writes one value; fill_.Tensor keeps TensorIterator's overlap rule.
+    // fill_ with a number writes one value; fill_.Tensor writes through copy_ (no expanded self), after ATen's
+    // kernel cloned a value that aliases self.
     OpSpec(L::fill, "fill_.Scalar").overlap(WriteOverlap::OneValue).floats_in(),
-    OpSpec(L::fill, "fill_.Tensor").floats_in(),
+    OpSpec(L::fill, "fill_.Tensor").overlap(WriteOverlap::InputsCopiedFirst).floats_in(),
     {L::flip, "flip flip.out"},
     {L::floor, "floor floor_ floor.out"},
     OpSpec(L::floor_divide, "floor_divide floor_divide_.Tensor floor_divide.out").gap("div_floor", not_bool),
