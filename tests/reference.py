@@ -12,6 +12,22 @@ TOLERANCES = {
 }
 
 
+# Every dtype a tpu storage holds, for tests that save, load or copy tensors of each.
+STORED_DTYPES = [
+    torch.bool,
+    torch.uint8,
+    torch.int8,
+    torch.int16,
+    torch.int32,
+    torch.int64,
+    torch.float16,
+    torch.bfloat16,
+    torch.float32,
+    torch.float64,
+    torch.complex64,
+]
+
+
 def to_device(obj, device):
     if isinstance(obj, torch.Tensor):
         t = obj.detach().to(device)

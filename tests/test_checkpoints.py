@@ -9,22 +9,9 @@ import pickle
 import pytest
 import torch
 import torch.nn as nn
+from reference import STORED_DTYPES
 
 import torch_tpu
-
-ALL_DTYPES = [
-    torch.bool,
-    torch.uint8,
-    torch.int8,
-    torch.int16,
-    torch.int32,
-    torch.int64,
-    torch.float16,
-    torch.bfloat16,
-    torch.float32,
-    torch.float64,
-    torch.complex64,
-]
 
 
 def _sample(dtype, shape=(3, 5)):
@@ -49,7 +36,7 @@ def mode(request):
 
 # ---- torch.save / torch.load ------------------------------------------------------
 def test_save_load_round_trip_every_dtype(tmp_path, mode):
-    cpu = {str(d): _sample(d) for d in ALL_DTYPES}
+    cpu = {str(d): _sample(d) for d in STORED_DTYPES}
     tpu = {k: v.to("tpu") for k, v in cpu.items()}
     torch.save(tpu, tmp_path / "t.pt")
     loaded = torch.load(tmp_path / "t.pt")  # weights_only=True, the default
@@ -59,7 +46,7 @@ def test_save_load_round_trip_every_dtype(tmp_path, mode):
 
 
 def test_a_tpu_checkpoint_holds_the_bytes_a_cpu_checkpoint_holds(tmp_path):
-    cpu = {str(d): _sample(d) for d in ALL_DTYPES}
+    cpu = {str(d): _sample(d) for d in STORED_DTYPES}
     torch.save({k: v.to("tpu") for k, v in cpu.items()}, tmp_path / "t.pt")
     loaded = torch.load(tmp_path / "t.pt", map_location="cpu")
     for k in cpu:

@@ -5,31 +5,18 @@ back onto tpu (safetensors' own device parser rejects "tpu")."""
 import pytest
 import torch
 import torch.nn as nn
+from reference import STORED_DTYPES
 
 import torch_tpu
 
 st = pytest.importorskip("safetensors.torch")
 from safetensors import SafetensorError  # noqa: E402
 
-DTYPES = [
-    torch.bool,
-    torch.uint8,
-    torch.int8,
-    torch.int16,
-    torch.int32,
-    torch.int64,
-    torch.float16,
-    torch.bfloat16,
-    torch.float32,
-    torch.float64,
-    torch.complex64,
-]
-
 
 def _tensors():
     g = torch.Generator().manual_seed(3)
     out = {}
-    for d in DTYPES:
+    for d in STORED_DTYPES:
         if d == torch.bool:
             out[str(d)] = torch.rand(4, 3, generator=g) > 0.5
         elif d.is_floating_point or d.is_complex:

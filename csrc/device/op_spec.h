@@ -34,9 +34,9 @@ struct DtypeGap {
 
 // What a tensor the op writes may overlap (beyond no internal overlap).
 enum class WriteOverlap {
-  Partial,   // TensorIterator's rule: it may be an input exactly, never partly
-  Disjoint,  // an out= may not even be an input exactly (take's and cat's CPU kernels)
-  OneValue,  // writes one value wherever it writes, so it may write an expanded tensor too
+  Partial,            // TensorIterator's rule: it may be an input exactly, never partly
+  Disjoint,           // an out= may not even be an input exactly (take's and cat's CPU kernels)
+  OneValue,           // writes one value wherever it writes, so it may write an expanded tensor too
   InputsCopiedFirst,  // its inputs are read (copied) before any write, so they may overlap it (fill_.Tensor)
 };
 

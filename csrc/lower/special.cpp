@@ -636,27 +636,11 @@ Value chebyshev_value(const Arith& m, const Value& x0, const Value& n_in, Chebys
     }
   }
   Value use_trig = m.both(m.gt(n, threshold), m.lt(m.abs(y), 1));
-  // Values at the ends: x = +-1 (unshifted), x = 1 or 0 (shifted, y = +-1).
-  Value at_plus, at_minus;
-  switch (kind) {
-    case Chebyshev::T:
-      at_plus = one;
-      at_minus = plus_minus(m, even, one);
-      break;
-    case Chebyshev::U:
-      at_plus = n1;
-      at_minus = plus_minus(m, even, n1);
-      break;
-    case Chebyshev::V:
-      at_plus = one;
-      at_minus = plus_minus(m, even, n2);
-      break;
-    case Chebyshev::W:
-      at_plus = n2;
-      at_minus = plus_minus(m, even, one);
-      break;
-  }
-  Value is_plus = shifted ? m.eq(x0, 1) : m.eq(x0, 1);
+  // Values at the ends: x = +-1 (unshifted), x = 1 or 0 (shifted, y = +-1). At y = 1: T 1, U n+1, V 1, W 2n+1;
+  // at y = -1 the magnitudes are T 1, U n+1, V 2n+1, W 1, with the sign (-1)^n.
+  const Value at_plus = kind == Chebyshev::U ? n1 : kind == Chebyshev::W ? n2 : one;
+  const Value at_minus = plus_minus(m, even, kind == Chebyshev::U ? n1 : kind == Chebyshev::V ? n2 : one);
+  Value is_plus = m.eq(x0, 1);
   Value is_minus = shifted ? m.eq(x0, 0) : m.eq(x0, -1);
   Value special = m.either(m.either(is_plus, is_minus), m.either(use_trig, m.le(n, 0)));
   Value r = recurrence(m, y, q0, m.select(special, 0.0, n), 2, 1, true, true,

@@ -684,6 +684,11 @@ MAX_CRASHES_PER_OP = 3
 MAX_STARTUP_FAILURES = 3
 
 
+def _whole_op_crash(key, detail):
+    """A crash record for an OpInfo as a whole rather than one of its samples."""
+    return {"ev": "result", "op": key, "kind": "op", "dtype": "-", "i": 0, "status": "crash", "detail": detail}
+
+
 def _log_tail(path, chars=300):
     try:
         with open(path, errors="replace") as f:
@@ -701,15 +706,7 @@ def _record_death(results, crash_records, crashed, pending, begun, rc, hung, han
         startups[i] = 0
         key = pending.pop(0)
         results.setdefault(key, []).append(
-            {
-                "ev": "result",
-                "op": key,
-                "kind": "op",
-                "dtype": "-",
-                "i": 0,
-                "status": "crash",
-                "detail": f"worker exited {rc} outside a sample: " + _log_tail(log_path),
-            }
+            _whole_op_crash(key, f"worker exited {rc} outside a sample: " + _log_tail(log_path))
         )
         return
     startups[i] = 0
@@ -724,17 +721,7 @@ def _record_death(results, crash_records, crashed, pending, begun, rc, hung, han
     results[key] = [r for r in results.get(key, []) if r["status"] in ("crash", "timeout")] + [rec]
     if sum(c[0] == key for c in crashed) >= MAX_CRASHES_PER_OP:
         pending.remove(key)
-        results[key].append(
-            {
-                "ev": "result",
-                "op": key,
-                "kind": "op",
-                "dtype": "-",
-                "i": 0,
-                "status": "crash",
-                "detail": f"not run further after {MAX_CRASHES_PER_OP} process deaths",
-            }
-        )
+        results[key].append(_whole_op_crash(key, f"not run further after {MAX_CRASHES_PER_OP} process deaths"))
 
 
 def run_sweep(
