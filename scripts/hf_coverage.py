@@ -1,0 +1,485 @@
+"""Hugging Face coverage: every architecture in transformers' auto mappings,
+built tiny, on tpu against the same weights on CPU.
+
+    python scripts/hf_coverage.py [--workers 2] [--timeout 900] [--only llama,gpt2] [--limit N]
+        [--report docs/hf_coverage.md] [--jsonl hf_coverage.jsonl]
+
+Each model type gets one head: the first mapping below that lists it (a
+causal LM over a masked LM over the bare model), so every architecture is
+counted once. Its config is transformers' default shrunk by `shrink` (hidden
+sizes, layers, heads, vocabularies, image and audio sizes, recursively
+through sub-configs), with per-model overrides where a config has
+constraints. The checks, all at matmul precision "highest":
+
+  forward   every floating output equals CPU's;
+  generate  (generative heads) greedy tokens equal CPU's, one prompt and a
+            left-padded batch of two;
+  train     loss, every gradient and every parameter after one AdamW step;
+  compile   torch.compile(backend="tpu") outputs equal eager CPU's, and a
+            third call replays the captured program (no trace).
+
+Each model runs in its own subprocess with a timeout, so a crash or hang is
+recorded, not fatal. Outcomes per check: pass, wrong values, missing op
+(named), error (named); a model whose tiny config or inputs cannot be built
+is "cannot build tiny" and excluded from the rate. The report's totals are at
+its top. tests/test_hf_coverage.py runs a fast subset in-process.
+"""
+
+import argparse
+import collections
+import concurrent.futures
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+import torch
+
+# (head, mapping name in transformers.models.auto.modeling_auto, generates)
+HEADS = [
+    ("causal_lm", "MODEL_FOR_CAUSAL_LM_MAPPING_NAMES", True),
+    ("seq2seq_lm", "MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES", True),
+    ("speech_seq2seq", "MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES", True),
+    ("masked_lm", "MODEL_FOR_MASKED_LM_MAPPING_NAMES", False),
+    ("image_classification", "MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING_NAMES", False),
+    ("base", "MODEL_MAPPING_NAMES", False),
+]
+CHECKS = ("forward", "generate", "train", "compile")
+
+# Config fields shrunk wherever they appear (sub-configs included), to these values.
+TINY = {
+    "hidden_size": 64,
+    "d_model": 64,
+    "n_embd": 64,
+    "dim": 64,
+    "embed_dim": 64,
+    "intermediate_size": 128,
+    "ffn_dim": 128,
+    "d_ff": 128,
+    "n_inner": 128,
+    "hidden_dim": 128,
+    "encoder_ffn_dim": 128,
+    "decoder_ffn_dim": 128,
+    "moe_intermediate_size": 32,
+    "shared_expert_intermediate_size": 32,
+    "num_hidden_layers": 2,
+    "num_layers": 2,
+    "n_layer": 2,
+    "n_layers": 2,
+    "encoder_layers": 2,
+    "decoder_layers": 2,
+    "num_decoder_layers": 2,
+    "num_attention_heads": 4,
+    "n_head": 4,
+    "n_heads": 4,
+    "encoder_attention_heads": 4,
+    "decoder_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 16,
+    "d_kv": 16,
+    "vocab_size": 128,
+    "max_position_embeddings": 64,
+    "n_positions": 64,
+    "num_local_experts": 4,
+    "num_experts": 4,
+    "n_routed_experts": 4,
+    "num_experts_per_tok": 2,
+    "image_size": 32,
+    "patch_size": 8,
+    "num_mel_bins": 16,
+    "max_source_positions": 16,
+    "max_target_positions": 32,
+}
+# Fields that are lists (one entry per stage or layer) shrunk to their first entries.
+TINY_LISTS = {"depths": 2, "hidden_sizes": 2, "layer_types": 2}
+OVERRIDES = {
+    # model_type: {field: value} applied after shrinking
+    "gpt2": {"n_ctx": 64},
+}
+SEQ = 8
+BATCH = 2
+
+
+def _mapping(name):
+    from transformers.models.auto import modeling_auto
+
+    return getattr(modeling_auto, name)
+
+
+def architectures(only=None):
+    """[(model_type, head, class name, generates)], each model type once."""
+    seen, out = set(), []
+    for head, mapping, generates in HEADS:
+        for model_type, class_name in _mapping(mapping).items():
+            if model_type in seen or (only and model_type not in only):
+                continue
+            if isinstance(class_name, (tuple, list)):
+                class_name = class_name[0]
+            seen.add(model_type)
+            out.append((model_type, head, class_name, generates))
+    return sorted(out)
+
+
+def shrink(config, depth=0):
+    """Shrinks `config` in place (and its sub-configs): see TINY."""
+    from transformers import PretrainedConfig
+
+    for key, value in list(vars(config).items()):
+        if isinstance(value, PretrainedConfig) and depth < 3:
+            shrink(value, depth + 1)
+        elif key in TINY and isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            setattr(config, key, min(value, TINY[key]))
+        elif key in TINY_LISTS and isinstance(value, list) and len(value) > TINY_LISTS[key]:
+            setattr(config, key, value[: TINY_LISTS[key]])
+    heads = getattr(config, "num_attention_heads", None)
+    if isinstance(heads, int) and hasattr(config, "num_key_value_heads"):
+        kv = config.num_key_value_heads
+        if not isinstance(kv, int) or kv <= 0 or heads % kv:
+            config.num_key_value_heads = heads
+    for key in ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id"):
+        value = getattr(config, key, None)
+        if isinstance(value, int) and value >= TINY["vocab_size"]:
+            setattr(config, key, 1)
+    if getattr(config, "is_encoder_decoder", False) and getattr(config, "decoder_start_token_id", None) is None:
+        pad = getattr(config, "pad_token_id", None)
+        config.decoder_start_token_id = pad if isinstance(pad, int) else 0
+    # Dropout draws different masks on each device; the checks compare the math, so it is off.
+    for key, value in list(vars(config).items()):
+        if ("dropout" in key or "pdrop" in key or key.endswith("drop_rate")) and isinstance(value, float):
+            setattr(config, key, 0.0)
+    return config
+
+
+def build(model_type, class_name):
+    import transformers
+
+    config = shrink(transformers.AutoConfig.for_model(model_type))
+    for key, value in OVERRIDES.get(model_type, {}).items():
+        setattr(config, key, value)
+    config._attn_implementation = "eager"
+    torch.manual_seed(0)
+    model = getattr(transformers, class_name)(config)
+    for module in model.modules():  # dropout layers built from fields the shrinker does not know
+        if isinstance(module, torch.nn.modules.dropout._DropoutNd):
+            module.p = 0.0
+    return config, model
+
+
+def make_inputs(model, config, head):
+    """The model's main input (and labels for the training check), or raises CannotBuild."""
+    g = torch.Generator().manual_seed(1)
+    name = model.main_input_name
+    vocab = getattr(config, "vocab_size", None) or getattr(getattr(config, "text_config", None), "vocab_size", 128)
+    ids = torch.randint(2, min(vocab, TINY["vocab_size"]), (BATCH, SEQ), generator=g)
+    if name == "input_ids":
+        inputs = {"input_ids": ids}
+        if head == "seq2seq_lm" or getattr(config, "is_encoder_decoder", False):
+            inputs["decoder_input_ids"] = ids
+    elif name == "pixel_values":
+        size = getattr(config, "image_size", 32)
+        size = size[0] if isinstance(size, (list, tuple)) else size
+        channels = getattr(config, "num_channels", 3)
+        inputs = {"pixel_values": torch.randn(BATCH, channels, size, size, generator=g)}
+    elif name == "input_features":
+        mels = getattr(config, "num_mel_bins", 16)
+        frames = 2 * getattr(config, "max_source_positions", 16)
+        inputs = {"input_features": torch.randn(BATCH, mels, frames, generator=g)}
+        if getattr(config, "is_encoder_decoder", False):
+            inputs["decoder_input_ids"] = ids[:, :4]
+    elif name == "input_values":
+        inputs = {"input_values": torch.randn(BATCH, 4000, generator=g)}
+    else:
+        raise CannotBuild(f"main input {name!r}")
+    labels = None
+    if head in ("causal_lm", "masked_lm"):
+        labels = ids
+    elif head in ("seq2seq_lm", "speech_seq2seq"):
+        labels = inputs.get("decoder_input_ids", ids)
+    elif head == "image_classification":
+        labels = torch.tensor([0, 1])
+    return inputs, labels
+
+
+class CannotBuild(Exception):
+    pass
+
+
+def _tensors(value):
+    """Every floating tensor in a model output, in order."""
+    if isinstance(value, torch.Tensor):
+        return [value] if value.is_floating_point() else []
+    if hasattr(value, "to_tuple"):
+        value = value.to_tuple()
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in _tensors(v)]
+    if hasattr(value, "layers"):  # a Cache
+        return [t for layer in value.layers for t in _tensors([getattr(layer, "keys", None), layer.values])]
+    return []
+
+
+def _close(actual, expected, what, atol=1e-4, rtol=1e-3):
+    a, e = _tensors(actual), _tensors(expected)
+    if len(a) != len(e):
+        raise WrongValues(f"{what}: {len(a)} tensors on tpu, {len(e)} on CPU")
+    for i, (x, y) in enumerate(zip(a, e)):
+        try:
+            torch.testing.assert_close(x.cpu(), y, atol=atol, rtol=rtol)
+        except AssertionError as err:
+            raise WrongValues(f"{what} tensor {i}: " + str(err).splitlines()[-1]) from None
+
+
+class WrongValues(Exception):
+    pass
+
+
+def _to(inputs, device):
+    return {k: v.to(device) for k, v in inputs.items()}
+
+
+def check_forward(cpu, tpu, inputs):
+    cpu.eval(), tpu.eval()
+    with torch.no_grad():
+        _close(tpu(**_to(inputs, "tpu")), cpu(**inputs), "forward")
+
+
+def check_generate(cpu, tpu, inputs, config):
+    cpu.eval(), tpu.eval()
+    pad = config.pad_token_id if isinstance(getattr(config, "pad_token_id", None), int) else 0
+    kwargs = dict(max_new_tokens=4, do_sample=False, pad_token_id=pad)
+    main = {k: v[:1] for k, v in inputs.items() if k != "decoder_input_ids"}
+    expected = cpu.generate(**main, **kwargs)
+    got = tpu.generate(**_to(main, "tpu"), **kwargs).cpu()
+    if not torch.equal(got, expected):
+        raise WrongValues(f"generate: tokens {got.tolist()} on tpu, {expected.tolist()} on CPU")
+    if "input_ids" in main:  # a left-padded batch of two
+        ids = inputs["input_ids"].clone()
+        mask = torch.ones_like(ids)
+        ids[1, :3], mask[1, :3] = pad, 0
+        expected = cpu.generate(input_ids=ids, attention_mask=mask, **kwargs)
+        got = tpu.generate(input_ids=ids.to("tpu"), attention_mask=mask.to("tpu"), **kwargs).cpu()
+        if not torch.equal(got, expected):
+            raise WrongValues(f"generate (left-padded batch): {got.tolist()} on tpu, {expected.tolist()} on CPU")
+
+
+def _loss(model, inputs, labels):
+    out = model(**inputs, labels=labels) if labels is not None else model(**inputs)
+    if labels is not None and getattr(out, "loss", None) is not None:
+        return out.loss
+    return sum(t.float().pow(2).mean() for t in _tensors(out))
+
+
+def check_train(cpu, tpu, inputs, labels):
+    cpu.train(), tpu.train()
+    loss_cpu = _loss(cpu, inputs, labels)
+    loss_tpu = _loss(tpu, _to(inputs, "tpu"), labels.to("tpu") if labels is not None else None)
+    loss_cpu.backward()
+    loss_tpu.backward()
+    _close(loss_tpu, loss_cpu, "loss", atol=1e-5, rtol=1e-4)
+    named = list(cpu.named_parameters())
+    for (name, p), q in zip(named, tpu.parameters()):
+        if p.grad is None:
+            if q.grad is not None:
+                raise WrongValues(f"gradient of {name}: set on tpu only")
+            continue
+        if q.grad is None:
+            raise WrongValues(f"gradient of {name}: missing on tpu")
+        _close(q.grad, p.grad, f"gradient of {name}", atol=1e-4, rtol=1e-3)
+    # AdamW's first step moves each weight by about lr * sign(gradient): a gradient that is zero in exact
+    # arithmetic (a key bias under softmax) is rounding noise on both devices and would step by +-lr at random.
+    # eps = 1e-3 keeps such steps proportional to the noise, while real gradients still take steps near lr.
+    for model in (cpu, tpu):
+        torch.optim.AdamW(model.parameters(), lr=1e-3, eps=1e-3).step()
+    for (name, p), q in zip(named, tpu.parameters()):
+        _close(q.detach(), p.detach(), f"{name} after AdamW", atol=1e-5, rtol=1e-4)
+
+
+def check_compile(cpu, tpu, inputs):
+    import torch_tpu.compile as tpu_compile
+
+    cpu.eval(), tpu.eval()
+    torch._dynamo.reset()
+    compiled = torch.compile(tpu, backend="tpu")
+    on_tpu = _to(inputs, "tpu")
+    with torch.no_grad():
+        expected = cpu(**inputs)
+        for _ in range(2):
+            _close(compiled(**on_tpu), expected, "compiled forward")
+        tpu_compile.reset_stats()
+        _close(compiled(**on_tpu), expected, "compiled forward")
+    stats = tpu_compile.stats()
+    torch._dynamo.reset()
+    if stats["graph_calls"] == 0:
+        raise WrongValues("compile: no graph ran on tpu")
+    if stats["graph_replays"] != stats["graph_calls"]:
+        raise WrongValues(f"compile: the third call traced again: {stats['trace_reasons']}")
+
+
+_MISSING_OP = re.compile(r"operator '([\w:.]+)' is not currently implemented")
+
+
+def outcome(err):
+    """An exception as (outcome, detail)."""
+    if isinstance(err, WrongValues):
+        return "wrong values", str(err)[:300]
+    text = f"{type(err).__name__}: {err}"
+    missing = _MISSING_OP.search(text)
+    if missing:
+        return "missing op", missing.group(1)
+    return "error", text.splitlines()[0][:300] if text else type(err).__name__
+
+
+def run_model(model_type, head, class_name, generates):
+    """Every check of one architecture, in this process: {check: (outcome, detail)}."""
+    import torch_tpu
+
+    try:
+        config, cpu = build(model_type, class_name)
+        inputs, labels = make_inputs(cpu, config, head)
+        _, tpu = build(model_type, class_name)
+        tpu.load_state_dict(cpu.state_dict())
+        tpu.to("tpu")
+        with torch.no_grad():
+            cpu.eval()
+            cpu(**inputs)  # the CPU model itself runs on these inputs
+    except Exception as err:  # noqa: BLE001 (any failure to build is recorded)
+        return {"build": ("cannot build tiny", f"{type(err).__name__}: {err}".splitlines()[0][:300])}
+    results = {}
+    steps = [("forward", lambda: check_forward(cpu, tpu, inputs))]
+    if generates:
+        steps.append(("generate", lambda: check_generate(cpu, tpu, inputs, config)))
+    steps.append(("train", lambda: check_train(cpu, tpu, inputs, labels)))
+    steps.append(("compile", lambda: check_compile(cpu, tpu, inputs)))
+    with torch_tpu.matmul_precision("highest"):
+        for check, step in steps:
+            try:
+                step()
+                results[check] = ("pass", "")
+            except Exception as err:  # noqa: BLE001
+                results[check] = outcome(err)
+            if check == "train":  # the compile check compares with fresh weights
+                tpu.load_state_dict(cpu.state_dict())
+    return results
+
+
+def _child(args):
+    model_type, head, class_name, generates = args.child.split(",")
+    results = run_model(model_type, head, class_name, generates == "1")
+    print("RESULT " + json.dumps(results), flush=True)
+
+
+def _run_one(arch, timeout):
+    model_type, head, class_name, generates = arch
+    started = time.time()
+    cmd = [sys.executable, __file__, "--child", f"{model_type},{head},{class_name},{int(generates)}"]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULT ")), None)
+        if line is None:
+            tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or [f"exit code {proc.returncode}"]
+            results = {"process": ("error", f"process died (exit code {proc.returncode}): {tail[0][:200]}")}
+        else:
+            results = {k: tuple(v) for k, v in json.loads(line[7:]).items()}
+    except subprocess.TimeoutExpired:
+        results = {"process": ("error", f"timed out after {timeout} s")}
+    return {
+        "model_type": model_type,
+        "head": head,
+        "class": class_name,
+        "seconds": round(time.time() - started, 1),
+        "results": results,
+    }
+
+
+def passed(record):
+    return all(o == "pass" for o, _ in record["results"].values())
+
+
+def excluded(record):
+    return "build" in record["results"]
+
+
+def write_report(records, path, seconds, workers):
+    import transformers
+
+    records = sorted(records, key=lambda r: r["model_type"])
+    built = [r for r in records if not excluded(r)]
+    ok = [r for r in built if passed(r)]
+    per_check = collections.Counter()
+    for r in built:
+        for check, (o, _) in r["results"].items():
+            per_check[(check, o)] += 1
+    missing = collections.Counter(d for r in built for o, d in r["results"].values() if o == "missing op").most_common()
+    lines = [
+        "# Hugging Face coverage on tpu",
+        "",
+        f"Generated by `python scripts/hf_coverage.py` (transformers {transformers.__version__}, torch "
+        f"{torch.__version__}), {len(records)} architectures in {seconds / 60:.0f} min on {workers} workers.",
+        "",
+        f"**{len(ok)} of {len(built)} architectures that build tiny pass every check "
+        f"({100 * len(ok) / max(1, len(built)):.1f}%)**; {len(records) - len(built)} cannot be built tiny "
+        "(excluded, listed below).",
+        "",
+        "| check | pass | wrong values | missing op | error |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for check in ("process",) + CHECKS:
+        counts = [per_check[(check, o)] for o in ("pass", "wrong values", "missing op", "error")]
+        if any(counts):
+            lines.append(f"| {check} | " + " | ".join(map(str, counts)) + " |")
+    if missing:
+        lines += ["", "Missing ops (architectures that stop at each): " + ", ".join(f"`{op}` {n}" for op, n in missing)]
+    lines += ["", "| architecture | head | class | " + " | ".join(CHECKS) + " | seconds |", "|" + " --- |" * 8]
+    for r in records:
+        if excluded(r):
+            continue
+        cells = []
+        for check in CHECKS:
+            o, d = r["results"].get(check, r["results"].get("process", ("-", "")))
+            cells.append(o if o in ("pass", "-") else f"{o}: {d}".replace("|", "/").replace("\n", " ")[:160])
+        lines.append(
+            f"| {r['model_type']} | {r['head']} | {r['class']} | " + " | ".join(cells) + f" | {r['seconds']} |"
+        )
+    lines += ["", "## Cannot build tiny", "", "| architecture | why |", "| --- | --- |"]
+    for r in records:
+        if excluded(r):
+            lines.append(f"| {r['model_type']} | {r['results']['build'][1].replace('|', '/')[:200]} |")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2)))
+    parser.add_argument("--timeout", type=int, default=900, help="seconds per architecture")
+    parser.add_argument("--only", default="", help="comma-separated model types")
+    parser.add_argument("--limit", type=int, default=0, help="the first N architectures only")
+    parser.add_argument("--report", default=os.path.join(os.path.dirname(__file__), "..", "docs", "hf_coverage.md"))
+    parser.add_argument("--jsonl", default="", help="also append each architecture's record to this file")
+    parser.add_argument("--child", default="", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        return _child(args)
+    archs = architectures(set(args.only.split(",")) if args.only else None)
+    if args.limit:
+        archs = archs[: args.limit]
+    started, records = time.time(), []
+    with concurrent.futures.ThreadPoolExecutor(args.workers) as pool:
+        futures = [pool.submit(_run_one, a, args.timeout) for a in archs]
+        for i, future in enumerate(concurrent.futures.as_completed(futures), 1):
+            record = future.result()
+            records.append(record)
+            status = "pass" if passed(record) else ("excluded" if excluded(record) else "FAIL")
+            print(f"[{i}/{len(archs)}] {record['model_type']}: {status} ({record['seconds']} s)", flush=True)
+            if args.jsonl:
+                with open(args.jsonl, "a") as f:
+                    f.write(json.dumps(record) + "\n")
+    write_report(records, args.report, time.time() - started, args.workers)
+    print(f"report: {args.report}")
+
+
+if __name__ == "__main__":
+    main()
