@@ -1,8 +1,10 @@
 // Data-dependent ops: the result's size (or a bool result) is known only
-// from the values, so the host reads the input (a synchronization, as on
-// CUDA), runs PyTorch's CPU kernel on it, and uploads the result. The CPU
-// kernel is PyTorch's own, so the semantics (sorting, counts, errors) are
-// exactly CPU's.
+// from the values, so the host waits for what decides it, as on CUDA.
+// bincount, unique and unique_consecutive read that one number (a length, a
+// count of distinct values) and compute everything else on the device with
+// lowered ops (sort, cumsum, scatter-add). The rest (unique along a dim,
+// repeat_interleave) read the input, run PyTorch's CPU kernel and upload the
+// result, so their semantics (sorting, counts, errors) are exactly CPU's.
 #include "device/data_dependent_kernels.h"
 
 #include "device/debug_checks.h"
@@ -13,21 +15,10 @@ namespace {
 
 at::Tensor on_host(const at::Tensor& t) { return t.cpu(); }
 
-std::optional<at::Tensor> on_host(const std::optional<at::Tensor>& t) {
-  if (!t || !t->defined()) return t;
-  return t->cpu();
-}
-
 // The CPU kernel's results on the device. Debug mode checks them for NaN
 // and Inf as it checks a lowered op's. `op` (the aten names below) is
 // only a label for that check's message: these kernels are registered by
 // name in op_table.cpp and keep no rule keyed by it.
-at::Tensor to_device(const char* op, const at::Tensor& r, const at::Device& device) {
-  at::Tensor out = r.to(device);
-  check_finite_results(op, {out});
-  return out;
-}
-
 template <typename... T>
 std::tuple<T...> to_device(const char* op, const std::tuple<T...>& r, const at::Device& device) {
   std::tuple<T...> out = std::apply([&](const auto&... t) { return std::make_tuple(t.to(device)...); }, r);
@@ -48,8 +39,31 @@ bool equal(const at::Tensor& self, const at::Tensor& other) {
   return at::eq(self, other).all().item<bool>();
 }
 
+// bincount(self, weights?, minlength): the length, max(self) + 1 but at least
+// minlength, is read to the host together with min(self) (both in one wait);
+// the counts are a scatter-add on the device. Weights sum in float32 when
+// float32, else in float64, as on CPU.
 at::Tensor bincount(const at::Tensor& self, const std::optional<at::Tensor>& weights, int64_t minlength) {
-  return to_device("aten::bincount", at::bincount(on_host(self), on_host(weights), minlength), self.device());
+  TORCH_CHECK_NOT_IMPLEMENTED(at::isIntegralType(self.scalar_type(), /*includeBool=*/false),
+                              "\"bincount_tpu\" not implemented for '", self.scalar_type(), "'");
+  TORCH_CHECK(self.dim() == 1, "bincount only supports 1-d non-negative integral inputs.");
+  TORCH_CHECK(minlength >= 0, "minlength should be >= 0");
+  const bool weighted = weights && weights->defined();
+  TORCH_CHECK(!weighted || (weights->dim() == 1 && weights->size(0) == self.size(0)),
+              "weights should be 1-d and have the same length as input");
+  int64_t length = minlength;
+  if (self.numel() > 0) {
+    const auto [lo, hi] = at::aminmax(self);
+    const at::Tensor range = at::stack({lo, hi}).to(at::kLong).cpu();
+    TORCH_CHECK(range[0].item<int64_t>() >= 0, "bincount only supports 1-d non-negative integral inputs.");
+    length = std::max(range[1].item<int64_t>() + 1, minlength);
+  }
+  const at::ScalarType dtype =
+      !weighted ? at::kLong : (weights->scalar_type() == at::kFloat ? at::kFloat : at::kDouble);
+  at::Tensor counts = at::zeros({length}, self.options().dtype(dtype));
+  if (self.numel() == 0) return counts;
+  const at::Tensor values = weighted ? weights->to(dtype) : at::ones({self.numel()}, self.options().dtype(dtype));
+  return counts.index_put_({self}, values, /*accumulate=*/true);
 }
 
 at::Tensor repeat_interleave_tensor(const at::Tensor& repeats, std::optional<int64_t> output_size) {
@@ -72,19 +86,57 @@ at::Tensor triu_indices(int64_t row, int64_t col, int64_t offset, std::optional<
   return host.to(device.value_or(at::Device(c10::DeviceType::PrivateUse1)));
 }
 
-std::tuple<at::Tensor, at::Tensor> unique(const at::Tensor& self, bool sorted, bool return_inverse) {
-  return to_device("aten::_unique", at::_unique(on_host(self), sorted, return_inverse), self.device());
+namespace {
+
+// The distinct values of `values` (flattened; `sort` first, else only runs of
+// equal neighbours merge), each element's index among them and each value's
+// count. NaN equals nothing, as in CPU's and CUDA's kernels. The number of
+// distinct values is the one host read.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> distinct_values(const at::Tensor& self, bool sort) {
+  const at::Tensor flat = self.reshape({-1});
+  const int64_t n = flat.numel();
+  const at::TensorOptions index_options = self.options().dtype(at::kLong);
+  if (n == 0) {
+    return {at::empty({0}, self.options()), at::zeros(self.sizes(), index_options), at::empty({0}, index_options)};
+  }
+  at::Tensor ordered = flat, order;
+  if (sort) std::tie(ordered, order) = flat.sort(/*stable=*/true, /*dim=*/0, /*descending=*/false);
+  // A run starts where a value differs from the one before it.
+  const at::Tensor starts =
+      at::cat({at::ones({1}, self.options().dtype(at::kBool)), ordered.slice(0, 1).ne(ordered.slice(0, 0, n - 1))});
+  const at::Tensor group = starts.cumsum(0).sub_(1);  // each sorted element's distinct value
+  const int64_t count = group[n - 1].item<int64_t>() + 1;
+  // Every element of a group holds the same value, so which one lands is immaterial.
+  const at::Tensor values = at::empty({count}, self.options()).index_put_({group}, ordered);
+  const at::Tensor inverse = sort ? at::empty({n}, index_options).index_put_({order}, group) : group;
+  const at::Tensor counts = at::zeros({count}, index_options).index_put_({group}, at::ones({n}, index_options), true);
+  return {values, inverse.view(self.sizes()), counts};
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> unique2(const at::Tensor& self, bool sorted, bool return_inverse,
+at::Tensor empty_index(const at::Tensor& self) { return at::empty({0}, self.options().dtype(at::kLong)); }
+
+}  // namespace
+
+// _unique / _unique2: sorted whether or not `sorted` is asked, as on CUDA.
+std::tuple<at::Tensor, at::Tensor> unique(const at::Tensor& self, bool /*sorted*/, bool return_inverse) {
+  auto [values, inverse, counts] = distinct_values(self, /*sort=*/true);
+  return {values, return_inverse ? inverse : empty_index(self)};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> unique2(const at::Tensor& self, bool /*sorted*/, bool return_inverse,
                                                        bool return_counts) {
-  return to_device("aten::_unique2", at::_unique2(on_host(self), sorted, return_inverse, return_counts), self.device());
+  auto [values, inverse, counts] = distinct_values(self, /*sort=*/true);
+  return {values, return_inverse ? inverse : empty_index(self), return_counts ? counts : empty_index(self)};
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> unique_consecutive(const at::Tensor& self, bool return_inverse,
                                                                   bool return_counts, std::optional<int64_t> dim) {
-  return to_device("aten::unique_consecutive",
-                   at::unique_consecutive(on_host(self), return_inverse, return_counts, dim), self.device());
+  if (dim) {  // whole slices compare: CPU's kernel
+    return to_device("aten::unique_consecutive",
+                     at::unique_consecutive(on_host(self), return_inverse, return_counts, dim), self.device());
+  }
+  auto [values, inverse, counts] = distinct_values(self, /*sort=*/false);
+  return {values, return_inverse ? inverse : empty_index(self), return_counts ? counts : empty_index(self)};
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> unique_dim(const at::Tensor& self, int64_t dim, bool sorted,

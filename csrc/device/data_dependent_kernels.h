@@ -1,6 +1,8 @@
 // Ops whose result size depends on tensor values (unique, bincount,
 // repeat_interleave) or whose result is a host value (equal): the host
-// waits for the input, as CUDA does, computes, and uploads the result.
+// waits, as CUDA does, for the number that decides the size (bincount,
+// unique, unique_consecutive: the rest runs on the device) or for the whole
+// input (unique along a dim, repeat_interleave: CPU's kernel computes).
 // Also the tril/triu index factories, which have no tensor input at all.
 // Registered in op_table.cpp.
 #pragma once

@@ -162,3 +162,54 @@ def test_histc_of_a_non_finite_range_raises():
     x = torch.tensor([1.0, float("inf")], device="tpu")
     with pytest.raises(RuntimeError, match="not finite"):
         torch.histc(x, bins=3).cpu()
+
+
+@pytest.mark.parametrize("mode", ["strict", "defer_and_fuse"])
+def test_bincount_and_unique_read_one_number_and_compute_on_the_device(mode):
+    torch.manual_seed(0)
+    ints = torch.randint(0, 50, (4000,))
+    floats = torch.tensor([1.0, NAN, 1.0, NAN, -2.0, 0.0, 3.5, 3.5])
+    cases = [
+        (lambda t: torch.bincount(t), ints),
+        (lambda t: torch.bincount(t, minlength=80), ints),
+        (lambda t: torch.bincount(t, weights=torch.linspace(0, 1, t.numel(), device=t.device)), ints),
+        (lambda t: torch.bincount(t, weights=torch.ones(t.numel(), dtype=torch.int32, device=t.device)), ints),
+        (lambda t: torch.bincount(t, minlength=3), torch.tensor([], dtype=torch.long)),
+        (lambda t: torch.unique(t, return_inverse=True, return_counts=True), ints.view(40, 100)),
+        (lambda t: torch.unique(t, return_inverse=True, return_counts=True), floats),  # each NaN distinct
+        (lambda t: torch.unique(t, return_inverse=True), torch.tensor([True, False, True])),
+        (lambda t: torch.unique(t, return_counts=True), torch.tensor(5)),
+        (lambda t: torch.unique_consecutive(t, return_inverse=True, return_counts=True), ints.sort().values[::7]),
+        (lambda t: torch.unique_consecutive(t, return_counts=True), floats),
+        (lambda t: torch.unique(t, return_inverse=True), torch.tensor([], dtype=torch.float32)),
+    ]
+    with torch_tpu.eager_mode(mode):
+        for fn, x in cases:
+            on_device = x.to("tpu")
+            torch_tpu.synchronize()
+            torch_tpu.reset_metrics()
+            actual = fn(on_device)
+            torch_tpu.synchronize()
+            metrics = torch_tpu.metrics()
+            # One number decides the size; the input itself never goes to the host.
+            assert metrics["bytes_to_host"] <= 32, metrics["bytes_to_host"]
+            assert metrics["cpu_fallbacks"] == {}
+            assert_close(actual, fn(x))
+
+
+def test_bincount_bad_input_raises_like_cpu():
+    for args in [
+        (torch.tensor([[1]]),),
+        (torch.tensor([3, -1]),),
+        (torch.tensor([1.0]),),
+        (torch.tensor([1, 2]), torch.ones(3)),
+        (torch.tensor([1]), None, -1),
+        (torch.tensor([True]),),
+    ]:
+        with pytest.raises(Exception) as cpu:
+            torch.bincount(*args)
+        on_device = [a.to("tpu") if isinstance(a, torch.Tensor) else a for a in args]
+        with pytest.raises(cpu.type) as tpu:
+            torch.bincount(*on_device)
+        # The same words, but the kernel's own name in "not implemented" messages.
+        assert str(tpu.value) == str(cpu.value).replace("bincount_cpu", "bincount_tpu")
