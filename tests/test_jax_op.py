@@ -16,7 +16,7 @@ import torch_tpu
 import torch_tpu.compile as tpu_compile
 from torch_tpu.pallas import jax_op
 
-EAGER_MODES = ["strict", "defer_and_fuse"]
+EAGER_MODES = ["strict", "debug", "defer_and_fuse"]
 MODES = EAGER_MODES + ["compiled"]
 
 
@@ -113,6 +113,22 @@ def test_rms_norm_gradcheck_against_pytorch():
     assert torch.autograd.gradcheck(ours, (x.requires_grad_(), w.requires_grad_()))
     reference = F.rms_norm(x, (5,), w, eps=1e-6)
     torch.testing.assert_close(ours(x, w), reference)
+
+
+def test_register_autograd_works_as_for_any_custom_op():
+    @jax_op("jaxop_test::cube")
+    def cube(x):
+        return x**3
+
+    def backward(ctx, grads):
+        (x,) = ctx.saved_tensors
+        return 3 * x * x * grads[0]
+
+    cube.register_autograd(backward, setup_context=lambda ctx, inputs, output: ctx.save_for_backward(inputs[0]))
+    x = torch.randn(5)
+    tx = x.tpu().requires_grad_()
+    cube(tx).sum().backward()
+    torch.testing.assert_close(tx.grad.cpu(), 3 * x * x)
 
 
 def test_rms_norm_fuses_with_its_neighbours_under_defer_and_fuse():

@@ -65,10 +65,11 @@ def _jax_platform():
 
 
 def interpret_pallas():
-    """Whether Pallas kernels run in interpret mode on this device: everywhere
-    but TPU, where Mosaic compiles them. jax_op sets it for the kernels it
-    exports; a kernel may also pass it as `pl.pallas_call(..., interpret=...)`."""
-    return _jax_platform() != "tpu"
+    """Whether Pallas kernels run in interpret mode on this device: on the CPU
+    plugin (JAX's CPU platform has no other mode), where jax_op lowers them
+    so whatever they pass as `interpret=`; on TPU Mosaic compiles them, on
+    GPU Triton or Mosaic GPU."""
+    return _jax_platform() == "cpu"
 
 
 @contextlib.contextmanager
@@ -234,6 +235,11 @@ class JaxOp:
         if self._returns_one:
             return outs[0] if outs else None
         return tuple(outs)
+
+    def register_autograd(self, backward, /, *, setup_context=None):
+        """As torch.library.register_autograd for the op (which returns a
+        list: `backward(ctx, grads)` gets one list of output gradients)."""
+        torch.library.register_autograd(self.name, backward, setup_context=setup_context, lib=self._lib)
 
     def _arrange(self, args, kwargs):
         if len(args) > len(self._params):
