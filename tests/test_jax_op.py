@@ -115,6 +115,23 @@ def test_rms_norm_gradcheck_against_pytorch():
     torch.testing.assert_close(ours(x, w), reference)
 
 
+@jax_op("jaxop_test::shifted_and_range")
+def shifted_and_range(x, n: int):
+    return x + n, jnp.arange(n)
+
+
+def test_bfloat16_tensors_several_results_and_an_int_static_argument():
+    x = torch.randn(4, 16).bfloat16()
+    w = (torch.rand(16) + 0.5).bfloat16()
+    out = rms_norm(x.tpu(), w.tpu(), 1e-6)
+    assert out.dtype == torch.bfloat16
+    expected = (F.rms_norm(x.float(), (16,), eps=1e-6) * w.float()).bfloat16()
+    torch.testing.assert_close(out.cpu(), expected)
+    shifted, positions = shifted_and_range(x.tpu(), 3)
+    torch.testing.assert_close(shifted.cpu(), x + 3)
+    torch.testing.assert_close(positions.cpu(), torch.arange(3))
+
+
 def test_register_autograd_works_as_for_any_custom_op():
     @jax_op("jaxop_test::cube")
     def cube(x):
