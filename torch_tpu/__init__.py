@@ -55,7 +55,7 @@ def _install_compile_backend():
 _install_compile_backend()
 
 from . import distributed as _distributed  # noqa: E402
-from . import integrations  # noqa: E402
+from . import integrations, pallas  # noqa: E402,F401  (pallas imports JAX only when a kernel is defined)
 
 _distributed.install()
 integrations.install()

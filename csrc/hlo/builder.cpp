@@ -1,5 +1,7 @@
 #include "builder.h"
 
+#include "hlo/foreign_module.h"
+
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -608,6 +610,37 @@ void Builder::rollback(const Checkpoint& c) {
   params_.resize(c.params);
   blocks_.front().resize(c.text);
   next_ = c.next;
+  foreign_.resize(c.foreign);
+  functions_.resize(c.functions);
+}
+
+std::vector<Value> Builder::call_foreign(const std::string& module_text, const std::vector<Value>& operands) {
+  ForeignModule module = parse_foreign_module(module_text);
+  if (operands.size() != module.args.size()) {
+    throw std::invalid_argument("foreign StableHLO module: its main takes " + std::to_string(module.args.size()) +
+                                " arguments, called with " + std::to_string(operands.size()));
+  }
+  for (size_t i = 0; i < operands.size(); ++i) {
+    if (!(operands[i].type == module.args[i])) {
+      throw std::invalid_argument("foreign StableHLO module: its main's argument " + std::to_string(i) + " is " +
+                                  module.args[i].str() + ", called with " + operands[i].type.str());
+    }
+  }
+  size_t k = 0;
+  while (k < foreign_.size() && foreign_[k] != module_text) ++k;
+  const std::string prefix = "foreign" + std::to_string(k) + "_";
+  if (k == foreign_.size()) {
+    foreign_.push_back(module_text);
+    functions_ += renamed_functions(module, prefix);
+  }
+  std::string id = fresh();
+  const size_t n = module.results.size();
+  std::string lhs = n == 1 ? id : id + ":" + std::to_string(n);
+  emit(lhs + " = \"func.call\"(" + name_list(operands) + ") {callee = @" + prefix + "main} : (" + type_list(operands) +
+       ") -> (" + type_list(module.results) + ")");
+  std::vector<Value> out;
+  for (size_t i = 0; i < n; ++i) out.push_back({n == 1 ? id : id + "#" + std::to_string(i), module.results[i]});
+  return out;
 }
 
 std::string Builder::finish(const std::vector<Value>& outputs) const {
@@ -618,7 +651,9 @@ std::string Builder::finish(const std::vector<Value>& outputs) const {
   }
   text += ") -> (" + type_list(outputs) + ") {\n";
   text += blocks_.front();
-  text += "    \"func.return\"(" + name_list(outputs) + ") : (" + type_list(outputs) + ") -> ()\n  }\n}\n";
+  text += "    \"func.return\"(" + name_list(outputs) + ") : (" + type_list(outputs) + ") -> ()\n  }\n";
+  text += functions_;
+  text += "}\n";
   return text;
 }
 

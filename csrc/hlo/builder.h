@@ -185,6 +185,12 @@ class Builder {
                     const std::vector<int64_t>& contract_b, const TensorType& result,
                     const std::string& precision = "DEFAULT");
 
+  // Calls the entry of a foreign module (a JAX function's export,
+  // foreign_module.h) on `operands`, which must have its argument types:
+  // its functions join the program, renamed and private, once per module
+  // text however often it is called. Returns the entry's results.
+  std::vector<Value> call_foreign(const std::string& module_text, const std::vector<Value>& operands);
+
   // The program text; `outputs` are the function results.
   std::string finish(const std::vector<Value>& outputs) const;
 
@@ -197,8 +203,11 @@ class Builder {
   struct Checkpoint {
     size_t params, text;
     int next;
+    size_t foreign, functions;
   };
-  Checkpoint checkpoint() const { return {params_.size(), blocks_.front().size(), next_}; }
+  Checkpoint checkpoint() const {
+    return {params_.size(), blocks_.front().size(), next_, foreign_.size(), functions_.size()};
+  }
   void rollback(const Checkpoint& c);
   size_t text_size() const { return blocks_.front().size(); }
 
@@ -209,6 +218,10 @@ class Builder {
   std::vector<std::string> blocks_{std::string()};  // innermost region last
   int next_ = 0;
   int indent_ = 2;
+  // Foreign modules spliced so far (their text; the k-th is prefixed
+  // `foreign<k>_`) and their functions' text, after `main`.
+  std::vector<std::string> foreign_;
+  std::string functions_;
 
  public:
   // A CHLO op, "chlo.<name>", for math StableHLO lacks (erf). Every XLA

@@ -1,6 +1,6 @@
 // torch_tpu._C entry points for torch.compile's captured graph programs
-// (csrc/device/graph_capture.h). The only translation unit that converts
-// Python objects to tensors.
+// (csrc/device/graph_capture.h). With custom_kernel_bindings.cpp, the only
+// translation units that convert Python objects to tensors.
 #include <pybind11/pybind11.h>
 #include <torch/csrc/autograd/python_variable.h>
 

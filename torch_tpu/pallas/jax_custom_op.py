@@ -1,0 +1,484 @@
+"""`jax_op`: a JAX (or Pallas) function as a torch.library custom op on tpu tensors.
+
+The op's tpu kernel exports the function to StableHLO for its arguments'
+shapes and dtypes (once per signature) and hands the module to the C++ core
+(csrc/device/custom_kernel.h), which splices its functions into the program
+being built and calls its `main` there, as a lowering emits its ops: Strict
+runs it as one program, DeferAndFuse and compiled graphs fuse it with their
+other ops. The fake kernel takes result shapes from `jax.eval_shape`, so the
+op traces under torch.compile without a graph break.
+"""
+
+import contextlib
+import inspect
+import os
+import threading
+import typing
+
+import torch
+
+from .. import _C
+
+_INSTALL_HINT = "pip install torch_tpu[jax]"
+_STATIC_TYPES = {bool: "bool", int: "int", float: "float", str: "str"}
+
+
+def _import_jax():
+    try:
+        import jax
+        import jax.export  # noqa: F401
+        import jax.numpy  # noqa: F401
+    except ImportError as e:
+        raise ImportError(f"torch_tpu.pallas.jax_op needs JAX, an optional dependency: {_INSTALL_HINT}") from e
+    _keep_jax_off_the_device(jax)
+    return jax
+
+
+def _keep_jax_off_the_device(jax):
+    """Lowering starts one JAX client (it asks for a default device) though
+    it runs nothing; where JAX has not started any and JAX_PLATFORMS does
+    not choose, it is the CPU one, so JAX never opens the TPU or GPU our
+    plugin drives. A process that uses JAX's runtime itself keeps its own."""
+    from jax._src import xla_bridge
+
+    if os.environ.get("JAX_PLATFORMS") or xla_bridge.backends_are_initialized():
+        return
+    jax.config.update("jax_platforms", "cpu")
+
+
+def _plugin_attribute(name):
+    from .. import plugin_info
+
+    return plugin_info()["attributes"].get(name)
+
+
+def _jax_platform():
+    """The JAX platform our plugin runs: JAX lowers for it (a Pallas kernel
+    takes Mosaic on TPU, interpret mode elsewhere) without running it."""
+    from .. import plugin_info
+
+    name = plugin_info()["platform_name"].lower()
+    for platform in ("tpu", "cuda", "rocm", "cpu"):
+        if platform in name:
+            return platform
+    raise RuntimeError(f"torch_tpu.pallas: JAX has no platform for the PJRT plugin's platform {name!r}")
+
+
+def interpret_pallas():
+    """Whether Pallas kernels run in interpret mode on this device: on the CPU
+    plugin (JAX's CPU platform has no other mode), where jax_op lowers them
+    so whatever they pass as `interpret=`; on TPU Mosaic compiles them, on
+    GPU Triton or Mosaic GPU."""
+    return _jax_platform() == "cpu"
+
+
+@contextlib.contextmanager
+def _export_context(jax):
+    """64-bit types as torch has them: JAX's default maps int64 and float64
+    to 32 bits, so its module would not take our tensors."""
+    _interpret_pallas_on_cpu()
+    with jax.enable_x64(True):
+        yield
+
+
+_pallas_on_cpu = []
+
+
+def _interpret_pallas_on_cpu():
+    """Lowers every pallas_call for the CPU platform in interpret mode. A
+    kernel written for TPU (no `interpret=`) runs unchanged on the CPU plugin:
+    on CPU, interpret mode is the only one there is (JAX's own CPU lowering
+    raises "Only interpret mode is supported"), so nothing else changes."""
+    if _pallas_on_cpu:
+        return
+    try:
+        from jax._src.interpreters import mlir
+        from jax._src.pallas import pallas_call
+    except ImportError:  # no Pallas in this JAX: nothing to lower
+        _pallas_on_cpu.append(False)
+        return
+
+    def interpreted(ctx, *in_nodes, interpret, **params):
+        return pallas_call._pallas_call_lowering(ctx, *in_nodes, interpret=interpret or True, **params)
+
+    mlir.register_lowering(pallas_call.pallas_call_p, interpreted, platform="cpu")
+    _pallas_on_cpu.append(True)
+
+
+def _version_tuple(version):
+    return tuple(int(p) for p in str(version).split("."))
+
+
+def _fit_stablehlo_version(text, op_name):
+    """The module as the plugin can read it. JAX may emit a newer StableHLO
+    than the plugin's parser knows; a module that only uses what the
+    plugin's version has is serializable to that version, anything else
+    fails here, naming both versions, rather than in the plugin's compiler."""
+    plugin_version = _plugin_attribute("stablehlo_current_version")
+    if not plugin_version:
+        return text
+    from jaxlib.mlir.dialects import stablehlo
+
+    jax_version = stablehlo.get_current_version()
+    if _version_tuple(jax_version) <= _version_tuple(plugin_version):
+        return text
+    try:
+        stablehlo.serialize_portable_artifact_str(text, str(plugin_version))
+    except Exception as e:
+        raise RuntimeError(
+            f"{op_name}: JAX emits StableHLO {jax_version}, the PJRT plugin reads StableHLO up to "
+            f"{plugin_version}, and the function uses what {plugin_version} lacks ({e}). Install a JAX whose "
+            f"StableHLO is at most {plugin_version}, or a newer plugin."
+        ) from e
+    return text
+
+
+def _jnp_dtype(dtype):
+    import jax.numpy as jnp
+
+    return jnp.dtype(str(dtype).removeprefix("torch."))
+
+
+def _torch_dtype(dtype):
+    try:
+        return getattr(torch, str(dtype))
+    except AttributeError:
+        raise TypeError(f"JAX returned a {dtype} array, which torch has no dtype for") from None
+
+
+def _concrete_shape(t):
+    # A size Dynamo made symbolic: the op is exported per concrete shape.
+    return tuple(int(s) for s in t.shape)
+
+
+class JaxOp:
+    """A JAX function as the custom op `name` (see `jax_op`). Calling it calls
+    the op; `op` is the torch.library operator (torch.ops.<ns>.<name>)."""
+
+    def __init__(self, name, fn, donate_argnums=None, autograd=False, _params=None):
+        self._jax = _import_jax()
+        if "::" not in name:
+            raise ValueError(f"jax_op: the name {name!r} must be 'namespace::name'")
+        self.name = name
+        self._fn = fn
+        self._params = _params if _params is not None else _parameters(fn, name)
+        arrays = [i for i, (_, kind) in enumerate(self._params) if kind is None]
+        if not arrays:
+            raise TypeError(f"jax_op {name}: the function takes no array argument")
+        self._donated = _donated_params(donate_argnums, self._params, name)
+        if autograd and self._donated:
+            raise ValueError(f"jax_op {name}: autograd=True and donate_argnums: a donated input is gone by backward")
+        self._lock = threading.Lock()
+        self._avals = {}  # signature -> (flat result avals, whether the function returned one array)
+        self._modules = {}  # signature -> StableHLO text
+        self._returns_one = None
+        self._define()
+        if autograd:
+            self._backward = _VjpOps(self)
+            torch.library.register_autograd(
+                self.name, self._backward_fn, setup_context=self._setup_context, lib=self._lib
+            )
+
+    # ---- the torch ops ----------------------------------------------------
+    # `op` (torch.ops.<ns>.<name>) is functional: it returns every result,
+    # donated arguments' new values included. With donation there is also
+    # `<name>_`, which writes those into the donated arguments in the same
+    # program and returns the rest: eager calls run it. A compiled graph runs
+    # `op` and `copy_`s the new values back, which functionalization turns
+    # into the graph's input mutation: the captured program writes the
+    # storage and its replays donate the old buffer, so neither copies
+    # (auto_functionalize cannot take the in-place op: it returns Tensor[]).
+    def _schema(self, inplace):
+        args = []
+        for i, (pname, kind) in enumerate(self._params):
+            if kind is None:
+                args.append(f"Tensor(a{i}!) {pname}" if inplace and i in self._donated else f"Tensor {pname}")
+            else:
+                args.append(f"{_STATIC_TYPES[kind]} {pname}")
+        return f"({', '.join(args)}) -> Tensor[]"
+
+    def _define(self):
+        ns, opname = self.name.split("::")
+        self._lib = torch.library.Library(ns, "FRAGMENT")
+        self._lib.define(opname + self._schema(inplace=False))
+        self._lib.impl(opname, lambda *v: self._tpu_kernel(v, inplace=False), "PrivateUse1")
+        torch.library.register_fake(self.name, lambda *v: self._fake_kernel(v, inplace=False), lib=self._lib)
+        self.op = getattr(getattr(torch.ops, ns), opname).default
+        self.inplace_op = None
+        if self._donated:
+            self._lib.define(opname + "_" + self._schema(inplace=True))
+            self._lib.impl(opname + "_", lambda *v: self._tpu_kernel(v, inplace=True), "PrivateUse1")
+            torch.library.register_fake(self.name + "_", lambda *v: self._fake_kernel(v, inplace=True), lib=self._lib)
+            self.inplace_op = getattr(getattr(torch.ops, ns), opname + "_").default
+
+    def __call__(self, *args, **kwargs):
+        values = self._arrange(args, kwargs)
+        for (pname, kind), v in zip(self._params, values):
+            if kind is None and not isinstance(v, torch.Tensor):
+                raise TypeError(
+                    f"{self.name}: argument '{pname}' is a {type(v).__name__}, not a tensor; a non-array argument "
+                    f"must be annotated with its type (`{pname}: {type(v).__name__}`) to be passed as a static "
+                    "argument"
+                )
+            if kind is not None and isinstance(v, torch.Tensor):
+                raise TypeError(
+                    f"{self.name}: argument '{pname}' is annotated {kind.__name__} (a static argument), got a tensor"
+                )
+        if self._donated and not torch.compiler.is_compiling():
+            outs = self.inplace_op(*values)
+        else:
+            outs = self.op(*values)
+            if self._donated:
+                for i, new in zip(self._donated, outs):
+                    values[i].copy_(new)
+                outs = outs[len(self._donated) :]
+        if self._returns_one:
+            return outs[0] if outs else None
+        return tuple(outs)
+
+    def register_autograd(self, backward, /, *, setup_context=None):
+        """As torch.library.register_autograd for the op (which returns a
+        list: `backward(ctx, grads)` gets one list of output gradients)."""
+        torch.library.register_autograd(self.name, backward, setup_context=setup_context, lib=self._lib)
+
+    def _arrange(self, args, kwargs):
+        if len(args) > len(self._params):
+            raise TypeError(f"{self.name}: takes {len(self._params)} arguments, got {len(args)}")
+        values = list(args)
+        for pname, _ in self._params[len(args) :]:
+            if pname not in kwargs:
+                raise TypeError(f"{self.name}: missing argument '{pname}'")
+            values.append(kwargs.pop(pname))
+        if kwargs:
+            raise TypeError(f"{self.name}: unexpected argument '{next(iter(kwargs))}'")
+        return values
+
+    # ---- kernels ----------------------------------------------------------
+    def _signature(self, values):
+        sig = []
+        for (_, kind), v in zip(self._params, values):
+            if kind is None:
+                sig.append((_concrete_shape(v), v.dtype))
+            else:
+                sig.append((type(v), v))  # 1, 1.0 and True differ as static arguments
+        return tuple(sig)
+
+    def _check_devices(self, values):
+        tensors = [v for (_, kind), v in zip(self._params, values) if kind is None]
+        first = tensors[0].device
+        for t in tensors:
+            if t.device.type != "tpu" or t.device != first:
+                other = t.device if t.device != first else first
+                a, b = (first, other) if first.type == "tpu" else (other, first)
+                raise RuntimeError(
+                    "Expected all tensors to be on the same device, but found at least two devices, "
+                    f"{a} and {b}! ({self.name} runs on tpu)"
+                )
+        return tensors
+
+    def _results(self, values):
+        """(flat result avals, the function returned one array) for these
+        arguments, from jax.eval_shape: the op's contract, which the fake
+        kernel reports and the exported module must keep."""
+        key = self._signature(values)
+        with self._lock:
+            found = self._avals.get(key)
+        if found is None:
+            jax = self._jax
+            with _export_context(jax):
+                out = jax.eval_shape(self._flat_fn(values), *self._array_specs(values))
+            leaves, treedef = jax.tree_util.tree_flatten(out)
+            found = (
+                tuple((tuple(a.shape), _torch_dtype(a.dtype)) for a in leaves),
+                treedef.num_leaves == 1 and treedef.num_nodes == 1,
+            )
+            with self._lock:
+                self._avals[key] = found
+        if self._returns_one is None:
+            self._returns_one = found[1]
+        elif self._returns_one != found[1]:
+            raise TypeError(f"{self.name}: the function returns one array for some arguments and several for others")
+        self._check_donations(found[0], values)
+        return found[0]
+
+    def _check_donations(self, results, values):
+        if len(results) < len(self._donated):
+            raise ValueError(
+                f"{self.name}: donates {len(self._donated)} arguments, but the function returns {len(results)} "
+                "arrays; it returns the donated arguments' new values first, in donate_argnums order"
+            )
+        for (shape, dtype), i in zip(results, self._donated):
+            t = values[i]
+            if tuple(t.shape) != shape or t.dtype != dtype:
+                raise ValueError(
+                    f"{self.name}: result for donated argument '{self._params[i][0]}' is {dtype} {list(shape)}, "
+                    f"the argument {t.dtype} {list(t.shape)}; the function returns the donated arguments' new values "
+                    "first, in donate_argnums order"
+                )
+
+    def _array_specs(self, values):
+        return [
+            self._jax.ShapeDtypeStruct(_concrete_shape(v), _jnp_dtype(v.dtype))
+            for (_, kind), v in zip(self._params, values)
+            if kind is None
+        ]
+
+    def _flat_fn(self, values):
+        """The function of the array arguments alone, the static ones bound."""
+        statics = {i: v for i, ((_, kind), v) in enumerate(zip(self._params, values)) if kind is not None}
+        fn, n = self._fn, len(self._params)
+
+        def flat(*arrays):
+            it = iter(arrays)
+            return fn(*[statics[i] if i in statics else next(it) for i in range(n)])
+
+        return flat
+
+    def _module(self, values):
+        key = self._signature(values)
+        with self._lock:
+            text = self._modules.get(key)
+        if text is None:
+            jax = self._jax
+            with _export_context(jax):
+                traced = jax.jit(self._flat_fn(values)).trace(*self._array_specs(values))
+                lowered = traced.lower(lowering_platforms=(_jax_platform(),))
+            text = _fit_stablehlo_version(lowered.as_text(debug_info=False), self.name)
+            with self._lock:
+                self._modules[key] = text
+        return text
+
+    def _fake_kernel(self, values, inplace):
+        tensors = self._check_devices(values)
+        results = self._results(values)
+        return [tensors[0].new_empty(shape, dtype=dtype) for shape, dtype in results[len(self._donated) * inplace :]]
+
+    def _tpu_kernel(self, values, inplace):
+        tensors = self._check_devices(values)
+        results = self._results(values)
+        array_index = {i: k for k, i in enumerate(i for i, (_, kind) in enumerate(self._params) if kind is None)}
+        donated = self._donated if inplace else []
+        donors = [array_index[i] for i in donated] + [-1] * (len(results) - len(donated))
+        specs = [(dtype, list(shape), donor) for (shape, dtype), donor in zip(results, donors)]
+        return _C._run_custom_kernel(self.name, self._module(values), tensors, specs)
+
+    # ---- autograd=True ----------------------------------------------------
+    def _setup_context(self, ctx, inputs, output):
+        ctx.inputs = inputs
+        ctx.save_for_backward(*[v for (_, kind), v in zip(self._params, inputs) if kind is None])
+        ctx.outputs = [(o.shape, o.dtype) for o in output]
+
+    def _backward_fn(self, ctx, grads):
+        saved = iter(ctx.saved_tensors)
+        values = [next(saved) if kind is None else v for (_, kind), v in zip(self._params, ctx.inputs)]
+        cotangents = [
+            g if g is not None else torch.zeros(shape, dtype=dtype, device=values[0].device)
+            for g, (shape, dtype) in zip(grads, ctx.outputs)
+        ]
+        differentiable = [
+            i for i, (_, kind) in enumerate(self._params) if kind is None and values[i].is_floating_point()
+        ]
+        grad_values = self._backward(*values, *cotangents)
+        out = [None] * len(self._params)
+        for i, g in zip(differentiable, grad_values):
+            out[i] = g
+        return tuple(out)
+
+
+def _parameters(fn, name):
+    """(name, static type or None for an array) per parameter of `fn`."""
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception:
+        hints = getattr(fn, "__annotations__", {})
+    params = []
+    for p in inspect.signature(fn).parameters.values():
+        if p.kind not in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
+            raise TypeError(f"jax_op {name}: parameter '{p.name}' is {p.kind.description}; jax_op takes named ones")
+        hint = hints.get(p.name, inspect.Parameter.empty)
+        if hint in _STATIC_TYPES:
+            params.append((p.name, hint))
+        elif hint is inspect.Parameter.empty or _is_array_type(hint):
+            params.append((p.name, None))
+        else:
+            raise TypeError(
+                f"jax_op {name}: parameter '{p.name}' is annotated {hint!r}; an array argument is annotated "
+                "jax.Array (or not at all), a static one bool, int, float or str"
+            )
+    return params
+
+
+def _is_array_type(hint):
+    import jax
+
+    return hint in (jax.Array, jax.numpy.ndarray) or getattr(hint, "__name__", "") in ("Array", "ArrayLike")
+
+
+def _donated_params(donate_argnums, params, name):
+    if donate_argnums is None:
+        return []
+    nums = [donate_argnums] if isinstance(donate_argnums, int) else list(donate_argnums)
+    for i in nums:
+        if not 0 <= i < len(params) or params[i][1] is not None:
+            raise ValueError(f"jax_op {name}: donate_argnums {i} is not an array argument")
+    if len(set(nums)) != len(nums):
+        raise ValueError(f"jax_op {name}: donate_argnums {nums} repeats an argument")
+    return nums
+
+
+class _VjpOps:
+    """The backward of a jax_op(autograd=True): jax.vjp of its function, as
+    jax_ops over (arguments..., one cotangent per result) returning the
+    gradients of the floating-point array arguments. The number of
+    cotangents is the forward's number of results, which the arguments'
+    shapes decide, so there is one op per count, defined when first needed."""
+
+    def __init__(self, forward):
+        self._forward = forward
+        self._ops = {}
+
+    def __call__(self, *values):
+        forward = self._forward
+        n_out = len(values) - len(forward._params)
+        op = self._ops.get(n_out)
+        if op is None:
+            params = list(forward._params) + [(f"cotangent{k}", None) for k in range(n_out)]
+            op = JaxOp(f"{forward.name}_vjp{n_out}", self._vjp_fn, _params=params)
+            self._ops[n_out] = op
+        return op.op(*values)
+
+    def _vjp_fn(self, *args):
+        forward = self._forward
+        jnp = forward._jax.numpy
+        n = len(forward._params)
+        primals, cotangents = args[:n], args[n:]
+        floats = [
+            i
+            for i, (_, kind) in enumerate(forward._params)
+            if kind is None and jnp.issubdtype(primals[i].dtype, jnp.floating)
+        ]
+
+        def of_floats(*xs):
+            full = list(primals)
+            for i, x in zip(floats, xs):
+                full[i] = x
+            return forward._jax.tree_util.tree_leaves(forward._fn(*full))
+
+        _, pullback = forward._jax.vjp(of_floats, *[primals[i] for i in floats])
+        return tuple(pullback(list(cotangents)))
+
+
+def jax_op(name, fn=None, /, *, donate_argnums=None, autograd=False):
+    """`fn`, a JAX (or Pallas) function, as the custom op `name`
+    ("namespace::name") on tpu tensors; a decorator without `fn`.
+
+    Parameters without annotation (or annotated jax.Array) take tpu tensors;
+    those annotated bool, int, float or str are static: part of the op's
+    schema and of its cache key. `donate_argnums`: arguments updated in
+    place; `fn` returns their new values first, in that order, and the op
+    returns its other results. `autograd=True`: the backward is jax.vjp of
+    `fn`. Returns a JaxOp: calling it calls the op (docs/custom_kernels.md).
+    """
+    if fn is None:
+        return lambda f: JaxOp(name, f, donate_argnums, autograd)
+    return JaxOp(name, fn, donate_argnums, autograd)
