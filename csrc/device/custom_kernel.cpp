@@ -4,10 +4,8 @@
 
 #include <stdexcept>
 
-#include "device/debug_checks.h"
+#include "device/mode_executor.h"
 #include "device/tensor_program.h"
-#include "runtime/device_runtime.h"
-#include "runtime/eager_mode.h"
 #include "runtime/metrics.h"
 
 namespace torch_tpu::device {
@@ -49,10 +47,9 @@ std::vector<at::Tensor> run_custom_kernel(const std::string& op, const std::stri
     }
   }
   prog.run(op);
-  if (runtime::eager_mode() == runtime::EagerMode::Debug) {
-    runtime::DeviceRuntime::get().synchronize(device);  // errors surface at this op, as for any op in Debug
-    check_finite_results(op, std::vector<c10::IValue>(fresh.begin(), fresh.end()));
-  }
+  // Debug waits here, so errors surface at this op as at any op.
+  current_mode_executor().after_launch(c10::OperatorName(op, ""), device,
+                                       std::vector<c10::IValue>(fresh.begin(), fresh.end()));
   return fresh;
 }
 

@@ -288,7 +288,7 @@ void LoweredKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
     prog.write(args[i].toTensor(), results[k++]);
   }
   mode.launch(op, cached_call, prog, device, returns);
-  mode.after_launch(schema, device, returns);
+  mode.after_launch(schema.operator_name(), device, returns);
   for (auto& r : returns) stack->push_back(std::move(r));
 }
 

@@ -43,11 +43,9 @@ class DebugExecutor final : public ModeExecutor {
     if (spec.debug_check) spec.debug_check(schema, args);
   }
 
-  void after_launch(const c10::FunctionSchema& schema, int device,
-                    const std::vector<c10::IValue>& returns) const override {
+  void after_launch(const c10::OperatorName& op, int device, const std::vector<c10::IValue>& returns) const override {
     runtime::DeviceRuntime::get().synchronize(device);  // errors surface at this op
-    check_finite_results(schema.overload_name().empty() ? schema.name() : schema.name() + "." + schema.overload_name(),
-                         returns);
+    check_finite_results(op.overload_name.empty() ? op.name : op.name + "." + op.overload_name, returns);
   }
 };
 

@@ -50,7 +50,7 @@ class ModeExecutor {
   virtual void launch(const c10::OperatorHandle& op, const std::optional<OpCall>& call, TensorProgram& program,
                       int device, const std::vector<c10::IValue>& returns) const;
   // After the launch: what this mode waits for and checks (Debug's).
-  virtual void after_launch(const c10::FunctionSchema& /*schema*/, int /*device*/,
+  virtual void after_launch(const c10::OperatorName& /*op*/, int /*device*/,
                             const std::vector<c10::IValue>& /*returns*/) const {}
 };
 
