@@ -60,13 +60,18 @@ TensorMeta meta_of(const at::Tensor& t) {
   return {t.sizes().vec(), t.strides().vec(), t.scalar_type()};
 }
 
-MetaResult run_meta(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args) {
+MetaResult run_meta(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args,
+                    void (*kernel)(const c10::OperatorHandle&, torch::jit::Stack*)) {
   const c10::FunctionSchema& schema = op.schema();
   MetaMirror mm;
   torch::jit::Stack stack;
   for (const auto& v : args) stack.push_back(mm.mirror(v));
   std::vector<c10::IValue> meta_args = stack;
-  op.callBoxed(&stack);
+  if (kernel) {
+    kernel(op, &stack);
+  } else {
+    op.callBoxed(&stack);
+  }
   MetaResult r;
   for (const auto& ret : stack) {
     std::vector<TensorMeta> metas;
@@ -99,7 +104,8 @@ MetaResult run_meta(const c10::OperatorHandle& op, const std::vector<c10::IValue
 
 }  // namespace
 
-MetaResult infer_meta(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args, bool reads_numbers) {
+MetaResult infer_meta(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args, bool reads_numbers,
+                      void (*kernel)(const c10::OperatorHandle&, torch::jit::Stack*)) {
   struct Entry {
     SignatureRecord signature;
     MetaResult result;
@@ -128,7 +134,7 @@ MetaResult infer_meta(const c10::OperatorHandle& op, const std::vector<c10::IVal
       }
     }
   }
-  MetaResult r = run_meta(op, args);  // raises PyTorch's error for bad input
+  MetaResult r = run_meta(op, args, kernel);  // raises PyTorch's error for bad input
   if (!keyed) return r;
   SignatureRecord signature = record_signature(flat, policy);
   std::lock_guard<std::mutex> lock(mutex);

@@ -38,7 +38,10 @@ struct MetaResult {
 // optimizer passes new ones every step (bias corrections, a scheduled
 // learning rate), and their meta kernels are Python (~10 ms for a 50-tensor
 // list).
-MetaResult infer_meta(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args, bool reads_numbers);
+// `kernel`: the device's own Meta kernel to call instead of PyTorch's
+// (replacement_meta_kernel), or nullptr.
+MetaResult infer_meta(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args, bool reads_numbers,
+                      void (*kernel)(const c10::OperatorHandle&, torch::jit::Stack*) = nullptr);
 
 // Meta corrections (OpSpec::correct_meta), where CPU's and CUDA's kernels
 // differ from PyTorch's meta kernel.

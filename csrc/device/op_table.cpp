@@ -45,6 +45,7 @@
 #include "lower/random.h"
 #include "lower/reduce.h"
 #include "lower/resample.h"
+#include "lower/rnn.h"
 #include "lower/scan.h"
 #include "lower/shape.h"
 #include "lower/sort.h"
@@ -600,6 +601,10 @@ const OpSpec kLoweredOps[] = {
     {L::tan, "tan tan_ tan.out"},
     {L::tanh, "tanh tanh_ tanh.out"},
     {L::tanh_backward, "tanh_backward tanh_backward.grad_input"},
+    OpSpec(L::thnn_fused_gru_cell, "_thnn_fused_gru_cell").meta_from(MetaSource::GruCell),
+    OpSpec(L::thnn_fused_gru_cell_backward, "_thnn_fused_gru_cell_backward").meta_from(MetaSource::GruCellBackward),
+    OpSpec(L::thnn_fused_lstm_cell, "_thnn_fused_lstm_cell").meta_from(MetaSource::LstmCell),
+    {L::thnn_fused_lstm_cell_backward_impl, "_thnn_fused_lstm_cell_backward_impl"},
     {L::threshold, "threshold threshold_ threshold.out"},
     {L::threshold_backward, "threshold_backward threshold_backward.grad_input"},
     OpSpec(L::topk, "topk topk.values").check(check_topk_k),
