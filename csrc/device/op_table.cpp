@@ -147,7 +147,9 @@ const OpSpec kLoweredOps[] = {
     OpSpec(L::complex, "complex complex.out").check(check_complex_parts),
     {L::conj_physical, "conj_physical.out conj_physical_ _conj_physical _conj_physical.out"},
     // The overrideable twins at::_convolution calls for PrivateUse1 have no meta kernel.
-    OpSpec(L::convolution, "convolution convolution.out").check(check_convolution_types),
+    OpSpec(L::convolution, "convolution convolution.out")
+        .check(check_convolution_types)
+        .correct(convolution_result_format),
     {L::convolution_backward, "convolution_backward"},
     {L::copysign, "copysign.Tensor copysign_.Tensor copysign.out copysign.Scalar copysign_.Scalar copysign.Scalar_out"},
     {L::cos, "cos cos_ cos.out"},
