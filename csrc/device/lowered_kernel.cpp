@@ -7,6 +7,7 @@
 #include "device/argument_checks.h"
 #include "device/generator.h"
 #include "device/meta_inference.h"
+#include "device/missing_meta_kernels.h"
 #include "device/mode_executor.h"
 #include "device/op_cache.h"
 #include "device/tensor_program.h"
@@ -192,7 +193,7 @@ void LoweredKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
   mode.check_arguments(*spec_, schema, args);
 
   // 1. PyTorch's meta kernel: argument checks, result shapes and dtypes.
-  MetaResult meta = infer_meta(op, args, spec_->meta_reads_numbers);
+  MetaResult meta = infer_meta(op, args, spec_->meta_reads_numbers, replacement_meta_kernel(spec_->meta));
   if (spec_->correct_meta) spec_->correct_meta(args, meta);
 
   // 2. out= arguments take the meta kernel's resize.

@@ -60,13 +60,18 @@ TensorMeta meta_of(const at::Tensor& t) {
   return {t.sizes().vec(), t.strides().vec(), t.scalar_type()};
 }
 
-MetaResult run_meta(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args) {
+MetaResult run_meta(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args,
+                    void (*kernel)(const c10::OperatorHandle&, torch::jit::Stack*)) {
   const c10::FunctionSchema& schema = op.schema();
   MetaMirror mm;
   torch::jit::Stack stack;
   for (const auto& v : args) stack.push_back(mm.mirror(v));
   std::vector<c10::IValue> meta_args = stack;
-  op.callBoxed(&stack);
+  if (kernel) {
+    kernel(op, &stack);
+  } else {
+    op.callBoxed(&stack);
+  }
   MetaResult r;
   for (const auto& ret : stack) {
     std::vector<TensorMeta> metas;
@@ -99,7 +104,8 @@ MetaResult run_meta(const c10::OperatorHandle& op, const std::vector<c10::IValue
 
 }  // namespace
 
-MetaResult infer_meta(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args, bool reads_numbers) {
+MetaResult infer_meta(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args, bool reads_numbers,
+                      void (*kernel)(const c10::OperatorHandle&, torch::jit::Stack*)) {
   struct Entry {
     SignatureRecord signature;
     MetaResult result;
@@ -128,7 +134,7 @@ MetaResult infer_meta(const c10::OperatorHandle& op, const std::vector<c10::IVal
       }
     }
   }
-  MetaResult r = run_meta(op, args);  // raises PyTorch's error for bad input
+  MetaResult r = run_meta(op, args, kernel);  // raises PyTorch's error for bad input
   if (!keyed) return r;
   SignatureRecord signature = record_signature(flat, policy);
   std::lock_guard<std::mutex> lock(mutex);
@@ -145,6 +151,29 @@ void empty_statistics_in_evaluation(const std::vector<c10::IValue>& args, MetaRe
   const bool training = !(args.size() > 5 && args[5].isBool() && !args[5].toBool());
   if (training || meta.returns.size() != 3) return;
   for (size_t r = 1; r < 3; ++r) meta.returns[r][0].sizes = {0}, meta.returns[r][0].strides = {1};
+}
+
+at::MemoryFormat convolution_memory_format(const at::Tensor& input, const at::Tensor& weight) {
+  const at::MemoryFormat in = input.suggest_memory_format(), w = weight.suggest_memory_format();
+  if (weight.dim() == 4 && (in == at::MemoryFormat::ChannelsLast || w == at::MemoryFormat::ChannelsLast))
+    return at::MemoryFormat::ChannelsLast;
+  if (weight.dim() == 5 && (in == at::MemoryFormat::ChannelsLast3d || w == at::MemoryFormat::ChannelsLast3d))
+    return at::MemoryFormat::ChannelsLast3d;
+  return at::MemoryFormat::Contiguous;
+}
+
+void convolution_result_format(const std::vector<c10::IValue>& args, MetaResult& meta) {
+  TensorMeta& out = meta.returns.at(0).at(0);
+  switch (convolution_memory_format(args.at(0).toTensor(), args.at(1).toTensor())) {
+    case at::MemoryFormat::ChannelsLast:
+      out.strides = c10::get_channels_last_strides_2d(out.sizes);
+      break;
+    case at::MemoryFormat::ChannelsLast3d:
+      out.strides = c10::get_channels_last_strides_3d(out.sizes);
+      break;
+    default:
+      break;
+  }
 }
 
 }  // namespace torch_tpu::device

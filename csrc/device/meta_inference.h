@@ -38,7 +38,10 @@ struct MetaResult {
 // optimizer passes new ones every step (bias corrections, a scheduled
 // learning rate), and their meta kernels are Python (~10 ms for a 50-tensor
 // list).
-MetaResult infer_meta(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args, bool reads_numbers);
+// `kernel`: the device's own Meta kernel to call instead of PyTorch's
+// (replacement_meta_kernel), or nullptr.
+MetaResult infer_meta(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args, bool reads_numbers,
+                      void (*kernel)(const c10::OperatorHandle&, torch::jit::Stack*) = nullptr);
 
 // Meta corrections (OpSpec::correct_meta), where CPU's and CUDA's kernels
 // differ from PyTorch's meta kernel.
@@ -46,5 +49,15 @@ MetaResult infer_meta(const c10::OperatorHandle& op, const std::vector<c10::IVal
 // saves no statistics: CPU and CUDA return empty save_mean/save_invstd where
 // the Python meta kernel gives (C,).
 void empty_statistics_in_evaluation(const std::vector<c10::IValue>& args, MetaResult& meta);
+
+// The memory format of a convolution's result and of its input and weight
+// gradients, by CUDA's rule (cudnn_conv_suggest_memory_format) and CPU's
+// (mkldnn_conv_use_channels_last): channels_last (channels_last_3d) when the
+// input or the weight is, else contiguous. PyTorch's convolution Meta kernel
+// always answers contiguous for a PrivateUse1 device. The fake tensors
+// torch.compile traces with apply the same rule (torch_tpu/memory_format.py).
+at::MemoryFormat convolution_memory_format(const at::Tensor& input, const at::Tensor& weight);
+// convolution's result (argument 0 the input, 1 the weight) in that format.
+void convolution_result_format(const std::vector<c10::IValue>& args, MetaResult& meta);
 
 }  // namespace torch_tpu::device

@@ -1,6 +1,7 @@
 #include "device/missing_meta_kernels.h"
 
 #include <ATen/ATen.h>
+#include <ATen/TensorUtils.h>
 
 namespace torch_tpu::device {
 
@@ -41,6 +42,64 @@ void fused_attention_backward(const c10::OperatorHandle& op, torch::jit::Stack* 
   stack->emplace_back(has_bias ? at::empty_like(args[4].toTensor()) : at::Tensor());
 }
 
+// The fused recurrent cells (csrc/lower/rnn.cpp), (input_gates,
+// hidden_gates, prev_state, input_bias?, hidden_bias?) with `factor` gates,
+// checked as CUDA's kernels check them (aten/src/ATen/native/cuda/RNN.cu's
+// checkSizes); returns the five tensors, absent biases undefined.
+std::vector<at::Tensor> checked_cell_arguments(const c10::OperatorHandle& op, torch::jit::Stack* stack,
+                                               int64_t factor) {
+  const size_t n = op.schema().arguments().size();
+  std::vector<at::Tensor> t;
+  for (auto it = stack->end() - n; it != stack->end(); ++it)
+    t.push_back(it->isTensor() ? it->toTensor() : at::Tensor());
+  torch::jit::drop(*stack, n);
+  const at::TensorArg input_gates(t[0], "input_gates", 1), hidden_gates(t[1], "hidden_gates", 2),
+      prev(t[2], "prev_hidden", 3), input_bias(t[3], "input_bias", 4), hidden_bias(t[4], "hidden_bias", 5);
+  const at::CheckedFrom c = op.schema().name().c_str();
+  at::checkDim(c, input_gates, 2);
+  at::checkSameSize(c, input_gates, hidden_gates);
+  const int64_t gates_size = input_gates->size(1);
+  if (input_bias->defined()) {
+    at::checkDim(c, input_bias, 1);
+    at::checkNumel(c, input_bias, gates_size);
+    at::checkSameSize(c, input_bias, hidden_bias);
+  }
+  at::checkDim(c, prev, 2);
+  at::checkNumel(c, prev, input_gates->size(0) * gates_size / factor);
+  at::checkAllSameType(c, {input_gates, hidden_gates, prev});
+  return t;
+}
+
+// (hy, cy, workspace: the four activated gates).
+void lstm_cell(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const std::vector<at::Tensor> t = checked_cell_arguments(op, stack, 4);
+  for (int k = 0; k < 2; ++k) stack->emplace_back(at::empty_like(t[2], at::MemoryFormat::Contiguous));
+  stack->emplace_back(at::empty_like(t[0], at::MemoryFormat::Contiguous));
+}
+
+// (hy, workspace: r, z, n, the hidden n gate, hx).
+void gru_cell(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const std::vector<at::Tensor> t = checked_cell_arguments(op, stack, 3);
+  stack->emplace_back(at::empty_like(t[2], at::MemoryFormat::Contiguous));
+  stack->emplace_back(t[0].new_empty({t[2].size(0), t[2].size(1) * 5}));
+}
+
+void gru_cell_backward(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const size_t n = op.schema().arguments().size();
+  std::vector<c10::IValue> args(stack->end() - n, stack->end());
+  torch::jit::drop(*stack, n);
+  const at::Tensor grad_hy_tensor = args[0].toTensor(), workspace_tensor = args[1].toTensor();
+  const at::TensorArg grad_hy(grad_hy_tensor, "grad_hy", 1), workspace(workspace_tensor, "workspace", 2);
+  const at::CheckedFrom c = "_thnn_fused_gru_cell_backward";
+  at::checkDim(c, grad_hy, 2);
+  at::checkNumel(c, workspace, grad_hy->numel() * 5);
+  const bool has_bias = args[2].toBool();
+  const int64_t batch = grad_hy->size(0), gates = grad_hy->size(1) * 3;
+  for (int k = 0; k < 2; ++k) stack->emplace_back(grad_hy->new_empty({batch, gates}));
+  stack->emplace_back(at::empty_like(*grad_hy, at::MemoryFormat::Contiguous));
+  for (int k = 0; k < 2; ++k) stack->emplace_back(has_bias ? grad_hy->new_empty({gates}) : at::Tensor());
+}
+
 }  // namespace
 
 torch::CppFunction missing_meta_kernel(MetaSource source) {
@@ -51,10 +110,20 @@ torch::CppFunction missing_meta_kernel(MetaSource source) {
       return torch::CppFunction::makeFromBoxedFunction<updates_in_place>();
     case MetaSource::FusedAttentionBackward:
       return torch::CppFunction::makeFromBoxedFunction<fused_attention_backward>();
+    case MetaSource::GruCell:
+      return torch::CppFunction::makeFromBoxedFunction<gru_cell>();
+    case MetaSource::GruCellBackward:
+      return torch::CppFunction::makeFromBoxedFunction<gru_cell_backward>();
+    case MetaSource::LstmCell:
+      return torch::CppFunction::makeFromBoxedFunction<lstm_cell>();
     case MetaSource::PyTorch:
       break;
   }
   TORCH_CHECK(false, "internal: PyTorch's own Meta kernels are not registered by the device");
+}
+
+BoxedMetaKernel replacement_meta_kernel(MetaSource source) {
+  return source == MetaSource::LstmCell ? lstm_cell : nullptr;
 }
 
 }  // namespace torch_tpu::device

@@ -15,4 +15,9 @@ namespace torch_tpu::device {
 // overload of its row.
 torch::CppFunction missing_meta_kernel(MetaSource source);
 
+// The device's kernel for `source` where it replaces PyTorch's own (see
+// MetaSource), called directly in place of the Meta dispatch; else nullptr.
+using BoxedMetaKernel = void (*)(const c10::OperatorHandle& op, torch::jit::Stack* stack);
+BoxedMetaKernel replacement_meta_kernel(MetaSource source);
+
 }  // namespace torch_tpu::device

@@ -42,7 +42,9 @@ enum class WriteOverlap {
 
 // Which Meta kernel gives the op's result shapes: PyTorch's, or one the
 // device registers where PyTorch has none (csrc/device/missing_meta_kernels.cpp).
-enum class MetaSource { PyTorch, LikeSelf, UpdatesInPlace, FusedAttentionBackward };
+// LstmCell replaces PyTorch's own: its Python meta kernel (torch 2.13) reads
+// `.device` of the biases, which are None for nn.LSTM(bias=False).
+enum class MetaSource { PyTorch, LikeSelf, UpdatesInPlace, FusedAttentionBackward, GruCell, GruCellBackward, LstmCell };
 
 struct OpSpec {
   lower::LowerFn lowering = nullptr;

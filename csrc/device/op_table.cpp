@@ -45,6 +45,7 @@
 #include "lower/random.h"
 #include "lower/reduce.h"
 #include "lower/resample.h"
+#include "lower/rnn.h"
 #include "lower/scan.h"
 #include "lower/shape.h"
 #include "lower/sort.h"
@@ -144,7 +145,9 @@ const OpSpec kLoweredOps[] = {
     OpSpec(L::complex, "complex complex.out").check(check_complex_parts),
     {L::conj_physical, "conj_physical.out conj_physical_ _conj_physical _conj_physical.out"},
     // The overrideable twins at::_convolution calls for PrivateUse1 have no meta kernel.
-    OpSpec(L::convolution, "convolution convolution.out").check(check_convolution_types),
+    OpSpec(L::convolution, "convolution convolution.out")
+        .check(check_convolution_types)
+        .correct(convolution_result_format),
     {L::convolution_backward, "convolution_backward"},
     {L::copysign, "copysign.Tensor copysign_.Tensor copysign.out copysign.Scalar copysign_.Scalar copysign.Scalar_out"},
     {L::cos, "cos cos_ cos.out"},
@@ -599,6 +602,10 @@ const OpSpec kLoweredOps[] = {
     {L::tan, "tan tan_ tan.out"},
     {L::tanh, "tanh tanh_ tanh.out"},
     {L::tanh_backward, "tanh_backward tanh_backward.grad_input"},
+    OpSpec(L::thnn_fused_gru_cell, "_thnn_fused_gru_cell").meta_from(MetaSource::GruCell),
+    OpSpec(L::thnn_fused_gru_cell_backward, "_thnn_fused_gru_cell_backward").meta_from(MetaSource::GruCellBackward),
+    OpSpec(L::thnn_fused_lstm_cell, "_thnn_fused_lstm_cell").meta_from(MetaSource::LstmCell),
+    {L::thnn_fused_lstm_cell_backward_impl, "_thnn_fused_lstm_cell_backward_impl"},
     {L::threshold, "threshold threshold_ threshold.out"},
     {L::threshold_backward, "threshold_backward threshold_backward.grad_input"},
     OpSpec(L::topk, "topk topk.values").check(check_topk_k),

@@ -7,6 +7,7 @@
 #include <atomic>
 
 #include "device/graph_capture.h"
+#include "device/meta_inference.h"
 #include "device/op_cache.h"
 #include "runtime/metrics.h"
 
@@ -64,6 +65,19 @@ void register_graph_bindings(py::module_& m) {
            })
       .def_property_readonly("mismatch", &CapturedGraph::mismatch);
   m.def("_clear_op_cache", []() { torch_tpu::device::op_cache_clear(); });
+  // The format of the fake convolution results torch.compile traces with
+  // (torch_tpu/memory_format.py): eager's rule, by name of torch's constant.
+  m.def("_convolution_memory_format", [](const py::handle& input, const py::handle& weight) {
+    switch (torch_tpu::device::convolution_memory_format(THPVariable_Unpack(input.ptr()),
+                                                         THPVariable_Unpack(weight.ptr()))) {
+      case at::MemoryFormat::ChannelsLast:
+        return "channels_last";
+      case at::MemoryFormat::ChannelsLast3d:
+        return "channels_last_3d";
+      default:
+        return "contiguous_format";
+    }
+  });
   m.def("_capture_begin", [](int device) { torch_tpu::device::begin_capture(device); });
   m.def("_capture_abort", []() { torch_tpu::device::abort_capture(); });
   m.def("_capture_end", [](int device, const py::sequence& inputs, const py::sequence& outputs) {
