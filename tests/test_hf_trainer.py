@@ -36,13 +36,13 @@ def _assert_same_run(actual, expected, rtol, atol):
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    """6 optimizer steps of 2 micro-batches, evaluated and saved every 3."""
+    """6 optimizer steps of 2 micro-batches, evaluated every 3."""
     out = tmp_path_factory.mktemp("trainer")
     # (a module fixture runs before conftest's per-test "highest")
     with torch_tpu.matmul_precision("highest"):
-        tpu = hf_trainer.train(str(out / "tpu"), max_steps=6, eval_steps=3, save_steps=3)
-        cpu = hf_trainer.train(str(out / "cpu"), max_steps=6, eval_steps=3, save_steps=3, use_cpu=True)
-    return out, tpu, cpu
+        tpu = hf_trainer.train(str(out / "tpu"), max_steps=6, eval_steps=3)
+        cpu = hf_trainer.train(str(out / "cpu"), max_steps=6, eval_steps=3, use_cpu=True)
+    return tpu, cpu
 
 
 def test_plain_training_arguments_choose_tpu(tmp_path):
@@ -52,7 +52,7 @@ def test_plain_training_arguments_choose_tpu(tmp_path):
 
 
 def test_training_with_accumulation_and_evaluation_matches_cpu(runs):
-    _, tpu, cpu = runs
+    tpu, cpu = runs
     assert {p.device.type for p in tpu.model.parameters()} == {"tpu"}
     assert len(_logged(tpu, "loss")) == 6 and len(_logged(tpu, "eval_loss")) == 2
     _assert_same_run(tpu, cpu, rtol=1e-5, atol=1e-5)
@@ -61,18 +61,22 @@ def test_training_with_accumulation_and_evaluation_matches_cpu(runs):
         torch.testing.assert_close(weight, cpu_weights[name], rtol=1e-4, atol=1e-5, msg=name)
 
 
-def test_resume_from_checkpoint_continues_the_uninterrupted_run(runs):
-    out, tpu, _ = runs
-    checkpoint = out / "tpu" / "checkpoint-3"
-    assert {"model.safetensors", "optimizer.pt", "scheduler.pt", "trainer_state.json"} <= set(os.listdir(checkpoint))
-    resumed = hf_trainer.train(
-        str(out / "resumed"), max_steps=6, eval_steps=3, save_steps=3, resume_from_checkpoint=str(checkpoint)
-    )
-    # Steps 4-6 ran in the resumed trainer, from the checkpoint's weights,
-    # optimizer moments, schedule and data position.
+def test_resume_from_checkpoint_continues_the_uninterrupted_run(tmp_path):
+    # With dropout: the resumed run must also draw the masks the
+    # uninterrupted one drew, from the tpu generator state in the checkpoint.
+    def run(name, **kwargs):
+        model = hf_trainer.tiny_llama(attention_dropout=0.5)
+        return hf_trainer.train(str(tmp_path / name), model=model, max_steps=4, eval_steps=2, save_steps=2, **kwargs)
+
+    uninterrupted = run("uninterrupted")
+    checkpoint = tmp_path / "uninterrupted" / "checkpoint-2"
+    assert {"model.safetensors", "optimizer.pt", "scheduler.pt", "rng_state.pth"} <= set(os.listdir(checkpoint))
+    resumed = run("resumed", resume_from_checkpoint=str(checkpoint))
+    # Steps 3-4 ran in the resumed trainer, from the checkpoint's weights,
+    # optimizer moments, schedule, data position and generator states.
     for key in ("loss", "eval_loss"):
-        assert _logged(resumed, key, after_step=3) == _logged(tpu, key, after_step=3), key
-    expected = _weights(tpu)
+        assert _logged(resumed, key, after_step=2) == _logged(uninterrupted, key, after_step=2), key
+    expected = _weights(uninterrupted)
     for name, weight in _weights(resumed).items():
         torch.testing.assert_close(weight, expected[name], rtol=0, atol=0, msg=name)
 

@@ -19,9 +19,10 @@ import transformers
 VOCAB = 128
 
 
-def tiny_llama():
+def tiny_llama(attention_dropout=0.0):
     """hidden 64, 2 layers; the same weights on every call."""
     config = transformers.LlamaConfig(
+        attention_dropout=attention_dropout,
         hidden_size=64,
         intermediate_size=128,
         num_hidden_layers=2,

@@ -9,6 +9,9 @@ only if) the program imports it, so importing torch_tpu stays cheap.
 - accelerate's process state (and transformers' `Trainer` through it): a
   script trains on tpu by itself, and under torchrun over `tpu_dist`
   (`torch_tpu/integrations/accelerate_state.py`).
+- transformers' Trainer: its checkpoints keep the tpu generators' state, so
+  a resumed run repeats the uninterrupted one's dropout
+  (`torch_tpu/integrations/transformers_trainer.py`).
 """
 
 import importlib.abc
@@ -58,7 +61,8 @@ def _when_imported(name, hook):
 
 
 def install():
-    from . import accelerate, accelerate_state
+    from . import accelerate, accelerate_state, transformers_trainer
 
     accelerate.install(_when_imported)
     accelerate_state.install(_when_imported)
+    transformers_trainer.install(_when_imported)
