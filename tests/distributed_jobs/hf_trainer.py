@@ -4,10 +4,11 @@ torchrun (tests/test_hf_trainer_distributed.py).
 
     torchrun --nproc_per_node=2 hf_trainer.py OUT.pt [--steps N]
 
-Each rank trains with its micro-batch of 2; the Trainer (through accelerate)
-starts the process group, `tpu_dist`, and wraps the model in DDP on
-tpu:LOCAL_RANK by itself. Rank 0 writes the logged losses and the final
-weights to OUT.pt.
+Each rank trains with its micro-batch of 2 and evaluates its share of the
+evaluation set; the Trainer (through accelerate) starts the process group,
+`tpu_dist`, and wraps the model in DDP on tpu:LOCAL_RANK by itself. The
+last step is evaluated and saved (a checkpoint in OUT.pt's folder, under
+trainer/); rank 0 writes the logged losses and the final weights to OUT.pt.
 """
 
 import argparse
@@ -78,10 +79,11 @@ def train(output_dir, model=None, max_steps=6, eval_steps=3, save_steps=None, re
 
 
 def results(trainer):
-    """The losses the Trainer logged (averaged over ranks) and the final weights."""
-    losses = [(h["step"], h["loss"]) for h in trainer.state.log_history if "loss" in h]
+    """The losses the Trainer logged (over all ranks) and the final weights."""
+    history = trainer.state.log_history
+    logged = {key: [(h["step"], h[key]) for h in history if key in h] for key in ("loss", "eval_loss")}
     model = trainer.accelerator.unwrap_model(trainer.model)
-    return {"losses": losses, "weights": {k: v.detach().cpu() for k, v in model.state_dict().items()}}
+    return {**logged, "weights": {k: v.detach().cpu() for k, v in model.state_dict().items()}}
 
 
 def main():
@@ -95,7 +97,8 @@ def main():
     trainer = train(
         os.path.join(os.path.dirname(options.out), "trainer"),
         max_steps=options.steps,
-        eval_steps=None,
+        eval_steps=options.steps,
+        save_steps=options.steps,
         gradient_accumulation_steps=1,
         ddp_find_unused_parameters=False,
     )
