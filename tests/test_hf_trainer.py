@@ -94,3 +94,18 @@ def test_bf16_trains_under_bf16_autocast_like_cpu(tmp_path):
     assert tpu_dtypes == {torch.bfloat16}
     # Both sides compute in bfloat16, each with its own accumulation order.
     _assert_same_run(tpu, cpu, rtol=2e-3, atol=2e-3)
+
+
+def test_torchrun_rank_without_its_device_raises_before_the_process_group(monkeypatch):
+    from accelerate.state import PartialState
+
+    # LOCAL_RANK 1 of 2 in a process with one tpu device (TORCH_TPU_NUM_DEVICES=1)
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    monkeypatch.setattr(torch.tpu, "device_count", lambda: 1)
+    PartialState._reset_state()
+    try:
+        with pytest.raises(RuntimeError, match="TORCH_TPU_NUM_DEVICES"):
+            PartialState()
+        assert not torch.distributed.is_initialized()
+    finally:
+        PartialState._reset_state()

@@ -11,7 +11,8 @@ Here `PartialState` learns tpu as it knows those devices:
 - one process: `default_device` is the current tpu device;
 - under torchrun (LOCAL_RANK set): the backend is `tpu_dist` (the one
   transformers maps device "tpu" to) and each process takes tpu:LOCAL_RANK
-  (torch_tpu gives a process LOCAL_WORLD_SIZE devices). The distributed type
+  (torch_tpu gives a process LOCAL_WORLD_SIZE devices; with fewer, a clear
+  error before the process group starts). The distributed type
   is MULTI_GPU, accelerate's "one accelerator per process, DDP over a c10d
   backend" type: its code for that type (DDP with device_ids, barriers, RNG
   broadcast on `state.device`, bf16 autocast) is device-generic once the
@@ -33,6 +34,19 @@ def _torchrun_rank_on_tpu(cpu, sagemaker_dp):
     return not cpu and not sagemaker_dp and int(os.environ.get("LOCAL_RANK", -1)) != -1 and tpu_is_the_accelerator()
 
 
+def _check_local_device():
+    """accelerate's DDP runs local rank r on device r (device_ids=[r]), so a
+    process needs LOCAL_RANK + 1 devices; say so before the process group
+    starts rather than fail in DDP's first forward."""
+    local_rank, count = int(os.environ["LOCAL_RANK"]), torch.tpu.device_count()
+    if local_rank >= count:
+        raise RuntimeError(
+            f"accelerate runs local rank {local_rank} on tpu:{local_rank}, but this process has {count} tpu "
+            "device(s): leave TORCH_TPU_NUM_DEVICES unset under torchrun (each process then gets "
+            "LOCAL_WORLD_SIZE devices) or set it to at least LOCAL_WORLD_SIZE"
+        )
+
+
 def _patch_state(state):
     partial = state.PartialState
     if getattr(partial, "_torch_tpu", False):
@@ -47,6 +61,7 @@ def _patch_state(state):
     def _prepare_backend(self, cpu=False, sagemaker_dp=False, backend=None):
         found, distributed_type = prepare_backend(self, cpu, sagemaker_dp, backend)
         if distributed_type == DistributedType.NO and _torchrun_rank_on_tpu(cpu, sagemaker_dp):
+            _check_local_device()
             return backend or "tpu_dist", DistributedType.MULTI_GPU
         return found, distributed_type
 
