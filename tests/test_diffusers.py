@@ -1,5 +1,6 @@
-"""Diffusers on tpu: a tiny UNet2DModel and AutoencoderKL compute CPU's
-outputs and every parameter's gradient, and a 10-step DDPM pipeline samples
+"""Diffusers on tpu: a tiny UNet2DModel, UNet2DConditionModel (cross
+attention to a text embedding) and AutoencoderKL compute CPU's outputs and
+every parameter's gradient, and a 10-step DDPM pipeline samples
 CPU's images (its noise drawn from the same CPU generator)."""
 
 import diffusers
@@ -23,6 +24,22 @@ def _unet():
     )
 
 
+def _conditional_unet():
+    torch.manual_seed(0)
+    return diffusers.UNet2DConditionModel(
+        sample_size=8,
+        in_channels=4,
+        out_channels=4,
+        layers_per_block=1,
+        block_out_channels=(8, 16),
+        down_block_types=("CrossAttnDownBlock2D", "DownBlock2D"),
+        up_block_types=("UpBlock2D", "CrossAttnUpBlock2D"),
+        cross_attention_dim=16,
+        norm_num_groups=4,
+        attention_head_dim=4,
+    )
+
+
 def _autoencoder():
     torch.manual_seed(0)
     return diffusers.AutoencoderKL(
@@ -38,8 +55,17 @@ def _autoencoder():
     )
 
 
-def _images():
-    return torch.randn(2, 3, 8, 8, generator=torch.Generator().manual_seed(1))
+def _images(channels=3):
+    return torch.randn(2, channels, 8, 8, generator=torch.Generator().manual_seed(1))
+
+
+_TIMESTEPS = torch.tensor([10, 500])
+_TEXT = torch.randn(2, 5, 16, generator=torch.Generator().manual_seed(2))  # batch, tokens, cross_attention_dim
+_MODELS = {  # name: (constructor, forward inputs)
+    "UNet2DModel": (_unet, (_images(), _TIMESTEPS)),
+    "UNet2DConditionModel": (_conditional_unet, (_images(4), _TIMESTEPS, _TEXT)),
+    "AutoencoderKL": (_autoencoder, (_images(),)),
+}
 
 
 def _forward_backward(model, device, *inputs):
@@ -57,9 +83,9 @@ def _assert_same(tpu, cpu):
         torch.testing.assert_close(grad, cpu[1][name], rtol=1e-4, atol=1e-5, msg=name)
 
 
-@pytest.mark.parametrize("make", [_unet, _autoencoder], ids=["UNet2DModel", "AutoencoderKL"])
-def test_forward_and_backward_match_cpu(make):
-    inputs = (_images(), torch.tensor([10, 500])) if make is _unet else (_images(),)
+@pytest.mark.parametrize("model", list(_MODELS))
+def test_forward_and_backward_match_cpu(model):
+    make, inputs = _MODELS[model]
     _assert_same(_forward_backward(make(), "tpu", *inputs), _forward_backward(make(), "cpu", *inputs))
 
 
