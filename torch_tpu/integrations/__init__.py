@@ -6,6 +6,12 @@ only if) the program imports it, so importing torch_tpu stays cheap.
   device_map="auto")`, `max_memory={"tpu": "10GiB", "cpu": ...}`,
   `infer_auto_device_map` and `dispatch_model` place layers on tpu
   (`torch_tpu/integrations/accelerate.py`).
+- accelerate's process state (and transformers' `Trainer` through it): a
+  script trains on tpu by itself, and under torchrun over `tpu_dist`
+  (`torch_tpu/integrations/accelerate_state.py`).
+- transformers' Trainer: its checkpoints keep the tpu generators' state, so
+  a resumed run repeats the uninterrupted one's dropout
+  (`torch_tpu/integrations/transformers_trainer.py`).
 """
 
 import importlib.abc
@@ -55,6 +61,8 @@ def _when_imported(name, hook):
 
 
 def install():
-    from . import accelerate
+    from . import accelerate, accelerate_state, transformers_trainer
 
     accelerate.install(_when_imported)
+    accelerate_state.install(_when_imported)
+    transformers_trainer.install(_when_imported)

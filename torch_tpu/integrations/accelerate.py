@@ -20,7 +20,7 @@ import functools
 import torch
 
 
-def _tpu_is_the_accelerator():
+def tpu_is_the_accelerator():
     accelerator = torch.accelerator.current_accelerator()
     return accelerator is not None and accelerator.type == "tpu"
 
@@ -70,7 +70,7 @@ def _patched(original, convert_file_size_to_int):
 
     @functools.wraps(original)
     def get_max_memory(max_memory=None):
-        if not _tpu_is_the_accelerator():
+        if not tpu_is_the_accelerator():
             return original(max_memory)
         return _tpu_max_memory(max_memory, convert_file_size_to_int)
 

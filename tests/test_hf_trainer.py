@@ -1,0 +1,111 @@
+"""transformers' Trainer on tpu, given nothing but TrainingArguments: it
+picks tpu:0 itself (accelerate's state learns tpu through
+torch_tpu/integrations/accelerate_state.py), and a tiny llama trained with
+gradient accumulation, evaluation, checkpoints and bf16 gives the losses
+and weights of the same run on CPU (`use_cpu=True`); a run resumed from its
+checkpoint continues exactly as the uninterrupted one.
+
+The model, the data and the arguments are shared with the torchrun job
+(tests/distributed_jobs/hf_trainer.py, tests/test_hf_trainer_distributed.py)."""
+
+import os
+
+import pytest
+import torch
+import transformers
+from accelerate import Accelerator
+from distributed_jobs import hf_trainer
+
+import torch_tpu
+
+
+def _logged(trainer, key, after_step=0):
+    return [(h["step"], h[key]) for h in trainer.state.log_history if key in h and h["step"] > after_step]
+
+
+def _weights(trainer):
+    return {name: p.detach().cpu() for name, p in trainer.model.named_parameters()}
+
+
+def _assert_same_run(actual, expected, rtol, atol):
+    for key in ("loss", "eval_loss"):
+        got, want = _logged(actual, key), _logged(expected, key)
+        assert [s for s, _ in got] == [s for s, _ in want] and got, (got, want)
+        torch.testing.assert_close([v for _, v in got], [v for _, v in want], rtol=rtol, atol=atol)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """6 optimizer steps of 2 micro-batches, evaluated every 3."""
+    out = tmp_path_factory.mktemp("trainer")
+    # (a module fixture runs before conftest's per-test "highest")
+    with torch_tpu.matmul_precision("highest"):
+        tpu = hf_trainer.train(str(out / "tpu"), max_steps=6, eval_steps=3)
+        cpu = hf_trainer.train(str(out / "cpu"), max_steps=6, eval_steps=3, use_cpu=True)
+    return tpu, cpu
+
+
+def test_plain_training_arguments_choose_tpu(tmp_path):
+    args = transformers.TrainingArguments(output_dir=str(tmp_path))
+    assert args.device == torch.device("tpu", 0)
+    assert Accelerator().device == torch.device("tpu", 0)  # where the Trainer's batches go
+
+
+def test_training_with_accumulation_and_evaluation_matches_cpu(runs):
+    tpu, cpu = runs
+    assert {p.device.type for p in tpu.model.parameters()} == {"tpu"}
+    assert len(_logged(tpu, "loss")) == 6 and len(_logged(tpu, "eval_loss")) == 2
+    _assert_same_run(tpu, cpu, rtol=1e-5, atol=1e-5)
+    cpu_weights = _weights(cpu)
+    for name, weight in _weights(tpu).items():
+        torch.testing.assert_close(weight, cpu_weights[name], rtol=1e-4, atol=1e-5, msg=name)
+
+
+def test_resume_from_checkpoint_continues_the_uninterrupted_run(tmp_path):
+    # With dropout: the resumed run must also draw the masks the
+    # uninterrupted one drew, from the tpu generator state in the checkpoint.
+    def run(name, **kwargs):
+        model = hf_trainer.tiny_llama(attention_dropout=0.5)
+        return hf_trainer.train(str(tmp_path / name), model=model, max_steps=4, eval_steps=2, save_steps=2, **kwargs)
+
+    uninterrupted = run("uninterrupted")
+    checkpoint = tmp_path / "uninterrupted" / "checkpoint-2"
+    assert {"model.safetensors", "optimizer.pt", "scheduler.pt", "rng_state.pth"} <= set(os.listdir(checkpoint))
+    resumed = run("resumed", resume_from_checkpoint=str(checkpoint))
+    # Steps 3-4 ran in the resumed trainer, from the checkpoint's weights,
+    # optimizer moments, schedule, data position and generator states.
+    for key in ("loss", "eval_loss"):
+        assert _logged(resumed, key, after_step=2) == _logged(uninterrupted, key, after_step=2), key
+    expected = _weights(uninterrupted)
+    for name, weight in _weights(resumed).items():
+        torch.testing.assert_close(weight, expected[name], rtol=0, atol=0, msg=name)
+
+
+def test_bf16_trains_under_bf16_autocast_like_cpu(tmp_path):
+    def run(name, **kwargs):
+        dtypes = set()
+        model = hf_trainer.tiny_llama()
+        model.model.layers[0].mlp.down_proj.register_forward_hook(lambda m, i, o: dtypes.add(o.dtype))
+        trainer = hf_trainer.train(str(tmp_path / name), model=model, max_steps=2, eval_steps=2, bf16=True, **kwargs)
+        return trainer, dtypes
+
+    tpu, tpu_dtypes = run("tpu")
+    cpu, _ = run("cpu", use_cpu=True)
+    assert tpu_dtypes == {torch.bfloat16}
+    # Both sides compute in bfloat16, each with its own accumulation order.
+    _assert_same_run(tpu, cpu, rtol=2e-3, atol=2e-3)
+
+
+def test_torchrun_rank_without_its_device_raises_before_the_process_group(monkeypatch):
+    from accelerate.state import PartialState
+
+    # LOCAL_RANK 1 of 2 in a process with one tpu device (TORCH_TPU_NUM_DEVICES=1)
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    monkeypatch.setattr(torch.tpu, "device_count", lambda: 1)
+    PartialState._reset_state()
+    try:
+        with pytest.raises(RuntimeError, match="TORCH_TPU_NUM_DEVICES"):
+            PartialState()
+        assert not torch.distributed.is_initialized()
+    finally:
+        PartialState._reset_state()

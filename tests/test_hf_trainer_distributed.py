@@ -1,0 +1,47 @@
+"""transformers' Trainer under torchrun on tpu: 2 processes, each with its
+micro-batch of 2, train as one process does on the global batch of 4 (the
+same samples, accumulated in 2 micro-batches). The Trainer starts the
+`tpu_dist` process group and wraps the model in DDP on tpu:LOCAL_RANK by
+itself (tests/distributed_jobs/hf_trainer.py checks that on every rank).
+
+The job runs under a hard timeout (tests/distributed_launch.py)."""
+
+import os
+import sys
+
+import torch
+from distributed_jobs import hf_trainer
+from distributed_launch import JOBS, run_session
+
+
+def test_trainer_under_torchrun_matches_one_process_on_the_global_batch(tmp_path):
+    # First the single process: its programs are the ranks' too (micro-batch
+    # 2 either way), so the ranks find them in the on-disk compile cache.
+    single = hf_trainer.results(hf_trainer.train(str(tmp_path / "single"), max_steps=3, eval_steps=3))
+    out = str(tmp_path / "ddp.pt")
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+    env.pop("TORCH_TPU_NUM_DEVICES", None)  # torchrun's LOCAL_WORLD_SIZE gives each rank its device
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node=2",
+        os.path.join(JOBS, "hf_trainer.py"),
+        out,
+    ]
+    returncode, output = run_session(cmd, env, 300, "the Trainer on 2 processes")
+    assert returncode == 0, output[-6000:]
+    ddp = torch.load(out)
+    assert [s for s, _ in ddp["loss"]] == [1, 2, 3] and [s for s, _ in ddp["eval_loss"]] == [3]
+    for key in ("loss", "eval_loss"):
+        torch.testing.assert_close(ddp[key], single[key], rtol=1e-5, atol=1e-6, msg=key)
+    for name, weight in single["weights"].items():
+        torch.testing.assert_close(ddp["weights"][name], weight, rtol=1e-4, atol=1e-6, msg=name)
+    # The checkpoint: one model, and each rank's generator states, its two
+    # tpu devices' included (torch_tpu/integrations/transformers_trainer.py).
+    checkpoint = tmp_path / "trainer" / "checkpoint-3"
+    assert (checkpoint / "model.safetensors").is_file()
+    for rank in range(2):
+        states = torch.load(checkpoint / f"rng_state_{rank}.pth", weights_only=False)
+        assert len(states["tpu"]) == 2, rank
