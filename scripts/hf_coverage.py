@@ -80,6 +80,8 @@ TINY = {
     "head_dim": 16,
     "d_kv": 16,
     "vocab_size": 128,
+    "decoder_vocab_size": 128,
+    "rotary_dim": 8,
     "max_position_embeddings": 64,
     "n_positions": 64,
     "num_local_experts": 4,
@@ -216,8 +218,8 @@ def _tensors(value):
         value = list(value.values())
     if isinstance(value, (list, tuple)):
         return [t for v in value for t in _tensors(v)]
-    if hasattr(value, "layers"):  # a Cache
-        return [t for layer in value.layers for t in _tensors([getattr(layer, "keys", None), layer.values])]
+    if hasattr(value, "layers"):  # a Cache: whatever tensors its layers hold (keys/values, recurrent states)
+        return [t for layer in value.layers for t in _tensors(list(vars(layer).values()))]
     return []
 
 
