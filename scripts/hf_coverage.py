@@ -169,9 +169,9 @@ def build(model_type, class_name):
     return config, model
 
 
-def make_inputs(model, config, head):
+def make_inputs(model, config, head, seed=1):
     """The model's main input (and labels for the training check), or raises CannotBuild."""
-    g = torch.Generator().manual_seed(1)
+    g = torch.Generator().manual_seed(seed)
     name = model.main_input_name
     vocab = getattr(config, "vocab_size", None) or getattr(getattr(config, "text_config", None), "vocab_size", 128)
     ids = torch.randint(2, min(vocab, TINY["vocab_size"]), (BATCH, SEQ), generator=g)
@@ -299,6 +299,26 @@ def check_train(cpu, tpu, inputs, labels):
         _close(q.detach(), p.detach(), f"{name} after AdamW", atol=1e-5, rtol=1e-4)
 
 
+def check_train_at_a_kink_retries(model_type, class_name, config, head, cpu, tpu):
+    """check_train on seed 1's inputs; if they differ, once more on fresh models and seed 2's. A ReLU (or max)
+    input within rounding of its kink sends a gradient one way on one device and the other way on the other: both
+    are right in float32 (resnet, seed 1: one pre-activation of 3e-6 on CPU, -6e-7 on tpu, of values up to 6.8,
+    moves weight gradients by 5%). Such a tie is rare, so another input passes; a device error fails both."""
+    inputs, labels = make_inputs(cpu, config, head, seed=1)
+    try:
+        check_train(cpu, tpu, inputs, labels)
+    except WrongValues as first:
+        _, cpu = build(model_type, class_name)
+        _, tpu = build(model_type, class_name)
+        tpu.load_state_dict(cpu.state_dict())
+        tpu.to("tpu")
+        inputs, labels = make_inputs(cpu, config, head, seed=2)
+        try:
+            check_train(cpu, tpu, inputs, labels)
+        except WrongValues as second:
+            raise WrongValues(f"{second} (and with other inputs: {first})") from None
+
+
 def check_compile(cpu, tpu, inputs):
     import torch_tpu.compile as tpu_compile
 
@@ -353,7 +373,7 @@ def run_model(model_type, head, class_name, generates):
     steps = [("forward", lambda: check_forward(cpu, tpu, inputs))]
     if generates:
         steps.append(("generate", lambda: check_generate(cpu, tpu, inputs, config)))
-    steps.append(("train", lambda: check_train(cpu, tpu, inputs, labels)))
+    steps.append(("train", lambda: check_train_at_a_kink_retries(model_type, class_name, config, head, cpu, tpu)))
     steps.append(("compile", lambda: check_compile(cpu, tpu, inputs)))
     with torch_tpu.matmul_precision("highest"):
         for check, step in steps:
