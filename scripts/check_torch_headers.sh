@@ -2,7 +2,7 @@
 # Compiles (syntax only) every translation unit that includes torch headers
 # against another torch's headers, e.g. an unpacked torch 2.11 or 2.12 wheel:
 #   pip download --no-deps torch==2.11.0 -d /tmp/t && unzip -q /tmp/t/torch-*.whl 'torch/include/*' -d /tmp/t
-#   bash scripts/check_torch_headers.sh /tmp/t/torch/include
+#   bash scripts/check_torch_headers.sh /tmp/t/torch/include [FILE.cpp ...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 include=${1:?usage: check_torch_headers.sh TORCH_INCLUDE_DIR}
@@ -12,8 +12,11 @@ python_include=$(.venv/bin/python -c "import sysconfig; print(sysconfig.get_path
 std=$(sed -n 's/^set(CMAKE_CXX_STANDARD \([0-9]*\))/\1/p' CMakeLists.txt)
 status=0
 shopt -s nullglob
-# csrc/python/graph_bindings.cpp includes torch's Python binding headers.
-for f in csrc/device/*.cpp csrc/distributed/*.cpp csrc/python/graph_bindings.cpp; do
+# csrc/python/*.cpp include torch's Python binding headers. A list of files
+# as arguments after the include dir checks only those.
+files=("${@:2}")
+[ ${#files[@]} -eq 0 ] && files=(csrc/device/*.cpp csrc/distributed/*.cpp csrc/python/*.cpp)
+for f in "${files[@]}"; do
   if ! g++ -std=gnu++"$std" -fsyntax-only -D_GLIBCXX_USE_CXX11_ABI=1 -Icsrc -I"$pjrt" -I"$include" \
        -I"$include/torch/csrc/api/include" -I"$python_include" "$f"; then
     echo "FAILED: $f" >&2

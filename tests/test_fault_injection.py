@@ -211,7 +211,7 @@ def test_extremes_of_an_empty_tensor_raise_cpus_error(case):
 
 # ---- NaN and Inf in Debug mode --------------------------------------------------------
 # TORCH_TPU_CHECK_NANS names the op whose result holds NaN or Inf; casts and
-# the ops that compute on the host (data-dependent sizes) produce results too.
+# the data-dependent ops (built from other ops, named as the op called) produce results too.
 NAN_PRODUCERS = {
     "cast to float16": (lambda: torch.full((3,), 1e6, device="tpu").to(torch.float16), "Float to Half"),
     "cast to bfloat16": (
@@ -220,6 +220,10 @@ NAN_PRODUCERS = {
     ),
     "cast from the host": (lambda: torch.full((3,), 1e6).to("tpu", torch.float16), "Float to Half"),
     "unique": (lambda: torch.tensor([1.0, float("nan")]).to("tpu").unique(), "aten::_unique2"),
+    "bincount": (
+        lambda: torch.bincount(torch.tensor([0, 1]).to("tpu"), torch.tensor([1.0, float("inf")]).to("tpu")),
+        "aten::bincount",
+    ),
     "unique_consecutive": (
         lambda: torch.tensor([1.0, float("inf")]).to("tpu").unique_consecutive(),
         "aten::unique_consecutive",

@@ -8,6 +8,7 @@
 #include "device/data_dependent_kernels.h"
 
 #include "device/debug_checks.h"
+#include "runtime/eager_mode.h"
 
 namespace torch_tpu::device {
 
@@ -25,6 +26,35 @@ std::tuple<T...> to_device(const char* op, const std::tuple<T...>& r, const at::
   std::apply([&](const auto&... t) { check_finite_results(op, {t...}); }, out);
   return out;
 }
+
+// A kernel built from lowered ops is one op to Debug mode: its own ops run
+// unchecked (Strict) while it computes, and then its results are checked for
+// NaN/Inf under its own name, the op the user called.
+class AsOneOp {
+ public:
+  explicit AsOneOp(const char* op) : op_(op), debug_(runtime::eager_mode() == runtime::EagerMode::Debug) {
+    if (debug_) runtime::set_eager_mode(runtime::EagerMode::Strict);
+  }
+  ~AsOneOp() {
+    if (debug_) runtime::set_eager_mode(runtime::EagerMode::Debug);
+  }
+  AsOneOp(const AsOneOp&) = delete;
+  AsOneOp& operator=(const AsOneOp&) = delete;
+
+  template <typename... T>
+  std::tuple<T...> results(std::tuple<T...> r) {
+    if (debug_) {
+      runtime::set_eager_mode(runtime::EagerMode::Debug);
+      debug_ = false;
+      std::apply([&](const auto&... t) { check_finite_results(op_, {t...}); }, r);
+    }
+    return r;
+  }
+
+ private:
+  const char* op_;
+  bool debug_;
+};
 
 }  // namespace
 
@@ -51,6 +81,7 @@ at::Tensor bincount(const at::Tensor& self, const std::optional<at::Tensor>& wei
   const bool weighted = weights && weights->defined();
   TORCH_CHECK(!weighted || (weights->dim() == 1 && weights->size(0) == self.size(0)),
               "weights should be 1-d and have the same length as input");
+  AsOneOp one_op("aten::bincount");
   int64_t length = minlength;
   if (self.numel() > 0) {
     const auto [lo, hi] = at::aminmax(self);
@@ -63,7 +94,7 @@ at::Tensor bincount(const at::Tensor& self, const std::optional<at::Tensor>& wei
   at::Tensor counts = at::zeros({length}, self.options().dtype(dtype));
   if (self.numel() == 0) return counts;
   const at::Tensor values = weighted ? weights->to(dtype) : at::ones({self.numel()}, self.options().dtype(dtype));
-  return counts.index_put_({self}, values, /*accumulate=*/true);
+  return std::get<0>(one_op.results(std::make_tuple(counts.index_put_({self}, values, /*accumulate=*/true))));
 }
 
 at::Tensor repeat_interleave_tensor(const at::Tensor& repeats, std::optional<int64_t> output_size) {
@@ -92,12 +123,14 @@ namespace {
 // equal neighbours merge), each element's index among them and each value's
 // count. NaN equals nothing, as in CPU's and CUDA's kernels. The number of
 // distinct values is the one host read.
-std::tuple<at::Tensor, at::Tensor, at::Tensor> distinct_values(const at::Tensor& self, bool sort) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> distinct_values(const char* op, const at::Tensor& self, bool sort) {
+  AsOneOp one_op(op);
   const at::Tensor flat = self.reshape({-1});
   const int64_t n = flat.numel();
   const at::TensorOptions index_options = self.options().dtype(at::kLong);
   if (n == 0) {
-    return {at::empty({0}, self.options()), at::zeros(self.sizes(), index_options), at::empty({0}, index_options)};
+    return one_op.results(std::make_tuple(at::empty({0}, self.options()), at::zeros(self.sizes(), index_options),
+                                          at::empty({0}, index_options)));
   }
   at::Tensor ordered = flat, order;
   if (sort) std::tie(ordered, order) = flat.sort(/*stable=*/true, /*dim=*/0, /*descending=*/false);
@@ -110,7 +143,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> distinct_values(const at::Tensor&
   const at::Tensor values = at::empty({count}, self.options()).index_put_({group}, ordered);
   const at::Tensor inverse = sort ? at::empty({n}, index_options).index_put_({order}, group) : group;
   const at::Tensor counts = at::zeros({count}, index_options).index_put_({group}, at::ones({n}, index_options), true);
-  return {values, inverse.view(self.sizes()), counts};
+  return one_op.results(std::make_tuple(values, inverse.view(self.sizes()), counts));
 }
 
 at::Tensor empty_index(const at::Tensor& self) { return at::empty({0}, self.options().dtype(at::kLong)); }
@@ -119,13 +152,13 @@ at::Tensor empty_index(const at::Tensor& self) { return at::empty({0}, self.opti
 
 // _unique / _unique2: sorted whether or not `sorted` is asked, as on CUDA.
 std::tuple<at::Tensor, at::Tensor> unique(const at::Tensor& self, bool /*sorted*/, bool return_inverse) {
-  auto [values, inverse, counts] = distinct_values(self, /*sort=*/true);
+  auto [values, inverse, counts] = distinct_values("aten::_unique", self, /*sort=*/true);
   return {values, return_inverse ? inverse : empty_index(self)};
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> unique2(const at::Tensor& self, bool /*sorted*/, bool return_inverse,
                                                        bool return_counts) {
-  auto [values, inverse, counts] = distinct_values(self, /*sort=*/true);
+  auto [values, inverse, counts] = distinct_values("aten::_unique2", self, /*sort=*/true);
   return {values, return_inverse ? inverse : empty_index(self), return_counts ? counts : empty_index(self)};
 }
 
@@ -135,7 +168,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> unique_consecutive(const at::Tens
     return to_device("aten::unique_consecutive",
                      at::unique_consecutive(on_host(self), return_inverse, return_counts, dim), self.device());
   }
-  auto [values, inverse, counts] = distinct_values(self, /*sort=*/false);
+  auto [values, inverse, counts] = distinct_values("aten::unique_consecutive", self, /*sort=*/false);
   return {values, return_inverse ? inverse : empty_index(self), return_counts ? counts : empty_index(self)};
 }
 
