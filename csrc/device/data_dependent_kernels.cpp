@@ -16,6 +16,12 @@ namespace {
 
 at::Tensor on_host(const at::Tensor& t) { return t.cpu(); }
 
+// Debug's NaN/Inf check of every tensor a kernel returns, under the op's name.
+template <typename... T>
+void check_finite(const char* op, const std::tuple<T...>& r) {
+  std::apply([&](const auto&... t) { check_finite_results(op, {t...}); }, r);
+}
+
 // The CPU kernel's results on the device. Debug mode checks them for NaN
 // and Inf as it checks a lowered op's. `op` (the aten names below) is
 // only a label for that check's message: these kernels are registered by
@@ -23,7 +29,7 @@ at::Tensor on_host(const at::Tensor& t) { return t.cpu(); }
 template <typename... T>
 std::tuple<T...> to_device(const char* op, const std::tuple<T...>& r, const at::Device& device) {
   std::tuple<T...> out = std::apply([&](const auto&... t) { return std::make_tuple(t.to(device)...); }, r);
-  std::apply([&](const auto&... t) { check_finite_results(op, {t...}); }, out);
+  check_finite(op, out);
   return out;
 }
 
@@ -46,7 +52,7 @@ class AsOneOp {
     if (debug_) {
       runtime::set_eager_mode(runtime::EagerMode::Debug);
       debug_ = false;
-      std::apply([&](const auto&... t) { check_finite_results(op_, {t...}); }, r);
+      check_finite(op_, r);
     }
     return r;
   }
