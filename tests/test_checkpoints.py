@@ -314,14 +314,54 @@ def test_untyped_storage_like_cuda(mode):
     assert x[2].item() == -5.0
 
 
-def test_a_byte_slice_of_a_storage_raises_when_used():
-    # storage[a:b] makes a storage whose data pointer points into its
-    # parent's; a device buffer has no such addresses: NotImplementedError
-    # naming the way that works, never a crash.
-    part = torch.ones(4, device="tpu").untyped_storage()[4:8]
-    assert part.nbytes() == 4
-    with pytest.raises(NotImplementedError, match="Slice a tensor over the storage"):
-        torch.tensor([], dtype=torch.float32, device="tpu").set_(part).cpu()
+def _slice_pair(device):
+    """A float32 storage and its bytes 4..20 (floats 1..4), on `device`."""
+    x = torch.arange(8, dtype=torch.float32, device=device)
+    return x, x.untyped_storage()[4:20]
+
+
+def test_a_byte_slice_of_a_storage_aliases_its_bytes(mode):
+    # storage[a:b] is a storage over bytes a..b of its parent, as on CPU and
+    # CUDA: storage ops and tensors set_ over it read and write those bytes.
+    (x, part), (cx, cpart) = _slice_pair("tpu"), _slice_pair("cpu")
+    assert part.nbytes() == cpart.nbytes() == 16 and part.device == x.device
+    assert part.data_ptr() - x.untyped_storage().data_ptr() == 4
+    assert bytes(part.cpu()) == bytes(cpart) and list(part) == list(cpart) and part[5] == cpart[5]
+    over, cover = (torch.tensor([], device=p.device).set_(p) for p in (part, cpart))
+    _same(over, cover)
+    assert over.data_ptr() == part.data_ptr()
+    for p in (part, cpart):
+        p.fill_(0)
+        p[4:8].copy_(torch.tensor([-2.5]).untyped_storage())  # a slice of the slice
+        torch.tensor([], dtype=torch.int32, device=p.device).set_(p, 2, (1,), (1,)).fill_(0x40400000)
+    _same(x, cx)  # [0, 0, -2.5, 3, 0, 5, 6, 7]
+    assert x[2].item() == -2.5 and x[3].item() == 3.0
+    over.mul_(2)
+    cover.mul_(2)
+    _same(x, cx)
+    clone = part.clone()
+    assert clone.data_ptr() != part.data_ptr() and bytes(clone.cpu()) == bytes(cpart)
+
+
+def test_a_byte_slice_of_a_storage_bad_use_raises_like_cpu():
+    x, part = _slice_pair("tpu")
+    _, cpart = _slice_pair("cpu")
+    for p in (part, cpart):
+        with pytest.raises(RuntimeError, match="Trying to resize storage that is not resizable"):
+            p.resize_(32)
+        with pytest.raises(RuntimeError, match="Trying to resize storage that is not resizable"):
+            torch.tensor([], device=p.device).set_(p, 0, (5,), (1,))  # set_ grows a storage too small
+    grown, cgrown = (torch.arange(2.0, device=d) for d in ("tpu", "cpu"))
+    for t in (grown, cgrown):
+        torch.tensor([], device=t.device).set_(t.untyped_storage(), 1, (3,), (1,)).fill_(9)
+    assert grown.untyped_storage().nbytes() == cgrown.untyped_storage().nbytes() == 16
+    _same(grown, cgrown)
+    # A float tensor starting inside a float of the parent has no element
+    # offset: a clear NotImplementedError naming the way that works.
+    with pytest.raises(NotImplementedError, match="view the bytes as uint8 first"):
+        torch.tensor([], device="tpu").set_(x.untyped_storage()[1:9])
+    odd = torch.tensor([], dtype=torch.uint8, device="tpu").set_(x.untyped_storage()[1:9])
+    _same(odd, torch.tensor([], dtype=torch.uint8).set_(torch.arange(8, dtype=torch.float32).untyped_storage()[1:9]))
 
 
 def test_untyped_storage_copies_between_devices(mode):

@@ -23,6 +23,9 @@ from . import _C  # noqa: E402  (after the rename: kernels register for "tpu")
 _platform, _plugin_path, _plugin_error = _plugin.find_plugin()
 _plugin.tune_xla_flags(_platform)
 _C._configure(_plugin_path, _plugin.num_devices(), _plugin_error)
+# storage[a:b] of a tpu storage: set_ finds the bytes it points into by the
+# deleter PyTorch gives every storage slice, learned here from a CPU one.
+_C._learn_storage_slice_deleter(torch.empty(0, dtype=torch.uint8).set_(torch.UntypedStorage(2)[0:1]))
 
 from . import device_module as _device_module  # noqa: E402
 

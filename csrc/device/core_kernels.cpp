@@ -152,13 +152,27 @@ at::Tensor& set_source_storage_offset(at::Tensor& self, c10::Storage source, int
                                       at::IntArrayRef size, at::IntArrayRef stride) {
   TORCH_CHECK(source.device().type() == c10::DeviceType::PrivateUse1, "set_: expected a tpu storage, got ",
               source.device());
+  if (auto slice = storage_slice_root(source)) {
+    // storage[a:b]: the tensor aliases the bytes of the storage the slice
+    // points into, `a` bytes in (device buffers have no addresses to share).
+    // Bounds are the slice's: set_ grows a storage too small for the view,
+    // and a slice is not resizable (CPU's and CUDA's message).
+    const int64_t itemsize = static_cast<int64_t>(self.dtype().itemsize());
+    size_t needed = at::detail::computeStorageNbytes(size, stride, itemsize, storage_offset);
+    TORCH_CHECK(needed <= source.nbytes(), "Trying to resize storage that is not resizable");
+    TORCH_CHECK_NOT_IMPLEMENTED(
+        slice->byte_offset % itemsize == 0, "tpu: a ", self.dtype().name(), " tensor over a storage slice starting ",
+        slice->byte_offset, " bytes into its storage (not a multiple of the element size ", itemsize,
+        "); slice the storage at a multiple of the element size, or view the bytes as uint8 first");
+    source = std::move(slice->root);
+    storage_offset += static_cast<int64_t>(slice->byte_offset) / itemsize;
+  }
   auto* impl = self.unsafeGetTensorImpl();
   if (!impl->storage().is_alias_of(source)) impl->set_storage_keep_dtype(std::move(source));
   impl->set_sizes_and_strides(size, stride, storage_offset);
+  // As CPU's and CUDA's set_: a view past the storage's end grows it.
   size_t needed = at::detail::computeStorageNbytes(size, stride, self.dtype().itemsize(), storage_offset);
-  TORCH_CHECK(needed <= self.storage().nbytes(), "setStorage: sizes ", size, ", strides ", stride, ", storage offset ",
-              storage_offset, " and itemsize ", self.dtype().itemsize(), " require a storage of size ", needed,
-              ", but got a storage of size ", self.storage().nbytes());
+  if (needed > self.storage().nbytes()) resize_storage_bytes(self.storage(), needed);
   return self;
 }
 

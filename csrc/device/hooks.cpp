@@ -75,6 +75,9 @@ void register_hooks() {
 }
 
 void resize_storage_bytes(const c10::Storage& storage, size_t new_nbytes) {
+  // CPU's resize_bytes_cpu check, word for word: storage[a:b] and storages
+  // over foreign memory are not resizable.
+  TORCH_CHECK(storage.resizable(), "Trying to resize storage that is not resizable");
   StorageBuffer& old_sb = storage_buffer(storage);
   if (new_nbytes == old_sb.nbytes) return;
   flush_if_pending_uses(old_sb, "resize");  // the old contents may still be pending, here

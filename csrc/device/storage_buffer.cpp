@@ -160,6 +160,42 @@ StorageAddresses& storage_addresses() {
 
 }  // namespace
 
+namespace {
+std::atomic<c10::DeleterFnPtr> storage_slice_deleter{nullptr};
+}  // namespace
+
+void learn_storage_slice_deleter(const at::Tensor& over_cpu_slice) {
+  const c10::DataPtr& ptr = over_cpu_slice.storage().data_ptr();
+  TORCH_CHECK(ptr.get_context() != nullptr && ptr.get_deleter() != nullptr,
+              "learn_storage_slice_deleter: expected a tensor over a storage made by storage[a:b]");
+  storage_slice_deleter.store(ptr.get_deleter());
+}
+
+std::optional<StorageSlice> storage_slice_root(const c10::Storage& storage) {
+  const c10::DeleterFnPtr slice_deleter = storage_slice_deleter.load();
+  if (slice_deleter == nullptr || !storage) return std::nullopt;
+  const c10::DataPtr& ptr = storage.data_ptr();
+  if (ptr.get_deleter() != slice_deleter) return std::nullopt;
+  // The deleter is PyTorch's slice deleter, so the context is the parent
+  // StorageImpl (which that deleter decrefs); a slice of a slice walks up.
+  auto parent = c10::Storage(
+      c10::intrusive_ptr<c10::StorageImpl>::reclaim_copy(static_cast<c10::StorageImpl*>(ptr.get_context())));
+  if (parent.device_type() != c10::DeviceType::PrivateUse1) return std::nullopt;
+  StorageSlice slice;
+  if (auto grand = storage_slice_root(parent)) {
+    slice = *grand;
+  } else {
+    if (parent.data_ptr().get_deleter() != &delete_storage_buffer) return std::nullopt;
+    slice.root = parent;
+  }
+  const auto at = reinterpret_cast<uintptr_t>(ptr.get());
+  const auto base = reinterpret_cast<uintptr_t>(parent.data_ptr().get());
+  TORCH_INTERNAL_ASSERT(at >= base && at - base + storage.nbytes() <= parent.nbytes(),
+                        "tpu: a storage slice outside its parent storage");
+  slice.byte_offset += at - base;
+  return slice;
+}
+
 StorageBuffer& storage_buffer(const c10::Storage& storage) {
   const c10::DataPtr& ptr = storage.data_ptr();
   if (ptr.get_deleter() == &delete_storage_buffer) return *static_cast<StorageBuffer*>(ptr.get_context());
@@ -172,9 +208,9 @@ StorageBuffer& storage_buffer(const c10::Storage& storage) {
   }
   TORCH_CHECK_NOT_IMPLEMENTED(
       sb != nullptr || ptr.get() == nullptr || storage.nbytes() == 0,
-      "tpu: this storage points into another storage's memory (a slice, storage[a:b]); device buffers "
-      "cannot be aliased by address. Slice a tensor over the storage instead "
-      "(torch.tensor([], dtype=torch.uint8, device='tpu').set_(storage)[a:b])");
+      "tpu: this storage points into another storage's memory (a slice, storage[a:b]) and reached an op "
+      "directly; device buffers cannot be aliased by address. Make a tensor over it first "
+      "(torch.tensor([], dtype=torch.uint8, device='tpu').set_(storage)), which aliases the parent's bytes");
   TORCH_CHECK(sb != nullptr, "tpu storage has no device buffer");
   // The same address and size: the same bytes (a from_blob wrapper of the whole storage).
   TORCH_CHECK_NOT_IMPLEMENTED(

@@ -9,6 +9,7 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "hlo/builder.h"
@@ -57,6 +58,21 @@ inline bool is_tpu(const at::Tensor& t) { return t.defined() && t.device().type(
 
 StorageBuffer& storage_buffer(const c10::Storage& storage);
 StorageBuffer& storage_buffer(const at::Tensor& tensor);
+
+// PyTorch's `storage[a:b]` (torch/csrc/Storage.cpp) makes a storage whose
+// DataPtr points `a` bytes into its parent's, with the parent's StorageImpl
+// as context and a deleter of PyTorch's own. That deleter is the same for
+// every device, so it is learned once from a CPU tensor over a CPU slice.
+void learn_storage_slice_deleter(const at::Tensor& over_cpu_slice);
+
+// A byte slice of a tpu storage, resolved to the storage holding its bytes.
+struct StorageSlice {
+  c10::Storage root;  // a storage of ours (its DataPtr's context is a StorageBuffer)
+  size_t byte_offset = 0;
+};
+// The root and offset when `storage` is such a slice (of a slice...) of a
+// tpu storage; nullopt for any other storage.
+std::optional<StorageSlice> storage_slice_root(const c10::Storage& storage);
 
 // The PrivateUse1 allocator. Data pointers are fake addresses (never
 // dereferenced, never reused, so distinct storages never overlap); the

@@ -1,6 +1,7 @@
 // torch_tpu._C: the few entry points the Python face needs.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <torch/csrc/autograd/python_variable.h>
 
 #include "device/cpu_fallback.h"
 #include "device/registration.h"
@@ -103,6 +104,9 @@ PYBIND11_MODULE(_C, m) {
     for (size_t i = 0; i < client.devices().size(); ++i) kinds.push_back(client.device_kind(i));
     info["device_kinds"] = kinds;
     return info;
+  });
+  m.def("_learn_storage_slice_deleter", [](const py::handle& over_cpu_slice) {
+    torch_tpu::device::learn_storage_slice_deleter(THPVariable_Unpack(over_cpu_slice.ptr()));
   });
   m.def("_mem_get_info", [](int device) { return torch_tpu::device::device_memory_info(device); });
   m.def("_memory_stats", [](int device) {
