@@ -564,3 +564,50 @@ def test_resizing_a_storage_the_pending_program_writes_keeps_its_values():
         z = torch.empty(0, device="tpu")
         torch.arange(3, out=z)
         assert y.cpu().tolist() == [3.0, 3.0] and z.cpu().tolist() == [0, 1, 2]
+
+
+class _HostScalars:
+    """What Hugging Face caches and attention scalings hold: CPU scalar
+    tensors that each forward moves to the model's device or computes with."""
+
+    offset = torch.tensor(3)
+    head_dim = torch.tensor(16.0)
+
+
+def _scaled_with_host_scalars(h, step):
+    position = _HostScalars.offset.to(h.device) + step.to(h.device)  # a constant and a CPU input, copied
+    scale = torch.sqrt(_HostScalars.head_dim * 1)  # CPU arithmetic on constants only
+    return h / scale + position, position
+
+
+def test_host_scalars_copied_to_tpu_or_computed_from_constants_replay():
+    g = torch.compile(_scaled_with_host_scalars, backend="tpu")
+    h = torch.randn(4, 8)
+    outs = []
+    for step in range(4):
+        out, position = g(h.to("tpu"), torch.tensor(step))
+        expected, expected_position = _scaled_with_host_scalars(h, torch.tensor(step))
+        torch.testing.assert_close(out.cpu(), expected)
+        assert position.device.type == "tpu" and position.item() == expected_position.item()
+        outs.append(position)
+    # Each call returned a tensor of its own: the constant's device copy is not shared.
+    outs[0].add_(100)
+    assert [p.item() for p in outs] == [103, 4, 5, 6] and _HostScalars.offset.item() == 3
+    stats = tpu_compile.stats()
+    assert stats["graph_replays"] == 3 and not stats["trace_reasons"], stats["trace_reasons"]
+
+
+def test_graph_without_tpu_inputs_that_makes_tpu_tensors_replays():
+    # Between two graph breaks (Longformer's `.item()`), a graph may only
+    # build tpu tensors from Python numbers; it is captured like any other.
+    def masks(n, fill):
+        mask = torch.full((n, n), fill, device="tpu").triu(1)
+        return mask * 2, torch.arange(n, device="tpu")
+
+    g = torch.compile(masks, backend="tpu")
+    for fill in (1.0, 1.0, 1.0):
+        mask, idx = g(5, fill)
+        torch.testing.assert_close(mask.cpu(), torch.full((5, 5), fill).triu(1) * 2)
+        torch.testing.assert_close(idx.cpu(), torch.arange(5))
+    stats = tpu_compile.stats()
+    assert stats["graph_calls"] == 3 and stats["graph_replays"] == 2, stats

@@ -103,6 +103,16 @@ def _run_fused(gm, matmul_precision, kind="forward"):
     captures = []  # (capture, {output position: number}), most recently replayed first
     out_type = [None]  # the graph's own return container
     numbers_are_data = _numbers_read_from_data(gm)
+    # A graph with no tpu input that makes tpu tensors (Longformer's masks
+    # between two graph breaks) is captured on the device it makes them on.
+    factory_device = next(
+        (
+            v.device.index or 0
+            for n in gm.graph.nodes
+            if isinstance(v := n.meta.get("val"), torch.Tensor) and v.device.type == "tpu"
+        ),
+        None,
+    )
 
     def trace(args, device):
         _stats["graph_traces"] += 1
@@ -144,7 +154,9 @@ def _run_fused(gm, matmul_precision, kind="forward"):
     def run(args):
         _stats["graph_calls"] += 1
         device = _device_of(args)
-        if device is None:  # no tpu input (a graph of factories): trace as eager does
+        if device is None:
+            device = factory_device
+        if device is None:  # nothing of the graph is on tpu
             return gm(*args)
         _C._flush("graph_boundary")  # eager work so far runs as its own program (no wait)
         out = replay(args)
@@ -215,6 +227,65 @@ def _check_lowerings(gm):
     )
 
 
+def _host_prologue(gm):
+    """Moves the CPU arithmetic a graph does on its CPU inputs and constants
+    alone (DeBERTa's `torch.sqrt(torch.tensor(d) * scale)`, a cache's CPU
+    step counter plus one) out of the graph, into a prologue that runs on
+    the host before each call; the graph takes its results as trailing
+    inputs. Left inside, that CPU work would happen outside the captured
+    program, which then could not replay it. Returns the prologue, a
+    function from the graph's original inputs to the extra ones, or None."""
+    graph = gm.graph
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    on_host = {
+        n: ("input", k)
+        for k, n in enumerate(placeholders)
+        if isinstance(n.meta.get("val"), torch.Tensor) and n.meta["val"].device.type == "cpu"
+    }
+    steps = []  # (node, target, args, kwargs), in graph order
+    for node in graph.nodes:
+        if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
+            continue
+        if torch.Tag.nondeterministic_seeded in node.target.tags or node.target._schema.is_mutable:
+            continue
+        inputs = node.all_input_nodes
+        value = node.meta.get("val")
+        if not inputs or any(a not in on_host for a in inputs):
+            continue
+        if not isinstance(value, torch.Tensor) or value.device.type != "cpu" or value.numel() > 1024:
+            continue
+        on_host[node] = ("step", len(steps))
+        steps.append((node, node.target, node.args, node.kwargs))
+    results = [node for node, *_ in steps if any(user not in on_host for user in node.users)]
+    if not results:
+        return None
+    anchor = placeholders[-1] if placeholders else None
+    for k, node in enumerate(results):
+        where = graph.inserting_after(anchor) if anchor is not None else graph.inserting_before(node)
+        with where:
+            placeholder = graph.placeholder(f"_host_prologue_{k}")
+        placeholder.meta.update(node.meta)
+        node.replace_all_uses_with(placeholder, delete_user_cb=lambda user: user not in on_host)
+        anchor = placeholder
+    for node, *_ in reversed(steps):
+        if not node.users:
+            graph.erase_node(node)
+    graph.lint()
+    gm.recompile()
+
+    def prologue(args):
+        values = {}
+        for node, target, node_args, node_kwargs in steps:
+            args_now, kwargs_now = torch.fx.node.map_arg(
+                (node_args, node_kwargs),
+                lambda a: args[on_host[a][1]] if on_host[a][0] == "input" else values[a],
+            )
+            values[node] = target(*args_now, **kwargs_now)
+        return [values[node] for node in results]
+
+    return prologue
+
+
 def _constants_as_inputs(gm):
     """Turns the tensors a graph module holds (AOTAutograd lifts tensors made
     in user code, `torch.tensor(0.25)` or a tensor built on tpu inside
@@ -263,17 +334,57 @@ def _constants_as_inputs(gm):
     return constants
 
 
+def _host_inputs_copied_to_device(gm):
+    """{placeholder position: tpu device} for the graph's CPU inputs that it
+    only copies to tpu (`aten._to_copy(x, device="tpu")`; Hugging Face
+    caches hold CPU scalar tensors that every forward moves to the model's
+    device). Inside a captured program that copy would be a host transfer,
+    which splits the recording and stops the graph from replaying; made
+    before the program runs, the input arrives on tpu and the `_to_copy`
+    only converts its dtype on the device."""
+    moved = {}
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    for position, node in enumerate(placeholders):
+        value = node.meta.get("val")
+        if not isinstance(value, torch.Tensor) or value.device.type != "cpu" or not node.users:
+            continue
+        devices = set()
+        for user in node.users:
+            device = user.kwargs.get("device") if user.target is torch.ops.aten._to_copy.default else None
+            devices.add(torch.device(device) if device is not None else None)
+        if len(devices) == 1 and None not in devices:
+            (device,) = devices
+            if device.type == "tpu":
+                moved[position] = device
+    return moved
+
+
 def _graph_compiler(gm, example_inputs, kind="forward"):
     _check_lowerings(gm)
     _stats["graphs_compiled"] += 1
     constants = _constants_as_inputs(gm)
+    prologue = _host_prologue(gm)
+    moved = _host_inputs_copied_to_device(gm)
+    n_inputs = len(example_inputs)
+    is_constant = range(n_inputs, n_inputs + len(constants)).__contains__
+    constants_on_device = {}  # constants are copied once, at the first call (here a fake mode may be active)
     # The float32 matmul precision in force when the graph was compiled.
     run = _run_fused(gm, precision.get_matmul_precision(), kind)
-    if not constants:
+    if not constants and not moved and prologue is None:
         return run
 
     def run_with_constants(args):
-        return run(list(args) + constants)
+        args = list(args) + constants
+        if prologue is not None:
+            args += prologue(args)  # reads the CPU values, before any is moved
+        for position, device in moved.items():
+            if is_constant(position):
+                if position not in constants_on_device:
+                    constants_on_device[position] = args[position].to(device)
+                args[position] = constants_on_device[position]
+            else:
+                args[position] = args[position].to(device, non_blocking=True)
+        return run(args)
 
     run_with_constants._boxed_call = True
     return run_with_constants
