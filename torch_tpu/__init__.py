@@ -38,7 +38,7 @@ torch.utils.generate_methods_for_privateuse1_backend(
 # thread: threads started later begin at float16 unless they set it too.
 torch.set_autocast_dtype("tpu", torch.bfloat16)
 
-from . import _printing, memory_format, modes, precision  # noqa: E402
+from . import _printing, fake_kernels, memory_format, modes, precision  # noqa: E402
 from .metrics import cache_stats, metrics, reset_cache_stats, reset_metrics  # noqa: E402
 from .modes import check_nans, eager_mode, get_eager_mode, set_eager_mode, sync  # noqa: E402
 from .precision import get_matmul_precision, matmul_precision, set_matmul_precision  # noqa: E402
@@ -46,6 +46,7 @@ from .safetensors_io import load_safetensors  # noqa: E402
 
 _printing.install()
 memory_format.install()
+fake_kernels.install()
 precision.install()
 modes.install()
 

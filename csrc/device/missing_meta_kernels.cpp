@@ -100,6 +100,49 @@ void gru_cell_backward(const c10::OperatorHandle& op, torch::jit::Stack* stack) 
   for (int k = 0; k < 2; ++k) stack->emplace_back(has_bias ? grad_hy->new_empty({gates}) : at::Tensor());
 }
 
+// _grouped_mm (csrc/lower/matmul.cpp): the argument checks and result
+// shapes of CUDA's kernel (ATen/native/GroupedMMUtils.h), for every dtype it
+// takes on CPU (float32, bfloat16, float16); PyTorch's Meta kernel admits
+// only CUDA's bfloat16. The device has no stride alignment rules.
+void grouped_mm(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const size_t n = op.schema().arguments().size();
+  std::vector<c10::IValue> args(stack->end() - n, stack->end());
+  torch::jit::drop(*stack, n);
+  const at::Tensor a = args[0].toTensor(), b = args[1].toTensor();
+  const std::optional<at::Tensor> offs = args[2].isTensor() ? std::optional(args[2].toTensor()) : std::nullopt;
+  for (const auto& [name, t] : {std::pair{"mat_a", a}, std::pair{"mat_b", b}}) {
+    TORCH_CHECK(t.scalar_type() == at::kBFloat16 || t.scalar_type() == at::kFloat || t.scalar_type() == at::kHalf,
+                "Expected ", name, " to be Float32, BFloat16 or Float16 matrix, got ", t.scalar_type());
+  }
+  TORCH_CHECK(a.dim() == 2 || a.dim() == 3, "mat_a has to be 2 or 3d");
+  TORCH_CHECK(b.dim() == 2 || b.dim() == 3, "mat_b has to be 2 or 3d");
+  const bool a_2d = a.dim() == 2, b_2d = b.dim() == 2;
+  if (!a_2d || !b_2d) TORCH_CHECK(a.size(-1) == b.size(-2), "contraction dimension of mat_a and mat_b must match");
+  TORCH_CHECK(offs.has_value() == (a_2d || b_2d),
+              "Have to provide offsets if there is a 2d matrix, or no offset if both matrices are 3d");
+  if (offs) {
+    TORCH_CHECK(offs->dim() == 1, "offs has to be 1D");
+    TORCH_CHECK(offs->scalar_type() == at::kInt, "Offsets have to be int32");
+  }
+  TORCH_CHECK(!args[3].isTensor(), "Bias not supported yet");
+  const at::ScalarType out_dtype = args[4].isNone() ? a.scalar_type() : args[4].toScalarType();
+  TORCH_CHECK(out_dtype == a.scalar_type(), "Grouped gemm output dtype must match `mat_a` dtype");
+  std::vector<int64_t> size;
+  if (a_2d && b_2d) {
+    size = {offs->size(0), a.size(0), b.size(1)};
+  } else if (a_2d) {
+    TORCH_CHECK(offs->size(0) == b.size(0), "matrix batch sizes have to match");
+    size = {a.size(0), b.size(-1)};
+  } else if (b_2d) {
+    TORCH_CHECK(offs->size(0) == a.size(0), "matrix batch sizes have to match");
+    size = {a.size(1), b.size(1)};
+  } else {
+    TORCH_CHECK(a.size(0) == b.size(0), "batched dimension has to match");
+    size = {a.size(0), a.size(1), b.size(-1)};
+  }
+  stack->emplace_back(at::empty(size, a.options().dtype(out_dtype)));
+}
+
 }  // namespace
 
 torch::CppFunction missing_meta_kernel(MetaSource source) {
@@ -116,6 +159,8 @@ torch::CppFunction missing_meta_kernel(MetaSource source) {
       return torch::CppFunction::makeFromBoxedFunction<gru_cell_backward>();
     case MetaSource::LstmCell:
       return torch::CppFunction::makeFromBoxedFunction<lstm_cell>();
+    case MetaSource::GroupedMm:
+      return torch::CppFunction::makeFromBoxedFunction<grouped_mm>();
     case MetaSource::PyTorch:
       break;
   }
@@ -123,7 +168,14 @@ torch::CppFunction missing_meta_kernel(MetaSource source) {
 }
 
 BoxedMetaKernel replacement_meta_kernel(MetaSource source) {
-  return source == MetaSource::LstmCell ? lstm_cell : nullptr;
+  switch (source) {
+    case MetaSource::LstmCell:
+      return lstm_cell;
+    case MetaSource::GroupedMm:
+      return grouped_mm;
+    default:
+      return nullptr;
+  }
 }
 
 }  // namespace torch_tpu::device

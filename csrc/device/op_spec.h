@@ -43,8 +43,18 @@ enum class WriteOverlap {
 // Which Meta kernel gives the op's result shapes: PyTorch's, or one the
 // device registers where PyTorch has none (csrc/device/missing_meta_kernels.cpp).
 // LstmCell replaces PyTorch's own: its Python meta kernel (torch 2.13) reads
-// `.device` of the biases, which are None for nn.LSTM(bias=False).
-enum class MetaSource { PyTorch, LikeSelf, UpdatesInPlace, FusedAttentionBackward, GruCell, GruCellBackward, LstmCell };
+// `.device` of the biases, which are None for nn.LSTM(bias=False). GroupedMm
+// too: PyTorch's admits only CUDA's bfloat16, the device takes CPU's dtypes.
+enum class MetaSource {
+  PyTorch,
+  LikeSelf,
+  UpdatesInPlace,
+  FusedAttentionBackward,
+  GruCell,
+  GruCellBackward,
+  LstmCell,
+  GroupedMm
+};
 
 struct OpSpec {
   lower::LowerFn lowering = nullptr;

@@ -287,6 +287,7 @@ const OpSpec kLoweredOps[] = {
     {L::grid_sampler, "grid_sampler_2d grid_sampler_2d.out grid_sampler_3d grid_sampler_3d.out"},
     {L::grid_sampler_backward,
      "grid_sampler_2d_backward grid_sampler_2d_backward.out grid_sampler_3d_backward grid_sampler_3d_backward.out"},
+    OpSpec(L::grouped_mm, "_grouped_mm").meta_from(MetaSource::GroupedMm),
     {L::gt, "gt.Tensor gt_.Tensor gt.Tensor_out gt.Scalar gt_.Scalar gt.Scalar_out"},
     {L::hardshrink, "hardshrink hardshrink.out"},
     {L::hardshrink_backward, "hardshrink_backward hardshrink_backward.grad_input"},

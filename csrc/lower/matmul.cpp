@@ -1,5 +1,6 @@
 // Matrix products: mm, bmm, addmm, addmv, baddbmm, dot, vdot (conjugating),
-// addbmm (a batch of products summed into one matrix), and the shared
+// addbmm (a batch of products summed into one matrix), _grouped_mm (the
+// per-expert products of mixture-of-experts layers), and the shared
 // matmul_2d. torch.matmul, nn.Linear and einsum-style products decompose
 // into these before they reach the device. Like PyTorch's CPU/CUDA kernels, half-width
 // floats (bf16, f16) accumulate in f32 and round once; the alpha/beta update
@@ -174,6 +175,68 @@ std::vector<Value> addbmm(LowerContext& ctx) {
                             ctx.matmul_precision);
   }
   return {b.convert(add_scaled(ctx, product, kSelf, kBeta, kAlpha), out.dtype)};
+}
+
+// ---- _grouped_mm ------------------------------------------------------------
+// _grouped_mm(self, mat2, offs?, bias?, out_dtype?): one product per group,
+// the groups of a 2-d operand's rows (or columns, or contraction) being
+// consecutive ranges ending at offs (int32, cumulative), as CUDA's kernel
+// and CPU's loop take them:
+//   2-d (S, K) x 3-d (G, K, N) -> (S, N): rows of group g times mat2[g];
+//   3-d (G, M, K) x 2-d (K, N) -> (M, N): self[g] times columns of group g;
+//   2-d (M, K) x 2-d (K, N) -> (G, M, N): the contraction split by group;
+//   3-d x 3-d: bmm.
+// The group sizes are data, so the program masks each group's range and
+// contracts over groups too: one static-shape dot_general, G times the
+// products' work. Rows (or columns) past offs' last end are zero.
+namespace {
+
+using hlo::CompareDirection;
+
+// pred [G, n]: whether position i lies in group g's range [offs[g-1], offs[g]).
+Value group_ranges(Builder& b, const Value& offs, int64_t n) {
+  const int64_t groups = offs.shape()[0];
+  const ElementType it = offs.type.dtype;
+  Value starts = b.concatenate({b.reshape(b.constant_int(0, it), {1}), b.slice(offs, {0}, {groups - 1}, {1})}, 0);
+  Value position = b.iota({it, {groups, n}}, 1);
+  Value after_start = b.compare(position, b.broadcast_in_dim(starts, {groups, n}, {0}), CompareDirection::GE);
+  Value before_end = b.compare(position, b.broadcast_in_dim(offs, {groups, n}, {0}), CompareDirection::LT);
+  return b.binary("and", after_start, before_end);
+}
+
+// v broadcast to [G, *v.shape], zero outside group g's range along v's dim `along`.
+Value per_group(Builder& b, const Value& v, const Value& ranges, int64_t along) {
+  const int64_t groups = ranges.shape()[0];
+  Shape shape{groups};
+  std::vector<int64_t> dims;
+  for (int64_t i = 0; i < v.rank(); ++i) shape.push_back(v.shape()[i]), dims.push_back(i + 1);
+  Value mask = b.broadcast_in_dim(ranges, {shape.begin(), shape.end()}, {0, along + 1});
+  return b.select(mask, b.broadcast_in_dim(v, shape, dims), b.splat(0, {v.type.dtype, shape}));
+}
+
+}  // namespace
+
+std::vector<Value> grouped_mm(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  const TensorType& out = ctx.out_types.at(0);
+  Value a = at_matmul_precision(ctx, b.convert(ctx.tensor(0), out.dtype));
+  Value m = at_matmul_precision(ctx, b.convert(ctx.tensor(1), out.dtype));
+  const ElementType acc = accumulation_type(out.dtype);
+  const std::string& precision = ctx.matmul_precision;
+  Value product;
+  if (a.rank() == 3 && m.rank() == 3) {
+    product = b.dot_general(a, m, {0}, {0}, {2}, {1}, {acc, out.shape}, precision);
+  } else if (a.rank() == 2 && m.rank() == 3) {
+    Value rows = per_group(b, a, group_ranges(b, ctx.tensor(2), a.shape()[0]), 0);  // [G, S, K]
+    product = b.dot_general(rows, m, {}, {}, {0, 2}, {0, 1}, {acc, out.shape}, precision);
+  } else if (a.rank() == 3 && m.rank() == 2) {
+    Value columns = per_group(b, m, group_ranges(b, ctx.tensor(2), m.shape()[1]), 1);  // [G, K, N]
+    product = b.dot_general(a, columns, {}, {}, {0, 2}, {0, 1}, {acc, out.shape}, precision);
+  } else {
+    Value parts = per_group(b, a, group_ranges(b, ctx.tensor(2), a.shape()[1]), 1);  // [G, M, K]
+    product = b.dot_general(parts, m, {}, {}, {2}, {0}, {acc, out.shape}, precision);
+  }
+  return {b.convert(product, out.dtype)};
 }
 
 }  // namespace torch_tpu::lower

@@ -1,4 +1,4 @@
-// Matrix products: mm, bmm, addmm, addmv, baddbmm, addbmm, dot and vdot.
+// Matrix products: mm, bmm, addmm, addmv, baddbmm, addbmm, dot, vdot and _grouped_mm.
 #pragma once
 
 #include "lower/lowering.h"
@@ -11,6 +11,7 @@ TORCH_TPU_LOWERING(addmv)
 TORCH_TPU_LOWERING(baddbmm)
 TORCH_TPU_LOWERING(bmm)
 TORCH_TPU_LOWERING(dot)
+TORCH_TPU_LOWERING(grouped_mm)
 TORCH_TPU_LOWERING(mm)
 TORCH_TPU_LOWERING(vdot)
 
