@@ -179,6 +179,40 @@ def test_residual_that_is_a_result_is_saved_as_that_result():
     assert torch.autograd.gradcheck(lambda x: exp(x.tpu()).cpu(), (x.requires_grad_(),))
 
 
+@jax_op("jaxop_test::gather_exp_and_argmax", autograd=True)
+def gather_exp_and_argmax(x, index):
+    picked = jnp.exp(x[index])
+    return picked, jnp.argmax(picked, axis=-1)
+
+
+@pytest.mark.parametrize("mode", ["strict", "compiled"])
+def test_vjp_with_an_integer_argument_and_an_integer_result(mode):
+    """The integer index is closed over (a residual the pullback keeps), the
+    integer result gets no gradient (its cotangent is float0 to JAX, an
+    unused argument of the backward program)."""
+    x = torch.randn(5, 4, dtype=torch.float64)
+    index = torch.tensor([0, 3, 3])
+    run = in_mode(mode, lambda x, i: gather_exp_and_argmax(x, i))
+    tx = x.tpu().requires_grad_()
+    picked, argmax = run(tx, index.tpu())
+    assert not argmax.requires_grad
+    picked.sin().sum().backward()
+    reference = x.clone().requires_grad_()
+    reference[index].exp().sin().sum().backward()
+    torch.testing.assert_close(argmax.cpu(), x[index].exp().argmax(-1))
+    torch.testing.assert_close(tx.grad.cpu(), reference.grad)
+    assert torch.autograd.gradcheck(lambda x: gather_exp_and_argmax(x.tpu(), index.tpu())[0].cpu(), (reference,))
+
+
+def test_function_that_ignores_an_argument_still_takes_it():
+    @jax_op("jaxop_test::first_of_two")
+    def first(x, unused):
+        return x * 2
+
+    x = torch.randn(3)
+    torch.testing.assert_close(first(x.tpu(), torch.ones(2).tpu()).cpu(), x * 2)
+
+
 @jax_op("jaxop_test::shifted_and_range")
 def shifted_and_range(x, n: int):
     return x + n, jnp.arange(n)

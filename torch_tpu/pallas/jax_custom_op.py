@@ -366,7 +366,9 @@ class JaxOp:
             if text is None:
                 jax = self._jax
                 with _export_context(jax):
-                    traced = jax.jit(self._flat_fn(values)).trace(*self._array_specs(values))
+                    # keep_unused: the call passes every argument (an integer result's
+                    # cotangent, an argument the function ignores).
+                    traced = jax.jit(self._flat_fn(values), keep_unused=True).trace(*self._array_specs(values))
                     lowered = traced.lower(lowering_platforms=(_jax_platform(),))
                 _export_stats["lowerings"] += 1
                 text = _fit_stablehlo_version(lowered.as_text(debug_info=False), self.name)
