@@ -556,16 +556,28 @@ def test_a_second_process_reads_exported_modules_from_the_disk_tier_without_lowe
 
     script = tmp_path / "export_twice.py"
     script.write_text(_EXPORT_SCRIPT)
-    env = dict(os.environ, TORCH_TPU_CACHE_DIR=str(tmp_path / "cache"))
+    cache = tmp_path / "cache"
+    env = dict(os.environ, TORCH_TPU_CACHE_DIR=str(cache))
     runs = []
-    for _ in range(2):
+
+    def run():
         done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, done.stderr[-3000:]
         runs.append(json.loads(done.stdout.splitlines()[-1]))
-    first, second = runs
+        return runs[-1], done.stderr
+
+    first, _ = run()
+    second, _ = run()
     # The op, its forward with residuals and its pullback: three modules.
     assert first["stats"] == {"lowerings": 3, "disk_hits": 0} and first["modules"]["writes"] == 3
     assert second["stats"] == {"lowerings": 0, "disk_hits": 3} and second["modules"]["hits"] == 3
+    # A damaged entry is ignored with a warning, exported again and rewritten.
+    modules = sorted(cache.glob("*.mlir"))
+    assert len(modules) == 3
+    modules[0].write_bytes(modules[0].read_bytes()[:-20])
+    third, stderr = run()
+    assert third["stats"] == {"lowerings": 1, "disk_hits": 2} and third["modules"]["writes"] == 1
+    assert "is unusable (truncated)" in stderr
     x = torch.linspace(-2, 2, 12).reshape(3, 4)
     for run in runs:
         torch.testing.assert_close(torch.tensor(run["plain"]), x.tanh() * 0.5)
