@@ -595,6 +595,11 @@ def test_export_cache_key_follows_the_function_code_and_static_values():
 
     assert _function_fingerprint(double) == _function_fingerprint(double)
     assert _function_fingerprint(double) != _function_fingerprint(triple)
+
+    def scaled_by(table):
+        return lambda x: x * table
+
+    assert _function_fingerprint(scaled_by(jnp.arange(3.0))) != _function_fingerprint(scaled_by(jnp.ones(3)))
     before = _function_fingerprint(unstable._fn)
     _shape_flip["wide"] = True  # a global the function reads
     try:

@@ -456,8 +456,8 @@ def _function_fingerprint(fn):
     """A digest of what `fn` computes, as far as Python shows it: its code
     (bytecode, constants, names, nested code), its defaults and closure
     values, the same of the functions and the plain values (numbers,
-    strings, containers of them) it reads as globals, and the bytes of each
-    defining file. Functions of JAX, NumPy and the standard library are
+    strings, containers of them, NumPy and JAX arrays) it reads as globals,
+    and the bytes of each defining file. Functions of JAX, NumPy and the standard library are
     covered by JAX's version in the key. A change the digest cannot see (an
     object's attribute read at trace time) is not detected: bump the op's
     name, or clear the cache directory."""
@@ -478,6 +478,13 @@ def _function_fingerprint(fn):
                 value(v[k], depth + 1)
         elif callable(v) and depth < 4:
             function(v, depth + 1)
+        elif type(v).__module__.split(".")[0] in ("numpy", "jaxlib", "jax") and hasattr(v, "__array__"):
+            # A constant array the function closes over is baked into its module.
+            import numpy as np
+
+            array = np.asarray(v)
+            digest.update(f"array{array.shape}{array.dtype}".encode())
+            digest.update(array.tobytes())
         else:
             digest.update(type(v).__qualname__.encode())
 
