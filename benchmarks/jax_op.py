@@ -1,8 +1,10 @@
 """A jnp RMSNorm as a custom op (torch_tpu.pallas.jax_op) against the same
 math as torch ops, inside a small residual block (linear, norm, linear), in
 DeferAndFuse and compiled: the jax_op's StableHLO fuses into the program like
-any lowering, so it should be no slower. Forward only, best of --repeats
-runs of --n calls ending with a sync; ratios printed.
+any lowering, so it should be no slower. Forward (under no_grad), then a
+training step (forward and backward: the jax_op's backward is jax.vjp's
+pullback over the residuals its forward kept), best of --repeats runs of
+--n calls ending with a sync; ratios printed.
 
     python benchmarks/jax_op.py [--n 200] [--repeats 5] [--batch 64] [--dim 512]
 """
@@ -19,7 +21,7 @@ import torch_tpu
 from torch_tpu.pallas import jax_op
 
 
-@jax_op("benchmark::rms_norm")
+@jax_op("benchmark::rms_norm", autograd=True)
 def jax_rms_norm(x, weight, eps: float):
     normed = x * jax.lax.rsqrt(jnp.mean(x * x, axis=-1, keepdims=True) + eps)
     return normed * weight
@@ -39,20 +41,28 @@ class Block(nn.Module):
         return x + self.down(self.norm(self.up(x), self.weight, 1e-6).relu())
 
 
-def seconds_per_call(fns, x, n, repeats):
+def seconds_per_call(fns, x, n, repeats, train):
     """Best seconds per call of each of `fns`, timed in turns, so that load
-    from other processes falls on both sides of the ratio alike."""
+    from other processes falls on both sides of the ratio alike. `train`:
+    each call is a forward and a backward (gradients accumulate)."""
+
+    def call(fn):
+        if train:
+            fn(x).sum().backward()
+        else:
+            fn(x)
+
     best = [float("inf")] * len(fns)
-    with torch.no_grad():
+    with torch.set_grad_enabled(train):
         for fn in fns:
             for _ in range(3):
-                fn(x)
+                call(fn)
         torch_tpu.sync()
         for _ in range(repeats):
             for k, fn in enumerate(fns):
                 start = time.perf_counter()
                 for _ in range(n):
-                    fn(x)
+                    call(fn)
                 torch_tpu.sync()
                 best[k] = min(best[k], (time.perf_counter() - start) / n)
     return best
@@ -71,19 +81,22 @@ def main():
     jax_block = Block(args.dim, jax_rms_norm).tpu()
     jax_block.load_state_dict(torch_block.state_dict())
 
-    print(f"RMSNorm block, x [{args.batch}, {args.dim}], forward, best of {args.repeats} x {args.n} calls")
-    for mode in ("defer_and_fuse", "compiled"):
-        if mode == "compiled":
-            torch._dynamo.reset()
-            fns = [torch.compile(block, backend="tpu") for block in (torch_block, jax_block)]
-            torch_time, jax_time = seconds_per_call(fns, x, args.n, args.repeats)
-        else:
-            with torch_tpu.eager_mode(mode):
-                torch_time, jax_time = seconds_per_call([torch_block, jax_block], x, args.n, args.repeats)
-        print(
-            f"  {mode:15s} torch ops {torch_time * 1e6:8.1f} us   jax_op {jax_time * 1e6:8.1f} us"
-            f"   jax_op/torch {jax_time / torch_time:.2f}x"
-        )
+    print(f"RMSNorm block, x [{args.batch}, {args.dim}], best of {args.repeats} x {args.n} calls")
+    for train in (False, True):
+        for mode in ("defer_and_fuse", "compiled"):
+            if mode == "compiled":
+                torch._dynamo.reset()
+                fns = [torch.compile(block, backend="tpu") for block in (torch_block, jax_block)]
+                torch_time, jax_time = seconds_per_call(fns, x, args.n, args.repeats, train)
+            else:
+                with torch_tpu.eager_mode(mode):
+                    blocks = [torch_block, jax_block]
+                    torch_time, jax_time = seconds_per_call(blocks, x, args.n, args.repeats, train)
+            step = "forward+backward" if train else "forward"
+            print(
+                f"  {step:16s} {mode:15s} torch ops {torch_time * 1e6:8.1f} us   jax_op {jax_time * 1e6:8.1f} us"
+                f"   jax_op/torch {jax_time / torch_time:.2f}x"
+            )
 
 
 if __name__ == "__main__":

@@ -115,6 +115,104 @@ def test_rms_norm_gradcheck_against_pytorch():
     torch.testing.assert_close(ours(x, w), reference)
 
 
+_sin_traces = [0]
+
+
+@jax_op("jaxop_test::sin_residual", autograd=True)
+def jax_sin(x):
+    _sin_traces[0] += 1
+    return jnp.sin(x)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_backward_runs_the_pullback_over_kept_residuals_without_the_forward(mode):
+    run = in_mode(mode, lambda x: jax_sin(x) * 3)
+    for seed in range(2):
+        torch.manual_seed(seed)
+        x = torch.randn(4, 8, dtype=torch.float64)
+        tx = x.tpu().requires_grad_()
+        out = run(tx)
+        if mode != "compiled":
+            # jax.vjp's residual for sin is cos(x): the context keeps it as a
+            # tpu tensor, computed by the forward program.
+            (saved,) = out.grad_fn.next_functions[0][0].saved_tensors
+            assert saved.device.type == "tpu"
+            torch.testing.assert_close(saved.cpu(), x.cos())
+        traces = _sin_traces[0]
+        out.sum().backward()
+        assert _sin_traces[0] == traces  # backward never traces the function again
+        torch.testing.assert_close(out.detach().cpu(), x.sin() * 3)
+        torch.testing.assert_close(tx.grad.cpu(), 3 * x.cos())
+    # The backward program is the pullback alone: it multiplies by the
+    # residual and computes no sine or cosine.
+    (backward,) = jax_sin._vjp._backward_ops.values()
+    for text in backward._modules.values():
+        assert "sine" not in text and "cosine" not in text, text
+    (forward_module,) = jax_sin._vjp.forward_op._modules.values()
+    assert "cosine" in forward_module
+
+
+def test_call_without_grad_computes_no_residuals():
+    @jax_op("jaxop_test::exp_no_grad", autograd=True)
+    def exp(x):
+        return jnp.exp(x)
+
+    x = torch.randn(5)
+    with torch.no_grad():
+        out = exp(x.tpu().requires_grad_())
+    torch.testing.assert_close(out.cpu(), x.exp())
+    out = exp(x.tpu())  # nothing requires grad
+    assert out.grad_fn is None
+    assert not exp._vjp.forward_op._modules and len(exp._modules) == 1
+
+
+def test_residual_that_is_a_result_is_saved_as_that_result():
+    @jax_op("jaxop_test::exp_residual", autograd=True)
+    def exp(x):
+        return jnp.exp(x)
+
+    x = torch.randn(6, dtype=torch.float64)
+    tx = x.tpu().requires_grad_()
+    out = exp(tx)
+    (saved,) = out.grad_fn.saved_tensors  # exp's pullback keeps exp(x): the result itself
+    assert saved.data_ptr() == out.data_ptr()
+    assert torch.autograd.gradcheck(lambda x: exp(x.tpu()).cpu(), (x.requires_grad_(),))
+
+
+@jax_op("jaxop_test::gather_exp_and_argmax", autograd=True)
+def gather_exp_and_argmax(x, index):
+    picked = jnp.exp(x[index])
+    return picked, jnp.argmax(picked, axis=-1)
+
+
+@pytest.mark.parametrize("mode", ["strict", "compiled"])
+def test_vjp_with_an_integer_argument_and_an_integer_result(mode):
+    """The integer index is closed over (a residual the pullback keeps), the
+    integer result gets no gradient (its cotangent is float0 to JAX, an
+    unused argument of the backward program)."""
+    x = torch.randn(5, 4, dtype=torch.float64)
+    index = torch.tensor([0, 3, 3])
+    run = in_mode(mode, lambda x, i: gather_exp_and_argmax(x, i))
+    tx = x.tpu().requires_grad_()
+    picked, argmax = run(tx, index.tpu())
+    assert not argmax.requires_grad
+    picked.sin().sum().backward()
+    reference = x.clone().requires_grad_()
+    reference[index].exp().sin().sum().backward()
+    torch.testing.assert_close(argmax.cpu(), x[index].exp().argmax(-1))
+    torch.testing.assert_close(tx.grad.cpu(), reference.grad)
+    assert torch.autograd.gradcheck(lambda x: gather_exp_and_argmax(x.tpu(), index.tpu())[0].cpu(), (reference,))
+
+
+def test_function_that_ignores_an_argument_still_takes_it():
+    @jax_op("jaxop_test::first_of_two")
+    def first(x, unused):
+        return x * 2
+
+    x = torch.randn(3)
+    torch.testing.assert_close(first(x.tpu(), torch.ones(2).tpu()).cpu(), x * 2)
+
+
 @jax_op("jaxop_test::shifted_and_range")
 def shifted_and_range(x, n: int):
     return x + n, jnp.arange(n)
@@ -263,6 +361,60 @@ def test_donated_kv_cache_is_updated_in_place_without_a_copy(mode):
         assert tpu_compile.stats()["graph_replays"] >= 6
 
 
+def test_donated_kv_cache_is_updated_in_place_in_a_compiled_training_step():
+    """A graph whose other inputs require grad is a training graph; the cache
+    requires none, so AOTAutograd keeps its mutation inside the forward
+    program (keep_inference_input_mutations holds for training graphs too):
+    no copy_ after the graph, no second cache-sized buffer."""
+    torch.manual_seed(0)
+    reference = nn.Linear(32, 4)
+    ours = nn.Linear(32, 4)
+    ours.load_state_dict(reference.state_dict())
+    ours.tpu()
+
+    def step(cache, new, pos):
+        return ours(write_kv_and_read(cache, new, pos)[0]).square().sum()
+
+    run = torch.compile(step, backend="tpu")
+    cache = torch.zeros(2, 64, 32).tpu()
+    storage, ptr = cache.untyped_storage()._cdata, cache.data_ptr()
+    for t in range(3):  # warms the forward and backward programs
+        run(cache, torch.randn(2, 1, 32).tpu(), torch.tensor(t).tpu()).backward()
+    cache.zero_()
+    ours.zero_grad(set_to_none=False)
+    torch_tpu.sync()
+    torch_tpu.reset_metrics()
+    live = torch_tpu.metrics()["live_device_bytes"]
+    expected_cache = torch.zeros(2, 64, 32)
+    for t in range(4):
+        new = torch.randn(2, 1, 32)
+        loss = run(cache, new.tpu(), torch.tensor(t).tpu())
+        loss.backward()
+        expected_cache[:, t : t + 1] = new
+        expected_loss = reference(expected_cache.sum(1)).square().sum()
+        expected_loss.backward()
+        torch.testing.assert_close(loss.detach().cpu(), expected_loss.detach(), rtol=1e-5, atol=1e-5)
+    torch_tpu.sync()
+    assert cache.untyped_storage()._cdata == storage and cache.data_ptr() == ptr
+    assert torch_tpu.metrics()["peak_device_bytes"] - live < cache.nbytes
+    torch.testing.assert_close(cache.cpu(), expected_cache)
+    for p, q in zip(ours.parameters(), reference.parameters()):
+        torch.testing.assert_close(p.grad.cpu(), q.grad, rtol=1e-4, atol=1e-4)
+    assert tpu_compile.stats()["graph_replays"] >= 8  # forward and backward of every measured step
+
+
+@pytest.mark.parametrize("mode", ["strict", "compiled"])
+def test_donating_op_given_an_argument_that_requires_grad_raises(mode):
+    w = torch.ones(32).tpu().requires_grad_()
+    run = in_mode(mode, lambda cache, new, pos: write_kv_and_read(cache, new * w, pos)[0])
+    cache = torch.zeros(2, 8, 32).tpu()
+    with pytest.raises(RuntimeError, match="argument 'new' requires grad.*donates arguments"):
+        run(cache, torch.ones(2, 1, 32).tpu(), torch.tensor(0).tpu())
+    with torch.no_grad():
+        run(cache, torch.ones(2, 1, 32).tpu(), torch.tensor(0).tpu())
+    torch.testing.assert_close(cache[:, 0].cpu(), torch.ones(2, 32))
+
+
 def test_donated_argument_only_op_returns_nothing_and_writes_the_view_it_was_given():
     cache = torch.zeros(3, 5, 2)
     tcache = cache.tpu()
@@ -368,3 +520,89 @@ def test_module_the_plugins_stablehlo_cannot_express_raises_naming_both_versions
     pattern = rf"JAX emits StableHLO {stablehlo.get_current_version()}.*up to 0\.1\.0"
     with pytest.raises(RuntimeError, match=pattern):
         double(torch.ones(3).tpu())
+
+
+# ---- exported modules in the compilation cache's disk tier ------------------
+
+_EXPORT_SCRIPT = """
+import json
+
+import jax.numpy as jnp
+import torch
+
+import torch_tpu
+from torch_tpu.pallas import export_stats, jax_op
+
+
+@jax_op("jaxop_disk::scaled_tanh", autograd=True)
+def scaled_tanh(x, scale: float):
+    return jnp.tanh(x) * scale
+
+
+x = torch.linspace(-2, 2, 12).reshape(3, 4).tpu()
+plain = scaled_tanh(x, 0.5)  # no grad: the op's own module
+x.requires_grad_()
+out = scaled_tanh(x, 0.5)  # the forward with residuals, then the pullback
+out.sum().backward()
+print(json.dumps({"stats": export_stats(), "modules": torch_tpu.cache_stats()["modules"],
+                  "plain": plain.cpu().tolist(), "grad": x.grad.cpu().tolist()}))
+"""
+
+
+def test_a_second_process_reads_exported_modules_from_the_disk_tier_without_lowering(tmp_path):
+    import json
+    import os
+    import subprocess
+
+    script = tmp_path / "export_twice.py"
+    script.write_text(_EXPORT_SCRIPT)
+    cache = tmp_path / "cache"
+    env = dict(os.environ, TORCH_TPU_CACHE_DIR=str(cache))
+    runs = []
+
+    def run():
+        done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        runs.append(json.loads(done.stdout.splitlines()[-1]))
+        return runs[-1], done.stderr
+
+    first, _ = run()
+    second, _ = run()
+    # The op, its forward with residuals and its pullback: three modules.
+    assert first["stats"] == {"lowerings": 3, "disk_hits": 0} and first["modules"]["writes"] == 3
+    assert second["stats"] == {"lowerings": 0, "disk_hits": 3} and second["modules"]["hits"] == 3
+    # A damaged entry is ignored with a warning, exported again and rewritten.
+    modules = sorted(cache.glob("*.mlir"))
+    assert len(modules) == 3
+    modules[0].write_bytes(modules[0].read_bytes()[:-20])
+    third, stderr = run()
+    assert third["stats"] == {"lowerings": 1, "disk_hits": 2} and third["modules"]["writes"] == 1
+    assert "is unusable (truncated)" in stderr
+    x = torch.linspace(-2, 2, 12).reshape(3, 4)
+    for run in runs:
+        torch.testing.assert_close(torch.tensor(run["plain"]), x.tanh() * 0.5)
+        torch.testing.assert_close(torch.tensor(run["grad"]), 0.5 * (1 - x.tanh() ** 2))
+
+
+def test_export_cache_key_follows_the_function_code_and_static_values():
+    from torch_tpu.pallas.jax_custom_op import _function_fingerprint
+
+    def double(x):
+        return x * 2
+
+    def triple(x):
+        return x * 3
+
+    assert _function_fingerprint(double) == _function_fingerprint(double)
+    assert _function_fingerprint(double) != _function_fingerprint(triple)
+
+    def scaled_by(table):
+        return lambda x: x * table
+
+    assert _function_fingerprint(scaled_by(jnp.arange(3.0))) != _function_fingerprint(scaled_by(jnp.ones(3)))
+    before = _function_fingerprint(unstable._fn)
+    _shape_flip["wide"] = True  # a global the function reads
+    try:
+        assert _function_fingerprint(unstable._fn) != before
+    finally:
+        _shape_flip["wide"] = False

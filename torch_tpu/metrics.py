@@ -40,7 +40,9 @@ def reset_metrics():
 
 def cache_stats():
     """The compilation cache, per tier: memory {hits, misses, entries}, disk
-    {hits, misses, writes, corrupt, evictions, scans, directory}, and compiles,
+    {hits, misses, writes, corrupt, evictions, scans, directory}, modules
+    {hits, misses, writes}: exported jax_op modules in the disk tier
+    (torch_tpu.pallas), and compiles,
     compile_seconds (XLA compilations this process ran), and graphs:
     torch.compile's graphs (compiled, replayed from their captured program,
     traced again, recompiled by Dynamo, with reasons)."""

@@ -6,10 +6,20 @@
 #include <torch/csrc/autograd/python_variable.h>
 
 #include "device/custom_kernel.h"
+#include "runtime/device_runtime.h"
 
 namespace py = pybind11;
 
 void register_custom_kernel_bindings(py::module_& m) {
+  // The exporter's modules in the compilation cache's disk tier (None: not there).
+  m.def("_cache_load_module", [](const std::string& identity) -> py::object {
+    std::optional<std::string> text = torch_tpu::runtime::DeviceRuntime::get().cache().load_module(identity);
+    if (!text) return py::none();
+    return py::str(*text);
+  });
+  m.def("_cache_store_module", [](const std::string& identity, const std::string& text) {
+    torch_tpu::runtime::DeviceRuntime::get().cache().store_module(identity, text);
+  });
   // results: (dtype, sizes, donor argument or -1) per result of the module's entry.
   m.def("_run_custom_kernel", [](const std::string& op, const std::string& module_text, const py::sequence& args,
                                  const py::sequence& results) {

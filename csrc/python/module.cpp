@@ -70,7 +70,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("_cache_stats", []() {
     auto& cache = DeviceRuntime::get().cache();
     auto s = cache.stats();
-    py::dict memory, disk, d;
+    py::dict memory, disk, modules, d;
     memory["hits"] = s.memory_hits;
     memory["misses"] = s.memory_misses;
     memory["evictions"] = s.memory_evictions;
@@ -82,8 +82,12 @@ PYBIND11_MODULE(_C, m) {
     disk["evictions"] = s.disk_evictions;
     disk["scans"] = s.disk_scans;
     disk["directory"] = cache.directory();
+    modules["hits"] = s.module_hits;
+    modules["misses"] = s.module_misses;
+    modules["writes"] = s.module_writes;
     d["memory"] = memory;
     d["disk"] = disk;
+    d["modules"] = modules;
     d["compiles"] = s.compiles;
     d["compile_seconds"] = s.compile_seconds;
     return d;

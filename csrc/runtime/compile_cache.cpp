@@ -47,6 +47,74 @@ std::string hex_key(const std::string& s) {
 }
 
 constexpr char kMagic[] = "TORCH_TPU_EXECUTABLE_V1\n";
+constexpr char kModuleMagic[] = "TORCH_TPU_MODULE_V1\n";
+// The disk tier's file names end so; eviction counts both kinds.
+constexpr char kExecutableSuffix[] = ".xla";
+constexpr char kModuleSuffix[] = ".mlir";
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// One entry's file: magic, u64 identity size, identity, u64 payload size,
+// payload, u64 checksum of the payload. The full identity is stored, so a
+// file name collision is detected, not trusted. Returns "" and the payload,
+// "missing", or why the file is unusable.
+std::string read_entry(const std::string& path, const std::string& magic, const std::string& identity,
+                       std::string* payload) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "missing";
+  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  size_t pos = 0;
+  auto read_u64 = [&](uint64_t* v) {
+    if (pos + 8 > data.size()) return false;
+    std::memcpy(v, data.data() + pos, 8);
+    pos += 8;
+    return true;
+  };
+  if (data.compare(0, magic.size(), magic) != 0) return "bad header";
+  pos = magic.size();
+  uint64_t id_size = 0, payload_size = 0, checksum = 0;
+  if (!read_u64(&id_size) || pos + id_size > data.size()) return "truncated";
+  if (data.compare(pos, id_size, identity) != 0) return "written for another program or plugin";
+  pos += id_size;
+  if (!read_u64(&payload_size) || pos + payload_size > data.size()) return "truncated";
+  *payload = data.substr(pos, payload_size);
+  pos += payload_size;
+  if (!read_u64(&checksum) || pos != data.size()) return "truncated";
+  if (checksum != fnv1a(*payload, 1469598103934665603ull)) return "checksum mismatch";
+  return "";
+}
+
+// Writes a private temporary file, then renames it: readers see a whole
+// entry or none, and concurrent writers of one entry each rename a complete
+// file. Returns the bytes written, 0 when it could not write.
+int64_t write_entry(const std::string& path, const std::string& magic, const std::string& identity,
+                    const std::string& payload) {
+  std::string data(magic);
+  auto put_u64 = [&](uint64_t v) { data.append(reinterpret_cast<const char*>(&v), 8); };
+  put_u64(identity.size());
+  data += identity;
+  put_u64(payload.size());
+  data += payload;
+  put_u64(fnv1a(payload, 1469598103934665603ull));
+  std::random_device rd;
+  std::string tmp = path + ".tmp." + std::to_string(getpid()) + "." + std::to_string(rd());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return 0;
+    out.write(data.data(), static_cast<std::streamsize>(data.size()));
+    if (!out) {
+      std::remove(tmp.c_str());
+      return 0;
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return 0;
+  }
+  return static_cast<int64_t>(data.size());
+}
 
 bool make_dirs(const std::string& path) {
   std::string partial;
@@ -117,7 +185,7 @@ std::shared_ptr<pjrt::LoadedExecutable> CompileCache::get_or_compile(pjrt::Clien
   // time), so they are part of the identity.
   static const std::string xla_flags = std::getenv("XLA_FLAGS") ? std::getenv("XLA_FLAGS") : "";
   const std::string identity = platform + "\n" + hex_key(options) + "\n" + xla_flags + "\n" + text;
-  std::string path = dir_.empty() ? "" : dir_ + "/" + hex_key(identity) + ".xla";
+  std::string path = dir_.empty() ? "" : dir_ + "/" + hex_key(identity) + kExecutableSuffix;
   std::shared_ptr<pjrt::LoadedExecutable> exe;
   if (!path.empty()) exe = load_from_disk(client, path, identity);
   if (!exe) {
@@ -166,45 +234,27 @@ void CompileCache::remember(const std::string& text, std::shared_ptr<pjrt::Loade
 
 std::shared_ptr<pjrt::LoadedExecutable> CompileCache::load_from_disk(pjrt::Client& client, const std::string& path,
                                                                      const std::string& identity) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  std::string exe_bytes;
+  std::string why = read_entry(path, kMagic, identity, &exe_bytes);
+  std::shared_ptr<pjrt::LoadedExecutable> exe;
+  if (why.empty()) {
+    try {
+      exe = client.deserialize(exe_bytes);
+    } catch (const pjrt::PjrtError& e) {
+      why = "the plugin refused it";
+    }
+  }
+  if (why == "missing") {
     std::lock_guard<std::mutex> lock(mutex_);
     stats_.disk_misses++;
     return nullptr;
   }
-  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  // Layout: magic, u64 identity size, identity, u64 exe size, exe, u64 checksum.
-  auto corrupt = [&](const char* why) -> std::shared_ptr<pjrt::LoadedExecutable> {
+  if (!why.empty()) {
     warning_handler()("compilation cache entry " + path + " is unusable (" + why + "); recompiling and rewriting it");
     std::lock_guard<std::mutex> lock(mutex_);
     stats_.disk_corrupt++;
     stats_.disk_misses++;
     return nullptr;
-  };
-  const size_t magic = sizeof(kMagic) - 1;
-  size_t pos = 0;
-  auto read_u64 = [&](uint64_t* v) {
-    if (pos + 8 > data.size()) return false;
-    std::memcpy(v, data.data() + pos, 8);
-    pos += 8;
-    return true;
-  };
-  if (data.compare(0, magic, kMagic) != 0) return corrupt("bad header");
-  pos = magic;
-  uint64_t id_size = 0, exe_size = 0, checksum = 0;
-  if (!read_u64(&id_size) || pos + id_size > data.size()) return corrupt("truncated");
-  if (data.compare(pos, id_size, identity) != 0) return corrupt("written for another program or plugin");
-  pos += id_size;
-  if (!read_u64(&exe_size) || pos + exe_size > data.size()) return corrupt("truncated");
-  std::string exe_bytes = data.substr(pos, exe_size);
-  pos += exe_size;
-  if (!read_u64(&checksum) || pos != data.size()) return corrupt("truncated");
-  if (checksum != fnv1a(exe_bytes, 1469598103934665603ull)) return corrupt("checksum mismatch");
-  std::shared_ptr<pjrt::LoadedExecutable> exe;
-  try {
-    exe = client.deserialize(exe_bytes);
-  } catch (const pjrt::PjrtError& e) {
-    return corrupt("the plugin refused it");
   }
   utime(path.c_str(), nullptr);  // recently used: evicted last
   std::lock_guard<std::mutex> lock(mutex_);
@@ -220,35 +270,42 @@ void CompileCache::store_on_disk(const std::string& path, const std::string& ide
   } catch (const pjrt::PjrtError& e) {
     return;  // plugins without serialization: memory tier only
   }
-  std::string data(kMagic);
-  auto put_u64 = [&](uint64_t v) { data.append(reinterpret_cast<const char*>(&v), 8); };
-  put_u64(identity.size());
-  data += identity;
-  put_u64(bytes.size());
-  data += bytes;
-  put_u64(fnv1a(bytes, 1469598103934665603ull));
-  // Write a private temporary file, then rename: readers see a whole entry or
-  // none, and concurrent writers of one entry each rename a complete file.
-  std::random_device rd;
-  std::string tmp = path + ".tmp." + std::to_string(getpid()) + "." + std::to_string(rd());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return;
-    out.write(data.data(), static_cast<std::streamsize>(data.size()));
-    if (!out) {
-      std::remove(tmp.c_str());
-      return;
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return;
-  }
+  const int64_t written = write_entry(path, kMagic, identity, bytes);
+  if (written == 0) return;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stats_.disk_writes++;
   }
-  evict_if_needed(static_cast<int64_t>(data.size()));
+  evict_if_needed(written);
+}
+
+std::optional<std::string> CompileCache::load_module(const std::string& identity) {
+  if (dir_.empty()) return std::nullopt;
+  const std::string path = dir_ + "/" + hex_key(identity) + kModuleSuffix;
+  std::string text;
+  const std::string why = read_entry(path, kModuleMagic, identity, &text);
+  if (!why.empty() && why != "missing") {
+    warning_handler()("compilation cache entry " + path + " is unusable (" + why + "); exporting and rewriting it");
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!why.empty()) {
+    stats_.module_misses++;
+    return std::nullopt;
+  }
+  stats_.module_hits++;
+  utime(path.c_str(), nullptr);
+  return text;
+}
+
+void CompileCache::store_module(const std::string& identity, const std::string& text) {
+  if (dir_.empty()) return;
+  const int64_t written = write_entry(dir_ + "/" + hex_key(identity) + kModuleSuffix, kModuleMagic, identity, text);
+  if (written == 0) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stats_.module_writes++;
+  }
+  evict_if_needed(written);
 }
 
 void CompileCache::evict_if_needed(int64_t written_bytes) {
@@ -278,7 +335,7 @@ void CompileCache::evict_if_needed(int64_t written_bytes) {
   int64_t total = 0;
   while (dirent* e = readdir(d)) {
     std::string name = e->d_name;
-    if (name.size() < 4 || name.compare(name.size() - 4, 4, ".xla") != 0) continue;
+    if (!ends_with(name, kExecutableSuffix) && !ends_with(name, kModuleSuffix)) continue;
     std::string p = dir_ + "/" + name;
     struct stat st;
     if (stat(p.c_str(), &st) != 0) continue;

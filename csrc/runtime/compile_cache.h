@@ -10,6 +10,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -20,6 +21,7 @@ namespace torch_tpu::runtime {
 struct CacheStats {
   int64_t memory_hits = 0, memory_misses = 0, memory_evictions = 0;
   int64_t disk_hits = 0, disk_misses = 0, disk_writes = 0, disk_corrupt = 0, disk_evictions = 0, disk_scans = 0;
+  int64_t module_hits = 0, module_misses = 0, module_writes = 0;  // exported custom-kernel modules
   int64_t compiles = 0;
   double compile_seconds = 0;
 };
@@ -34,6 +36,12 @@ class CompileCache {
   // part of every key, so executables never cross plugins.
   std::shared_ptr<pjrt::LoadedExecutable> get_or_compile(pjrt::Client& client, const std::string& platform,
                                                          const std::string& text, const std::string& options);
+  // Modules a custom kernel's exporter made (torch_tpu/pallas), in the disk
+  // tier beside the executables and evicted with them, keyed by the identity
+  // the exporter gives: everything the text depends on. nullopt when absent,
+  // unusable (ignored, then rewritten) or the disk tier is off.
+  std::optional<std::string> load_module(const std::string& identity);
+  void store_module(const std::string& identity, const std::string& text);
   CacheStats stats() const;
   void reset_stats();
   size_t size() const;

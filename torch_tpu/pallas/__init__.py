@@ -12,6 +12,6 @@ torch.compile graphs. JAX is an optional dependency: `pip install torch_tpu[jax]
 importing this package does not import it.
 """
 
-from .jax_custom_op import JaxOp, interpret_pallas, jax_op
+from .jax_custom_op import JaxOp, export_stats, interpret_pallas, jax_op, reset_export_stats
 
-__all__ = ["JaxOp", "interpret_pallas", "jax_op"]
+__all__ = ["JaxOp", "export_stats", "interpret_pallas", "jax_op", "reset_export_stats"]

@@ -10,9 +10,12 @@ op traces under torch.compile without a graph break.
 """
 
 import contextlib
+import functools
+import hashlib
 import inspect
 import os
 import threading
+import types
 import typing
 
 import torch
@@ -155,12 +158,14 @@ class JaxOp:
     """A JAX function as the custom op `name` (see `jax_op`). Calling it calls
     the op; `op` is the torch.library operator (torch.ops.<ns>.<name>)."""
 
-    def __init__(self, name, fn, donate_argnums=None, autograd=False, _params=None):
+    def __init__(self, name, fn, donate_argnums=None, autograd=False, _params=None, _source=None):
         self._jax = _import_jax()
         if "::" not in name:
             raise ValueError(f"jax_op: the name {name!r} must be 'namespace::name'")
         self.name = name
         self._fn = fn
+        # The function whose code keys the on-disk export cache: a vjp op's is its forward's.
+        self._source = _source._source if _source is not None else fn
         self._params = _params if _params is not None else _parameters(fn, name)
         arrays = [i for i, (_, kind) in enumerate(self._params) if kind is None]
         if not arrays:
@@ -174,10 +179,8 @@ class JaxOp:
         self._returns_one = None
         self._define()
         if autograd:
-            self._backward = _VjpOps(self)
-            torch.library.register_autograd(
-                self.name, self._backward_fn, setup_context=self._setup_context, lib=self._lib
-            )
+            self._vjp = _Vjp(self)
+            self._lib.impl(self.name.split("::")[1], self._vjp.autograd_kernel, "Autograd", with_keyset=True)
 
     # ---- the torch ops ----------------------------------------------------
     # `op` (torch.ops.<ns>.<name>) is functional: it returns every result,
@@ -224,6 +227,8 @@ class JaxOp:
                 raise TypeError(
                     f"{self.name}: argument '{pname}' is annotated {kind.__name__} (a static argument), got a tensor"
                 )
+        if self._donated and torch.is_grad_enabled():
+            self._check_no_grad_through_donation(values)
         if self._donated and not torch.compiler.is_compiling():
             outs = self.inplace_op(*values)
         else:
@@ -235,6 +240,20 @@ class JaxOp:
         if self._returns_one:
             return outs[0] if outs else None
         return tuple(outs)
+
+    def _check_no_grad_through_donation(self, values):
+        """A donating op has no autograd (autograd=True excludes donation).
+        An argument that requires grad would write a value with history into
+        the donated tensor: the gradient through the op would be silently
+        wrong, and a compiled graph would have to apply that write as an
+        eager copy_ after the graph (AOTAutograd records a mutation autograd
+        must see outside the graph), copying the cache every call."""
+        for (pname, kind), v in zip(self._params, values):
+            if kind is None and v.requires_grad:
+                raise RuntimeError(
+                    f"{self.name}: argument '{pname}' requires grad, but the op donates arguments and so has no "
+                    "autograd; pass it .detach()ed or call the op under torch.no_grad()"
+                )
 
     def register_autograd(self, backward, /, *, setup_context=None):
         """As torch.library.register_autograd for the op (which returns a
@@ -335,18 +354,50 @@ class JaxOp:
         return flat
 
     def _module(self, values):
+        """The function's StableHLO for these arguments: from memory, else
+        from the compilation cache's disk tier (another process exported it),
+        else lowered by JAX and stored there."""
         key = self._signature(values)
         with self._lock:
             text = self._modules.get(key)
         if text is None:
-            jax = self._jax
-            with _export_context(jax):
-                traced = jax.jit(self._flat_fn(values)).trace(*self._array_specs(values))
-                lowered = traced.lower(lowering_platforms=(_jax_platform(),))
-            text = _fit_stablehlo_version(lowered.as_text(debug_info=False), self.name)
+            identity = self._export_identity(values)
+            text = _C._cache_load_module(identity)
+            if text is None:
+                jax = self._jax
+                with _export_context(jax):
+                    # keep_unused: the call passes every argument (an integer result's
+                    # cotangent, an argument the function ignores).
+                    traced = jax.jit(self._flat_fn(values), keep_unused=True).trace(*self._array_specs(values))
+                    lowered = traced.lower(lowering_platforms=(_jax_platform(),))
+                _export_stats["lowerings"] += 1
+                text = _fit_stablehlo_version(lowered.as_text(debug_info=False), self.name)
+                _C._cache_store_module(identity, text)
+            else:
+                _export_stats["disk_hits"] += 1
             with self._lock:
                 self._modules[key] = text
         return text
+
+    def _export_identity(self, values):
+        """Everything the exported text depends on, as the disk tier's key:
+        the op, the function's code (_function_fingerprint), the arguments'
+        shapes, dtypes and static values, the donations, JAX's version and
+        the platform it lowers for, and this exporter's own code."""
+        import jaxlib
+
+        return "\n".join(
+            [
+                "torch_tpu jax_op export v1",
+                self.name,
+                _function_fingerprint(self._source),
+                _exporter_fingerprint(),
+                _signature_text(self._params, values),
+                f"donate={self._donated}",
+                f"jax={self._jax.__version__} jaxlib={jaxlib.__version__}",
+                f"platform={_jax_platform()} stablehlo={_plugin_attribute('stablehlo_current_version')}",
+            ]
+        )
 
     def _fake_kernel(self, values, inplace):
         tensors = self._check_devices(values)
@@ -362,27 +413,124 @@ class JaxOp:
         specs = [(dtype, list(shape), donor) for (shape, dtype), donor in zip(results, donors)]
         return _C._run_custom_kernel(self.name, self._module(values), tensors, specs)
 
-    # ---- autograd=True ----------------------------------------------------
-    def _setup_context(self, ctx, inputs, output):
-        ctx.inputs = inputs
-        ctx.save_for_backward(*[v for (_, kind), v in zip(self._params, inputs) if kind is None])
-        ctx.outputs = [(o.shape, o.dtype) for o in output]
 
-    def _backward_fn(self, ctx, grads):
-        saved = iter(ctx.saved_tensors)
-        values = [next(saved) if kind is None else v for (_, kind), v in zip(self._params, ctx.inputs)]
-        cotangents = [
-            g if g is not None else torch.zeros(shape, dtype=dtype, device=values[0].device)
-            for g, (shape, dtype) in zip(grads, ctx.outputs)
-        ]
-        differentiable = [
-            i for i, (_, kind) in enumerate(self._params) if kind is None and values[i].is_floating_point()
-        ]
-        grad_values = self._backward(*values, *cotangents)
-        out = [None] * len(self._params)
-        for i, g in zip(differentiable, grad_values):
-            out[i] = g
-        return tuple(out)
+_export_stats = {"lowerings": 0, "disk_hits": 0}
+
+
+def export_stats():
+    """{lowerings: modules JAX lowered in this process, disk_hits: modules
+    read from the compilation cache's disk tier instead}."""
+    return dict(_export_stats)
+
+
+def reset_export_stats():
+    for k in _export_stats:
+        _export_stats[k] = 0
+
+
+_file_digests = {}
+
+
+def _source_file_digest(path):
+    """The defining file's bytes, hashed once per modification time."""
+    try:
+        stat = os.stat(path)
+    except (OSError, TypeError):
+        return "no-file"
+    key = (path, stat.st_mtime_ns, stat.st_size)
+    if key not in _file_digests:
+        with open(path, "rb") as f:
+            _file_digests[key] = hashlib.sha256(f.read()).hexdigest()
+    return _file_digests[key]
+
+
+def _exporter_fingerprint():
+    """This file: how functions are wrapped (the vjp's forward and pullback) is part of what is exported."""
+    return _source_file_digest(__file__)
+
+
+_OPAQUE_MODULES = ("jax", "jaxlib", "numpy", "torch", "builtins", "functools", "math")
+
+
+def _function_fingerprint(fn):
+    """A digest of what `fn` computes, as far as Python shows it: its code
+    (bytecode, constants, names, nested code), its defaults and closure
+    values, the same of the functions and the plain values (numbers,
+    strings, containers of them, NumPy and JAX arrays) it reads as globals,
+    and the bytes of each defining file. Functions of JAX, NumPy and the standard library are
+    covered by JAX's version in the key. A change the digest cannot see (an
+    object's attribute read at trace time) is not detected: bump the op's
+    name, or clear the cache directory."""
+    digest = hashlib.sha256()
+    seen = set()
+
+    def value(v, depth):
+        if isinstance(v, (bool, int, float, complex, str, bytes, type(None))):
+            digest.update(repr((type(v).__name__, v)).encode())
+        elif isinstance(v, (tuple, list, frozenset, set)) and depth < 4:
+            digest.update(f"{type(v).__name__}{len(v)}".encode())
+            for x in sorted(v, key=repr) if isinstance(v, (set, frozenset)) else v:
+                value(x, depth + 1)
+        elif isinstance(v, dict) and depth < 4:
+            digest.update(f"dict{len(v)}".encode())
+            for k in sorted(v, key=repr):
+                value(k, depth + 1)
+                value(v[k], depth + 1)
+        elif callable(v) and depth < 4:
+            function(v, depth + 1)
+        elif type(v).__module__.split(".")[0] in ("numpy", "jaxlib", "jax") and hasattr(v, "__array__"):
+            # A constant array the function closes over is baked into its module.
+            import numpy as np
+
+            array = np.asarray(v)
+            digest.update(f"array{array.shape}{array.dtype}".encode())
+            digest.update(array.tobytes())
+        else:
+            digest.update(type(v).__qualname__.encode())
+
+    def code(c, globals_, depth):
+        digest.update(c.co_code)
+        digest.update(repr(c.co_names).encode())
+        for const in c.co_consts:
+            if isinstance(const, types.CodeType):
+                code(const, globals_, depth)
+            else:
+                value(const, depth)
+        for name in c.co_names:
+            if globals_ is not None and name in globals_:
+                value(globals_[name], depth)
+
+    def function(f, depth):
+        if isinstance(f, functools.partial):
+            function(f.func, depth)
+            value(f.args, depth)
+            value(f.keywords, depth)
+            return
+        module = getattr(f, "__module__", None) or ""
+        if module.split(".")[0] in _OPAQUE_MODULES:
+            digest.update(f"{module}.{getattr(f, '__qualname__', '')}".encode())
+            return
+        f = inspect.unwrap(f) if hasattr(f, "__wrapped__") else f
+        c = getattr(f, "__code__", None)
+        if c is None:
+            digest.update(type(f).__qualname__.encode())
+            return
+        if id(f) in seen:
+            return
+        seen.add(id(f))
+        digest.update(f"{module}.{f.__qualname__}".encode())
+        digest.update(_source_file_digest(c.co_filename).encode())
+        value(f.__defaults__, depth)
+        value(f.__kwdefaults__, depth)
+        for cell in f.__closure__ or ():
+            try:
+                value(cell.cell_contents, depth)
+            except ValueError:  # an empty cell
+                pass
+        code(c, f.__globals__, depth)
+
+    function(fn, 0)
+    return digest.hexdigest()
 
 
 def _parameters(fn, name):
@@ -426,46 +574,179 @@ def _donated_params(donate_argnums, params, name):
     return nums
 
 
-class _VjpOps:
-    """The backward of a jax_op(autograd=True): jax.vjp of its function, as
-    jax_ops over (arguments..., one cotangent per result) returning the
-    gradients of the floating-point array arguments. The number of
-    cotangents is the forward's number of results, which the arguments'
-    shapes decide, so there is one op per count, defined when first needed."""
+def _signature_text(params, values):
+    """The array arguments' shapes and dtypes and the static values, as text:
+    the same for tpu tensors and for the JAX arrays they are traced as."""
+    parts = []
+    for (_, kind), v in zip(params, values):
+        if kind is None:
+            parts.append(f"{tuple(int(s) for s in v.shape)}:{str(v.dtype).removeprefix('torch.')}")
+        else:
+            parts.append(f"{type(v).__name__}:{v!r}")
+    return ",".join(parts)
+
+
+class _ResidualLayout:
+    """What jax.vjp of a forward keeps for its backward, for one signature:
+    `tree`, the pytree of its pullback, whose leaves are the residuals;
+    `n_outputs`, the forward's results; `sources`, per leaf, where the tpu
+    tensor holding it comes from: ("input", argument index), ("output", k)
+    or ("new", j), the j-th extra result of the forward with residuals."""
+
+    def __init__(self, tree, n_outputs, sources):
+        self.tree, self.n_outputs, self.sources = tree, n_outputs, sources
+
+
+class _Vjp:
+    """The autograd of a jax_op(autograd=True), from jax.vjp of its function.
+
+    Without grad the op runs as it is. With grad, it runs `<name>_vjp_fwd`,
+    the function linearized by jax.vjp, returning its results and then the
+    residuals of its pullback (the leaves of that pytree which are neither
+    an argument nor a result); the autograd context keeps them as tpu
+    tensors, and backward runs `<name>_vjp_bwd<R>_<N>` over those R leaves
+    and N cotangents: the pullback alone, never the forward again. Both are
+    jax_ops: fused under DeferAndFuse, recorded in compiled graphs (their
+    fake kernels are jax.eval_shape of these functions)."""
 
     def __init__(self, forward):
         self._forward = forward
-        self._ops = {}
+        self._layouts = {}  # _signature_text of the forward's arguments -> _ResidualLayout
+        self._lock = threading.Lock()
+        self.forward_op = JaxOp(
+            forward.name + "_vjp_fwd", self._forward_with_residuals, _params=forward._params, _source=forward
+        )
+        self._backward_ops = {}  # (leaves, cotangents) -> JaxOp
+        self._statics = [i for i, (_, kind) in enumerate(forward._params) if kind is not None]
 
-    def __call__(self, *values):
-        forward = self._forward
-        n_out = len(values) - len(forward._params)
-        op = self._ops.get(n_out)
-        if op is None:
-            params = list(forward._params) + [(f"cotangent{k}", None) for k in range(n_out)]
-            op = JaxOp(f"{forward.name}_vjp{n_out}", self._vjp_fn, _params=params)
-            self._ops[n_out] = op
-        return op.op(*values)
+    def autograd_kernel(self, keyset, *values):
+        if torch.is_grad_enabled() and torch._C._any_requires_grad(*values):
+            return list(_VjpFunction.apply(self, *values))
+        with torch._C._AutoDispatchBelowAutograd():
+            return self._forward.op.redispatch(keyset & torch._C._after_autograd_keyset, *values)
 
-    def _vjp_fn(self, *args):
-        forward = self._forward
-        jnp = forward._jax.numpy
-        n = len(forward._params)
-        primals, cotangents = args[:n], args[n:]
-        floats = [
+    def layout(self, key):
+        with self._lock:
+            found = self._layouts.get(key)
+        if found is None:
+            raise RuntimeError(f"internal: {self._forward.name} has no residual layout for {key}")
+        return found
+
+    def _floats(self, args):
+        jnp = self._forward._jax.numpy
+        return [
             i
-            for i, (_, kind) in enumerate(forward._params)
-            if kind is None and jnp.issubdtype(primals[i].dtype, jnp.floating)
+            for i, (_, kind) in enumerate(self._forward._params)
+            if kind is None and jnp.issubdtype(args[i].dtype, jnp.floating)
         ]
 
+    def _forward_with_residuals(self, *args):
+        forward = self._forward
+        jax = forward._jax
+        floats = self._floats(args)
+
+        structure = []
+
         def of_floats(*xs):
-            full = list(primals)
+            full = list(args)
             for i, x in zip(floats, xs):
                 full[i] = x
-            return forward._jax.tree_util.tree_leaves(forward._fn(*full))
+            leaves, treedef = jax.tree_util.tree_flatten(forward._fn(*full))
+            structure.append(treedef)
+            return leaves
 
-        _, pullback = forward._jax.vjp(of_floats, *[primals[i] for i in floats])
+        outputs, pullback = jax.vjp(of_floats, *[args[i] for i in floats])
+        if forward._returns_one is None:  # the op's calls return what the function does
+            forward._returns_one = structure[0].num_leaves == 1 and structure[0].num_nodes == 1
+        leaves, tree = jax.tree_util.tree_flatten(pullback)
+        arrays = [i for i, (_, kind) in enumerate(forward._params) if kind is None]
+        sources, new = [], []
+        # A residual that is an argument or a result is already a tpu tensor
+        # (jax.vjp keeps x itself for sin's cos, exp's result for exp):
+        # saved as that tensor, not written out again.
+        for leaf in leaves:
+            source = next((("input", i) for i in arrays if args[i] is leaf), None)
+            source = source or next((("output", k) for k, o in enumerate(outputs) if o is leaf), None)
+            if source is None:
+                source = ("new", len(new))
+                new.append(leaf)
+            sources.append(source)
+        with self._lock:
+            self._layouts[_signature_text(forward._params, args)] = _ResidualLayout(tree, len(outputs), sources)
+        return tuple(outputs), tuple(new)
+
+    def backward_op(self, n_leaves, n_cotangents):
+        key = (n_leaves, n_cotangents)
+        with self._lock:
+            op = self._backward_ops.get(key)
+        if op is None:
+            forward = self._forward
+            params = [forward._params[i] for i in self._statics] + [("forward_signature", str)]
+            params += [(f"residual{k}", None) for k in range(n_leaves)]
+            params += [(f"cotangent{k}", None) for k in range(n_cotangents)]
+            op = JaxOp(
+                f"{forward.name}_vjp_bwd{n_leaves}_{n_cotangents}", self._pullback, _params=params, _source=forward
+            )
+            with self._lock:
+                op = self._backward_ops.setdefault(key, op)
+        return op
+
+    def _pullback(self, *args):
+        jax = self._forward._jax
+        jnp = jax.numpy
+        n_static = len(self._statics)
+        layout = self.layout(args[n_static])
+        rest = args[n_static + 1 :]
+        leaves, cotangents = rest[: len(layout.sources)], rest[len(layout.sources) :]
+        pullback = jax.tree_util.tree_unflatten(layout.tree, leaves)
+        # An integer result's cotangent is float0 to jax.vjp.
+        cotangents = [c if jnp.issubdtype(c.dtype, jnp.inexact) else _float0_zeros(jax, c.shape) for c in cotangents]
         return tuple(pullback(list(cotangents)))
+
+
+def _float0_zeros(jax, shape):
+    import numpy as np
+
+    return np.zeros(shape, dtype=jax.dtypes.float0)
+
+
+class _VjpFunction(torch.autograd.Function):
+    """A jax_op(autograd=True) call that needs grad: the forward with
+    residuals, which the context keeps, and the pullback over them."""
+
+    @staticmethod
+    def forward(ctx, vjp, *values):
+        forward = vjp._forward
+        with torch._C._AutoDispatchBelowAutograd():
+            flat = vjp.forward_op.op(*values)
+        key = _signature_text(forward._params, values)
+        layout = vjp.layout(key)
+        outputs, new = flat[: layout.n_outputs], flat[layout.n_outputs :]
+        pick = {"input": values, "output": outputs, "new": new}
+        ctx.save_for_backward(*[pick[kind][i] for kind, i in layout.sources])
+        ctx.vjp, ctx.key = vjp, key
+        ctx.statics = [values[i] for i in vjp._statics]
+        ctx.floats = [
+            i for i, (_, kind) in enumerate(forward._params) if kind is None and values[i].is_floating_point()
+        ]
+        ctx.n_values = len(values)
+        ctx.outputs = [(o.shape, o.dtype, o.device) for o in outputs]
+        ctx.mark_non_differentiable(*[o for o in outputs if not (o.is_floating_point() or o.is_complex())])
+        return tuple(outputs)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        leaves = ctx.saved_tensors
+        cotangents = [
+            g if g is not None else torch.zeros(shape, dtype=dtype, device=device)
+            for g, (shape, dtype, device) in zip(grads, ctx.outputs)
+        ]
+        op = ctx.vjp.backward_op(len(leaves), len(cotangents))
+        grad_values = op.op(*ctx.statics, ctx.key, *leaves, *cotangents)
+        out = [None] * ctx.n_values
+        for i, g in zip(ctx.floats, grad_values):
+            out[i] = g
+        return (None, *out)
 
 
 def jax_op(name, fn=None, /, *, donate_argnums=None, autograd=False):
