@@ -4,6 +4,7 @@ drawn on CPU), so the per-step losses agree to float32 rounding (conftest.py
 sets matmul precision "highest"), and so do the generated text, the sampled
 images and the eval logits. Few steps: these check the jobs, not learning."""
 
+import contextlib
 import importlib.util
 import os
 
@@ -22,13 +23,26 @@ def _example(name):
     return module
 
 
+@contextlib.contextmanager
+def _one_cpu_thread():
+    """The CPU reference in one intra-op thread: on a machine whose cores
+    other processes keep busy, PyTorch's OpenMP threads wait on each other
+    and a tiny convolution takes 50 ms instead of 1 (measured here with the
+    UNet). The tpu side runs on the plugin's own threads either way."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
 def _run_both(name, argv):
     module = _example(name)
-    out = {}
-    for device in ("cpu", "tpu"):
-        args = module.parse_args(["--device", device, *argv])
-        out[device] = module.run(args)
-    return out["cpu"], out["tpu"]
+    with _one_cpu_thread():
+        cpu = module.run(module.parse_args(["--device", "cpu", *argv]))
+    tpu = module.run(module.parse_args(["--device", "tpu", *argv]))
+    return cpu, tpu
 
 
 def _assert_losses_close(cpu, tpu, rtol):

@@ -51,6 +51,10 @@ class DLRM(nn.Module):
         super().__init__()
         self.bottom = mlp((dense_features, *bottom, dim), last_activation=True)
         self.embeddings = nn.ModuleList(nn.EmbeddingBag(rows, dim, mode="sum") for _ in range(tables))
+        for bag in self.embeddings:
+            # The DLRM reference's init: nn.EmbeddingBag's N(0, 1) makes the
+            # pairwise dots large enough to saturate the top MLP.
+            nn.init.uniform_(bag.weight, -(rows**-0.5), rows**-0.5)
         n = tables + 1
         self.register_buffer("pairs", torch.tril_indices(n, n, offset=-1), persistent=False)
         self.top = mlp((dim + n * (n - 1) // 2, *top, 1), last_activation=False)
@@ -149,7 +153,7 @@ def parse_args(argv=None):
     p.add_argument("--rows", type=int, default=1000, help="ids per table")
     p.add_argument("--dim", type=int, default=16, help="embedding size")
     p.add_argument("--pooling", type=int, default=3, help="mean ids per bag")
-    p.add_argument("--lr", type=float, default=0.1)
+    p.add_argument("--lr", type=float, default=0.5)
     p.add_argument("--eval-size", type=int, default=1024)
     return p.parse_args(argv)
 

@@ -105,7 +105,7 @@ def save_grid(samples, path):
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    common.add_device_flags(p, steps=200)
+    common.add_device_flags(p, steps=100)
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--image-size", type=int, default=16)
     p.add_argument("--channels", type=int, default=16, help="the first block's channels (the second has twice)")
