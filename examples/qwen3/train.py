@@ -45,7 +45,7 @@ def run(args, progress=False):
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    common.add_device_flags(p, steps=300)
+    common.add_device_flags(p, steps=200)
     common.add_lm_flags(p)
     p.add_argument("--amp", default="bf16", choices=["bf16", "off"], help="autocast dtype")
     return p.parse_args(argv)
