@@ -146,7 +146,8 @@ def generate_static(model, dataset, device, prompt, new_tokens, amp_dtype=None):
     """Greedy decoding with a static KV cache. transformers compiles the
     decode step when the cache is static and the device is an accelerator (on
     "tpu" its torch.compile runs with backend "tpu"); on CPU it decodes
-    eagerly. Returns (the generated text, decoded tokens/s)."""
+    eagerly. Returns (the generated text, each step's logits [new_tokens,
+    vocab] on CPU, decoded tokens/s)."""
     model.eval()
     ids = torch.tensor([dataset.encode(prompt)], dtype=torch.long).to(device)
     start = time.perf_counter()
@@ -158,10 +159,13 @@ def generate_static(model, dataset, device, prompt, new_tokens, amp_dtype=None):
             do_sample=False,
             cache_implementation="static",
             pad_token_id=0,
+            output_logits=True,
+            return_dict_in_generate=True,
         )
-    tokens = out[0, ids.shape[1] :].tolist()  # waits for the device
+    tokens = out.sequences[0, ids.shape[1] :].tolist()  # waits for the device
     elapsed = time.perf_counter() - start
-    return dataset.decode(tokens), len(tokens) / max(elapsed, 1e-9)
+    logits = torch.stack([step[0] for step in out.logits]).float().cpu()
+    return dataset.decode(tokens), logits, len(tokens) / max(elapsed, 1e-9)
 
 
 def add_lm_flags(parser):

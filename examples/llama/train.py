@@ -26,14 +26,22 @@ def build_model(args, dataset):
 
 def run(args, progress=False):
     """Trains, then generates. Returns a dict: losses (one float per step),
-    text (the greedy continuation of --prompt), tokens_per_s (training),
+    text (the greedy continuation of --prompt), logits (each generated
+    token's, [new_tokens, vocab] on CPU), tokens_per_s (training),
     decode_tokens_per_s (generation, compilation included on tpu), params."""
     dataset = common.CharDataset()
     model = build_model(args, dataset)
     losses, tokens_per_s = common.train_causal_lm(model, dataset, args.device, args, progress=progress)
-    text, decode_rate = common.generate_static(model, dataset, args.device, args.prompt, args.new_tokens)
+    text, logits, decode_rate = common.generate_static(model, dataset, args.device, args.prompt, args.new_tokens)
     params = sum(p.numel() for p in model.parameters())
-    return dict(losses=losses, text=text, tokens_per_s=tokens_per_s, decode_tokens_per_s=decode_rate, params=params)
+    return dict(
+        losses=losses,
+        text=text,
+        logits=logits,
+        tokens_per_s=tokens_per_s,
+        decode_tokens_per_s=decode_rate,
+        params=params,
+    )
 
 
 def parse_args(argv=None):

@@ -30,7 +30,8 @@ def build_model(args, dataset):
 
 def run(args, progress=False):
     """Trains, then generates. Returns a dict: losses (one float per step),
-    text (the greedy continuation of --prompt), tokens_per_s (training),
+    text (the greedy continuation of --prompt), logits (each generated
+    token's, [new_tokens, vocab] on CPU), tokens_per_s (training),
     decode_tokens_per_s (generation, compilation included on tpu), params."""
     dataset = common.CharDataset()
     model = build_model(args, dataset)
@@ -38,9 +39,18 @@ def run(args, progress=False):
     # in bfloat16 (autocast's policy, the same on tpu as on CUDA).
     amp = torch.bfloat16 if args.amp == "bf16" else None
     losses, tokens_per_s = common.train_causal_lm(model, dataset, args.device, args, amp_dtype=amp, progress=progress)
-    text, decode_rate = common.generate_static(model, dataset, args.device, args.prompt, args.new_tokens, amp_dtype=amp)
+    text, logits, decode_rate = common.generate_static(
+        model, dataset, args.device, args.prompt, args.new_tokens, amp_dtype=amp
+    )
     params = sum(p.numel() for p in model.parameters())
-    return dict(losses=losses, text=text, tokens_per_s=tokens_per_s, decode_tokens_per_s=decode_rate, params=params)
+    return dict(
+        losses=losses,
+        text=text,
+        logits=logits,
+        tokens_per_s=tokens_per_s,
+        decode_tokens_per_s=decode_rate,
+        params=params,
+    )
 
 
 def parse_args(argv=None):
