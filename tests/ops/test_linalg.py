@@ -7,6 +7,8 @@ import pytest
 import torch
 from reference import assert_close, check_op
 
+import torch_tpu
+
 TOL = dict(atol=1e-4, rtol=1e-4)  # factorizations round differently than LAPACK's blocked kernels
 BATCHES = [(), (3,), (2, 1)]
 
@@ -273,3 +275,58 @@ def test_svdvals_and_matrix_norms_built_on_svd():
     check_op(torch.linalg.svdvals, a, grad=True, **TOL)
     check_op(lambda x: torch.linalg.matrix_norm(x, ord=2), a, **TOL)
     check_op(torch.linalg.pinv, a, **TOL)
+
+
+# ---- Matrix exponential ---------------------------------------------------------------
+def run_in(mode, fn):
+    """fn as run eagerly in `mode`, or compiled for tpu ("compiled")."""
+    if mode == "compiled":
+        return torch.compile(fn, backend="tpu")
+    return lambda *args: _in_mode(mode, fn, *args)
+
+
+def _in_mode(mode, fn, *args):
+    with torch_tpu.eager_mode(mode):
+        out = fn(*args)
+        torch_tpu.synchronize()
+        return out
+
+
+MODES = ["strict", "defer_and_fuse", "compiled"]
+# 1-norms in each of CPU's float32 degree intervals: T1, T2, T4, T8, T12, and
+# T18 with 0, 2 and 6 squarings.
+EXP_NORMS = [1e-8, 3e-4, 2e-2, 0.3, 1.2, 2.5, 10.0, 150.0]
+
+
+def with_norm(a, norm):
+    return a * (norm / torch.linalg.matrix_norm(a, ord=1)).unsqueeze(-1).unsqueeze(-1)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("norm", EXP_NORMS)
+def test_matrix_exp_matches_cpu_in_every_degree_with_gradients(norm, mode):
+    a = with_norm(torch.randn(4, 4), norm)
+    expected = torch.linalg.matrix_exp(a)
+    actual = run_in(mode, torch.linalg.matrix_exp)(a.to("tpu"))
+    assert_close(actual, expected, atol=1e-5 * expected.abs().max().item(), rtol=1e-4)
+    if norm <= 10:
+        check_op(run_in(mode, torch.linalg.matrix_exp), a, grad=True, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_matrix_exp_picks_a_degree_per_matrix_of_a_batch(mode):
+    a = torch.stack([with_norm(torch.randn(3, 3), n) for n in EXP_NORMS[:-1]]).view(7, 1, 3, 3)
+    check_op(run_in(mode, torch.linalg.matrix_exp), a, grad=True, atol=1e-4, rtol=1e-4)
+
+
+def test_matrix_exp_of_one_by_one_and_empty_matrices():
+    check_op(torch.linalg.matrix_exp, torch.randn(3, 1, 1), grad=True)
+    check_op(torch.matrix_exp, torch.randn(2, 0, 0))
+
+
+def test_matrix_exp_of_bad_input_raises_like_cpu():
+    for bad in (torch.randn(2, 3), torch.ones(3, 3, dtype=torch.long), torch.randn(3)):
+        with pytest.raises(RuntimeError) as on_cpu:
+            torch.linalg.matrix_exp(bad)
+        with pytest.raises(type(on_cpu.value)):
+            torch.linalg.matrix_exp(bad.to("tpu"))
