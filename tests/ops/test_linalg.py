@@ -330,3 +330,63 @@ def test_matrix_exp_of_bad_input_raises_like_cpu():
             torch.linalg.matrix_exp(bad)
         with pytest.raises(type(on_cpu.value)):
             torch.linalg.matrix_exp(bad.to("tpu"))
+
+
+# ---- Least squares ----------------------------------------------------------------------
+def lstsq_results(driver=None):
+    def results(a, b):
+        return tuple(torch.linalg.lstsq(a, b, driver=driver))
+
+    return results
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("driver", [None, "gels", "gelsy", "gelsd", "gelss"])
+@pytest.mark.parametrize("shapes", [((5, 3), (5, 2)), ((3, 5), (3, 2)), ((2, 6, 4), (2, 6, 3)), ((2, 6, 4), (1, 6, 2))])
+def test_lstsq_returns_what_cpu_returns_for_each_driver(shapes, driver, mode):
+    # CPU's default driver (gelsy) returns the rank but no residuals and no
+    # singular values; gels residuals only; gelsd and gelss all four.
+    a, b = well_conditioned_rect(shapes[0]), torch.randn(shapes[1])
+    expected = lstsq_results(driver)(a, b)
+    actual = run_in(mode, lstsq_results(driver))(a.to("tpu"), b.to("tpu"))
+    assert [t.shape for t in actual] == [t.shape for t in expected]
+    assert [t.dtype for t in actual] == [t.dtype for t in expected]
+    assert_close(list(actual), list(expected), **TOL)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("shapes", [((5, 3), (5, 2)), ((3, 5), (3, 2)), ((6, 4), (6,))])
+def test_lstsq_solution_gradients_match_cpu(shapes, mode):
+    a, b = well_conditioned_rect(shapes[0]), torch.randn(shapes[1])
+    check_op(run_in(mode, lambda a, b: torch.linalg.lstsq(a, b).solution), a, b, grad=True, **TOL)
+
+
+def test_lstsq_of_a_vector_right_hand_side_matches_cpu():
+    a, b = well_conditioned_rect((2, 6, 3)), torch.randn(2, 6)
+    for driver in (None, "gels", "gelsd"):
+        check_op(lstsq_results(driver), a, b, **TOL)
+
+
+def test_lstsq_bad_arguments_raise_like_cpu():
+    a, b = torch.randn(5, 3), torch.randn(5, 2)
+    cases = [
+        lambda d: torch.linalg.lstsq(a.to(d), b.to(d), driver="foo"),
+        lambda d: torch.linalg.lstsq(a.to(d), torch.randn(4, 2, device=d)),
+        lambda d: torch.linalg.lstsq(a.to(d).long(), b.to(d).long()),
+        lambda d: torch.linalg.lstsq(a.to(d), b.to(d).double()),
+        lambda d: torch.linalg.lstsq(torch.randn(3, device=d), b.to(d)),
+    ]
+    for case in cases:
+        with pytest.raises(RuntimeError) as on_cpu:
+            case("cpu")
+        with pytest.raises(type(on_cpu.value)):
+            case("tpu")
+
+
+def well_conditioned_rect(shape):
+    """Random matrices of full rank with singular values in [1, 2]."""
+    m, n = shape[-2:]
+    k = min(m, n)
+    q1, _ = torch.linalg.qr(torch.randn(*shape[:-2], m, k))
+    q2, _ = torch.linalg.qr(torch.randn(*shape[:-2], n, k))
+    return q1 @ torch.diag_embed(torch.linspace(1, 2, k).expand(*shape[:-2], k)) @ q2.mT
