@@ -13,6 +13,9 @@
 //   matrix and the minimum-norm one for a wide matrix of full rank; a
 //   rank-deficient matrix gets no basic solution as gelsy's (the rank is
 //   counted from singular values above rcond * the largest).
+// - ormqr multiplies by the Q of geqrf's reflectors: the lowered
+//   householder_product forms Q (the reflectors padded with identity ones to
+//   a square), then one matmul.
 #include <ATen/ATen.h>
 #include <ATen/native/LinearAlgebraUtils.h>
 #include <ATen/native/Resize.h>
@@ -162,9 +165,32 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&, at::Tensor&> lstsq_out(
   return {solution, residuals, rank, singular_values};
 }
 
+// op(Q) other (left) or other op(Q), Q = H_1 ... H_k of input's reflectors.
+at::Tensor reflectors_product(const at::Tensor& input, const at::Tensor& tau, const at::Tensor& other, bool left,
+                              bool transpose) {
+  // PyTorch's checks and messages: its meta kernel on the arguments' shapes.
+  at::ormqr(input.to(at::kMeta), tau.to(at::kMeta), other.to(at::kMeta), left, transpose);
+  FullPrecisionMatmuls full_precision;
+  const int64_t order = input.size(-2), k = tau.size(-1);
+  at::Tensor reflectors = at::constant_pad_nd(input.narrow(-1, 0, k), {0, order - k});
+  at::Tensor q = at::linalg_householder_product(reflectors, at::constant_pad_nd(tau, {0, order - k}));
+  if (transpose) q = q.mH();
+  return left ? at::matmul(q, other) : at::matmul(other, q);
+}
+
+at::Tensor& ormqr_out(const at::Tensor& input, const at::Tensor& tau, const at::Tensor& other, bool left,
+                      bool transpose, at::Tensor& out) {
+  at::Tensor result = reflectors_product(input, tau, other, left, transpose);
+  at::native::resize_output(out, result.sizes());
+  out.copy_(result);
+  return out;
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("ormqr", TORCH_FN(reflectors_product));
+  m.impl("ormqr.out", TORCH_FN(ormqr_out));
   m.impl("cholesky", TORCH_FN(checked_cholesky));
   m.impl("cholesky.out", TORCH_FN(checked_cholesky_out));
   m.impl("linalg_lstsq.out", TORCH_FN(lstsq_out));

@@ -390,3 +390,31 @@ def well_conditioned_rect(shape):
     q1, _ = torch.linalg.qr(torch.randn(*shape[:-2], m, k))
     q2, _ = torch.linalg.qr(torch.randn(*shape[:-2], n, k))
     return q1 @ torch.diag_embed(torch.linspace(1, 2, k).expand(*shape[:-2], k)) @ q2.mT
+
+
+# ---- ormqr -------------------------------------------------------------------------------
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("transpose", [False, True])
+@pytest.mark.parametrize(
+    "shapes,left",
+    [(((5, 3), (5, 2)), True), (((4, 4), (3, 4)), False), (((4, 2), (3, 4)), False), (((2, 5, 3), (2, 5, 4)), True)],
+)
+def test_ormqr_applies_geqrf_reflectors_like_cpu_with_gradients(shapes, left, transpose, mode):
+    reflectors, tau = torch.geqrf(torch.randn(shapes[0]))
+    other = torch.randn(shapes[1])
+    fn = run_in(mode, lambda a, t, c: torch.ormqr(a, t, c, left=left, transpose=transpose))
+    check_op(fn, reflectors, tau, other, grad=True, **TOL)
+
+
+def test_ormqr_bad_shapes_raise_like_cpu():
+    reflectors, tau = torch.geqrf(torch.randn(5, 3))
+    cases = [
+        lambda d: torch.ormqr(reflectors.to(d), tau.to(d), torch.randn(4, 2, device=d)),
+        lambda d: torch.ormqr(reflectors.to(d), tau.to(d), torch.randn(5, device=d)),
+        lambda d: torch.ormqr(reflectors.to(d), tau.to(d)[:2].repeat(3), torch.randn(5, 2, device=d)),
+    ]
+    for case in cases:
+        with pytest.raises(RuntimeError) as on_cpu:
+            case("cpu")
+        with pytest.raises(type(on_cpu.value)):
+            case("tpu")
