@@ -1,6 +1,7 @@
 #include "device/argument_checks.h"
 
 #include <ATen/MemoryOverlap.h>
+#include <ATen/native/LinearAlgebraUtils.h>
 #include <ATen/native/TypeProperties.h>
 
 #include <cmath>
@@ -243,6 +244,13 @@ void check_dot(const c10::FunctionSchema&, const Args& args) {
   TORCH_CHECK(self.numel() == other.numel(), "inconsistent tensor size, expected tensor [", self.numel(), "] and src [",
               other.numel(), "] to have the same number of elements, but got ", self.numel(), " and ", other.numel(),
               " elements respectively");
+}
+
+// linalg_matrix_exp's own checks (the Python meta kernel asserts instead).
+void check_matrix_exp(const c10::FunctionSchema&, const Args& args) {
+  if (args.empty() || !args[0].isTensor()) return;
+  at::native::squareCheckInputs(args[0].toTensor(), "linalg.matrix_exp");
+  at::native::checkFloatingOrComplex(args[0].toTensor(), "matrix_exp");
 }
 
 // ---- checks ATen makes on every device that PyTorch's meta kernels lack --------

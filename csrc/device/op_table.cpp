@@ -354,6 +354,7 @@ const OpSpec kLoweredOps[] = {
     {L::linalg_lu, "linalg_lu linalg_lu.out"},
     {L::linalg_lu_factor_ex, "linalg_lu_factor_ex linalg_lu_factor_ex.out"},
     {L::linalg_lu_solve, "linalg_lu_solve linalg_lu_solve.out"},
+    OpSpec(L::linalg_matrix_exp, "linalg_matrix_exp linalg_matrix_exp.out").check(check_matrix_exp),
     {L::linalg_qr, "linalg_qr linalg_qr.out"},
     {L::linalg_slogdet, "_linalg_slogdet _linalg_slogdet.sign"},
     {L::linalg_solve_ex, "_linalg_solve_ex _linalg_solve_ex.result"},

@@ -71,7 +71,12 @@ _PARTIAL_SUMS_ROUNDED = (
 _SCATTER_ADD_ORDER = (
     "duplicate indices accumulate in another order, and in float32, where CPU adds one by one in the dtype"
 )
+_SQUARINGS = (
+    "scaling and squaring doubles the rounding error of each squaring: on op_db's batched sample CPU's own "
+    "float32 error against float64 is 2.4e-3 relative, ours 9e-4"
+)
 TOLERANCE_OVERRIDES = {
+    "matrix_exp": {"float32": (1e-5, 5e-3, _SQUARINGS)},
     "nn.functional.conv2d": {"float32": (1e-4, 1.3e-5, _SUM_ORDER)},
     "nn.functional.conv3d": {"float32": (1e-4, 1.3e-5, _SUM_ORDER)},
     # Against float64 over every bfloat16 sample: conv_transpose1d's error is

@@ -7,6 +7,8 @@ import pytest
 import torch
 from reference import assert_close, check_op
 
+import torch_tpu
+
 TOL = dict(atol=1e-4, rtol=1e-4)  # factorizations round differently than LAPACK's blocked kernels
 BATCHES = [(), (3,), (2, 1)]
 
@@ -273,3 +275,146 @@ def test_svdvals_and_matrix_norms_built_on_svd():
     check_op(torch.linalg.svdvals, a, grad=True, **TOL)
     check_op(lambda x: torch.linalg.matrix_norm(x, ord=2), a, **TOL)
     check_op(torch.linalg.pinv, a, **TOL)
+
+
+# ---- Matrix exponential ---------------------------------------------------------------
+def run_in(mode, fn):
+    """fn as run eagerly in `mode`, or compiled for tpu ("compiled")."""
+    if mode == "compiled":
+        return torch.compile(fn, backend="tpu")
+    return lambda *args: _in_mode(mode, fn, *args)
+
+
+def _in_mode(mode, fn, *args):
+    with torch_tpu.eager_mode(mode):
+        out = fn(*args)
+        torch_tpu.synchronize()
+        return out
+
+
+MODES = ["strict", "defer_and_fuse", "compiled"]
+# 1-norms in each of CPU's float32 degree intervals: T1, T2, T4, T8, T12, and
+# T18 with 0, 2 and 6 squarings.
+EXP_NORMS = [1e-8, 3e-4, 2e-2, 0.3, 1.2, 2.5, 10.0, 150.0]
+
+
+def with_norm(a, norm):
+    return a * (norm / torch.linalg.matrix_norm(a, ord=1)).unsqueeze(-1).unsqueeze(-1)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("norm", EXP_NORMS)
+def test_matrix_exp_matches_cpu_in_every_degree_with_gradients(norm, mode):
+    a = with_norm(torch.randn(4, 4), norm)
+    expected = torch.linalg.matrix_exp(a)
+    actual = run_in(mode, torch.linalg.matrix_exp)(a.to("tpu"))
+    assert_close(actual, expected, atol=1e-5 * expected.abs().max().item(), rtol=1e-4)
+    if norm <= 10:
+        check_op(run_in(mode, torch.linalg.matrix_exp), a, grad=True, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_matrix_exp_picks_a_degree_per_matrix_of_a_batch(mode):
+    a = torch.stack([with_norm(torch.randn(3, 3), n) for n in EXP_NORMS[:-1]]).view(7, 1, 3, 3)
+    check_op(run_in(mode, torch.linalg.matrix_exp), a, grad=True, atol=1e-4, rtol=1e-4)
+
+
+def test_matrix_exp_of_one_by_one_and_empty_matrices():
+    check_op(torch.linalg.matrix_exp, torch.randn(3, 1, 1), grad=True)
+    check_op(torch.matrix_exp, torch.randn(2, 0, 0))
+
+
+def test_matrix_exp_of_bad_input_raises_like_cpu():
+    for bad in (torch.randn(2, 3), torch.ones(3, 3, dtype=torch.long), torch.randn(3)):
+        with pytest.raises(RuntimeError) as on_cpu:
+            torch.linalg.matrix_exp(bad)
+        with pytest.raises(type(on_cpu.value)):
+            torch.linalg.matrix_exp(bad.to("tpu"))
+
+
+# ---- Least squares ----------------------------------------------------------------------
+def lstsq_results(driver=None):
+    def results(a, b):
+        return tuple(torch.linalg.lstsq(a, b, driver=driver))
+
+    return results
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("driver", [None, "gels", "gelsy", "gelsd", "gelss"])
+@pytest.mark.parametrize("shapes", [((5, 3), (5, 2)), ((3, 5), (3, 2)), ((2, 6, 4), (2, 6, 3)), ((2, 6, 4), (1, 6, 2))])
+def test_lstsq_returns_what_cpu_returns_for_each_driver(shapes, driver, mode):
+    # CPU's default driver (gelsy) returns the rank but no residuals and no
+    # singular values; gels residuals only; gelsd and gelss all four.
+    a, b = well_conditioned_rect(shapes[0]), torch.randn(shapes[1])
+    expected = lstsq_results(driver)(a, b)
+    actual = run_in(mode, lstsq_results(driver))(a.to("tpu"), b.to("tpu"))
+    assert [t.shape for t in actual] == [t.shape for t in expected]
+    assert [t.dtype for t in actual] == [t.dtype for t in expected]
+    assert_close(list(actual), list(expected), **TOL)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("shapes", [((5, 3), (5, 2)), ((3, 5), (3, 2)), ((6, 4), (6,))])
+def test_lstsq_solution_gradients_match_cpu(shapes, mode):
+    a, b = well_conditioned_rect(shapes[0]), torch.randn(shapes[1])
+    check_op(run_in(mode, lambda a, b: torch.linalg.lstsq(a, b).solution), a, b, grad=True, **TOL)
+
+
+def test_lstsq_of_a_vector_right_hand_side_matches_cpu():
+    a, b = well_conditioned_rect((2, 6, 3)), torch.randn(2, 6)
+    for driver in (None, "gels", "gelsd"):
+        check_op(lstsq_results(driver), a, b, **TOL)
+
+
+def test_lstsq_bad_arguments_raise_like_cpu():
+    a, b = torch.randn(5, 3), torch.randn(5, 2)
+    cases = [
+        lambda d: torch.linalg.lstsq(a.to(d), b.to(d), driver="foo"),
+        lambda d: torch.linalg.lstsq(a.to(d), torch.randn(4, 2, device=d)),
+        lambda d: torch.linalg.lstsq(a.to(d).long(), b.to(d).long()),
+        lambda d: torch.linalg.lstsq(a.to(d), b.to(d).double()),
+        lambda d: torch.linalg.lstsq(torch.randn(3, device=d), b.to(d)),
+    ]
+    for case in cases:
+        with pytest.raises(RuntimeError) as on_cpu:
+            case("cpu")
+        with pytest.raises(type(on_cpu.value)):
+            case("tpu")
+
+
+def well_conditioned_rect(shape):
+    """Random matrices of full rank with singular values in [1, 2]."""
+    m, n = shape[-2:]
+    k = min(m, n)
+    q1, _ = torch.linalg.qr(torch.randn(*shape[:-2], m, k))
+    q2, _ = torch.linalg.qr(torch.randn(*shape[:-2], n, k))
+    return q1 @ torch.diag_embed(torch.linspace(1, 2, k).expand(*shape[:-2], k)) @ q2.mT
+
+
+# ---- ormqr -------------------------------------------------------------------------------
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("transpose", [False, True])
+@pytest.mark.parametrize(
+    "shapes,left",
+    [(((5, 3), (5, 2)), True), (((4, 4), (3, 4)), False), (((4, 2), (3, 4)), False), (((2, 5, 3), (2, 5, 4)), True)],
+)
+def test_ormqr_applies_geqrf_reflectors_like_cpu_with_gradients(shapes, left, transpose, mode):
+    reflectors, tau = torch.geqrf(torch.randn(shapes[0]))
+    other = torch.randn(shapes[1])
+    fn = run_in(mode, lambda a, t, c: torch.ormqr(a, t, c, left=left, transpose=transpose))
+    check_op(fn, reflectors, tau, other, grad=True, **TOL)
+
+
+def test_ormqr_bad_shapes_raise_like_cpu():
+    reflectors, tau = torch.geqrf(torch.randn(5, 3))
+    cases = [
+        lambda d: torch.ormqr(reflectors.to(d), tau.to(d), torch.randn(4, 2, device=d)),
+        lambda d: torch.ormqr(reflectors.to(d), tau.to(d), torch.randn(5, device=d)),
+        lambda d: torch.ormqr(reflectors.to(d), tau.to(d)[:2].repeat(3), torch.randn(5, 2, device=d)),
+    ]
+    for case in cases:
+        with pytest.raises(RuntimeError) as on_cpu:
+            case("cpu")
+        with pytest.raises(type(on_cpu.value)):
+            case("tpu")
