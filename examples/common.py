@@ -63,6 +63,21 @@ def setup_device(args):
     torch.set_float32_matmul_precision(args.precision)
 
 
+def run_and_report(args, run, title):
+    """The examples' main: sets the device up, runs `run(args)` with a
+    progress bar, prints `title`, the wall time and the first and final
+    losses; returns run's result for the example's own figures."""
+    setup_device(args)
+    start = time.perf_counter()
+    out = run(args, progress=True)
+    elapsed = time.perf_counter() - start
+    print(f"{title}: {out['params']:,} parameters; {args.steps} steps on {args.device}")
+    print(f"total: {elapsed:.1f} s")
+    accuracy = f"; eval accuracy {out['accuracy']:.1%}" if "accuracy" in out else ""
+    print(f"loss: first {out['losses'][0]:.4f}, final {out['losses'][-1]:.4f}{accuracy}")
+    return out
+
+
 def synchronize(device):
     """Waits for the device's queued work, so a time taken next is real."""
     if torch.device(device).type != "cpu":

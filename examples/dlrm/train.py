@@ -18,7 +18,6 @@ numbers.
 import argparse
 import os
 import sys
-import time
 
 import torch
 import torch.nn as nn
@@ -160,13 +159,7 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
-    common.setup_device(args)
-    start = time.perf_counter()
-    out = run(args, progress=True)
-    elapsed = time.perf_counter() - start
-    print(f"dlrm: {out['params']:,} parameters; {args.steps} steps on {args.device}")
-    print(f"total: {elapsed:.1f} s")
-    print(f"loss: first {out['losses'][0]:.4f}, final {out['losses'][-1]:.4f}; eval accuracy {out['accuracy']:.1%}")
+    out = common.run_and_report(args, run, "dlrm")
     print(f"training: {out['samples_per_s']:,.0f} samples/s (compilation included)")
 
 

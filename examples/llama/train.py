@@ -9,7 +9,6 @@ examples/data, then greedy generation with a static KV cache, compiled on tpu.
 import argparse
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -53,13 +52,7 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
-    common.setup_device(args)
-    start = time.perf_counter()
-    out = run(args, progress=True)
-    elapsed = time.perf_counter() - start
-    print(f"llama: {out['params']:,} parameters; {args.steps} steps on {args.device}")
-    print(f"total: {elapsed:.1f} s")
-    print(f"loss: first {out['losses'][0]:.4f}, final {out['losses'][-1]:.4f}")
+    out = common.run_and_report(args, run, "llama")
     print(f"training: {out['tokens_per_s']:,.0f} tokens/s (compilation included)")
     print(f"generation (static cache): {out['decode_tokens_per_s']:,.1f} tokens/s (compilation included)")
     print(f"{args.prompt}{out['text']}")

@@ -10,7 +10,6 @@ cache (compiled on tpu), also under autocast.
 import argparse
 import os
 import sys
-import time
 
 import torch
 
@@ -63,13 +62,7 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
-    common.setup_device(args)
-    start = time.perf_counter()
-    out = run(args, progress=True)
-    elapsed = time.perf_counter() - start
-    print(f"qwen3: {out['params']:,} parameters; {args.steps} steps on {args.device} (autocast {args.amp})")
-    print(f"total: {elapsed:.1f} s")
-    print(f"loss: first {out['losses'][0]:.4f}, final {out['losses'][-1]:.4f}")
+    out = common.run_and_report(args, run, f"qwen3 (autocast {args.amp})")
     print(f"training: {out['tokens_per_s']:,.0f} tokens/s (compilation included)")
     print(f"generation (static cache): {out['decode_tokens_per_s']:,.1f} tokens/s (compilation included)")
     print(f"{args.prompt}{out['text']}")

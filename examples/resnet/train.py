@@ -20,7 +20,6 @@ CPU from the seed, so a tpu run and a cpu run see the same images.
 import argparse
 import os
 import sys
-import time
 
 import torch
 import torch.nn as nn
@@ -153,13 +152,7 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
-    common.setup_device(args)
-    start = time.perf_counter()
-    out = run(args, progress=True)
-    elapsed = time.perf_counter() - start
-    print(f"resnet-18 (width {args.width}): {out['params']:,} parameters; {args.steps} steps on {args.device}")
-    print(f"total: {elapsed:.1f} s")
-    print(f"loss: first {out['losses'][0]:.4f}, final {out['losses'][-1]:.4f}; eval accuracy {out['accuracy']:.1%}")
+    out = common.run_and_report(args, run, f"resnet-18 (width {args.width})")
     print(f"training: {out['images_per_s']:,.1f} images/s (compilation included)")
 
 

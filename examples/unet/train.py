@@ -119,13 +119,7 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
-    common.setup_device(args)
-    start = time.perf_counter()
-    out = run(args, progress=True)
-    elapsed = time.perf_counter() - start
-    print(f"unet: {out['params']:,} parameters; {args.steps} steps on {args.device}")
-    print(f"total: {elapsed:.1f} s")
-    print(f"loss: first {out['losses'][0]:.4f}, final {out['losses'][-1]:.4f}")
+    out = common.run_and_report(args, run, "unet")
     print(f"training: {out['images_per_s']:,.1f} images/s (compilation included)")
     print(
         f"sampling: {out['sample_images_per_s']:,.1f} image-steps/s ({args.samples} images x {args.sample_steps} steps)"
