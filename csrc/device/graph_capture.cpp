@@ -36,10 +36,16 @@ runtime::BufferPtr draw_rng_state(const at::Generator& generator, int device) {
   return runtime::DeviceRuntime::get().upload(state, PJRT_Buffer_Type_U64, {2}, device);
 }
 
-at::Tensor restride(const at::Tensor& base, const CapturedGraph::Output& o) {
+// An output over an input's storage is a view of that input, as the graph
+// made it; one over a fresh storage is a tensor of its own (set_, not a
+// view): autograd refuses in-place ops on views a multi-output function
+// returns, and the trace returned no view there either (a 0-d loss the
+// Trainer scales in place).
+at::Tensor restride(const at::Tensor& base, const CapturedGraph::Output& o, bool fresh) {
   if (base.sizes().vec() == o.sizes && base.strides().vec() == o.strides && base.storage_offset() == o.offset) {
     return base;
   }
+  if (fresh) return at::empty({0}, base.options()).set_(base.storage(), o.offset, o.sizes, o.strides);
   return base.as_strided(o.sizes, o.strides, o.offset);
 }
 
@@ -124,10 +130,10 @@ std::optional<std::vector<c10::IValue>> CapturedGraph::replay(const std::vector<
         out.emplace_back();
         break;
       case Output::Kind::FromSink:
-        out.emplace_back(restride(fresh[o.index], o));
+        out.emplace_back(restride(fresh[o.index], o, /*fresh=*/true));
         break;
       case Output::Kind::Input:
-        out.emplace_back(restride(values[o.index].toTensor(), o));
+        out.emplace_back(restride(values[o.index].toTensor(), o, /*fresh=*/false));
         break;
     }
   }
