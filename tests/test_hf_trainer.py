@@ -96,6 +96,32 @@ def test_bf16_trains_under_bf16_autocast_like_cpu(tmp_path):
     _assert_same_run(tpu, cpu, rtol=2e-3, atol=2e-3)
 
 
+@pytest.mark.parametrize("backend", ["inductor", "tpu"])
+def test_torch_compile_trains_like_cpu_and_replays(runs, tmp_path, backend):
+    # torch_compile=True: accelerate compiles the model (inductor, the
+    # default, routes tpu graphs to the tpu backend; "tpu" by name needs
+    # accelerate_dynamo's enum member). The Trainer scales the compiled
+    # graph's 0-d loss in place, which a view output would refuse.
+    import torch_tpu.compile as tpu_compile
+
+    torch._dynamo.reset()
+    tpu_compile.reset_stats()
+    try:
+        with torch_tpu.matmul_precision("highest"):
+            tpu = hf_trainer.train(
+                str(tmp_path), max_steps=6, eval_steps=3, torch_compile=True, torch_compile_backend=backend
+            )
+        stats = tpu_compile.stats()
+    finally:
+        torch._dynamo.reset()
+    _, cpu = runs
+    _assert_same_run(tpu, cpu, rtol=1e-4, atol=1e-5)
+    # Training graphs (forward, backward) and the evaluation graph, each
+    # traced once per shape and then replayed.
+    assert stats["graph_replays"] > stats["graph_traces"] > 0, stats
+    assert not any(reason.startswith("not replayable") for reason in stats["trace_reasons"]), stats
+
+
 def test_torchrun_rank_without_its_device_raises_before_the_process_group(monkeypatch):
     from accelerate.state import PartialState
 

@@ -6,6 +6,8 @@ only if) the program imports it, so importing torch_tpu stays cheap.
   device_map="auto")`, `max_memory={"tpu": "10GiB", "cpu": ...}`,
   `infer_auto_device_map` and `dispatch_model` place layers on tpu
   (`torch_tpu/integrations/accelerate.py`).
+- accelerate's torch.compile backends: `torch_compile_backend="tpu"`
+  (`torch_tpu/integrations/accelerate_dynamo.py`).
 - accelerate's process state (and transformers' `Trainer` through it): a
   script trains on tpu by itself, and under torchrun over `tpu_dist`
   (`torch_tpu/integrations/accelerate_state.py`).
@@ -61,8 +63,9 @@ def _when_imported(name, hook):
 
 
 def install():
-    from . import accelerate, accelerate_state, transformers_trainer
+    from . import accelerate, accelerate_dynamo, accelerate_state, transformers_trainer
 
     accelerate.install(_when_imported)
+    accelerate_dynamo.install(_when_imported)
     accelerate_state.install(_when_imported)
     transformers_trainer.install(_when_imported)
