@@ -90,7 +90,7 @@ class FullPrecisionMatmuls {
   FullPrecisionMatmuls() : previous_(runtime::matmul_precision()) { runtime::set_thread_matmul_precision("highest"); }
   ~FullPrecisionMatmuls() {
     const bool was_process_setting = torch_name(previous_) == runtime::matmul_precision_torch_name() ||
-                                     previous_ == "DEFAULT" && runtime::matmul_precision_torch_name() == "medium";
+                                     (previous_ == "DEFAULT" && runtime::matmul_precision_torch_name() == "medium");
     runtime::set_thread_matmul_precision(was_process_setting ? "" : torch_name(previous_));
   }
   FullPrecisionMatmuls(const FullPrecisionMatmuls&) = delete;

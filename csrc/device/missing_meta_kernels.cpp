@@ -109,7 +109,7 @@ void grouped_mm(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   std::vector<c10::IValue> args(stack->end() - n, stack->end());
   torch::jit::drop(*stack, n);
   const at::Tensor a = args[0].toTensor(), b = args[1].toTensor();
-  const std::optional<at::Tensor> offs = args[2].isTensor() ? std::optional(args[2].toTensor()) : std::nullopt;
+  const at::Tensor offs = args[2].isTensor() ? args[2].toTensor() : at::Tensor();
   for (const auto& [name, t] : {std::pair{"mat_a", a}, std::pair{"mat_b", b}}) {
     TORCH_CHECK(t.scalar_type() == at::kBFloat16 || t.scalar_type() == at::kFloat || t.scalar_type() == at::kHalf,
                 "Expected ", name, " to be Float32, BFloat16 or Float16 matrix, got ", t.scalar_type());
@@ -118,23 +118,23 @@ void grouped_mm(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   TORCH_CHECK(b.dim() == 2 || b.dim() == 3, "mat_b has to be 2 or 3d");
   const bool a_2d = a.dim() == 2, b_2d = b.dim() == 2;
   if (!a_2d || !b_2d) TORCH_CHECK(a.size(-1) == b.size(-2), "contraction dimension of mat_a and mat_b must match");
-  TORCH_CHECK(offs.has_value() == (a_2d || b_2d),
+  TORCH_CHECK(offs.defined() == (a_2d || b_2d),
               "Have to provide offsets if there is a 2d matrix, or no offset if both matrices are 3d");
-  if (offs) {
-    TORCH_CHECK(offs->dim() == 1, "offs has to be 1D");
-    TORCH_CHECK(offs->scalar_type() == at::kInt, "Offsets have to be int32");
+  if (offs.defined()) {
+    TORCH_CHECK(offs.dim() == 1, "offs has to be 1D");
+    TORCH_CHECK(offs.scalar_type() == at::kInt, "Offsets have to be int32");
   }
   TORCH_CHECK(!args[3].isTensor(), "Bias not supported yet");
   const at::ScalarType out_dtype = args[4].isNone() ? a.scalar_type() : args[4].toScalarType();
   TORCH_CHECK(out_dtype == a.scalar_type(), "Grouped gemm output dtype must match `mat_a` dtype");
   std::vector<int64_t> size;
   if (a_2d && b_2d) {
-    size = {offs->size(0), a.size(0), b.size(1)};
+    size = {offs.size(0), a.size(0), b.size(1)};
   } else if (a_2d) {
-    TORCH_CHECK(offs->size(0) == b.size(0), "matrix batch sizes have to match");
+    TORCH_CHECK(offs.size(0) == b.size(0), "matrix batch sizes have to match");
     size = {a.size(0), b.size(-1)};
   } else if (b_2d) {
-    TORCH_CHECK(offs->size(0) == a.size(0), "matrix batch sizes have to match");
+    TORCH_CHECK(offs.size(0) == a.size(0), "matrix batch sizes have to match");
     size = {a.size(1), b.size(1)};
   } else {
     TORCH_CHECK(a.size(0) == b.size(0), "batched dimension has to match");
