@@ -62,7 +62,7 @@ void run_program(ProgramState& state, const RunOptions& options) {
     // An in-place result reuses the old buffer's memory when nothing else
     // holds it: only the storage (if alive) and our argument list. A graph
     // being captured donates nothing: its program is replayed with other buffers.
-    if (s.param && !capturing && options.donate) {
+    if (s.param && !capturing && options.donate && !state.replication) {
       const size_t idx = param_index(*s.param);
       const long holders = storage ? 2 : 1;
       if (state.args[idx].use_count() <= holders) {
@@ -89,7 +89,14 @@ void run_program(ProgramState& state, const RunOptions& options) {
   }
   l.op_names = &names;
   maybe_fail(l.op_names, "compile");
-  auto executable = runtime::DeviceRuntime::get().executable(state.b.finish(outputs));
+  auto& runtime = runtime::DeviceRuntime::get();
+  auto executable = state.replication
+                        ? runtime.replicated_executable(state.b.finish(outputs), state.replication->devices)
+                        : runtime.executable(state.b.finish(outputs));
+  if (state.replication) {
+    l.replicated = true;
+    l.launch_id = state.replication->launch_id;
+  }
   l.args = state.args;
   if (!options.apply) l.targets.clear(), l.checks.clear();
   auto results = launch(*executable, l);
@@ -99,11 +106,21 @@ void run_program(ProgramState& state, const RunOptions& options) {
 }
 
 std::vector<runtime::BufferPtr> launch(pjrt::LoadedExecutable& executable, ProgramLaunch& l) {
-  std::lock_guard<std::recursive_mutex> lock(buffers_mutex());
+  std::unique_lock<std::recursive_mutex> lock(buffers_mutex(), std::defer_lock);
   std::vector<bool> donatable(l.args.size(), false);
-  for (const auto& d : l.donors) donatable[d.arg] = l.args[d.arg].use_count() <= d.holders;
-  maybe_fail(l.op_names, "run");
-  auto results = runtime::DeviceRuntime::get().run(executable, l.device, l.args, donatable);
+  std::vector<runtime::BufferPtr> results;
+  if (l.replicated) {
+    // Nothing donated, so no other thread's donation can race with ours:
+    // our argument list holds every buffer it reads.
+    maybe_fail(l.op_names, "run");
+    results = runtime::DeviceRuntime::get().run(executable, l.device, l.args, donatable, l.launch_id);
+    lock.lock();
+  } else {
+    lock.lock();
+    for (const auto& d : l.donors) donatable[d.arg] = l.args[d.arg].use_count() <= d.holders;
+    maybe_fail(l.op_names, "run");
+    results = runtime::DeviceRuntime::get().run(executable, l.device, l.args, donatable);
+  }
   l.args.clear();  // donated buffers must not be used again
   for (size_t k = 0; k < l.targets.size(); ++k) {
     StorageBuffer& sb = *l.targets[k].storage;

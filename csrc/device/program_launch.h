@@ -43,6 +43,12 @@ struct ProgramLaunch {
   std::vector<RangeCheckInfo> checks;
   PendingWork* owner = nullptr;
   const std::vector<std::string>* op_names = nullptr;  // for injected faults
+  // A replicated program's launch (ProgramState::Replication): it donates
+  // nothing and runs outside buffers_mutex(), since on the XLA:CPU plugin it
+  // returns only when every rank's replica reached its collectives, and the
+  // other ranks' threads launch programs meanwhile.
+  bool replicated = false;
+  int launch_id = 0;
 };
 std::vector<runtime::BufferPtr> launch(pjrt::LoadedExecutable& executable, ProgramLaunch& launch);
 

@@ -67,8 +67,17 @@ struct ProgramState {
     std::optional<hlo::Value> param, current;
     bool written;
   };
+  // A program replicated over a process group's devices (replica k on
+  // devices[k], hlo/collectives.h): compiled with that device assignment
+  // and launched as this device's replica, paired with the other ranks'
+  // launches by `launch_id`.
+  struct Replication {
+    std::vector<int64_t> devices;
+    int launch_id = 0;
+  };
   explicit ProgramState(int device) : device(device) {}
   int device;
+  std::optional<Replication> replication;
   hlo::Builder b;
   std::vector<Slot> slots;
   std::vector<runtime::BufferPtr> args;                             // by parameter index

@@ -94,6 +94,14 @@ TensorProgram::TensorProgram(int device) : device_(device), deferred_(current_mo
   undo_at_start_ = state_->undo.size();
 }
 
+TensorProgram::TensorProgram(int device, ProgramState::Replication replication) : device_(device), deferred_(false) {
+  flush_deferred("collective");
+  own_ = std::make_unique<ProgramState>(device);
+  own_->replication = std::move(replication);
+  state_ = own_.get();
+  checkpoint_ = state_->b.checkpoint();
+}
+
 TensorProgram::~TensorProgram() {
   if (finished_ || !deferred_) return;
   // The op threw: drop what it added to the pending program.

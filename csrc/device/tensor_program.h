@@ -33,6 +33,12 @@ runtime::ViewLayout layout_of(const at::Tensor& t);
 class TensorProgram {
  public:
   explicit TensorProgram(int device);
+  // A program replicated over a process group's devices, launched by run()
+  // in every mode: the thread's DeferAndFuse work runs first (it may write
+  // what the collective reads), and the program holds the collective alone,
+  // since the ranks' pending programs would otherwise have to be cut at the
+  // same ops for their collectives to pair up.
+  TensorProgram(int device, ProgramState::Replication replication);
   ~TensorProgram();  // an op that threw leaves the pending program as it was
   TensorProgram(const TensorProgram&) = delete;
   TensorProgram& operator=(const TensorProgram&) = delete;

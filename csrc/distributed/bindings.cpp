@@ -3,6 +3,7 @@
 // A separate extension module: c10d's Python types (the Backend base class
 // and its intrusive_ptr holder) come from torch._C, so this module is
 // loaded only when torch.distributed is.
+#include <pybind11/stl.h>
 #include <torch/csrc/utils/pybind.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 
@@ -15,9 +16,13 @@ PYBIND11_MODULE(_C, m) {
   m.doc() = "torch_tpu c10d backend (tpu_dist)";
   py::module_::import("torch.distributed");
   py::class_<ProcessGroupTpu, c10d::Backend, c10::intrusive_ptr<ProcessGroupTpu>>(m, "ProcessGroupTpu")
-      .def(py::init([](const c10::intrusive_ptr<c10d::Backend>& host, int rank, int size, bool check_calls) {
-             return c10::make_intrusive<ProcessGroupTpu>(host, rank, size, check_calls);
+      .def(py::init([](const c10::intrusive_ptr<c10d::Backend>& host, int rank, int size, bool check_calls,
+                       std::vector<int64_t> program_devices, int launch_salt) {
+             return c10::make_intrusive<ProcessGroupTpu>(host, rank, size, check_calls, std::move(program_devices),
+                                                         launch_salt);
            }),
-           py::arg("host"), py::arg("rank"), py::arg("size"), py::arg("check_calls") = true)
-      .def_property_readonly("host", &ProcessGroupTpu::host);
+           py::arg("host"), py::arg("rank"), py::arg("size"), py::arg("check_calls") = true,
+           py::arg("program_devices") = std::vector<int64_t>{}, py::arg("launch_salt") = 0)
+      .def_property_readonly("host", &ProcessGroupTpu::host)
+      .def_property_readonly("program_devices", &ProcessGroupTpu::program_devices);
 }

@@ -1,5 +1,6 @@
 #include "distributed/process_group_tpu.h"
 
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/ivalue_inl.h>
 
 #include <mutex>
@@ -179,10 +180,13 @@ const char* const kOpNames[] = {"broadcast", "allreduce", "reduce",         "all
 constexpr int kMaxDims = 8;
 constexpr int kHeader = 4;  // op, dtype, ndim, number of tensors
 
+// The fingerprint's first entry: the op, and whether it runs in-program.
+int64_t op_code(int64_t op, bool in_program) { return op * 2 + (in_program ? 1 : 0); }
+
 std::string describe(const at::Tensor& row) {
   auto v = row.accessor<int64_t, 1>();
   std::ostringstream s;
-  s << kOpNames[v[0]] << "(";
+  s << kOpNames[v[0] / 2] << (v[0] % 2 ? "[in program]" : "") << "(";
   if (v[1] < 0) {
     s << "no tensors";
   } else {
@@ -199,21 +203,83 @@ std::string describe(const at::Tensor& row) {
   return s.str();
 }
 
+// The device layer's collective ops (csrc/device/collective_kernels.cpp),
+// through the dispatcher: this module links nothing of the device's.
+template <typename Signature>
+c10::TypedOperatorHandle<Signature> device_op(const char* name) {
+  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").typed<Signature>();
+}
+
+// The reduce op's name and PREMUL_SUM's factor for the in-program
+// transport, or false where it has none (the bitwise ops, a tensor factor).
+bool program_reduce(const ReduceOp& op, const at::Tensor& t, std::string* name, double* factor) {
+  *factor = 1.0;
+  switch (op.op_) {
+    case ReduceOp::SUM:
+      *name = "SUM";
+      return true;
+    case ReduceOp::AVG:
+      *name = "AVG";
+      return true;
+    case ReduceOp::PRODUCT:
+      *name = "PRODUCT";
+      return true;
+    case ReduceOp::MIN:
+      *name = "MIN";
+      return true;
+    case ReduceOp::MAX:
+      *name = "MAX";
+      return true;
+    case ReduceOp::PREMUL_SUM: {
+      auto* supplement = dynamic_cast<c10d::NCCLPreMulSumSupplement*>(op.supplement_.get());
+      if (supplement == nullptr || supplement->tensor_factor.defined()) return false;
+      *name = "PREMUL_SUM";
+      *factor = supplement->double_factor;
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+using ReduceSignature = at::Tensor&(at::Tensor&, c10::string_view, double, at::IntArrayRef, int64_t);
+using IntoSignature = at::Tensor&(at::Tensor&, const at::Tensor&, at::IntArrayRef, int64_t);
+using ReduceIntoSignature = at::Tensor&(at::Tensor&, const at::Tensor&, c10::string_view, double, at::IntArrayRef,
+                                        int64_t);
+using BroadcastSignature = at::Tensor&(at::Tensor&, int64_t, at::IntArrayRef, int64_t);
+
 }  // namespace
 
-ProcessGroupTpu::ProcessGroupTpu(c10::intrusive_ptr<c10d::Backend> host, int rank, int size, bool check_calls)
-    : Backend(rank, size), host_(std::move(host)), check_calls_(check_calls) {
+ProcessGroupTpu::ProcessGroupTpu(c10::intrusive_ptr<c10d::Backend> host, int rank, int size, bool check_calls,
+                                 std::vector<int64_t> program_devices, int launch_salt)
+    : Backend(rank, size),
+      host_(std::move(host)),
+      check_calls_(check_calls),
+      program_devices_(std::move(program_devices)),
+      launch_salt_(launch_salt) {
   TORCH_CHECK(host_, "tpu_dist needs a host transport backend");
+  TORCH_CHECK(program_devices_.empty() || static_cast<int>(program_devices_.size()) == size,
+              "tpu_dist: one device per rank for the in-program transport");
+}
+
+bool ProcessGroupTpu::in_program(const at::Tensor& t) const {
+  return !program_devices_.empty() && on_tpu(t) && t.device().index() == program_devices_[rank_];
+}
+
+int ProcessGroupTpu::next_launch_id() {
+  // 15 bits of the group's salt and 16 of its count: ids repeat only
+  // 65,536 collectives apart, long after the earlier launch completed.
+  return static_cast<int>(((launch_salt_ & 0x7fff) << 16) | (launches_++ & 0xffff));
 }
 
 void ProcessGroupTpu::check_same_call(const char* op_name, const std::vector<at::Tensor>& tensors,
-                                      bool shapes_must_match) {
-  if (!check_calls_ || size_ == 1) return;
+                                      bool shapes_must_match, bool in_program) {
+  if ((!check_calls_ && !in_program) || size_ == 1) return;
   int64_t op = 0;
   while (std::string(kOpNames[op]) != op_name) ++op;
   at::Tensor mine = at::full({kHeader + kMaxDims}, -1, at::kLong);
   auto v = mine.accessor<int64_t, 1>();
-  v[0] = op;
+  v[0] = op_code(op, in_program);
   v[3] = static_cast<int64_t>(tensors.size());
   if (!tensors.empty() && tensors[0].defined()) {
     const at::Tensor& t = tensors[0];
@@ -239,6 +305,12 @@ void ProcessGroupTpu::check_same_call(const char* op_name, const std::vector<at:
 
 c10::intrusive_ptr<Work> ProcessGroupTpu::broadcast(std::vector<at::Tensor>& tensors,
                                                     const c10d::BroadcastOptions& opts) {
+  if (tensors.size() == 1 && in_program(tensors[0])) {
+    check_same_call("broadcast", tensors, true, true);
+    static auto broadcast = device_op<BroadcastSignature>("torch_tpu::collective_broadcast_");
+    broadcast.call(tensors[0], opts.rootRank, program_devices_, next_launch_id());
+    return finished(tensors);
+  }
   check_same_call("broadcast", tensors, true);
   Staging staging;
   auto host = staging.inout(tensors);
@@ -249,6 +321,14 @@ c10::intrusive_ptr<Work> ProcessGroupTpu::broadcast(std::vector<at::Tensor>& ten
 
 c10::intrusive_ptr<Work> ProcessGroupTpu::allreduce(std::vector<at::Tensor>& tensors,
                                                     const c10d::AllreduceOptions& opts) {
+  std::string op;
+  double factor = 1;
+  if (tensors.size() == 1 && in_program(tensors[0]) && program_reduce(opts.reduceOp, tensors[0], &op, &factor)) {
+    check_same_call("allreduce", tensors, true, true);
+    static auto all_reduce = device_op<ReduceSignature>("torch_tpu::collective_all_reduce_");
+    all_reduce.call(tensors[0], op, factor, program_devices_, next_launch_id());
+    return finished(tensors);
+  }
   check_same_call("allreduce", tensors, true);
   return host_reduction(tensors, opts, size_, true,
                         [&](auto& host, auto& host_opts) { host_->allreduce(host, host_opts)->wait(); });
@@ -277,6 +357,12 @@ c10::intrusive_ptr<Work> ProcessGroupTpu::allgather(std::vector<std::vector<at::
 
 c10::intrusive_ptr<Work> ProcessGroupTpu::_allgather_base(at::Tensor& output, at::Tensor& input,
                                                           const c10d::AllgatherOptions& opts) {
+  if (in_program(input) && in_program(output)) {
+    check_same_call("allgather", {input}, true, true);
+    static auto all_gather = device_op<IntoSignature>("torch_tpu::collective_all_gather_into");
+    all_gather.call(output, input, program_devices_, next_launch_id());
+    return finished({output});
+  }
   check_same_call("allgather", {input}, true);
   Staging staging;
   at::Tensor host_in = staging.in(input);
@@ -355,6 +441,14 @@ c10::intrusive_ptr<Work> ProcessGroupTpu::reduce_scatter(std::vector<at::Tensor>
 
 c10::intrusive_ptr<Work> ProcessGroupTpu::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                                                                const c10d::ReduceScatterOptions& opts) {
+  std::string op;
+  double factor = 1;
+  if (in_program(input) && in_program(output) && program_reduce(opts.reduceOp, input, &op, &factor)) {
+    check_same_call("reduce_scatter", {input}, true, true);
+    static auto reduce_scatter = device_op<ReduceIntoSignature>("torch_tpu::collective_reduce_scatter_into");
+    reduce_scatter.call(output, input, op, factor, program_devices_, next_launch_id());
+    return finished({output});
+  }
   check_same_call("reduce_scatter", {input}, true);
   Staging staging(rewrites_inputs(opts.reduceOp));
   std::vector<at::Tensor> host_in{staging.in(input)};
@@ -388,6 +482,13 @@ c10::intrusive_ptr<Work> ProcessGroupTpu::alltoall_base(at::Tensor& output, at::
                                                         std::vector<int64_t>& output_splits,
                                                         std::vector<int64_t>& input_splits,
                                                         const c10d::AllToAllOptions& opts) {
+  // In-program: equal splits (none given), so every rank's call has one shape.
+  if (output_splits.empty() && input_splits.empty() && in_program(input) && in_program(output)) {
+    check_same_call("alltoall", {input}, true, true);
+    static auto all_to_all = device_op<IntoSignature>("torch_tpu::collective_all_to_all_into");
+    all_to_all.call(output, input, program_devices_, next_launch_id());
+    return finished({output});
+  }
   // Splits may differ by rank (uneven all_to_all); dtypes may not.
   check_same_call("alltoall", {input}, false);
   Staging staging;

@@ -12,6 +12,16 @@
 // Before each collective the ranks exchange a fingerprint of the call (op,
 // dtype, shape) through gloo, so mismatched calls raise the same
 // RuntimeError on every rank instead of hanging or corrupting a buffer.
+//
+// Where every rank of the group is a thread of this process driving its own
+// device (`program_devices`, one per rank), all_reduce, broadcast,
+// all_gather, reduce_scatter and equal-split all_to_all of tpu tensors run
+// in-program instead: one program replicated over the group's devices
+// holding StableHLO's collective, each rank launching its own replica
+// (csrc/device/collective_kernels.cpp), as a TPU slice runs them. The
+// fingerprint then also says which transport each rank chose, and is always
+// exchanged: a rank that never launches its replica would stop the others
+// inside the plugin, which cannot be interrupted.
 #pragma once
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
@@ -20,10 +30,13 @@ namespace torch_tpu::distributed {
 
 class ProcessGroupTpu : public c10d::Backend {
  public:
-  ProcessGroupTpu(c10::intrusive_ptr<c10d::Backend> host, int rank, int size, bool check_calls);
+  ProcessGroupTpu(c10::intrusive_ptr<c10d::Backend> host, int rank, int size, bool check_calls,
+                  std::vector<int64_t> program_devices = {}, int launch_salt = 0);
 
   const std::string getBackendName() const override { return "tpu_dist"; }
   const c10::intrusive_ptr<c10d::Backend>& host() const { return host_; }
+  // The group's devices by rank when collectives run in-program, else empty.
+  const std::vector<int64_t>& program_devices() const { return program_devices_; }
 
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
                                            const c10d::BroadcastOptions& opts) override;
@@ -75,10 +88,19 @@ class ProcessGroupTpu : public c10d::Backend {
 
  private:
   // Raises on every rank when the ranks' fingerprints of this call differ.
-  void check_same_call(const char* op, const std::vector<at::Tensor>& tensors, bool shapes_must_match);
+  void check_same_call(const char* op, const std::vector<at::Tensor>& tensors, bool shapes_must_match,
+                       bool in_program = false);
+  // Whether `t` is a tpu tensor on this rank's device of the in-program group.
+  bool in_program(const at::Tensor& t) const;
+  // Pairs this collective's launch with the other ranks' (the same on every
+  // rank: they issue the group's collectives in one order).
+  int next_launch_id();
 
   c10::intrusive_ptr<c10d::Backend> host_;
   bool check_calls_;
+  std::vector<int64_t> program_devices_;
+  int launch_salt_ = 0;
+  uint32_t launches_ = 0;
 };
 
 }  // namespace torch_tpu::distributed

@@ -209,7 +209,8 @@ LoadedExecutable::~LoadedExecutable() {
 
 std::vector<std::shared_ptr<Buffer>> LoadedExecutable::execute(PJRT_Device* device,
                                                                const std::vector<PJRT_Buffer*>& args,
-                                                               const std::vector<bool>& donatable) const {
+                                                               const std::vector<bool>& donatable,
+                                                               int launch_id) const {
   const auto& plugin = client_->plugin();
   std::vector<int64_t> non_donatable;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -218,6 +219,7 @@ std::vector<std::shared_ptr<Buffer>> LoadedExecutable::execute(PJRT_Device* devi
   auto options = PJRT_ARGS(PJRT_ExecuteOptions);
   options.non_donatable_input_indices = non_donatable.data();
   options.num_non_donatable_input_indices = non_donatable.size();
+  options.launch_id = launch_id;
   std::vector<PJRT_Buffer*> outputs(num_outputs_, nullptr);
   PJRT_Buffer* const* arg_list = args.data();
   PJRT_Buffer** out_list = outputs.data();
@@ -317,6 +319,16 @@ std::string Client::device_kind(size_t index) const {
   return std::string(kind.device_kind, kind.device_kind_size);
 }
 
+int64_t Client::device_id(size_t index) const {
+  auto desc = PJRT_ARGS(PJRT_Device_GetDescription_Args);
+  desc.device = devices_.at(index);
+  plugin_->check(plugin_->api()->PJRT_Device_GetDescription(&desc), "Device_GetDescription");
+  auto id = PJRT_ARGS(PJRT_DeviceDescription_Id_Args);
+  id.device_description = desc.device_description;
+  plugin_->check(plugin_->api()->PJRT_DeviceDescription_Id(&id), "DeviceDescription_Id");
+  return id.id;
+}
+
 DeviceMemoryStats Client::memory_stats(size_t index) const {
   DeviceMemoryStats stats;
   auto args = PJRT_ARGS(PJRT_Device_MemoryStats_Args);
@@ -382,6 +394,31 @@ std::string default_compile_options() {
   // CompileOptionsProto { executable_build_options (3) { num_replicas (4): 1,
   // num_partitions (5): 1 }, compile_portable_executable (4): true }
   return std::string("\x1a\x04\x20\x01\x28\x01\x20\x01", 8);
+}
+
+namespace {
+// Protobuf wire format: a field's key is (number << 3 | wire type), and
+// integers are base-128 varints.
+std::string varint(uint64_t v) {
+  std::string s;
+  for (; v >= 0x80; v >>= 7) s.push_back(static_cast<char>(v | 0x80));
+  s.push_back(static_cast<char>(v));
+  return s;
+}
+std::string varint_field(int number, uint64_t v) { return varint(static_cast<uint64_t>(number) << 3) + varint(v); }
+std::string message_field(int number, const std::string& bytes) {
+  return varint((static_cast<uint64_t>(number) << 3) | 2) + varint(bytes.size()) + bytes;
+}
+}  // namespace
+
+std::string replicated_compile_options(const std::vector<int64_t>& device_ids) {
+  std::string packed_ids;
+  for (int64_t id : device_ids) packed_ids += varint(static_cast<uint64_t>(id));
+  const std::string computation_device = message_field(1, packed_ids);
+  const uint64_t n = device_ids.size();
+  const std::string assignment = varint_field(1, n) + varint_field(2, 1) + message_field(3, computation_device);
+  const std::string build = varint_field(4, n) + varint_field(5, 1) + message_field(9, assignment);
+  return message_field(3, build);
 }
 
 }  // namespace torch_tpu::pjrt

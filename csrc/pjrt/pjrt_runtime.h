@@ -100,8 +100,14 @@ class LoadedExecutable {
   size_t num_outputs() const { return num_outputs_; }
   // Runs on `device` without waiting for completion. Arguments listed in
   // `donated` may be consumed (their Buffer objects must not be used again).
+  // A replicated executable (replicated_compile_options) runs only the
+  // replica assigned to `device`: every participating device must be
+  // launched, each with the same `launch_id`, which the plugin's collectives
+  // use to pair the launches (PJRT_ExecuteOptions.launch_id). On the XLA:CPU
+  // plugin such a launch blocks in its first collective until every replica
+  // reached it, so each replica is launched from its own thread.
   std::vector<std::shared_ptr<Buffer>> execute(PJRT_Device* device, const std::vector<PJRT_Buffer*>& args,
-                                               const std::vector<bool>& donatable) const;
+                                               const std::vector<bool>& donatable, int launch_id = 0) const;
   std::string serialize() const;
   PJRT_LoadedExecutable* raw() const { return exe_; }
 
@@ -130,6 +136,9 @@ class Client : public std::enable_shared_from_this<Client> {
   const std::string& platform_version() const { return platform_version_; }
   const std::vector<PJRT_Device*>& devices() const { return devices_; }
   std::string device_kind(size_t index) const;
+  // The device's global id (PJRT_DeviceDescription_Id): what device
+  // assignments and collectives' global device ids name.
+  int64_t device_id(size_t index) const;
   DeviceMemoryStats memory_stats(size_t index) const;
 
   // Host to device. The host bytes may be reused once this returns.
@@ -152,5 +161,13 @@ class Client : public std::enable_shared_from_this<Client> {
 // executable_build_options (field 3) { num_replicas (4): 1, num_partitions (5): 1 },
 // compile_portable_executable (4): true so one executable runs on any device.
 std::string default_compile_options();
+
+// CompileOptionsProto for a program replicated over `device_ids` (PJRT
+// device ids, in replica order): executable_build_options { num_replicas:
+// n, num_partitions: 1, device_assignment (9) { replica_count: n,
+// computation_count: 1, computation_devices { replica_device_ids } } }.
+// Replica k runs on device_ids[k]; collectives' replica groups name
+// replicas. Not portable: the assignment is part of the executable.
+std::string replicated_compile_options(const std::vector<int64_t>& device_ids);
 
 }  // namespace torch_tpu::pjrt

@@ -168,9 +168,20 @@ CompileCache::CompileCache() : dir_(default_directory()) {
 std::shared_ptr<pjrt::LoadedExecutable> CompileCache::get_or_compile(pjrt::Client& client, const std::string& platform,
                                                                      const std::string& text,
                                                                      const std::string& options) {
+  // In memory, a program is found by its text; one compiled with other
+  // options than the usual (a replicated program's device assignment) by
+  // its options' hash too. No program text starts with '\x01'.
+  static const std::string usual_options = pjrt::default_compile_options();
+  std::string memory_key;
+  if (options == usual_options) {
+    memory_key = text;
+  } else {
+    memory_key.reserve(text.size() + 64);
+    memory_key.append(1, '\x01').append(hex_key(options)).append(1, '\n').append(text);
+  }
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = programs_.find(text);
+    auto it = programs_.find(memory_key);
     if (it != programs_.end()) {
       stats_.memory_hits++;
       metrics().cache_hits++;
@@ -210,7 +221,7 @@ std::shared_ptr<pjrt::LoadedExecutable> CompileCache::get_or_compile(pjrt::Clien
     std::ofstream(std::string(dir) + "/" + hex_key(text) + ".mlir") << text;
   }
   std::lock_guard<std::mutex> lock(mutex_);
-  remember(text, exe);
+  remember(memory_key, exe);
   return exe;
 }
 

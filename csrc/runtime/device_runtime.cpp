@@ -80,13 +80,26 @@ std::vector<BufferPtr> DeviceRuntime::run(const std::string& text, int device, c
   return run(*executable(text), device, args, donatable);
 }
 
+std::shared_ptr<pjrt::LoadedExecutable> DeviceRuntime::replicated_executable(const std::string& text,
+                                                                             const std::vector<int64_t>& devices) {
+  auto& c = client();
+  std::vector<int64_t> ids;
+  for (int64_t d : devices) ids.push_back(c.device_id(static_cast<size_t>(d)));
+  // One compile at a time, so the ranks of this process that miss the cache
+  // together still share one executable: collectives without a channel
+  // (all_to_all) pair their launches by the executable's instruction ids.
+  static std::mutex one_compile;
+  std::lock_guard<std::mutex> lock(one_compile);
+  return cache_.get_or_compile(c, platform_identity_, text, pjrt::replicated_compile_options(ids));
+}
+
 std::vector<BufferPtr> DeviceRuntime::run(pjrt::LoadedExecutable& exe, int device, const std::vector<BufferPtr>& args,
-                                          const std::vector<bool>& donatable) {
+                                          const std::vector<bool>& donatable, int launch_id) {
   auto& c = client();
   std::vector<PJRT_Buffer*> raw;
   raw.reserve(args.size());
   for (const auto& a : args) raw.push_back(a->raw());
-  auto outputs = exe.execute(c.devices().at(device), raw, donatable);
+  auto outputs = exe.execute(c.devices().at(device), raw, donatable, launch_id);
   metrics().programs_executed++;
   if (!outputs.empty()) note_output(device, outputs.back());
   return outputs;

@@ -37,8 +37,13 @@ class DeviceRuntime {
   // The same in two steps, for callers that keep the executable (replayed
   // graph programs skip hashing their text on every call).
   std::shared_ptr<pjrt::LoadedExecutable> executable(const std::string& text);
+  // A program replicated over `devices` (device indices, in replica order):
+  // compiled with that device assignment (pjrt::replicated_compile_options).
+  std::shared_ptr<pjrt::LoadedExecutable> replicated_executable(const std::string& text,
+                                                                const std::vector<int64_t>& devices);
+  // `launch_id` pairs the launches of one replicated program's replicas.
   std::vector<BufferPtr> run(pjrt::LoadedExecutable& exe, int device, const std::vector<BufferPtr>& args,
-                             const std::vector<bool>& donatable);
+                             const std::vector<bool>& donatable, int launch_id = 0);
   CompileCache& cache() { return cache_; }
   // Runs before every synchronize (DeferAndFuse flushes its pending programs).
   void set_before_sync(std::function<void()> hook) { before_sync_ = std::move(hook); }

@@ -6,18 +6,49 @@
 
 The transport is c10d's own ProcessGroupGloo: each collective stages its
 tpu tensors through host memory and writes results back into them in place
-(csrc/distributed/process_group_tpu.h). See docs/distributed.md.
+(csrc/distributed/process_group_tpu.h). Where every rank of a group is a
+thread of this process on a device of its own, the main collectives run
+in-program instead (StableHLO collectives in replicated programs, as on a
+TPU slice; TORCH_TPU_DIST_TRANSPORT=host turns that off). See
+docs/distributed.md.
 """
 
+import itertools
 import os
+import uuid
 
+import torch
 import torch.distributed as dist
 
 BACKEND_NAMES = ("tpu_dist", "tpu")
 
+# Tells the ranks of a group that share this process from those that do not.
+_PROCESS_TOKEN = f"{os.getpid()}:{uuid.uuid4().hex}"
+_program_groups = itertools.count(1)
+
 
 def _check_calls_enabled():
     return os.environ.get("TORCH_TPU_DIST_CHECK_CALLS", "1") not in ("", "0")
+
+
+def _transport():
+    value = os.environ.get("TORCH_TPU_DIST_TRANSPORT", "auto")
+    if value not in ("auto", "host"):
+        raise ValueError(f"TORCH_TPU_DIST_TRANSPORT must be 'auto' or 'host', not {value!r}")
+    return value
+
+
+def _program_devices(store, rank, size):
+    """The group's device per rank when every rank is a thread of this
+    process on a device of its own (the in-program transport), else []."""
+    device = torch.tpu.current_device() if torch.tpu.is_available() else -1
+    store.set(f"rank/{rank}", f"{_PROCESS_TOKEN}|{device}")
+    ranks = [store.get(f"rank/{r}").decode().split("|") for r in range(size)]
+    devices = [int(d) for _, d in ranks]
+    one_process = all(token == _PROCESS_TOKEN for token, _ in ranks)
+    if _transport() == "host" or size == 1 or not one_process or -1 in devices or len(set(devices)) < size:
+        return []
+    return devices
 
 
 def _create_backend(store, rank, size, timeout):
@@ -33,11 +64,19 @@ def _create_backend(store, rank, size, timeout):
     # 1 before gloo connects, and no rank can start the next incarnation
     # before all have connected, so (count - 1) // size numbers it.
     incarnation = (store.add("tpu_dist/incarnations", 1) - 1) // size
-    host = ProcessGroupGloo(dist.PrefixStore(f"tpu_dist/{incarnation}/", store), rank, size, timeout)
+    own_store = dist.PrefixStore(f"tpu_dist/{incarnation}/", store)
+    host = ProcessGroupGloo(own_store, rank, size, timeout)
     # c10d numbers a gloo group's collectives for its debug tooling
     # (TORCH_DISTRIBUTED_DEBUG, flight recorder) only when it built the group.
     host._set_sequence_number_for_group()
-    return ProcessGroupTpu(host, rank, size, _check_calls_enabled())
+    devices = _program_devices(own_store, rank, size)
+    salt = 0
+    if devices:
+        # Each in-program group numbers its launches apart from the others'.
+        if rank == 0:
+            own_store.set("launch_salt", str(next(_program_groups)))
+        salt = int(own_store.get("launch_salt"))
+    return ProcessGroupTpu(host, rank, size, _check_calls_enabled(), devices, salt)
 
 
 def install():

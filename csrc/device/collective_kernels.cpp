@@ -1,0 +1,166 @@
+// The in-program transport of `tpu_dist` (csrc/distributed/): each
+// collective is a program replicated over the process group's devices,
+// rank k being replica k, holding StableHLO's collective
+// (lower/collective.h), launched by every rank as its own replica. This is
+// how a TPU slice runs collectives (over ICI, inside programs). Here it
+// runs where every rank of a group is a thread of this process driving its
+// own device (TORCH_TPU_NUM_DEVICES), the XLA:CPU plugin's collectives
+// being in-process. The ops are in the `torch_tpu` namespace, called by the
+// backend through the dispatcher, so the distributed module needs nothing
+// of the device layer but these schemas:
+//
+//   torch_tpu::collective_all_reduce_(self, op, factor, devices, launch_id)
+//   torch_tpu::collective_broadcast_(self, root, devices, launch_id)
+//   torch_tpu::collective_all_gather_into(out, input, devices, launch_id)
+//   torch_tpu::collective_reduce_scatter_into(out, input, op, factor, devices, launch_id)
+//   torch_tpu::collective_all_to_all_into(out, input, devices, launch_id)
+//
+// `devices` are the group's device indices in rank order; the program's
+// text is the same on every rank (what differs per rank is computed from
+// its replica id), and its one collective is channel 1 (what pairs it
+// across the ranks' launches).
+#include <ATen/ATen.h>
+#include <torch/library.h>
+
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "device/tensor_program.h"
+#include "lower/collective.h"
+
+namespace torch_tpu::device {
+namespace {
+
+using lower::CollectiveReduce;
+
+constexpr int64_t kChannel = 1;  // each program holds one collective
+
+CollectiveReduce reduce_op(std::string_view name) {
+  static const std::pair<std::string_view, CollectiveReduce> kOps[] = {{"SUM", CollectiveReduce::Sum},
+                                                                       {"AVG", CollectiveReduce::Avg},
+                                                                       {"PRODUCT", CollectiveReduce::Product},
+                                                                       {"MIN", CollectiveReduce::Min},
+                                                                       {"MAX", CollectiveReduce::Max},
+                                                                       {"BAND", CollectiveReduce::BitwiseAnd},
+                                                                       {"BOR", CollectiveReduce::BitwiseOr},
+                                                                       {"BXOR", CollectiveReduce::BitwiseXor},
+                                                                       {"PREMUL_SUM", CollectiveReduce::PremulSum}};
+  for (const auto& [n, op] : kOps) {
+    if (n == name) return op;
+  }
+  TORCH_CHECK(false, "tpu_dist: unknown reduce op ", name);
+}
+
+// The replicated program one rank runs: on `t`'s device, which must be
+// one of the group's.
+ProgramState::Replication replication(const at::Tensor& t, at::IntArrayRef devices, int64_t launch_id) {
+  TORCH_CHECK(t.device().is_privateuseone(), "tpu_dist: expected a tpu tensor, got one on ", t.device());
+  const int64_t device = t.device().index();
+  bool member = false;
+  for (int64_t d : devices) member = member || d == device;
+  TORCH_CHECK(member, "tpu_dist: tensor on ", t.device(), " is not on a device of the process group (", devices, ")");
+  return {std::vector<int64_t>(devices.begin(), devices.end()), static_cast<int>(launch_id)};
+}
+
+// A lowering's refusal (std::invalid_argument) is the user's mistake.
+template <typename Body>
+void record(const char* op, Body body) {
+  try {
+    body();
+  } catch (const std::invalid_argument& e) {
+    TORCH_CHECK(false, op, ": ", e.what());
+  }
+}
+
+at::Tensor& all_reduce_(at::Tensor& self, c10::string_view op, double factor, at::IntArrayRef devices,
+                        int64_t launch_id) {
+  record("allreduce", [&] {
+    TensorProgram p(self.device().index(), replication(self, devices, launch_id));
+    hlo::Value x = p.read(self);
+    p.write(self, lower::lower_all_reduce(p.builder(), x, reduce_op(op), factor, devices.size(), kChannel));
+    p.run("c10d::allreduce");
+  });
+  return self;
+}
+
+at::Tensor& broadcast_(at::Tensor& self, int64_t root, at::IntArrayRef devices, int64_t launch_id) {
+  record("broadcast", [&] {
+    TensorProgram p(self.device().index(), replication(self, devices, launch_id));
+    hlo::Value x = p.read(self);
+    p.write(self, lower::lower_broadcast(p.builder(), x, root, devices.size(), kChannel));
+    p.run("c10d::broadcast");
+  });
+  return self;
+}
+
+// The flat elements of `input`, as the block-of-dim-0 collectives move them
+// (a row-major flattening keeps each dim-0 block contiguous).
+hlo::Value flat(TensorProgram& p, const at::Tensor& input) {
+  hlo::Value x = p.read(input);
+  return p.builder().reshape(x, {input.numel()});
+}
+
+void write_flat(TensorProgram& p, const at::Tensor& out, const hlo::Value& v) {
+  p.write(out, p.builder().reshape(v, out.sizes().vec()));
+}
+
+at::Tensor& all_gather_into(at::Tensor& out, const at::Tensor& input, at::IntArrayRef devices, int64_t launch_id) {
+  TORCH_CHECK(out.numel() == input.numel() * static_cast<int64_t>(devices.size()),
+              "output tensor size must be equal to world_size times input tensor size");
+  TORCH_CHECK(out.scalar_type() == input.scalar_type(), "output tensor must have the same type as input tensor");
+  record("allgather", [&] {
+    TensorProgram p(input.device().index(), replication(input, devices, launch_id));
+    write_flat(p, out, lower::lower_all_gather(p.builder(), flat(p, input), devices.size(), kChannel));
+    p.run("c10d::allgather");
+  });
+  return out;
+}
+
+at::Tensor& reduce_scatter_into(at::Tensor& out, const at::Tensor& input, c10::string_view op, double factor,
+                                at::IntArrayRef devices, int64_t launch_id) {
+  TORCH_CHECK(input.numel() == out.numel() * static_cast<int64_t>(devices.size()),
+              "input tensor must be the same size as output size times world size");
+  TORCH_CHECK(out.scalar_type() == input.scalar_type(), "output tensor must have the same type as input tensor");
+  record("reduce_scatter", [&] {
+    TensorProgram p(input.device().index(), replication(input, devices, launch_id));
+    hlo::Value x = flat(p, input);
+    write_flat(p, out, lower::lower_reduce_scatter(p.builder(), x, reduce_op(op), factor, devices.size(), kChannel));
+    p.run("c10d::reduce_scatter");
+  });
+  return out;
+}
+
+at::Tensor& all_to_all_into(at::Tensor& out, const at::Tensor& input, at::IntArrayRef devices, int64_t launch_id) {
+  TORCH_CHECK(out.numel() == input.numel() && input.numel() % static_cast<int64_t>(devices.size()) == 0,
+              "Tensor's dim 0 does not divide equally across group size");
+  TORCH_CHECK(out.scalar_type() == input.scalar_type(), "output tensor must have the same type as input tensor");
+  record("alltoall", [&] {
+    TensorProgram p(input.device().index(), replication(input, devices, launch_id));
+    write_flat(p, out, lower::lower_all_to_all(p.builder(), flat(p, input), devices.size(), kChannel));
+    p.run("c10d::alltoall");
+  });
+  return out;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_FRAGMENT(torch_tpu, m) {
+  m.def("collective_all_reduce_(Tensor(a!) self, str op, float factor, int[] devices, int launch_id) -> Tensor(a!)");
+  m.def("collective_broadcast_(Tensor(a!) self, int root, int[] devices, int launch_id) -> Tensor(a!)");
+  m.def("collective_all_gather_into(Tensor(a!) out, Tensor input, int[] devices, int launch_id) -> Tensor(a!)");
+  m.def(
+      "collective_reduce_scatter_into(Tensor(a!) out, Tensor input, str op, float factor, int[] devices, "
+      "int launch_id) -> Tensor(a!)");
+  m.def("collective_all_to_all_into(Tensor(a!) out, Tensor input, int[] devices, int launch_id) -> Tensor(a!)");
+}
+
+TORCH_LIBRARY_IMPL(torch_tpu, PrivateUse1, m) {
+  m.impl("collective_all_reduce_", TORCH_FN(all_reduce_));
+  m.impl("collective_broadcast_", TORCH_FN(broadcast_));
+  m.impl("collective_all_gather_into", TORCH_FN(all_gather_into));
+  m.impl("collective_reduce_scatter_into", TORCH_FN(reduce_scatter_into));
+  m.impl("collective_all_to_all_into", TORCH_FN(all_to_all_into));
+}
+
+}  // namespace torch_tpu::device

@@ -1,0 +1,295 @@
+"""Collectives of the in-program transport: 4 ranks as threads of this
+process, each on its own device (TORCH_TPU_NUM_DEVICES=4), each holding a
+`tpu_dist` backend built as c10d builds it (torch_tpu.distributed's
+creator). Every collective runs as one program replicated over the group's
+devices. Prints one JSON line: {check: "ok" | traceback}.
+
+    TORCH_TPU_NUM_DEVICES=4 python tests/distributed_jobs/in_program.py
+"""
+
+import json
+import math
+import os
+import threading
+import traceback
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+from torch._C._distributed_c10d import AllgatherOptions
+
+import torch_tpu
+from torch_tpu.distributed import _create_backend
+
+RANKS = 4
+TIMEOUT = timedelta(seconds=120)
+
+
+def make_group(prefix, size, ranks_body, store=None):
+    """Runs ranks_body(rank, backend) on `size` threads, rank r on device r
+    (or on devices[r] when ranks_body has a `devices` attribute); returns
+    each rank's result or raises its first exception."""
+    store = store or dist.HashStore()
+    devices = getattr(ranks_body, "devices", list(range(size)))
+    results, errors = [None] * size, [None] * size
+
+    def rank(r):
+        try:
+            torch.tpu.set_device(devices[r])
+            backend = _create_backend(dist.PrefixStore(prefix, store), r, size, TIMEOUT)
+            results[r] = ranks_body(r, backend)
+        except BaseException as e:  # reported by the caller
+            errors[r] = e
+
+    threads = [threading.Thread(target=rank, args=(r,)) for r in range(size)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for e in errors:
+        if e is not None:
+            raise e
+    return results
+
+
+def reduce_options(op):
+    opts = dist.AllreduceOptions()
+    opts.reduceOp = op
+    return opts
+
+
+def rank_values(r, dtype):
+    """Rank r's input: distinct per rank, exact in every dtype used."""
+    base = torch.tensor([1, -2, 3, 0, 5, -1], dtype=torch.float64) + r
+    if dtype == torch.bool:
+        return (base + r) % 3 == 0
+    return base.to(dtype)
+
+
+def cpu_reduce(op_name, values):
+    stacked = torch.stack(values)
+    if op_name in ("SUM", "AVG", "PREMUL_SUM"):
+        total = stacked.any(0) if stacked.dtype == torch.bool else stacked.sum(0, dtype=stacked.dtype)
+        if op_name == "AVG":
+            # Integer AVG truncates, as NCCL's does (and tpu_dist's gloo path).
+            rounding = None if stacked.dtype.is_floating_point else "trunc"
+            total = torch.div(total, len(values), rounding_mode=rounding)
+        return total
+    if op_name == "PRODUCT":
+        return stacked.all(0) if stacked.dtype == torch.bool else stacked.prod(0, dtype=stacked.dtype)
+    return stacked.amin(0) if op_name == "MIN" else stacked.amax(0)
+
+
+def check_all_reduce():
+    cases = [(op, torch.float32) for op in ("SUM", "AVG", "PRODUCT", "MIN", "MAX", "PREMUL_SUM")]
+    cases += [(op, dt) for op in ("SUM", "AVG", "MIN", "MAX") for dt in (torch.int64, torch.int32)]
+    cases += [(op, torch.bool) for op in ("SUM", "PRODUCT", "MIN", "MAX")]
+    cases += [("SUM", torch.bfloat16)]
+    for op_name, dtype in cases:
+
+        def body(r, backend):
+            x = rank_values(r, dtype).to("tpu")
+            op = dist._make_nccl_premul_sum(0.5) if op_name == "PREMUL_SUM" else getattr(dist.ReduceOp, op_name)
+            backend.allreduce([x], reduce_options(op)).wait()
+            return x, backend.program_devices
+
+        before = torch_tpu.metrics()["bytes_to_host"]
+        results = make_group(f"ar/{op_name}/{dtype}", RANKS, body)
+        torch_tpu.sync()
+        # Nothing was staged through host memory (the gloo exchange that
+        # compares the calls uses CPU tensors of its own).
+        moved = torch_tpu.metrics()["bytes_to_host"] - before
+        assert moved == 0, f"{op_name} {dtype}: {moved} bytes went to the host"
+        inputs = [rank_values(r, dtype) for r in range(RANKS)]
+        if op_name == "PREMUL_SUM":
+            inputs = [v * 0.5 for v in inputs]
+        expected = cpu_reduce(op_name, inputs)
+        for got, devices in results:
+            assert devices == list(range(RANKS)), devices
+            torch.testing.assert_close(got.cpu(), expected, rtol=0, atol=0, msg=f"{op_name} {dtype}")
+
+
+def check_broadcast_moves_the_roots_bits():
+    for root in range(RANKS):
+
+        def body(r, backend):
+            x = torch.tensor([r, -0.0, math.nan, float(r) + 0.25]).to("tpu")
+            if r == root:
+                x[0] = -0.0
+            opts = dist.BroadcastOptions()
+            opts.rootRank = root
+            backend.broadcast([x], opts).wait()
+            return x.cpu()
+
+        expected = torch.tensor([-0.0, -0.0, math.nan, root + 0.25])
+        for got in make_group(f"bc/{root}", RANKS, body):
+            assert torch.equal(got.view(torch.int32), expected.view(torch.int32)), (got, expected)
+
+
+def check_all_gather_and_reduce_scatter():
+    def body(r, backend):
+        x = torch.arange(6.0).reshape(2, 3).add(10 * r).to("tpu")
+        flat = torch.empty(RANKS * 2, 3, device="tpu")
+        backend._allgather_base(flat, x, AllgatherOptions()).wait()
+        stacked = torch.empty(RANKS, 2, 3, device="tpu")
+        backend._allgather_base(stacked, x, AllgatherOptions()).wait()
+        rs_in = torch.arange(RANKS * 3.0).reshape(RANKS, 3).mul(r + 1).to("tpu")
+        rs_out = torch.empty(3, device="tpu")
+        opts = dist.ReduceScatterOptions()
+        opts.reduceOp = dist.ReduceOp.AVG
+        backend._reduce_scatter_base(rs_out, rs_in, opts).wait()
+        return flat.cpu(), stacked.cpu(), rs_out.cpu()
+
+    results = make_group("ag", RANKS, body)
+    gathered = torch.cat([torch.arange(6.0).reshape(2, 3).add(10 * r) for r in range(RANKS)])
+    summed = sum(torch.arange(RANKS * 3.0).reshape(RANKS, 3).mul(r + 1) for r in range(RANKS)) / RANKS
+    for r, (flat, stacked, rs_out) in enumerate(results):
+        torch.testing.assert_close(flat, gathered, rtol=0, atol=0)
+        torch.testing.assert_close(stacked, gathered.reshape(RANKS, 2, 3), rtol=0, atol=0)
+        torch.testing.assert_close(rs_out, summed[r])
+
+
+def check_all_to_all_single_with_equal_splits():
+    def body(r, backend):
+        x = (torch.arange(RANKS * 2.0).reshape(RANKS, 2) + 100 * r).to("tpu")
+        out = torch.empty(RANKS, 2, device="tpu")
+        backend.alltoall_base(out, x, [], [], dist.AllToAllOptions()).wait()
+        return out.cpu()
+
+    for r, got in enumerate(make_group("a2a", RANKS, body)):
+        expected = torch.stack([torch.arange(RANKS * 2.0).reshape(RANKS, 2)[r] + 100 * s for s in range(RANKS)])
+        torch.testing.assert_close(got, expected, rtol=0, atol=0)
+
+
+def check_deferred_ops_around_a_collective():
+    """DeferAndFuse: pending ops that write the input run before the
+    collective; ops after it read its result."""
+
+    def body(r, backend):
+        with torch_tpu.eager_mode("defer_and_fuse"):
+            x = torch.ones(4, device="tpu")
+            x.mul_(r + 1).add_(1)  # pending
+            backend.allreduce([x], reduce_options(dist.ReduceOp.SUM)).wait()
+            y = x * 2 + 1  # reads the collective's result
+            return y.cpu()
+
+    expected = (sum(r + 2 for r in range(RANKS)) * torch.ones(4)) * 2 + 1
+    for got in make_group("dnf", RANKS, body):
+        torch.testing.assert_close(got, expected)
+
+
+def check_subgroups_on_permuted_devices():
+    """Two groups of 2 ranks, on devices (3, 1) and (0, 2): each reduces only
+    its own ranks' values; rank order follows the group, not the device."""
+
+    def run(devices, base):
+        def body(r, backend):
+            x = torch.tensor([base + r * 1.0, 10.0 * r]).to("tpu")
+            backend.allreduce([x], reduce_options(dist.ReduceOp.SUM)).wait()
+            g = torch.empty(2, 2, device="tpu")
+            backend._allgather_base(g, x[:1].reshape(1, 1).expand(1, 2).contiguous(), AllgatherOptions()).wait()
+            return x.cpu(), g.cpu(), backend.program_devices
+
+        body.devices = devices
+        return make_group(f"sub/{devices}", 2, body)
+
+    outcomes, errors = {}, []
+
+    def group(devices, base):
+        try:
+            outcomes[base] = run(devices, base)
+        except BaseException as e:  # re-raised below
+            errors.append(e)
+
+    threads = [threading.Thread(target=group, args=g) for g in (([3, 1], 0), ([0, 2], 100))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    for base, devices in ((0, [3, 1]), (100, [0, 2])):
+        for x, g, program_devices in outcomes[base]:
+            assert program_devices == devices, program_devices
+            torch.testing.assert_close(x, torch.tensor([2 * base + 1.0, 10.0]))
+            torch.testing.assert_close(g, torch.full((2, 2), 2 * base + 1.0))
+
+
+def check_mismatched_shapes_raise_on_every_rank_and_the_group_goes_on():
+    def body(r, backend):
+        x = torch.ones(3 if r == 2 else 4, device="tpu")
+        try:
+            backend.allreduce([x], reduce_options(dist.ReduceOp.SUM)).wait()
+            raised = None
+        except RuntimeError as e:
+            raised = str(e)
+        y = torch.ones(4, device="tpu")
+        backend.allreduce([y], reduce_options(dist.ReduceOp.SUM)).wait()
+        return raised, y.cpu()
+
+    for raised, y in make_group("mismatch", RANKS, body):
+        assert raised and "Detected mismatch between collectives on ranks" in raised, raised
+        assert "allreduce[in program](dtype=Float, shape=[3]" in raised, raised
+        torch.testing.assert_close(y, torch.full((4,), float(RANKS)))
+
+
+def check_bitwise_ops_and_host_transport_agree():
+    """BAND has no in-program form (XLA:CPU's all_reduce has no bitwise
+    combiner): it runs on gloo; with TORCH_TPU_DIST_TRANSPORT=host every
+    collective does, with the same results."""
+
+    def body(r, backend):
+        x = torch.tensor([0b1111, 0b1010 | r], dtype=torch.int64).to("tpu")
+        backend.allreduce([x], reduce_options(dist.ReduceOp.BAND)).wait()
+        y = rank_values(r, torch.float32).to("tpu")
+        backend.allreduce([y], reduce_options(dist.ReduceOp.SUM)).wait()
+        return x.cpu(), y.cpu(), backend.program_devices
+
+    in_program = make_group("band", RANKS, body)
+    os.environ["TORCH_TPU_DIST_TRANSPORT"] = "host"
+    try:
+        host = make_group("host", RANKS, body)
+    finally:
+        del os.environ["TORCH_TPU_DIST_TRANSPORT"]
+    for (x1, y1, d1), (x2, y2, d2) in zip(in_program, host):
+        assert d1 == list(range(RANKS)) and d2 == [], (d1, d2)
+        torch.testing.assert_close(x1, torch.tensor([0b1111, 0b1010]))
+        torch.testing.assert_close(x1, x2)
+        torch.testing.assert_close(y1, y2)
+
+
+def check_programs_hold_stablehlo_collectives():
+    """The programs a TPU would run: replicated, replica groups over the
+    group's ranks, one channel (TORCH_TPU_DUMP_HLO holds every program)."""
+    dump = os.environ["TORCH_TPU_DUMP_HLO"]
+    texts = [open(os.path.join(dump, f)).read() for f in os.listdir(dump)]
+    reduce = [t for t in texts if '"stablehlo.all_reduce"' in t]
+    assert reduce, "no program holds stablehlo.all_reduce"
+    assert any("replica_groups = dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>" in t for t in reduce)
+    assert any("channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>" in t for t in reduce)
+    for op in ("all_gather", "reduce_scatter", "all_to_all", "replica_id"):
+        assert any(f'"stablehlo.{op}"' in t for t in texts), op
+
+
+CHECKS = [
+    check_all_reduce,
+    check_broadcast_moves_the_roots_bits,
+    check_all_gather_and_reduce_scatter,
+    check_all_to_all_single_with_equal_splits,
+    check_deferred_ops_around_a_collective,
+    check_subgroups_on_permuted_devices,
+    check_mismatched_shapes_raise_on_every_rank_and_the_group_goes_on,
+    check_bitwise_ops_and_host_transport_agree,
+    check_programs_hold_stablehlo_collectives,
+]
+
+if __name__ == "__main__":
+    assert torch.tpu.device_count() == RANKS, "run with TORCH_TPU_NUM_DEVICES=4"
+    outcomes = {}
+    for check in CHECKS:
+        try:
+            check()
+            outcomes[check.__name__] = "ok"
+        except BaseException:
+            outcomes[check.__name__] = traceback.format_exc()
+    print("RESULTS " + json.dumps(outcomes))
