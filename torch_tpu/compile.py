@@ -359,7 +359,68 @@ def _host_inputs_copied_to_device(gm):
     return moved
 
 
+def _is_collective(node):
+    """A c10d collective in a graph (functional collectives and their
+    waits, the in-place c10d ops): run by the process group, not lowered."""
+    target = node.target
+    return (
+        node.op == "call_function"
+        and isinstance(target, torch._ops.OpOverload)
+        and target.namespace in ("_c10d_functional", "c10d")
+    )
+
+
+def _split_at_collectives(gm, kind):
+    """A graph holding collectives runs as the runs of ops between them,
+    each captured and replayed as one program, with the collectives called
+    between the programs as eager calls to the process group.
+
+    tpu_dist's collectives are host calls (gloo) or programs of their own
+    (the in-program transport), so a collective cannot sit inside a
+    captured program; without this split, a collective in a graph made the
+    whole graph unreplayable (it ran op by op on every call)."""
+    from torch.fx.passes.split_module import split_module
+
+    part = [0]
+    previous_was_collective = [False]
+
+    def partition(node):
+        collective = _is_collective(node)
+        if collective != previous_was_collective[0]:
+            part[0] += 1  # a run of collectives, or of ops, begins
+            previous_was_collective[0] = collective
+        return part[0]
+
+    split = split_module(gm, None, partition, keep_original_order=True)
+    for name, sub in list(split.named_children()):
+        if any(_is_collective(n) for n in sub.graph.nodes):
+            continue
+        placeholders = [n for n in sub.graph.nodes if n.op == "placeholder"]
+        runner = _graph_compiler(sub, [n.meta.get("val") for n in placeholders], kind)
+        setattr(split, name, _Unboxed(runner))
+
+    def run(args):
+        return split(*args)
+
+    run._boxed_call = True
+    return run
+
+
+class _Unboxed(torch.nn.Module):
+    """A boxed graph runner (it takes one list) as a split graph's submodule,
+    which its parent calls with *args."""
+
+    def __init__(self, boxed):
+        super().__init__()
+        self.boxed = boxed
+
+    def forward(self, *args):
+        return self.boxed(list(args))
+
+
 def _graph_compiler(gm, example_inputs, kind="forward"):
+    if any(_is_collective(n) for n in gm.graph.nodes):
+        return _split_at_collectives(gm, kind)
     _check_lowerings(gm)
     _stats["graphs_compiled"] += 1
     constants = _constants_as_inputs(gm)

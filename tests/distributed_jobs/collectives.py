@@ -318,11 +318,14 @@ def functional_collectives_eager():
 
 
 @check
-def collectives_under_torch_compile_run_eagerly_inside_the_graph():
-    # The tpu backend traces a graph through the eager kernels; a collective
-    # reads its inputs on the host, which splits the program there, so the
-    # graph is never replayed without it (each call runs the collective).
+def collectives_under_torch_compile_replay_the_programs_between_them():
+    # A graph holding collectives runs as the runs of ops between them, each
+    # captured once and replayed as one program, with the collectives
+    # called on the process group in between (torch_tpu/compile.py,
+    # _split_at_collectives): after the first call, no graph traces again.
     import torch.distributed._functional_collectives as funcol
+
+    from torch_tpu.compile import reset_stats, stats
 
     def functional(x):
         return funcol.wait_tensor(funcol.all_reduce(x * 2, "sum", dist.group.WORLD)) + 1
@@ -333,10 +336,34 @@ def collectives_under_torch_compile_run_eagerly_inside_the_graph():
         return y + 1
 
     for fn in (functional, in_place):
+        reset_stats()
         compiled = torch.compile(fn, backend="tpu")
-        for i in range(3):
+        for i in range(4):
             x = torch.full((4,), float(RANK + 1 + i), device=DEV)
             same(compiled(x), torch.full((4,), 2.0 * sum(r + 1 + i for r in range(WORLD)) + 1))
+        # Two programs (before and after the collective), traced once each.
+        assert stats()["graph_traces"] == 2 and stats()["graph_replays"] == 6, (fn.__name__, stats())
+
+    def layer(x, w):
+        h = (x @ w).relu()
+        h = funcol.all_reduce(h, "avg", dist.group.WORLD)
+        g = funcol.all_gather_tensor(h.sum(0, keepdim=True), 0, dist.group.WORLD)
+        return (h * 3).sum() + g.sum()
+
+    previous = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("highest")
+    try:
+        reset_stats()
+        compiled = torch.compile(layer, backend="tpu")
+        w = torch.randn(8, 8, generator=torch.Generator().manual_seed(0))
+        for i in range(3):
+            xs = [torch.randn(4, 8, generator=torch.Generator().manual_seed(10 * r + i)) for r in range(WORLD)]
+            out = compiled(xs[RANK].to(DEV), w.to(DEV))
+            h = sum((x @ w).relu() for x in xs) / WORLD
+            torch.testing.assert_close(out.cpu(), (h * 3).sum() + WORLD * h.sum(), rtol=1e-5, atol=1e-4)
+        assert stats()["graph_traces"] == 3 and stats()["graph_replays"] == 6, stats()
+    finally:
+        torch.set_float32_matmul_precision(previous)
 
 
 @check
