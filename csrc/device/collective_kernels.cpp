@@ -14,6 +14,7 @@
 //   torch_tpu::collective_all_gather_into(out, input, devices, launch_id)
 //   torch_tpu::collective_reduce_scatter_into(out, input, op, factor, devices, launch_id)
 //   torch_tpu::collective_all_to_all_into(out, input, devices, launch_id)
+//   torch_tpu::collective_write_back_(self, src)   (the host transport's)
 //
 // `devices` are the group's device indices in rank order; the program's
 // text is the same on every rank (what differs per rank is computed from
@@ -28,6 +29,7 @@
 
 #include "device/tensor_program.h"
 #include "lower/collective.h"
+#include "runtime/eager_mode.h"
 
 namespace torch_tpu::device {
 namespace {
@@ -143,9 +145,27 @@ at::Tensor& all_to_all_into(at::Tensor& out, const at::Tensor& input, at::IntArr
   return out;
 }
 
+// The host transport's asynchronous write-back: a collective's result,
+// copied into its tpu tensor from whichever thread completes it (gloo's, in
+// a completion callback), in Strict mode there, so the copy runs now rather
+// than waiting in that thread's DeferAndFuse program.
+at::Tensor& write_back_(at::Tensor& self, const at::Tensor& src) {
+  const runtime::EagerMode previous = runtime::eager_mode();
+  runtime::set_eager_mode(runtime::EagerMode::Strict);
+  try {
+    self.copy_(src);
+  } catch (...) {
+    runtime::set_eager_mode(previous);
+    throw;
+  }
+  runtime::set_eager_mode(previous);
+  return self;
+}
+
 }  // namespace
 
 TORCH_LIBRARY_FRAGMENT(torch_tpu, m) {
+  m.def("collective_write_back_(Tensor(a!) self, Tensor src) -> Tensor(a!)");
   m.def("collective_all_reduce_(Tensor(a!) self, str op, float factor, int[] devices, int launch_id) -> Tensor(a!)");
   m.def("collective_broadcast_(Tensor(a!) self, int root, int[] devices, int launch_id) -> Tensor(a!)");
   m.def("collective_all_gather_into(Tensor(a!) out, Tensor input, int[] devices, int launch_id) -> Tensor(a!)");
@@ -161,6 +181,7 @@ TORCH_LIBRARY_IMPL(torch_tpu, PrivateUse1, m) {
   m.impl("collective_all_gather_into", TORCH_FN(all_gather_into));
   m.impl("collective_reduce_scatter_into", TORCH_FN(reduce_scatter_into));
   m.impl("collective_all_to_all_into", TORCH_FN(all_to_all_into));
+  m.impl("collective_write_back_", TORCH_FN(write_back_));
 }
 
 }  // namespace torch_tpu::device

@@ -3,6 +3,8 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/ivalue_inl.h>
 
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <sstream>
 
@@ -54,6 +56,22 @@ class Staging {
   // tpu storage sees the result.
   void write_back() {
     for (auto& [dst, host] : writes_) dst.copy_(host);
+    writes_.clear();
+  }
+  // The same from the transport's completion callback, on its thread: the
+  // copies run at once there (torch_tpu::collective_write_back_ holds that
+  // thread in Strict mode), not in a DeferAndFuse program nobody flushes.
+  void write_back_from_callback() {
+    static auto write_back = c10::Dispatcher::singleton()
+                                 .findSchemaOrThrow("torch_tpu::collective_write_back_", "")
+                                 .typed<at::Tensor&(at::Tensor&, const at::Tensor&)>();
+    for (auto& [dst, host] : writes_) {
+      if (on_tpu(dst)) {
+        write_back.call(dst, host);
+      } else {
+        dst.copy_(host);
+      }
+    }
     writes_.clear();
   }
 
@@ -114,24 +132,63 @@ c10::intrusive_ptr<Work> finished(std::vector<at::Tensor> results) {
   return Work::create_from_future(future);
 }
 
+// A collective still running on the host transport. The Work handed back
+// completes, and its future is set, once the transport is done and the
+// results are written back into the tpu tensors, by the transport's
+// completion callback (after `finish`, which may change the host results).
+// Until then the tensors hold their old values, as a CUDA tensor does until
+// the collective's stream is waited on: DDP's reducer and FSDP wait on the
+// Work or chain on its future before they read. Meanwhile the calling
+// thread goes on issuing device work (the backward pass), so communication
+// overlaps computation; a blocking call (async_op=False) waits at once.
+c10::intrusive_ptr<Work> finish_async(c10::intrusive_ptr<Work> transport, std::shared_ptr<Staging> staging,
+                                      std::vector<at::Tensor> results, std::function<void()> finish = {}) {
+  c10::intrusive_ptr<c10::ivalue::Future> done;
+  try {
+    done = transport->getFuture();
+  } catch (const c10::Error&) {  // a transport Work without one: completes here
+    transport->wait();
+    if (finish) finish();
+    staging->write_back();
+    return finished(std::move(results));
+  }
+  auto result = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
+  done->addCallback([transport, staging, result, results, finish](c10::ivalue::Future& f) {
+    if (f.hasError()) {
+      result->setError(f.exception_ptr());
+      return;
+    }
+    try {
+      if (finish) finish();
+      staging->write_back_from_callback();
+      result->markCompleted(c10::IValue(results));
+    } catch (...) {
+      result->setError(std::current_exception());
+    }
+  });
+  return Work::create_from_future(result);
+}
+
 // A reduction (allreduce, its coalesced form, reduce) on the host copies:
 // PREMUL_SUM's factor applied before and AVG's division after, as the
 // transport has neither; `run` issues it with the options rewritten for the
-// transport. Only a rank that `receives` the result writes it back.
+// transport and returns its Work. Only a rank that `receives` the result
+// writes it back.
 template <typename Options, typename Run>
 c10::intrusive_ptr<Work> host_reduction(std::vector<at::Tensor>& tensors, const Options& opts, int size, bool receives,
                                         Run run) {
-  Staging staging(rewrites_inputs(opts.reduceOp));
-  auto host = staging.inout(tensors);
+  auto staging = std::make_shared<Staging>(rewrites_inputs(opts.reduceOp));
+  auto host = staging->inout(tensors);
   premultiply(host, opts.reduceOp);
   Options host_opts = opts;
   host_opts.reduceOp = transport_op(opts.reduceOp);
-  run(host, host_opts);
-  if (receives) {
-    average(host, opts.reduceOp, size);
-    staging.write_back();
+  auto work = run(host, host_opts);
+  if (!receives) {
+    work->wait();
+    return finished(tensors);
   }
-  return finished(tensors);
+  const ReduceOp op = opts.reduceOp;
+  return finish_async(std::move(work), staging, tensors, [host, op, size]() mutable { average(host, op, size); });
 }
 
 // A gather into lists of outputs (allgather and its coalesced form) on the
@@ -331,20 +388,20 @@ c10::intrusive_ptr<Work> ProcessGroupTpu::allreduce(std::vector<at::Tensor>& ten
   }
   check_same_call("allreduce", tensors, true);
   return host_reduction(tensors, opts, size_, true,
-                        [&](auto& host, auto& host_opts) { host_->allreduce(host, host_opts)->wait(); });
+                        [&](auto& host, auto& host_opts) { return host_->allreduce(host, host_opts); });
 }
 
 c10::intrusive_ptr<Work> ProcessGroupTpu::allreduce_coalesced(std::vector<at::Tensor>& tensors,
                                                               const c10d::AllreduceCoalescedOptions& opts) {
   check_same_call("allreduce", tensors, true);
   return host_reduction(tensors, opts, size_, true,
-                        [&](auto& host, auto& host_opts) { host_->allreduce_coalesced(host, host_opts)->wait(); });
+                        [&](auto& host, auto& host_opts) { return host_->allreduce_coalesced(host, host_opts); });
 }
 
 c10::intrusive_ptr<Work> ProcessGroupTpu::reduce(std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts) {
   check_same_call("reduce", tensors, true);
   return host_reduction(tensors, opts, size_, rank_ == opts.rootRank,
-                        [&](auto& host, auto& host_opts) { host_->reduce(host, host_opts)->wait(); });
+                        [&](auto& host, auto& host_opts) { return host_->reduce(host, host_opts); });
 }
 
 c10::intrusive_ptr<Work> ProcessGroupTpu::allgather(std::vector<std::vector<at::Tensor>>& outputs,
@@ -364,12 +421,10 @@ c10::intrusive_ptr<Work> ProcessGroupTpu::_allgather_base(at::Tensor& output, at
     return finished({output});
   }
   check_same_call("allgather", {input}, true);
-  Staging staging;
-  at::Tensor host_in = staging.in(input);
-  at::Tensor host_out = staging.out(output);
-  host_->_allgather_base(host_out, host_in, opts)->wait();
-  staging.write_back();
-  return finished({output});
+  auto staging = std::make_shared<Staging>();
+  at::Tensor host_in = staging->in(input);
+  at::Tensor host_out = staging->out(output);
+  return finish_async(host_->_allgather_base(host_out, host_in, opts), staging, {output});
 }
 
 c10::intrusive_ptr<Work> ProcessGroupTpu::allgather_coalesced(std::vector<std::vector<at::Tensor>>& outputs,
@@ -450,16 +505,17 @@ c10::intrusive_ptr<Work> ProcessGroupTpu::_reduce_scatter_base(at::Tensor& outpu
     return finished({output});
   }
   check_same_call("reduce_scatter", {input}, true);
-  Staging staging(rewrites_inputs(opts.reduceOp));
-  std::vector<at::Tensor> host_in{staging.in(input)};
+  auto staging = std::make_shared<Staging>(rewrites_inputs(opts.reduceOp));
+  std::vector<at::Tensor> host_in{staging->in(input)};
   premultiply(host_in, opts.reduceOp);
-  std::vector<at::Tensor> host_out{staging.out(output)};
+  std::vector<at::Tensor> host_out{staging->out(output)};
   c10d::ReduceScatterOptions host_opts = opts;
   host_opts.reduceOp = transport_op(opts.reduceOp);
-  host_->_reduce_scatter_base(host_out[0], host_in[0], host_opts)->wait();
-  average(host_out, opts.reduceOp, size_);
-  staging.write_back();
-  return finished({output});
+  auto work = host_->_reduce_scatter_base(host_out[0], host_in[0], host_opts);
+  const ReduceOp reduce_op = opts.reduceOp;
+  const int size = size_;
+  return finish_async(std::move(work), staging, {output},
+                      [host_out, reduce_op, size]() mutable { average(host_out, reduce_op, size); });
 }
 
 c10::intrusive_ptr<Work> ProcessGroupTpu::reduce_scatter_tensor_coalesced(std::vector<at::Tensor>& outputs,

@@ -318,6 +318,35 @@ def functional_collectives_eager():
 
 
 @check
+def async_collectives_complete_on_wait_while_the_caller_issues_device_work():
+    # async_op=True hands back a Work still running on gloo; its results are
+    # written into the tpu tensors when gloo is done, and wait() (or the
+    # future, as DDP's comm hooks chain on it) returns after that.
+    for mode in ("strict", "defer_and_fuse"):
+        with torch_tpu.eager_mode(mode):
+            x = torch.full((1 << 14,), float(RANK + 1), device=DEV)
+            work = dist.all_reduce(x, async_op=True)
+            busy = torch.ones(128, 128, device=DEV) @ torch.ones(128, 128, device=DEV)  # issued meanwhile
+            work.wait()
+            same(x, torch.full((1 << 14,), float(sum(range(1, WORLD + 1)))))
+            same(busy, torch.full((128, 128), 128.0))
+            z = torch.full((8,), float(RANK), device=DEV)
+            fut = dist.all_reduce(z, async_op=True).get_future().then(lambda f: f.value()[0].div_(WORLD))
+            same(fut.wait(), torch.full((8,), sum(range(WORLD)) / WORLD))
+            same(z, torch.full((8,), sum(range(WORLD)) / WORLD))
+            out = torch.empty(2, device=DEV)
+            src = torch.arange(2.0 * WORLD, device=DEV) * (RANK + 1)
+            w = dist.reduce_scatter_tensor(out, src, op=dist.ReduceOp.AVG, async_op=True)
+            g = torch.empty(WORLD, device=DEV)
+            w2 = dist.all_gather_into_tensor(g, torch.tensor([float(RANK)], device=DEV), async_op=True)
+            w.wait()
+            w2.wait()
+            scale = sum(r + 1 for r in range(WORLD)) / WORLD
+            same(out, torch.arange(2.0 * WORLD)[2 * RANK : 2 * RANK + 2] * scale)
+            same(g, torch.arange(float(WORLD)))
+
+
+@check
 def collectives_under_torch_compile_replay_the_programs_between_them():
     # A graph holding collectives runs as the runs of ops between them, each
     # captured once and replayed as one program, with the collectives
