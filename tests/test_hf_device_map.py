@@ -156,6 +156,7 @@ def test_device_map_asking_for_more_than_the_device_has_raises_out_of_memory(che
     from accelerate.utils.memory import should_reduce_batch_size
 
     cpu = transformers.GPT2LMHeadModel.from_pretrained(checkpoint)
+    gc.collect()  # earlier tests' garbage, which would be freed below
     with _device_with_free_memory(_bytes(cpu) // 2):
         free_before = torch.tpu.mem_get_info(0)[0]
         with pytest.raises(torch.OutOfMemoryError, match="tpu out of memory") as raised:
@@ -163,4 +164,4 @@ def test_device_map_asking_for_more_than_the_device_has_raises_out_of_memory(che
         assert should_reduce_batch_size(raised.value)
         del raised
         gc.collect()
-        assert torch.tpu.mem_get_info(0)[0] == free_before  # the partly loaded weights are freed
+        assert torch.tpu.mem_get_info(0)[0] >= free_before  # the partly loaded weights are freed
