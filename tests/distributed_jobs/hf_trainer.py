@@ -49,10 +49,19 @@ class TokenData(torch.utils.data.Dataset):
         return {"input_ids": self.ids[i], "labels": self.ids[i]}
 
 
-def train(output_dir, model=None, max_steps=6, eval_steps=3, save_steps=None, resume_from_checkpoint=None, **kwargs):
+def train(
+    output_dir,
+    model=None,
+    max_steps=6,
+    eval_steps=3,
+    save_steps=None,
+    resume_from_checkpoint=None,
+    before_train=None,
+    **kwargs,
+):
     """Trains with micro-batches of 2 (kwargs go to TrainingArguments; no
     device argument: the Trainer picks its device itself) and returns the
-    Trainer."""
+    Trainer; `before_train(trainer)`, if given, runs before it trains."""
     options = dict(
         per_device_train_batch_size=2,
         per_device_eval_batch_size=4,
@@ -74,6 +83,8 @@ def train(output_dir, model=None, max_steps=6, eval_steps=3, save_steps=None, re
         train_dataset=TokenData(64, seed=1),
         eval_dataset=TokenData(8, seed=2) if eval_steps else None,
     )
+    if before_train is not None:
+        before_train(trainer)
     trainer.train(resume_from_checkpoint=resume_from_checkpoint)
     return trainer
 
