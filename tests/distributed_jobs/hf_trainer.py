@@ -2,13 +2,15 @@
 tests/test_hf_trainer.py, and, run as a script, the same training under
 torchrun (tests/test_hf_trainer_distributed.py).
 
-    torchrun --nproc_per_node=2 hf_trainer.py OUT.pt [--steps N]
+    torchrun --nproc_per_node=2 hf_trainer.py OUT.pt [--steps N] [--save-steps K]
+        [--resume-from CHECKPOINT] [--attention-dropout P]
 
 Each rank trains with its micro-batch of 2 and evaluates its share of the
 evaluation set; the Trainer (through accelerate) starts the process group,
-`tpu_dist`, and wraps the model in DDP on tpu:LOCAL_RANK by itself. The
-last step is evaluated and saved (a checkpoint in OUT.pt's folder, under
-trainer/); rank 0 writes the logged losses and the final weights to OUT.pt.
+`tpu_dist`, and wraps the model in DDP on tpu:LOCAL_RANK by itself. Every
+K steps (default: the last step) is evaluated and saved (checkpoints in
+OUT.pt's folder, under trainer/); rank 0 writes the logged losses and the
+final weights to OUT.pt.
 """
 
 import argparse
@@ -103,13 +105,18 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("out")
     parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--save-steps", type=int, help="default: save the last step only")
+    parser.add_argument("--resume-from", help="a checkpoint folder to resume from")
+    parser.add_argument("--attention-dropout", type=float, default=0.0)
     options = parser.parse_args()
     torch.set_float32_matmul_precision("highest")  # as the test's single-process run (tests/conftest.py)
     trainer = train(
         os.path.join(os.path.dirname(options.out), "trainer"),
+        model=tiny_llama(attention_dropout=options.attention_dropout),
         max_steps=options.steps,
-        eval_steps=options.steps,
-        save_steps=options.steps,
+        eval_steps=options.save_steps or options.steps,
+        save_steps=options.save_steps or options.steps,
+        resume_from_checkpoint=options.resume_from,
         gradient_accumulation_steps=1,
         ddp_find_unused_parameters=False,
     )
