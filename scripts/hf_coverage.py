@@ -99,6 +99,13 @@ TINY_LISTS = {"depths": 2, "hidden_sizes": 2, "layer_types": 2}
 OVERRIDES = {
     # model_type: {field: value} applied after shrinking
     "gpt2": {"n_ctx": 64},
+    # Its LM head projects to hidden_size - embedding_size, and the bottleneck
+    # (true_hidden_size) must divide among the heads.
+    "mobilebert": {"embedding_size": 32, "intra_bottleneck_size": 32, "true_hidden_size": 32},
+    # Two stages (its per-stage fields are tuples, which TINY_LISTS leaves alone), each stage's heads
+    # dividing its width embed_dim * 2**stage; hidden_size is the last stage's width; windows of 4 tile
+    # both stages' patch grids (8x8 and 4x4 for 32-pixel images in patches of 4).
+    "swin": {"depths": [2, 2], "num_heads": [2, 4], "embed_dim": 32, "hidden_size": 64, "window_size": 4},
 }
 SEQ = 8
 BATCH = 2
