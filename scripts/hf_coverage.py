@@ -177,6 +177,13 @@ def build(model_type, class_name):
     for module in model.modules():  # dropout layers built from fields the shrinker does not know
         if isinstance(module, torch.nn.modules.dropout._DropoutNd):
             module.p = 0.0
+    # A weight matrix initialized to zero (afmoe's router gate) makes every routing score equal, and
+    # torch.topk leaves the order of ties unspecified (CPU and XLA break them differently): small
+    # random values give the checks a model whose decisions do not hang on ties.
+    with torch.no_grad():
+        for param in model.parameters():
+            if param.dim() >= 2 and param.requires_grad and not param.any():
+                param.normal_(0.0, 0.02)
     return config, model
 
 
