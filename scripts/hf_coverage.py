@@ -158,9 +158,11 @@ def shrink(config, depth=0):
     if getattr(config, "is_encoder_decoder", False) and getattr(config, "decoder_start_token_id", None) is None:
         pad = getattr(config, "pad_token_id", None)
         config.decoder_start_token_id = pad if isinstance(pad, int) else 0
-    # Dropout draws different masks on each device; the checks compare the math, so it is off.
+    # Dropout, stochastic depth (drop_path_rate) and layer drop draw different masks on each device;
+    # the checks compare the math, so they are off.
+    random_drops = ("dropout", "pdrop", "drop_path", "layerdrop")
     for key, value in list(vars(config).items()):
-        if ("dropout" in key or "pdrop" in key or key.endswith("drop_rate")) and isinstance(value, float):
+        if (any(d in key for d in random_drops) or key.endswith("drop_rate")) and isinstance(value, float):
             setattr(config, key, 0.0)
     return config
 
