@@ -54,6 +54,19 @@ def test_trainer_under_torchrun_matches_one_process_on_the_global_batch(tmp_path
         assert len(states["tpu"]) == 2, rank
 
 
+def test_fp16_trainer_under_torchrun_matches_one_process_on_the_global_batch(tmp_path):
+    # fp16=True under DDP (accelerate's MULTI_GPU type): each rank trains
+    # under float16 autocast with its own tpu GradScaler, and DDP averages
+    # the scaled gradients, as on CUDA.
+    single = hf_trainer.results(hf_trainer.train(str(tmp_path / "single"), max_steps=3, eval_steps=3, fp16=True))
+    ddp = _torchrun(tmp_path / "ddp.pt", "--fp16", what="the fp16 Trainer on 2 processes")
+    assert [s for s, _ in ddp["loss"]] == [1, 2, 3] and [s for s, _ in ddp["eval_loss"]] == [3]
+    # Micro-batches of 2 either way, so the same float16 products; the
+    # gradient sums differ in order (DDP's all-reduce vs accumulation).
+    for key in ("loss", "eval_loss"):
+        torch.testing.assert_close(ddp[key], single[key], rtol=1e-4, atol=1e-4, msg=key)
+
+
 def test_trainer_resumed_under_torchrun_continues_the_uninterrupted_run(tmp_path):
     # Two torchrun sessions, as a job stopped after its step-2 checkpoint
     # and started again: with dropout, the resumed ranks must also draw the

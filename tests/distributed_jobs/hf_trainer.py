@@ -3,7 +3,7 @@ tests/test_hf_trainer.py, and, run as a script, the same training under
 torchrun (tests/test_hf_trainer_distributed.py).
 
     torchrun --nproc_per_node=2 hf_trainer.py OUT.pt [--steps N] [--save-steps K]
-        [--resume-from CHECKPOINT] [--attention-dropout P]
+        [--resume-from CHECKPOINT] [--attention-dropout P] [--fp16]
 
 Each rank trains with its micro-batch of 2 and evaluates its share of the
 evaluation set; the Trainer (through accelerate) starts the process group,
@@ -108,6 +108,7 @@ def main():
     parser.add_argument("--save-steps", type=int, help="default: save the last step only")
     parser.add_argument("--resume-from", help="a checkpoint folder to resume from")
     parser.add_argument("--attention-dropout", type=float, default=0.0)
+    parser.add_argument("--fp16", action="store_true", help="TrainingArguments(fp16=True)")
     options = parser.parse_args()
     torch.set_float32_matmul_precision("highest")  # as the test's single-process run (tests/conftest.py)
     trainer = train(
@@ -119,7 +120,10 @@ def main():
         resume_from_checkpoint=options.resume_from,
         gradient_accumulation_steps=1,
         ddp_find_unused_parameters=False,
+        fp16=options.fp16,
     )
+    if options.fp16:  # float16 autocast and a tpu GradScaler on every rank (integrations/accelerate_fp16.py)
+        assert trainer.accelerator.native_amp and trainer.accelerator.scaler._device == "tpu"
     assert trainer.args.parallel_mode == transformers.training_args.ParallelMode.DISTRIBUTED
     assert isinstance(trainer.model_wrapped, torch.nn.parallel.DistributedDataParallel), type(trainer.model_wrapped)
     assert trainer.args.device == torch.device("tpu", int(os.environ["LOCAL_RANK"]))
