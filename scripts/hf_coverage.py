@@ -2,7 +2,11 @@
 built tiny, on tpu against the same weights on CPU.
 
     python scripts/hf_coverage.py [--workers 2] [--timeout 900] [--only llama,gpt2] [--limit N]
-        [--report docs/hf_coverage.md] [--jsonl hf_coverage.jsonl]
+        [--next N] [--merge] [--report docs/hf_coverage.md] [--jsonl hf_coverage.jsonl]
+
+With --merge the report's rows are read back and this run's architectures
+replace or join them, so coverage accumulates across runs; --next N runs
+the first N architectures (in name order) the report does not list yet.
 
 Each model type gets one head: the first mapping below that lists it (a
 causal LM over a masked LM over the bare model), so every architecture is
@@ -99,6 +103,13 @@ TINY_LISTS = {"depths": 2, "hidden_sizes": 2, "layer_types": 2}
 OVERRIDES = {
     # model_type: {field: value} applied after shrinking
     "gpt2": {"n_ctx": 64},
+    # Its LM head projects to hidden_size - embedding_size, and the bottleneck
+    # (true_hidden_size) must divide among the heads.
+    "mobilebert": {"embedding_size": 32, "intra_bottleneck_size": 32, "true_hidden_size": 32},
+    # Two stages (its per-stage fields are tuples, which TINY_LISTS leaves alone), each stage's heads
+    # dividing its width embed_dim * 2**stage; hidden_size is the last stage's width; windows of 4 tile
+    # both stages' patch grids (8x8 and 4x4 for 32-pixel images in patches of 4).
+    "swin": {"depths": [2, 2], "num_heads": [2, 4], "embed_dim": 32, "hidden_size": 64, "window_size": 4},
 }
 SEQ = 8
 BATCH = 2
@@ -147,9 +158,11 @@ def shrink(config, depth=0):
     if getattr(config, "is_encoder_decoder", False) and getattr(config, "decoder_start_token_id", None) is None:
         pad = getattr(config, "pad_token_id", None)
         config.decoder_start_token_id = pad if isinstance(pad, int) else 0
-    # Dropout draws different masks on each device; the checks compare the math, so it is off.
+    # Dropout, stochastic depth (drop_path_rate) and layer drop draw different masks on each device;
+    # the checks compare the math, so they are off.
+    random_drops = ("dropout", "pdrop", "drop_path", "layerdrop")
     for key, value in list(vars(config).items()):
-        if ("dropout" in key or "pdrop" in key or key.endswith("drop_rate")) and isinstance(value, float):
+        if (any(d in key for d in random_drops) or key.endswith("drop_rate")) and isinstance(value, float):
             setattr(config, key, 0.0)
     return config
 
@@ -166,6 +179,13 @@ def build(model_type, class_name):
     for module in model.modules():  # dropout layers built from fields the shrinker does not know
         if isinstance(module, torch.nn.modules.dropout._DropoutNd):
             module.p = 0.0
+    # A weight matrix initialized to zero (afmoe's router gate) makes every routing score equal, and
+    # torch.topk leaves the order of ties unspecified (CPU and XLA break them differently): small
+    # random values give the checks a model whose decisions do not hang on ties.
+    with torch.no_grad():
+        for param in model.parameters():
+            if param.dim() >= 2 and param.requires_grad and not param.any():
+                param.normal_(0.0, 0.02)
     return config, model
 
 
@@ -407,13 +427,12 @@ def _run_one(arch, timeout):
             results = {k: tuple(v) for k, v in json.loads(line[7:]).items()}
     except subprocess.TimeoutExpired:
         results = {"process": ("error", f"timed out after {timeout} s")}
-    return {
-        "model_type": model_type,
-        "head": head,
-        "class": class_name,
-        "seconds": round(time.time() - started, 1),
-        "results": results,
-    }
+    return _record(model_type, head, class_name, round(time.time() - started, 1), results)
+
+
+def _record(model_type, head, class_name, seconds, results):
+    """One architecture's line of the report: {check: (outcome, detail)} and its wall time."""
+    return {"model_type": model_type, "head": head, "class": class_name, "seconds": seconds, "results": results}
 
 
 def passed(record):
@@ -424,7 +443,59 @@ def excluded(record):
     return "build" in record["results"]
 
 
-def write_report(records, path, seconds, workers):
+_OUTCOMES = ("wrong values", "missing op", "error")
+_PROCESS_FAILURES = ("process died", "timed out after")
+
+
+def _parse_cell(cell):
+    """A report cell back into (outcome, detail); None for "-" (a check that does not apply)."""
+    if cell == "-":
+        return None
+    if cell == "pass":
+        return ("pass", "")
+    for o in _OUTCOMES:
+        if cell.startswith(o + ": "):
+            return (o, cell[len(o) + 2 :])
+    raise ValueError(f"unrecognized report cell {cell!r}")
+
+
+def read_report(path):
+    """The records a report was written from, as far as its tables keep them
+    (details as shortened there): what --merge starts from."""
+    records, section = [], "checks"
+    with open(path) as f:
+        for line in f:
+            if line.startswith("## Cannot build tiny"):
+                section = "excluded"
+            if not line.startswith("| ") or line.startswith("| ---") or line.startswith("| architecture"):
+                continue
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if section == "excluded" and len(cells) == 2:
+                model_type, why = cells
+                records.append(_record(model_type, "", "", 0.0, {"build": ("cannot build tiny", why)}))
+            elif section == "checks" and len(cells) == 4 + len(CHECKS):
+                model_type, head, class_name, *checks, seconds = cells
+                results = {}
+                for check, cell in zip(CHECKS, checks):
+                    parsed = _parse_cell(cell)
+                    if parsed is None:
+                        continue
+                    if parsed[0] == "error" and parsed[1].startswith(_PROCESS_FAILURES):
+                        results = {"process": parsed}  # the row repeats it in every cell
+                        break
+                    results[check] = parsed
+                records.append(_record(model_type, head, class_name, float(seconds), results))
+    return records
+
+
+def merge(earlier, later):
+    """earlier's records with later's in place of the same architectures."""
+    by_type = {r["model_type"]: r for r in earlier}
+    by_type.update({r["model_type"]: r for r in later})
+    return list(by_type.values())
+
+
+def write_report(records, path, seconds, workers, merged=False):
     import transformers
 
     records = sorted(records, key=lambda r: r["model_type"])
@@ -435,11 +506,20 @@ def write_report(records, path, seconds, workers):
         for check, (o, _) in r["results"].items():
             per_check[(check, o)] += 1
     missing = collections.Counter(d for r in built for o, d in r["results"].values() if o == "missing op").most_common()
+    if merged:
+        enumerated = len(architectures())
+        run = (
+            f"{len(records)} of the {enumerated} architectures it enumerates, run in batches whose results "
+            f"`--merge` accumulates here; the architectures took {sum(r['seconds'] for r in records) / 60:.0f} min "
+            f"in all, one process each (the last batch: {seconds / 60:.0f} min on {workers} workers)."
+        )
+    else:
+        run = f"{len(records)} architectures in {seconds / 60:.0f} min on {workers} workers."
     lines = [
         "# Hugging Face coverage on tpu",
         "",
         f"Generated by `python scripts/hf_coverage.py` (transformers {transformers.__version__}, torch "
-        f"{torch.__version__}), {len(records)} architectures in {seconds / 60:.0f} min on {workers} workers.",
+        f"{torch.__version__}), " + run,
         "",
         f"**{len(ok)} of {len(built)} architectures that build tiny pass every check "
         f"({100 * len(ok) / max(1, len(built)):.1f}%)**; {len(records) - len(built)} cannot be built tiny "
@@ -479,6 +559,8 @@ def main():
     parser.add_argument("--timeout", type=int, default=900, help="seconds per architecture")
     parser.add_argument("--only", default="", help="comma-separated model types")
     parser.add_argument("--limit", type=int, default=0, help="the first N architectures only")
+    parser.add_argument("--next", type=int, default=0, help="the first N architectures the report does not list")
+    parser.add_argument("--merge", action="store_true", help="keep the report's other architectures' rows")
     parser.add_argument("--report", default=os.path.join(os.path.dirname(__file__), "..", "docs", "hf_coverage.md"))
     parser.add_argument("--jsonl", default="", help="also append each architecture's record to this file")
     parser.add_argument("--child", default="", help=argparse.SUPPRESS)
@@ -486,6 +568,10 @@ def main():
     if args.child:
         return _child(args)
     archs = architectures(set(args.only.split(",")) if args.only else None)
+    earlier = read_report(args.report) if (args.merge or args.next) and os.path.exists(args.report) else []
+    if args.next:
+        listed = {r["model_type"] for r in earlier}
+        archs = [a for a in archs if a[0] not in listed][: args.next]
     if args.limit:
         archs = archs[: args.limit]
     started, records = time.time(), []
@@ -499,7 +585,9 @@ def main():
             if args.jsonl:
                 with open(args.jsonl, "a") as f:
                     f.write(json.dumps(record) + "\n")
-    write_report(records, args.report, time.time() - started, args.workers)
+    if args.merge or args.next:
+        records = merge(earlier, records)
+    write_report(records, args.report, time.time() - started, args.workers, merged=bool(args.merge or args.next))
     print(f"report: {args.report}")
 
 

@@ -37,3 +37,34 @@ def test_outcomes_name_the_missing_op_or_the_error():
         "forward tensor 0: off",
     )
     assert hf_coverage.outcome(RuntimeError("boom\nmore")) == ("error", "RuntimeError: boom")
+
+
+def test_merged_report_keeps_earlier_rows_and_replaces_rerun_ones(tmp_path):
+    # Coverage accumulates across runs: --merge reads the report's rows back
+    # and this run's architectures replace or join them.
+    record = hf_coverage._record
+    passing = {"forward": ("pass", ""), "train": ("pass", ""), "compile": ("pass", "")}
+    earlier = [
+        record("llama", "causal_lm", "LlamaForCausalLM", 20.0, {**passing, "generate": ("pass", "")}),
+        record("bert", "masked_lm", "BertForMaskedLM", 10.0, {**passing, "train": ("missing op", "aten::foo")}),
+        record("opt", "causal_lm", "OPTForCausalLM", 5.0, {"process": ("error", "timed out after 600 s")}),
+        record("swin", "", "", 0.0, {"build": ("cannot build tiny", "IndexError: list index out of range")}),
+    ]
+    path = str(tmp_path / "report.md")
+    hf_coverage.write_report(earlier, path, 35.0, 1)
+    assert sorted(hf_coverage.read_report(path), key=lambda r: r["model_type"]) == sorted(
+        earlier, key=lambda r: r["model_type"]
+    )
+    later = [
+        record("bert", "masked_lm", "BertForMaskedLM", 12.0, passing),
+        record("swin", "image_classification", "SwinForImageClassification", 50.0, passing),
+    ]
+    hf_coverage.write_report(hf_coverage.merge(hf_coverage.read_report(path), later), path, 62.0, 1, merged=True)
+    merged = {r["model_type"]: r for r in hf_coverage.read_report(path)}
+    assert set(merged) == {"llama", "bert", "opt", "swin"}
+    assert merged["bert"]["results"] == passing and merged["swin"]["results"] == passing
+    assert merged["opt"]["results"] == earlier[2]["results"]
+    with open(path) as f:
+        text = f.read()
+    assert "**3 of 4 architectures that build tiny pass every check (75.0%)**" in text
+    assert "4 of the " in text and "1 min in all" in text

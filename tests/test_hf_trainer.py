@@ -1,7 +1,7 @@
 """transformers' Trainer on tpu, given nothing but TrainingArguments: it
 picks tpu:0 itself (accelerate's state learns tpu through
 torch_tpu/integrations/accelerate_state.py), and a tiny llama trained with
-gradient accumulation, evaluation, checkpoints and bf16 gives the losses
+gradient accumulation, evaluation, checkpoints, bf16 and fp16 gives the losses
 and weights of the same run on CPU (`use_cpu=True`); a run resumed from its
 checkpoint continues exactly as the uninterrupted one.
 
@@ -94,6 +94,67 @@ def test_bf16_trains_under_bf16_autocast_like_cpu(tmp_path):
     assert tpu_dtypes == {torch.bfloat16}
     # Both sides compute in bfloat16, each with its own accumulation order.
     _assert_same_run(tpu, cpu, rtol=2e-3, atol=2e-3)
+
+
+def _float16_amp_like_cuda(device, **scaler_kwargs):
+    """What accelerate gives CUDA for fp16, by hand: accelerate declines
+    float16 autocast on CPU (it trains the CPU run in float32), so the CPU
+    reference gets it here; with scaler_kwargs, the tpu run's scaler is
+    replaced too, so both start from the same scale."""
+
+    def enable(trainer):
+        if device == "cpu" or scaler_kwargs:
+            trainer.accelerator.native_amp = True
+            trainer.accelerator.scaler = torch.amp.GradScaler(device, **scaler_kwargs)
+
+    return enable
+
+
+@pytest.mark.parametrize("init_scale", [None, 2.0**21], ids=["default_scale", "first_steps_overflow"])
+def test_fp16_trains_under_float16_autocast_and_grad_scaler_like_cpu(tmp_path, init_scale):
+    # TrainingArguments(fp16=True): accelerate refuses fp16 on tpu by
+    # itself; torch_tpu/integrations/accelerate_fp16.py gives tpu what CUDA
+    # gets, float16 autocast and a tpu GradScaler. The reference is the same
+    # Trainer on CPU under CPU's float16 autocast and GradScaler (for a
+    # llama the two autocast policies cast the same ops: matmuls, linears
+    # and attention in float16, norms, softmax and the loss in float32).
+    # With init_scale 2**21 the first two steps' scaled gradients overflow
+    # float16: both runs skip them and halve the scale.
+    scaler_kwargs = {} if init_scale is None else {"init_scale": init_scale}
+
+    def run(name, device, **kwargs):
+        dtypes = set()
+        model = hf_trainer.tiny_llama()
+        model.model.layers[0].mlp.down_proj.register_forward_hook(lambda m, i, o: dtypes.add(o.dtype))
+        trainer = hf_trainer.train(
+            str(tmp_path / name),
+            model=model,
+            max_steps=6,
+            eval_steps=3,
+            save_steps=6,
+            fp16=True,
+            before_train=_float16_amp_like_cuda(device, **scaler_kwargs),
+            **kwargs,
+        )
+        return trainer, dtypes
+
+    with torch_tpu.matmul_precision("highest"):
+        tpu, tpu_dtypes = run("tpu", "tpu")
+    cpu, cpu_dtypes = run("cpu", "cpu", use_cpu=True)
+    assert tpu_dtypes == cpu_dtypes == {torch.float16}
+    scaler = tpu.accelerator.scaler
+    assert isinstance(scaler, torch.amp.GradScaler) and scaler._device == "tpu"
+    expected_scale = 2.0**16 if init_scale is None else init_scale / 4  # halved at each skipped step
+    assert scaler.get_scale() == cpu.accelerator.scaler.get_scale() == expected_scale
+    grad_norms = [h["grad_norm"] for h in tpu.state.log_history if "grad_norm" in h]
+    skipped = [not torch.isfinite(torch.tensor(g)) for g in grad_norms]
+    assert skipped == [bool(init_scale)] * 2 + [False] * 4, grad_norms
+    # Both sides round the same products to float16 (2**-11 relative) and
+    # differ only in accumulation order: the bound (5.9e-4 at a loss of 4.9)
+    # is 5x the largest difference measured over the six steps (1.2e-4).
+    _assert_same_run(tpu, cpu, rtol=1e-4, atol=1e-4)
+    saved = torch.load(tmp_path / "tpu" / "checkpoint-6" / "scaler.pt", weights_only=True)
+    assert saved["scale"] == scaler.get_scale()
 
 
 @pytest.mark.parametrize("backend", ["inductor", "tpu"])

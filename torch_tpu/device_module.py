@@ -166,12 +166,35 @@ def memory_allocated(device=None):
 def mem_get_info(device=None):
     """(free, total) bytes of a device, as torch.cuda.mem_get_info: total is
     the plugin's memory limit (host memory on the XLA:CPU plugin, whose
-    devices share it), free what live tpu tensors leave of it; the same
-    accounting that raises torch.OutOfMemoryError."""
+    devices share it), free what live tpu tensors leave of it (within
+    `set_per_process_memory_fraction`'s share); the same accounting that
+    raises torch.OutOfMemoryError."""
     index = _index(device)
     if not 0 <= index < device_count():
         raise AssertionError("Invalid device id")
     return tuple(_C._mem_get_info(index))
+
+
+def set_per_process_memory_fraction(fraction, device=None):
+    """As torch.cuda.set_per_process_memory_fraction: this process may
+    allocate fraction * total memory of the device, past which an
+    allocation raises torch.OutOfMemoryError; `mem_get_info`'s free memory
+    (and so accelerate's device_map="auto") counts within that limit."""
+    index = _index(device)
+    if not 0 <= index < device_count():
+        raise AssertionError("Invalid device id")
+    if not isinstance(fraction, float):
+        raise TypeError("Invalid type for fraction argument, must be `float`")
+    if fraction < 0 or fraction > 1:
+        raise ValueError(f"Invalid fraction value: {fraction}. Allowed range: 0~1")
+    _C._set_memory_fraction(index, fraction)
+
+
+def get_per_process_memory_fraction(device=None):
+    index = _index(device)
+    if not 0 <= index < device_count():
+        raise AssertionError("Invalid device id")
+    return _C._get_memory_fraction(index)
 
 
 def max_memory_allocated(device=None):

@@ -256,6 +256,22 @@ std::string format_bytes(double bytes) {
   return buf;
 }
 
+// torch.cuda.set_per_process_memory_fraction's limit: the share of a
+// device's capacity this process may allocate (1 unless set).
+std::atomic<double>& memory_fraction(int device) {
+  static std::atomic<double> fractions[kMaxDevices] = {};
+  static std::once_flag once;
+  std::call_once(once, [] {
+    for (auto& f : fractions) f.store(1.0);
+  });
+  return fractions[device];
+}
+
+// What this process may allocate on `device`.
+int64_t allowed_bytes(int device, int64_t capacity) {
+  return static_cast<int64_t>(static_cast<double>(capacity) * memory_fraction(device).load());
+}
+
 // Bytes allocated by live storages that count against `device`'s capacity.
 int64_t bytes_in_use(int device, bool shared_host) {
   if (!shared_host) return allocated_bytes[device].load(std::memory_order_relaxed);
@@ -269,7 +285,17 @@ int64_t bytes_in_use(int device, bool shared_host) {
 std::pair<int64_t, int64_t> device_memory_info(int device) {
   bool shared_host = false;
   const int64_t capacity = device_capacity(device, &shared_host);
-  return {std::max<int64_t>(capacity - bytes_in_use(device, shared_host), 0), capacity};
+  return {std::max<int64_t>(allowed_bytes(device, capacity) - bytes_in_use(device, shared_host), 0), capacity};
+}
+
+void set_memory_fraction(int device, double fraction) {
+  TORCH_CHECK(device >= 0 && device < kMaxDevices, "tpu: device index ", device, " out of range");
+  memory_fraction(device).store(fraction);
+}
+
+double get_memory_fraction(int device) {
+  TORCH_CHECK(device >= 0 && device < kMaxDevices, "tpu: device index ", device, " out of range");
+  return memory_fraction(device).load();
 }
 
 namespace {
@@ -283,10 +309,15 @@ void reserve_device_bytes(int device, size_t nbytes) {
   bool shared_host = false;
   const int64_t capacity = device_capacity(device, &shared_host);
   const int64_t in_use = bytes_in_use(device, shared_host);
-  TORCH_CHECK_WITH(OutOfMemoryError, static_cast<int64_t>(nbytes) <= capacity - in_use,
+  const int64_t allowed = allowed_bytes(device, capacity);
+  TORCH_CHECK_WITH(OutOfMemoryError, static_cast<int64_t>(nbytes) <= allowed - in_use,
                    "tpu out of memory. Tried to allocate ", format_bytes(static_cast<double>(nbytes)), ". tpu:", device,
                    " has a total capacity of ", format_bytes(static_cast<double>(capacity)),
-                   shared_host ? " (host memory, shared by every device of the XLA:CPU plugin)" : "", ", of which ",
+                   shared_host ? " (host memory, shared by every device of the XLA:CPU plugin)" : "",
+                   allowed < capacity
+                       ? ", of which this process may allocate " + format_bytes(static_cast<double>(allowed)) +
+                             " (set_per_process_memory_fraction) and "
+                       : std::string(", of which "),
                    format_bytes(static_cast<double>(in_use)), " is allocated by live tpu tensors.");
   allocated_bytes[device].fetch_add(static_cast<int64_t>(nbytes));
   runtime::metrics().add_live_bytes(static_cast<int64_t>(nbytes));

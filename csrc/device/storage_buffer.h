@@ -89,7 +89,14 @@ TpuAllocator* allocator();
 // torch.cuda.mem_get_info's pair for a device, by the accounting the
 // allocator's out-of-memory check uses: (capacity - bytes allocated by live
 // tpu storages, capacity). Devices of the XLA:CPU plugin share host memory.
+// The first is what this process may still allocate: capacity times the
+// device's memory fraction, less what live storages hold.
 std::pair<int64_t, int64_t> device_memory_info(int device);
+
+// torch.cuda.set_per_process_memory_fraction: allocations on `device` past
+// fraction * capacity raise torch.OutOfMemoryError (the caller checks 0..1).
+void set_memory_fraction(int device, double fraction);
+double get_memory_fraction(int device);
 
 // Grows or shrinks a storage, keeping its leading bytes.
 void resize_storage_bytes(const c10::Storage& storage, size_t new_nbytes);

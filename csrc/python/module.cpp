@@ -113,6 +113,9 @@ PYBIND11_MODULE(_C, m) {
     torch_tpu::device::learn_storage_slice_deleter(THPVariable_Unpack(over_cpu_slice.ptr()));
   });
   m.def("_mem_get_info", [](int device) { return torch_tpu::device::device_memory_info(device); });
+  m.def("_set_memory_fraction",
+        [](int device, double fraction) { torch_tpu::device::set_memory_fraction(device, fraction); });
+  m.def("_get_memory_fraction", [](int device) { return torch_tpu::device::get_memory_fraction(device); });
   m.def("_memory_stats", [](int device) {
     auto stats = DeviceRuntime::get().client().memory_stats(device);
     py::dict d;

@@ -2,13 +2,15 @@
 tests/test_hf_trainer.py, and, run as a script, the same training under
 torchrun (tests/test_hf_trainer_distributed.py).
 
-    torchrun --nproc_per_node=2 hf_trainer.py OUT.pt [--steps N]
+    torchrun --nproc_per_node=2 hf_trainer.py OUT.pt [--steps N] [--save-steps K]
+        [--resume-from CHECKPOINT] [--attention-dropout P] [--fp16]
 
 Each rank trains with its micro-batch of 2 and evaluates its share of the
 evaluation set; the Trainer (through accelerate) starts the process group,
-`tpu_dist`, and wraps the model in DDP on tpu:LOCAL_RANK by itself. The
-last step is evaluated and saved (a checkpoint in OUT.pt's folder, under
-trainer/); rank 0 writes the logged losses and the final weights to OUT.pt.
+`tpu_dist`, and wraps the model in DDP on tpu:LOCAL_RANK by itself. Every
+K steps (default: the last step) is evaluated and saved (checkpoints in
+OUT.pt's folder, under trainer/); rank 0 writes the logged losses and the
+final weights to OUT.pt.
 """
 
 import argparse
@@ -49,10 +51,19 @@ class TokenData(torch.utils.data.Dataset):
         return {"input_ids": self.ids[i], "labels": self.ids[i]}
 
 
-def train(output_dir, model=None, max_steps=6, eval_steps=3, save_steps=None, resume_from_checkpoint=None, **kwargs):
+def train(
+    output_dir,
+    model=None,
+    max_steps=6,
+    eval_steps=3,
+    save_steps=None,
+    resume_from_checkpoint=None,
+    before_train=None,
+    **kwargs,
+):
     """Trains with micro-batches of 2 (kwargs go to TrainingArguments; no
     device argument: the Trainer picks its device itself) and returns the
-    Trainer."""
+    Trainer; `before_train(trainer)`, if given, runs before it trains."""
     options = dict(
         per_device_train_batch_size=2,
         per_device_eval_batch_size=4,
@@ -74,6 +85,8 @@ def train(output_dir, model=None, max_steps=6, eval_steps=3, save_steps=None, re
         train_dataset=TokenData(64, seed=1),
         eval_dataset=TokenData(8, seed=2) if eval_steps else None,
     )
+    if before_train is not None:
+        before_train(trainer)
     trainer.train(resume_from_checkpoint=resume_from_checkpoint)
     return trainer
 
@@ -92,16 +105,25 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("out")
     parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--save-steps", type=int, help="default: save the last step only")
+    parser.add_argument("--resume-from", help="a checkpoint folder to resume from")
+    parser.add_argument("--attention-dropout", type=float, default=0.0)
+    parser.add_argument("--fp16", action="store_true", help="TrainingArguments(fp16=True)")
     options = parser.parse_args()
     torch.set_float32_matmul_precision("highest")  # as the test's single-process run (tests/conftest.py)
     trainer = train(
         os.path.join(os.path.dirname(options.out), "trainer"),
+        model=tiny_llama(attention_dropout=options.attention_dropout),
         max_steps=options.steps,
-        eval_steps=options.steps,
-        save_steps=options.steps,
+        eval_steps=options.save_steps or options.steps,
+        save_steps=options.save_steps or options.steps,
+        resume_from_checkpoint=options.resume_from,
         gradient_accumulation_steps=1,
         ddp_find_unused_parameters=False,
+        fp16=options.fp16,
     )
+    if options.fp16:  # float16 autocast and a tpu GradScaler on every rank (integrations/accelerate_fp16.py)
+        assert trainer.accelerator.native_amp and trainer.accelerator.scaler._device == "tpu"
     assert trainer.args.parallel_mode == transformers.training_args.ParallelMode.DISTRIBUTED
     assert isinstance(trainer.model_wrapped, torch.nn.parallel.DistributedDataParallel), type(trainer.model_wrapped)
     assert trainer.args.device == torch.device("tpu", int(os.environ["LOCAL_RANK"]))

@@ -8,6 +8,9 @@ only if) the program imports it, so importing torch_tpu stays cheap.
   (`torch_tpu/integrations/accelerate.py`).
 - accelerate's torch.compile backends: `torch_compile_backend="tpu"`
   (`torch_tpu/integrations/accelerate_dynamo.py`).
+- accelerate's fp16 mixed precision: `mixed_precision="fp16"`
+  (`TrainingArguments(fp16=True)`) trains under float16 autocast with a
+  tpu GradScaler, as on CUDA (`torch_tpu/integrations/accelerate_fp16.py`).
 - accelerate's process state (and transformers' `Trainer` through it): a
   script trains on tpu by itself, and under torchrun over `tpu_dist`
   (`torch_tpu/integrations/accelerate_state.py`).
@@ -20,7 +23,7 @@ import importlib.abc
 import importlib.util
 import sys
 
-# module name -> function(module) patching it right after it executes
+# module name -> functions(module) patching it right after it executes
 _post_import_hooks = {}
 
 
@@ -31,8 +34,8 @@ class _PostImportFinder(importlib.abc.MetaPathFinder):
     from it."""
 
     def find_spec(self, name, path, target=None):
-        hook = _post_import_hooks.get(name)
-        if hook is None:
+        hooks = _post_import_hooks.get(name)
+        if hooks is None:
             return None
         sys.meta_path.remove(self)  # find the real spec without finding ourselves
         try:
@@ -46,7 +49,8 @@ class _PostImportFinder(importlib.abc.MetaPathFinder):
 
         def exec_then_hook(module):
             exec_module(module)
-            hook(module)
+            for hook in hooks:
+                hook(module)
 
         loader.exec_module = exec_then_hook
         return spec
@@ -57,15 +61,16 @@ def _when_imported(name, hook):
     if name in sys.modules:
         hook(sys.modules[name])
         return
-    _post_import_hooks[name] = hook
+    _post_import_hooks.setdefault(name, []).append(hook)
     if not any(isinstance(f, _PostImportFinder) for f in sys.meta_path):
         sys.meta_path.insert(0, _PostImportFinder())
 
 
 def install():
-    from . import accelerate, accelerate_dynamo, accelerate_state, transformers_trainer
+    from . import accelerate, accelerate_dynamo, accelerate_fp16, accelerate_state, transformers_trainer
 
     accelerate.install(_when_imported)
     accelerate_dynamo.install(_when_imported)
+    accelerate_fp16.install(_when_imported)
     accelerate_state.install(_when_imported)
     transformers_trainer.install(_when_imported)
