@@ -356,6 +356,8 @@ const OpSpec kLoweredOps[] = {
     {L::linalg_eigh, "_linalg_eigh _linalg_eigh.eigenvalues"},
     {L::linalg_householder_product, "linalg_householder_product linalg_householder_product.out"},
     {L::linalg_inv_ex, "linalg_inv_ex linalg_inv_ex.inverse"},
+    {L::linalg_ldl_factor_ex, "linalg_ldl_factor_ex linalg_ldl_factor_ex.out"},
+    OpSpec(L::linalg_ldl_solve, "linalg_ldl_solve linalg_ldl_solve.out").check(check_ldl_solve),
     {L::linalg_lu, "linalg_lu linalg_lu.out"},
     {L::linalg_lu_factor_ex, "linalg_lu_factor_ex linalg_lu_factor_ex.out"},
     {L::linalg_lu_solve, "linalg_lu_solve linalg_lu_solve.out"},
