@@ -280,9 +280,14 @@ std::vector<Value> histc(LowerContext& ctx) {
     hi = integral ? b.constant_int(static_cast<int64_t>(max_arg), t) : b.constant(max_arg, t);
   }
   const TensorType vt = v.type;
+  // bfloat16/float16: CPU's kernel computes the position in the input type,
+  // c10's arithmetic rounding after each operation.
+  const bool rounds = !integral && t != x.dtype();
+  auto rounded = [&](const Value& r) { return rounds ? b.convert(b.convert(r, x.dtype()), t) : r; };
   Value lo_n = b.broadcast_to(lo, vt.shape), hi_n = b.broadcast_to(hi, vt.shape);
-  Value scaled = b.binary("multiply", b.binary("subtract", v, lo_n), b.splat(static_cast<double>(bins), vt));
-  Value position = b.binary("divide", scaled, b.binary("subtract", hi_n, lo_n));
+  Value scaled = rounded(
+      b.binary("multiply", rounded(b.binary("subtract", v, lo_n)), rounded(b.splat(static_cast<double>(bins), vt))));
+  Value position = rounded(b.binary("divide", scaled, rounded(b.binary("subtract", hi_n, lo_n))));
   const TensorType index_type{ElementType::S64, vt.shape};
   // In range, position >= 0: converting truncates, which is floor here.
   Value bin =
