@@ -127,6 +127,46 @@ DTYPE_BY_DEVICE = {
     "native_layer_norm": ((1, 2), _STATISTICS_IN_FLOAT32),
 }
 
+# OpInfos whose index results PyTorch leaves unspecified among equal values:
+# {opkey: (where the dim argument is: (position in args, keyword)), reason}.
+# Their indices are compared by the input values they pick (which must equal
+# CPU's); the values results are compared as usual. A stable sort keeps its
+# exact comparison.
+_TIE_ORDER = (
+    "the order of equal elements is unspecified (torch.sort/argsort with stable=False: 'the order of equivalent "
+    "elements is not guaranteed'; CPU's std::sort, topk's partial sort and mode's sort pick an arbitrary one)"
+)
+TIE_ORDER_UNSPECIFIED = {
+    "argsort": ((0, "dim"), _TIE_ORDER),
+    "mode": ((0, "dim"), _TIE_ORDER),
+    "sort": ((0, "dim"), _TIE_ORDER),
+    "topk": ((1, "dim"), _TIE_ORDER),
+}
+
+
+def _picked_values(key, sample, result):
+    """`result` with its index tensor (the last result of each of these ops)
+    replaced by the input values it picks (TIE_ORDER_UNSPECIFIED), or
+    unchanged for a stable sort. Raises IndexError for an index out of range."""
+    args, kwargs = sample.args, sample.kwargs
+    if kwargs.get("stable", False):
+        return result
+    (position, name), _ = TIE_ORDER_UNSPECIFIED[key]
+    dim = args[position] if len(args) > position else kwargs.get(name, -1)
+    keepdim = key != "mode" or (args[1] if len(args) > 1 else kwargs.get("keepdim", False))
+    x = sample.input.detach()
+    if x.dim() == 0:
+        x, dim = x.reshape(1), 0
+
+    leaves, spec = pytree.tree_flatten(result)
+    index = leaves[-1]
+    index = index.reshape(1) if index.dim() == 0 else index
+    if not keepdim and index.dim() < x.dim():
+        index = index.unsqueeze(dim)
+    leaves[-1] = x.take_along_dim(index, dim)
+    return pytree.tree_unflatten(leaves, spec)
+
+
 # OpInfos whose non-input tensor arguments stay on CPU, with PyTorch's rule.
 ARGS_STAY_ON_CPU = {
     "tensor_split": "tensor_indices_or_sections must be a CPU tensor (the OpInfo makes it on CPU on every device)",
@@ -441,6 +481,12 @@ def run_forward(key, op, sample, dtype):
     if random or key in VALUES_UNSPECIFIED:
         reason = _structure_matches(actual, expected)
         return {"status": "wrong", "detail": reason} if reason else {"status": "pass", "detail": "shape/dtype only"}
+    if key in TIE_ORDER_UNSPECIFIED:
+        try:
+            actual = _picked_values(key, sample, actual)
+        except (IndexError, RuntimeError) as e:
+            return {"status": "wrong", "detail": "indices: " + _first_line(e)}
+        expected = _picked_values(key, sample, expected)
     reason = compare(actual, expected, tolerance(key, dtype), DTYPE_BY_DEVICE.get(key, ((), ""))[0])
     return {"status": "wrong", "detail": reason} if reason else {"status": "pass"}
 
