@@ -75,7 +75,14 @@ _SQUARINGS = (
     "scaling and squaring doubles the rounding error of each squaring: on op_db's batched sample CPU's own "
     "float32 error against float64 is 2.4e-3 relative, ours 9e-4"
 )
+_OPINFO_INDUCTOR_F16 = (
+    "PyTorch's own OpInfo loosens float16 to this tolerance for every device, CUDA included "
+    "(toleranceOverride on TestInductorOpInfo.test_comprehensive): a compiled kernel accumulates in float32, "
+    "as XLA does, where eager CPU rounds each step to float16"
+)
 TOLERANCE_OVERRIDES = {
+    "index_reduce.mean": {"float16": (2e-3, 3e-3, _OPINFO_INDUCTOR_F16)},
+    "index_reduce.prod": {"float16": (2e-3, 3e-3, _OPINFO_INDUCTOR_F16)},
     "matrix_exp": {"float32": (1e-5, 5e-3, _SQUARINGS)},
     "nn.functional.conv2d": {"float32": (1e-4, 1.3e-5, _SUM_ORDER)},
     "nn.functional.conv3d": {"float32": (1e-4, 1.3e-5, _SUM_ORDER)},
