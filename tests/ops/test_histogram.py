@@ -36,6 +36,7 @@ def to_tpu(v):
 def run_on_tpu(fn, args, mode):
     args = to_tpu(args)
     if mode == "compiled":
+        torch._dynamo.reset()  # each case a fresh compile, not a recompile counted against the limit
         return torch.compile(fn, backend="tpu", fullgraph=True)(*args)
     with torch_tpu.eager_mode(mode):
         torch_tpu.reset_metrics()

@@ -432,6 +432,7 @@ def symmetric_indefinite(*batch_and_n, seed=0):
 def run_in_mode(fn, args, mode):
     args = [a.to("tpu") for a in args]
     if mode == "compiled":
+        torch._dynamo.reset()  # each shape a fresh compile, not a recompile counted against the limit
         return torch.compile(fn, backend="tpu", fullgraph=True)(*args)
     with torch_tpu.eager_mode(mode):
         return fn(*args)
