@@ -109,6 +109,7 @@ def summarize(results, keys):
         for slot, name in (
             ("float32", "float32"),
             ("bfloat16", "bfloat16"),
+            ("float16", "float16"),
             ("backward:float32", "backward"),
             ("error_inputs", "errors"),
         ):
@@ -158,6 +159,7 @@ def write_report(path, rows, totals, blocked, overloads, crashes, elapsed, jobs,
         f"- OpInfos: {n_ops}; native ATen overloads (`torch_tpu.lowered_ops()`): {len(torch_tpu.lowered_ops())}",
         f"- OpInfos passing every float32 sample: {pct(totals['float32_pass'], totals['float32_total'])}",
         f"- OpInfos passing every bfloat16 sample: {pct(totals['bfloat16_pass'], totals['bfloat16_total'])}",
+        f"- OpInfos passing every float16 sample: {pct(totals['float16_pass'], totals['float16_total'])}",
         f"- OpInfos passing every float32 backward sample: {pct(totals['backward_pass'], totals['backward_total'])}",
         f"- OpInfos whose every error input raises CPU's exception type: "
         f"{pct(totals['errors_pass'], totals['errors_total'])}",
@@ -267,7 +269,8 @@ def main():
     print(
         f"{len(keys)} OpInfos in {elapsed / 60:.1f} min; float32 "
         f"{pct(totals['float32_pass'], totals['float32_total'])}, bfloat16 "
-        f"{pct(totals['bfloat16_pass'], totals['bfloat16_total'])}, backward "
+        f"{pct(totals['bfloat16_pass'], totals['bfloat16_total'])}, float16 "
+        f"{pct(totals['float16_pass'], totals['float16_total'])}, backward "
         f"{pct(totals['backward_pass'], totals['backward_total'])}, errors "
         f"{pct(totals['errors_pass'], totals['errors_total'])}; crashes {len(crashes)}"
     )

@@ -253,6 +253,27 @@ void check_matrix_exp(const c10::FunctionSchema&, const Args& args) {
   at::native::checkFloatingOrComplex(args[0].toTensor(), "matrix_exp");
 }
 
+// linalg_ldl_solve's C++ meta function (BatchLinearAlgebra.cpp), whose
+// words for the pivots' dtype differ from the Python meta kernel's.
+void check_ldl_solve(const c10::FunctionSchema&, const Args& args) {
+  if (args.size() < 3 || !args[0].isTensor() || !args[1].isTensor() || !args[2].isTensor()) return;
+  const at::Tensor &ld = args[0].toTensor(), &pivots = args[1].toTensor(), &rhs = args[2].toTensor();
+  at::native::squareCheckInputs(ld, "torch.linalg.ldl_solve");
+  at::native::checkFloatingOrComplex(ld, "torch.linalg.ldl_solve");
+  at::native::linearSolveCheckInputs(rhs, ld, "torch.linalg.ldl_solve");
+  TORCH_CHECK(rhs.dim() >= 2, "torch.linalg.ldl_solve: Expected B to have at least 2 dimensions, but it has ",
+              rhs.dim(), " dimensions instead");
+  const auto expected_pivots_shape = ld.sizes().slice(0, ld.dim() - 1);
+  TORCH_CHECK(expected_pivots_shape.equals(pivots.sizes()),
+              "torch.linalg.ldl_solve: Expected LD.shape[:-1] and pivots.shape to be the same, but got pivots with "
+              "shape ",
+              pivots.sizes(), " instead");
+  TORCH_CHECK(at::isIntegralType(pivots.scalar_type(), /*includeBool=*/false),
+              "torch.linalg.ldl_solve: Expected pivots to be integers. Got ", pivots.scalar_type());
+  TORCH_CHECK(ld.scalar_type() == rhs.scalar_type(), "torch.linalg.ldl_solve: ", "LD dtype ", ld.scalar_type(),
+              " does not match b dtype ", rhs.scalar_type());
+}
+
 // ---- checks ATen makes on every device that PyTorch's meta kernels lack --------
 namespace {
 

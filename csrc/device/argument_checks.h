@@ -37,6 +37,7 @@ void check_addmm(const c10::FunctionSchema& schema, const std::vector<c10::IValu
 void check_addmv(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
 void check_dot(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
 void check_matrix_exp(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+void check_ldl_solve(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
 void check_dim_of_self(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
 void check_convolution_types(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
 void check_arange_bounds(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);

@@ -1,7 +1,10 @@
 #include "device/missing_meta_kernels.h"
 
 #include <ATen/ATen.h>
+#include <ATen/Dispatch.h>
 #include <ATen/TensorUtils.h>
+
+#include <cmath>
 
 namespace torch_tpu::device {
 
@@ -143,6 +146,128 @@ void grouped_mm(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   stack->emplace_back(at::empty(size, a.options().dtype(out_dtype)));
 }
 
+// histogram (.bin_ct, .bins_tensor) and histogramdd's _histogramdd_bin_edges,
+// _histogramdd_from_bin_cts and _histogramdd_from_bin_tensors: CPU's argument
+// checks, in its order and words (aten/src/ATen/native/Histogram.cpp), and
+// its result shapes. The schema tells them apart: histogram returns (hist,
+// bin_edges) and reads every element as a point; the bins are a count (with
+// `range`) or edge tensors.
+void histogram(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const c10::FunctionSchema& schema = op.schema();
+  const size_t n = schema.arguments().size();
+  std::vector<c10::IValue> args(stack->end() - n, stack->end());
+  torch::jit::drop(*stack, n);
+  const bool one_dimensional = schema.returns().size() == 2;
+  const bool returns_edges = schema.returns()[0].type()->kind() == c10::TypeKind::ListType;
+  const bool bin_counts = args[1].isInt() || args[1].isIntList();
+  const at::Tensor self = args[0].toTensor();
+  const size_t weight_index = bin_counts ? 3 : 2;
+  std::optional<at::Tensor> weight;
+  if (args[weight_index].isTensor()) weight = args[weight_index].toTensor();
+  std::optional<std::vector<double>> range;
+  if (bin_counts && !args[2].isNone()) range = args[2].toDoubleVector();
+
+  if (!one_dimensional)
+    TORCH_CHECK(self.dim() >= 2, "torch.histogramdd: input tensor should have at least 2 dimensions");
+  // histogram reads every element as a 1-d point.
+  const at::Tensor points = one_dimensional ? self.reshape({self.numel(), 1}) : self;
+  if (one_dimensional && weight) weight = weight->reshape({weight->numel()});
+  const int64_t dims = points.size(-1);
+
+  auto check_bin_count = [](int64_t count, size_t dim) {
+    TORCH_CHECK(count > 0, "torch.histogram(): bins must be > 0, but got ", count, " for dimension ", dim);
+  };
+  // select_outer_bin_edges: the range is read on the host where it is given;
+  // the data's own range is checked by the program (csrc/lower/statistics.cpp).
+  auto check_range = [&]() {
+    if (range) {
+      TORCH_CHECK(static_cast<int64_t>(range->size()) == 2 * dims, "torch.histogramdd: for a ", dims,
+                  "-dimensional histogram", " range should have ", 2 * dims, " elements, but got ", range->size());
+      for (int64_t dim = 0; dim < dims; ++dim) {
+        const double left = (*range)[2 * dim], right = (*range)[2 * dim + 1];
+        TORCH_CHECK(std::isfinite(left) && std::isfinite(right), "torch.histogramdd: dimension ", dim, "'s range [",
+                    left, ", ", right, "] is not finite");
+        TORCH_CHECK(left <= right, "torch.histogramdd: min should not exceed max, but got", " min ", left, " max ",
+                    right, " for dimension ", dim);
+      }
+    } else if (points.numel() > 0) {
+      AT_DISPATCH_FLOATING_TYPES(points.scalar_type(), "histogramdd", [] {});
+    }
+  };
+  auto check_inputs = [&](const std::vector<at::Tensor>& bins) {
+    TORCH_CHECK(points.dim() >= 2, "torch.histogramdd: input tensor should have at least 2 dimensions, but got ",
+                points.dim());
+    TORCH_CHECK(static_cast<int64_t>(bins.size()) == dims, "torch.histogramdd: expected ", dims,
+                " sequences of bin edges for a ", dims, "-dimensional histogram but got ", bins.size());
+    for (int64_t dim = 0; dim < dims; ++dim) {
+      const at::Tensor& edges = bins[dim];
+      TORCH_CHECK(points.dtype() == edges.dtype(), "torch.histogramdd: input tensor and bins tensors should",
+                  " have the same dtype, but got input with dtype ", points.dtype(), " and bins for dimension ", dim,
+                  " with dtype ", edges.dtype());
+      TORCH_CHECK(edges.dim() == 1, "torch.histogramdd: bins tensor should have one dimension,", " but got ",
+                  edges.dim(), " dimensions in the bins tensor for dimension ", dim);
+      TORCH_CHECK(edges.numel() > 0, "torch.histogramdd: bins tensor should have at least 1 element,", " but got ",
+                  edges.numel(), " elements in the bins tensor for dimension ", dim);
+    }
+    if (weight) {
+      TORCH_CHECK(points.dtype() == weight->dtype(), "torch.histogramdd: if weight tensor is provided,",
+                  " input tensor and weight tensor should have the same dtype, but got input(", points.dtype(), ")",
+                  ", and weight(", weight->dtype(), ")");
+      std::vector<int64_t> point_sizes = points.sizes().vec();
+      point_sizes.pop_back();
+      std::vector<int64_t> weight_sizes = weight->sizes().vec();
+      if (weight_sizes.empty()) weight_sizes = {1};
+      TORCH_CHECK(point_sizes == weight_sizes, "torch.histogramdd: if weight tensor is provided it should have",
+                  " the same shape as the input tensor excluding its innermost dimension, but got input with shape ",
+                  points.sizes(), " and weight with shape ", weight->sizes());
+    }
+  };
+  auto check_kernel_dtype = [&]() {
+    AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, points.scalar_type(), "histogram_cpu", [] {});
+  };
+  auto equal_width_edges = [&](const std::vector<int64_t>& counts) {
+    std::vector<at::Tensor> edges;
+    for (int64_t dim = 0; dim < dims; ++dim) {
+      const int64_t count = dim < static_cast<int64_t>(counts.size()) ? counts[dim] : 0;
+      TORCH_CHECK(count + 1 >= 0, "number of steps must be non-negative");  // linspace's check
+      edges.push_back(at::empty({count + 1}, points.options()));
+    }
+    return edges;
+  };
+
+  std::vector<at::Tensor> edges;
+  std::vector<int64_t> counts;
+  if (one_dimensional && bin_counts) {
+    counts = {args[1].toInt()};
+    check_bin_count(counts[0], 0);
+    check_range();
+    edges = equal_width_edges(counts);
+    check_inputs(edges);
+  } else if (bin_counts) {
+    counts = args[1].toIntVector();
+    TORCH_CHECK(static_cast<int64_t>(counts.size()) == dims,
+                "histogramdd: The size of bins must be equal to the innermost dimension of the input.");
+    check_range();
+    edges = equal_width_edges(counts);
+    if (returns_edges) {
+      stack->emplace_back(edges);
+      return;
+    }
+    check_inputs(edges);
+    for (int64_t dim = 0; dim < dims; ++dim) check_bin_count(counts[dim], dim);
+  } else {
+    edges = one_dimensional ? std::vector<at::Tensor>{args[1].toTensor()} : args[1].toTensorVector();
+    check_inputs(edges);
+    for (int64_t dim = 0; dim < dims; ++dim) {
+      counts.push_back(edges[dim].numel() - 1);
+      check_bin_count(counts.back(), dim);
+    }
+  }
+  check_kernel_dtype();
+  stack->emplace_back(at::empty(counts, points.options()));
+  if (one_dimensional) stack->emplace_back(at::empty({counts[0] + 1}, edges[0].options()));
+}
+
 }  // namespace
 
 torch::CppFunction missing_meta_kernel(MetaSource source) {
@@ -161,6 +286,8 @@ torch::CppFunction missing_meta_kernel(MetaSource source) {
       return torch::CppFunction::makeFromBoxedFunction<lstm_cell>();
     case MetaSource::GroupedMm:
       return torch::CppFunction::makeFromBoxedFunction<grouped_mm>();
+    case MetaSource::Histogram:
+      return torch::CppFunction::makeFromBoxedFunction<histogram>();
     case MetaSource::PyTorch:
       break;
   }

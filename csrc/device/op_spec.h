@@ -53,7 +53,8 @@ enum class MetaSource {
   GruCell,
   GruCellBackward,
   LstmCell,
-  GroupedMm
+  GroupedMm,
+  Histogram
 };
 
 struct OpSpec {

@@ -137,6 +137,19 @@ std::vector<Value> linspace(LowerContext& ctx) {
   Value i = b.iota({ElementType::S64, shape}, 0);
   Value halfway = b.broadcast_to(b.constant_int(steps / 2, ElementType::S64), shape);
   Value from_end = b.binary("subtract", b.broadcast_to(b.constant_int(steps - 1, ElementType::S64), shape), i);
+  if (out.dtype == ElementType::BF16 || out.dtype == ElementType::F16) {
+    // c10::BFloat16/Half arithmetic, as CPU's kernel computes with step_t =
+    // scalar_t: every operation (and every int operand) rounds to the dtype.
+    auto rounded = [&](const Value& v) { return b.convert(b.convert(v, out.dtype), ElementType::F32); };
+    auto splat = [&](double v) { return rounded(b.splat(v, {ElementType::F32, shape})); };
+    Value s = splat(static_cast<float>(start_arg.as_double())), e = splat(static_cast<float>(end_arg.as_double()));
+    Value d = rounded(b.binary("divide", rounded(b.binary("subtract", e, s)), splat(static_cast<double>(steps - 1))));
+    Value head = rounded(b.binary("add", s, rounded(b.binary("multiply", d, rounded(b.convert(i, ElementType::F32))))));
+    Value tail = rounded(
+        b.binary("subtract", e, rounded(b.binary("multiply", d, rounded(b.convert(from_end, ElementType::F32))))));
+    Value v = b.select(b.compare(i, halfway, CompareDirection::LT), head, tail);
+    return {b.reshape(b.convert(v, out.dtype), out.shape)};
+  }
   Value d = b.broadcast_to(ctx.cast_scalar(float_scalar(step), acc), shape);
   Value head = b.binary("add", b.broadcast_to(ctx.cast_scalar(float_scalar(start), acc), shape),
                         b.binary("multiply", d, b.convert(i, acc)));

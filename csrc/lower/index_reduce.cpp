@@ -620,14 +620,46 @@ std::vector<Value> segment_reduce(LowerContext& ctx) {
   Value init = has_initial ? ctx.scalar_arg(7, t) : identity_of(b, r, t);
   Value base = b.broadcast_to(init, out.shape);
   if (data.type.numel() == 0 || out.numel() == 0) return {b.convert(base, out.dtype)};
-  Value result = scatter_points(b, base, segment_coords(b, s, data.shape(), axis), b.convert(data, t), r);
+  Value coords = segment_coords(b, s, data.shape(), axis);
+  Value result;
+  // bfloat16/float16 sums and products: CPU's kernel adds each element in
+  // turn in the dtype itself (scalar_t arithmetic, rounding every step), so
+  // the positions along the axis are taken one at a time, in order.
+  const bool in_turn = t != out.dtype && (r == Reduce::Sum || r == Reduce::Mean || r == Reduce::Prod);
+  auto rounded = [&](const Value& v) { return in_turn ? b.convert(b.convert(v, out.dtype), t) : v; };
+  if (in_turn) {
+    const Value data_t = b.convert(data, t);
+    Shape sizes = data.shape();
+    sizes[axis] = 1;
+    Shape coord_sizes = sizes;
+    coord_sizes.push_back(coords.shape().back());
+    auto out_of = b.while_loop(
+        {b.constant_int(0, ElementType::S64), rounded(base)},
+        [&](Builder& rb, const std::vector<Value>& st) {
+          return std::vector<Value>{
+              rb.compare(st[0], rb.constant_int(data.shape()[axis], ElementType::S64), CompareDirection::LT)};
+        },
+        [&](Builder& rb, const std::vector<Value>& st) {
+          std::vector<Value> starts(data.rank(), rb.constant_int(0, ElementType::S64));
+          starts[axis] = st[0];
+          Value elements = rb.dynamic_slice(data_t, starts, sizes);
+          starts.push_back(rb.constant_int(0, ElementType::S64));
+          Value where = rb.dynamic_slice(coords, starts, coord_sizes);
+          Value next = scatter_points(rb, st[1], where, elements, r == Reduce::Prod ? Reduce::Prod : Reduce::Sum);
+          return std::vector<Value>{rb.binary("add", st[0], rb.constant_int(1, ElementType::S64)),
+                                    rb.convert(rb.convert(next, out.dtype), t)};
+        });
+    result = out_of[1];
+  } else {
+    result = scatter_points(b, base, coords, b.convert(data, t), r);
+  }
   if (r == Reduce::Mean) {
     std::vector<int64_t> len_dims;
     for (int64_t d = 0; d <= axis; ++d) len_dims.push_back(d);
-    Value len = b.broadcast_in_dim(b.convert(s.length, t), out.shape, len_dims);
+    Value len = b.broadcast_in_dim(rounded(b.convert(s.length, t)), out.shape, len_dims);
     Value mean = b.binary("divide", result, len);
     Value empty = b.compare(len, zeros(b, len.type), CompareDirection::EQ);
-    Value empty_value = has_initial ? base : b.splat(NAN, len.type);
+    Value empty_value = has_initial ? rounded(base) : b.splat(NAN, len.type);
     result = b.select(empty, empty_value, mean);
   }
   return {b.convert(result, out.dtype)};

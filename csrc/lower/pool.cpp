@@ -342,6 +342,72 @@ std::vector<Value> avg_pool_backward(LowerContext& ctx) {
   return {b.convert(sum_windows(b, spread, w), out.dtype)};
 }
 
+namespace {
+
+// CPU's adaptive_avg_pool3d for bfloat16/float16 (AdaptiveAveragePooling3d.cpp)
+// sums each window in scalar_t, element by element (t, then h, then w),
+// rounding every addition, and divides by kT, kH and kW in turn: the window
+// offsets are taken one at a time, in that order, each a gather of every
+// window's element at that offset.
+Value adaptive_avg_pool3d_in_turn(Builder& b, const Value& x, const TensorType& out) {
+  const int64_t first = x.rank() - 3;
+  const ElementType t = x.dtype();
+  auto rounded = [&](const Value& v) { return b.convert(b.convert(v, out.dtype), t); };
+  std::vector<Value> starts, sizes;
+  std::vector<int64_t> widest;
+  for (int64_t i = 0; i < 3; ++i) {
+    const int64_t in = x.shape()[first + i], o = out.shape[first + i];
+    const TensorType index_t{ElementType::S64, {o}};
+    Value pos = b.iota(index_t, 0);
+    Value start = b.binary("divide", b.binary("multiply", pos, b.splat(static_cast<double>(in), index_t)),
+                           b.splat(static_cast<double>(o), index_t));
+    Value end = b.binary("divide",
+                         b.binary("add",
+                                  b.binary("multiply", b.binary("add", pos, b.splat(1, index_t)),
+                                           b.splat(static_cast<double>(in), index_t)),
+                                  b.splat(static_cast<double>(o - 1), index_t)),
+                         b.splat(static_cast<double>(o), index_t));
+    starts.push_back(start);
+    sizes.push_back(b.binary("subtract", end, start));
+    int64_t most = 0;
+    for (int64_t k = 0; k < o; ++k) most = std::max(most, ((k + 1) * in + o - 1) / o - k * in / o);
+    widest.push_back(most);
+  }
+  const int64_t offsets = widest[0] * widest[1] * widest[2];
+  auto sum = b.while_loop(
+      {b.constant_int(0, ElementType::S64), rounded(zeros(b, {t, out.shape}))},
+      [&](Builder& rb, const std::vector<Value>& st) {
+        return std::vector<Value>{rb.compare(st[0], rb.constant_int(offsets, ElementType::S64), CompareDirection::LT)};
+      },
+      [&](Builder& rb, const std::vector<Value>& st) {
+        const int64_t inner[3] = {widest[1] * widest[2], widest[2], 1};
+        Value v = x;
+        Value valid = rb.splat(1, {ElementType::Pred, out.shape});
+        for (int64_t i = 0; i < 3; ++i) {
+          const int64_t o = out.shape[first + i], d = first + i;
+          const TensorType index_t{ElementType::S64, {o}};
+          Value j = rb.binary("remainder", rb.binary("divide", st[0], rb.constant_int(inner[i], ElementType::S64)),
+                              rb.constant_int(widest[i], ElementType::S64));
+          Value jv = rb.broadcast_in_dim(j, {o}, {});
+          Value at = rb.binary("minimum", rb.binary("add", starts[i], jv),
+                               rb.splat(static_cast<double>(x.shape()[d] - 1), index_t));
+          v = rb.gather_slices(v, d, rb.reshape(at, {o, 1}));
+          Value inside = rb.compare(jv, sizes[i], CompareDirection::LT);
+          valid = rb.binary("and", valid, rb.broadcast_in_dim(inside, out.shape, {d}));
+        }
+        Value next = rounded(rb.binary("add", st[1], rb.select(valid, v, zeros(rb, v.type))));
+        return std::vector<Value>{rb.binary("add", st[0], rb.constant_int(1, ElementType::S64)), next};
+      });
+  Value avg = sum[1];
+  for (int64_t i = 0; i < 3; ++i) {
+    Value k = b.broadcast_in_dim(b.convert(sizes[i], t), out.shape, {first + i});
+    avg = rounded(b.binary("divide", avg, rounded(k)));
+  }
+  return avg;
+}
+
+}  // namespace
+
 // _adaptive_avg_pool{2,3}d(self, output_size)
 std::vector<Value> adaptive_avg_pool(LowerContext& ctx) {
   Builder& b = ctx.b;
@@ -350,6 +416,8 @@ std::vector<Value> adaptive_avg_pool(LowerContext& ctx) {
   const ElementType acc = accumulation_type(out.dtype);
   Value x = b.convert(ctx.tensor(0), acc);
   if (out.numel() == 0) return {zeros(b, out)};
+  if (ctx.ints(1).size() == 3 && acc != out.dtype)
+    return {b.convert(adaptive_avg_pool3d_in_turn(b, x, out), out.dtype)};
   const int64_t first = x.rank() - static_cast<int64_t>(ctx.ints(1).size());
   for (int64_t d = first; d < x.rank(); ++d) {
     x = apply_along(ctx, x, adaptive_matrix(b, x.shape()[d], out.shape[d], acc), d, 1);

@@ -1,12 +1,12 @@
 // Statistics and searches: nansum, var_mean/std_mean, aminmax,
-// count_nonzero, trace, renorm, searchsorted/bucketize and isin. Result shapes and dtypes are PyTorch's
-// (ctx.out_types); low-precision floats are computed in float32 and rounded
-// once (at::acc_type).
+// count_nonzero, trace, renorm, searchsorted/bucketize, isin, histc and histogram/histogramdd. Result shapes and dtypes
+// are PyTorch's (ctx.out_types); low-precision floats are computed in float32 and rounded once (at::acc_type).
 #include "lower/statistics.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -280,9 +280,14 @@ std::vector<Value> histc(LowerContext& ctx) {
     hi = integral ? b.constant_int(static_cast<int64_t>(max_arg), t) : b.constant(max_arg, t);
   }
   const TensorType vt = v.type;
+  // bfloat16/float16: CPU's kernel computes the position in the input type,
+  // c10's arithmetic rounding after each operation.
+  const bool rounds = !integral && t != x.dtype();
+  auto rounded = [&](const Value& r) { return rounds ? b.convert(b.convert(r, x.dtype()), t) : r; };
   Value lo_n = b.broadcast_to(lo, vt.shape), hi_n = b.broadcast_to(hi, vt.shape);
-  Value scaled = b.binary("multiply", b.binary("subtract", v, lo_n), b.splat(static_cast<double>(bins), vt));
-  Value position = b.binary("divide", scaled, b.binary("subtract", hi_n, lo_n));
+  Value scaled = rounded(
+      b.binary("multiply", rounded(b.binary("subtract", v, lo_n)), rounded(b.splat(static_cast<double>(bins), vt))));
+  Value position = rounded(b.binary("divide", scaled, rounded(b.binary("subtract", hi_n, lo_n))));
   const TensorType index_type{ElementType::S64, vt.shape};
   // In range, position >= 0: converting truncates, which is floor here.
   Value bin =
@@ -294,6 +299,221 @@ std::vector<Value> histc(LowerContext& ctx) {
   Value ones = b.select(inside, b.splat(1, {count_type, vt.shape}), b.splat(0, {count_type, vt.shape}));
   Value counts = b.scatter_points(b.splat(0, {count_type, {bins}}), index, ones, hlo::accumulate);
   return {b.convert(counts, out.dtype)};
+}
+
+namespace {
+
+// One dimension's bins for histogram/histogramdd: 1-d increasing edges of
+// the points' type.
+struct HistogramBins {
+  Value edges;
+  // Edges from linspace: CPU's kernel maps a value to its bin by linear
+  // interpolation and corrects that among the neighbouring edges
+  // (LINEAR_INTERPOLATION_WITH_LOCAL_SEARCH); others are searched
+  // (BINARY_SEARCH, std::upper_bound).
+  bool linear = false;
+};
+
+// edges[k] as a 0-d value.
+Value edge_at(Builder& b, const Value& edges, int64_t k) { return b.reshape(b.slice(edges, {k}, {k + 1}, {1}), {}); }
+
+// Each value's bin among `bins` (CPU's aten/src/ATen/native/cpu/HistogramKernel.cpp): the
+// last edge at or below it, the last bin also taking its right edge; `inside`
+// is false for values outside [first, last] edge and NaN.
+std::pair<Value, Value> bin_of(Builder& b, const Value& x, const HistogramBins& bins) {
+  const int64_t n_edges = bins.edges.shape().at(0);
+  const Shape& shape = x.shape();
+  const TensorType index_t{ElementType::S64, shape};
+  Value left = b.broadcast_to(edge_at(b, bins.edges, 0), shape);
+  Value right = b.broadcast_to(edge_at(b, bins.edges, n_edges - 1), shape);
+  Value inside = b.binary("and", b.compare(x, left, CompareDirection::GE), b.compare(x, right, CompareDirection::LE));
+  Value upper;  // std::upper_bound's position
+  if (!bins.linear) {
+    upper = binary_search(b, bins.edges, x, /*right=*/true);
+  } else {
+    // (x - left) * (n_edges - 1) / (right - left) in the points' type,
+    // truncated; then upper_bound over edges [pos - 1, pos + 2).
+    Value scaled =
+        b.binary("multiply", b.binary("subtract", x, left), b.splat(static_cast<double>(n_edges - 1), x.type));
+    Value guess = b.convert(b.binary("divide", scaled, b.binary("subtract", right, left)), ElementType::S64);
+    guess = b.select(inside, guess, b.splat(0, index_t));  // NaN and outside: any bin, not counted
+    Value lo = b.binary("maximum", b.binary("subtract", guess, b.splat(1, index_t)), b.splat(0, index_t));
+    Value hi = b.binary("minimum", b.binary("add", guess, b.splat(2, index_t)),
+                        b.splat(static_cast<double>(n_edges), index_t));
+    upper = lo;
+    for (int64_t k = 0; k < 3; ++k) {
+      Value at = b.binary("add", lo, b.splat(static_cast<double>(k), index_t));
+      Value edge =
+          gather_last(b, bins.edges, b.binary("minimum", at, b.splat(static_cast<double>(n_edges - 1), index_t)));
+      Value counts = b.binary("and", b.compare(at, hi, CompareDirection::LT), b.compare(edge, x, CompareDirection::LE));
+      upper = b.binary("add", upper, b.convert(counts, ElementType::S64));
+    }
+  }
+  Value bin = b.binary("subtract", upper, b.splat(1, index_t));
+  bin = b.binary("minimum", bin, b.splat(static_cast<double>(n_edges - 2), index_t));
+  bin = b.binary("maximum", bin, b.splat(0, index_t));
+  return {b.select(inside, bin, b.splat(0, index_t)), inside};
+}
+
+// The histogram of `points` ([M, D], the points' type) over `bins` (D of
+// them), each point adding its weight ([M], or 1) to its bin; with
+// `density`, divided by the total and by each bin's volume, as CPU's
+// histogramdd_out_cpu_template does.
+Value histogram_of(Builder& b, const Value& points, const std::vector<HistogramBins>& bins,
+                   const std::optional<Value>& weight, bool density, const TensorType& out) {
+  const int64_t m = points.shape().at(0);
+  if (out.numel() == 0) return zeros(b, out);
+  const ElementType t = out.dtype;
+  const TensorType index_t{ElementType::S64, {m}};
+  Value flat_index = b.splat(0, index_t);
+  Value counted = b.splat(1, {ElementType::Pred, {m}});
+  int64_t stride = out.numel();
+  for (size_t d = 0; d < bins.size(); ++d) {
+    stride /= out.shape.at(d);
+    Value x = b.reshape(b.slice(points, {0, static_cast<int64_t>(d)}, {m, static_cast<int64_t>(d) + 1}, {1, 1}), {m});
+    auto [bin, inside] = bin_of(b, x, bins[d]);
+    flat_index = b.binary("add", flat_index, b.binary("multiply", bin, b.splat(static_cast<double>(stride), index_t)));
+    counted = b.binary("and", counted, inside);
+  }
+  const TensorType update_t{t, {m}};
+  Value update = weight ? b.convert(*weight, t) : b.splat(1, update_t);
+  update = b.select(counted, update, b.splat(0, update_t));
+  Value hist = b.scatter_points(b.splat(0, {t, {out.numel()}}), flat_index, update, hlo::accumulate);
+  hist = b.reshape(hist, out.shape);
+  if (!density) return hist;
+  // hist / hist.sum() / each dim's bin lengths, each division in the
+  // accumulation type and rounded, as CPU's div_ calls.
+  const ElementType acc = accumulation_type(t);
+  std::vector<int64_t> every_dim(out.shape.size());
+  for (size_t d = 0; d < every_dim.size(); ++d) every_dim[d] = static_cast<int64_t>(d);
+  Value total = b.convert(b.convert(reduce_with(b, b.convert(hist, acc), every_dim, "add"), t), acc);
+  hist = b.convert(b.binary("divide", b.convert(hist, acc), b.broadcast_to(total, out.shape)), t);
+  for (size_t d = 0; d < bins.size(); ++d) {
+    const int64_t n = out.shape.at(d);
+    Value lengths =
+        b.binary("subtract", b.slice(bins[d].edges, {1}, {n + 1}, {1}), b.slice(bins[d].edges, {0}, {n}, {1}));
+    Value across = b.broadcast_in_dim(b.convert(lengths, acc), out.shape, {static_cast<int64_t>(d)});
+    hist = b.convert(b.binary("divide", b.convert(hist, acc), across), t);
+  }
+  return hist;
+}
+
+// The points of histogram (every element, [numel, 1]) or histogramdd (the
+// last dim is D, [M, D]) and their weights ([M]).
+Value points_of(Builder& b, const Value& self, bool one_dimensional) {
+  const int64_t numel = self.type.numel();
+  if (one_dimensional) return b.reshape(self, {numel, 1});
+  const int64_t d = self.shape().back();
+  return b.reshape(self, {d == 0 ? 0 : numel / d, d});
+}
+
+std::optional<Value> weight_of(LowerContext& ctx, size_t i) {
+  if (!ctx.has(i)) return std::nullopt;
+  const Value& w = ctx.tensor(i);
+  return ctx.b.reshape(w, {w.type.numel()});
+}
+
+// Equal-width edges for each of `bin_counts` (CPU's histogramdd_bin_edges):
+// over `range` (2 per dim) when given, else over each dim's [min, max]
+// ([0, 1] without points), widened by 0.5 either side where that is one
+// value; linspace(left, right, bins + 1) in the points' type.
+std::vector<HistogramBins> equal_width_bins(LowerContext& ctx, const Value& points,
+                                            const std::vector<int64_t>& bin_counts, size_t range_index) {
+  Builder& b = ctx.b;
+  const ElementType t = points.dtype();
+  const int64_t m = points.shape().at(0);
+  std::vector<HistogramBins> bins;
+  for (size_t d = 0; d < bin_counts.size(); ++d) {
+    Value left, right;  // f64, as CPU holds them
+    if (ctx.has(range_index)) {
+      left = b.constant(ctx.args[range_index].doubles.at(2 * d), ElementType::F64);
+      right = b.constant(ctx.args[range_index].doubles.at(2 * d + 1), ElementType::F64);
+    } else if (m == 0) {
+      left = b.constant(0, ElementType::F64);
+      right = b.constant(1, ElementType::F64);
+    } else {
+      const auto dd = static_cast<int64_t>(d);
+      Value x = b.reshape(b.slice(points, {0, dd}, {m, dd + 1}, {1, 1}), {m});
+      left = b.convert(nan_max_min(b, x, {0}, /*is_max=*/false), ElementType::F64);
+      right = b.convert(nan_max_min(b, x, {0}, /*is_max=*/true), ElementType::F64);
+      // CPU reads the range to the host and raises; the program checks it
+      // and the device layer raises by the next synchronization.
+      const Value inf = b.constant(std::numeric_limits<double>::infinity(), ElementType::F64);
+      Value finite = b.binary("and", b.compare(b.unary("abs", left), inf, CompareDirection::LT),
+                              b.compare(b.unary("abs", right), inf, CompareDirection::LT));
+      ctx.check_all(finite, "torch.histogramdd: dimension " + std::to_string(d) + "'s range is not finite");
+    }
+    Value one_value = b.compare(left, right, CompareDirection::EQ);
+    left = b.select(one_value, b.binary("subtract", left, b.constant(0.5, ElementType::F64)), left);
+    right = b.select(one_value, b.binary("add", right, b.constant(0.5, ElementType::F64)), right);
+    // linspace's kernel: both ends in the result type, the step in it too
+    // (float for bfloat16/float16, as the device's linspace lowering),
+    // start + step * i for the first half and end - step * (steps - 1 - i)
+    // for the second, so both ends are exact.
+    const int64_t steps = bin_counts[d] + 1;
+    const ElementType step_t = t == ElementType::F64 ? ElementType::F64 : ElementType::F32;
+    Value start = b.convert(b.convert(left, t), step_t), end = b.convert(b.convert(right, t), step_t);
+    Value step =
+        b.binary("divide", b.binary("subtract", end, start), b.constant(static_cast<double>(steps - 1), step_t));
+    const Shape shape{steps};
+    Value i = b.iota({ElementType::S64, shape}, 0);
+    Value from_end = b.binary("subtract", b.splat(static_cast<double>(steps - 1), {ElementType::S64, shape}), i);
+    Value step_n = b.broadcast_to(step, shape);
+    Value head = b.binary("add", b.broadcast_to(start, shape), b.binary("multiply", step_n, b.convert(i, step_t)));
+    Value tail =
+        b.binary("subtract", b.broadcast_to(end, shape), b.binary("multiply", step_n, b.convert(from_end, step_t)));
+    Value first_half =
+        b.compare(i, b.splat(static_cast<double>(steps / 2), {ElementType::S64, shape}), CompareDirection::LT);
+    Value edges = steps == 1 ? b.broadcast_to(start, shape) : b.select(first_half, head, tail);
+    bins.push_back({b.convert(edges, t), /*linear=*/true});
+  }
+  return bins;
+}
+
+}  // namespace
+
+// histogram.bin_ct(self, bins, *, range, weight, density) -> (hist,
+// bin_edges): equal-width bins over every element. Argument checks are CPU's
+// (the device's meta kernel, csrc/device/missing_meta_kernels.cpp); every
+// shape follows from the bin count, so nothing waits for the device.
+std::vector<Value> histogram_bin_ct(LowerContext& ctx) {
+  Value points = points_of(ctx.b, ctx.tensor(0), /*one_dimensional=*/true);
+  std::vector<HistogramBins> bins = equal_width_bins(ctx, points, {ctx.int_arg(1)}, 2);
+  return {histogram_of(ctx.b, points, bins, weight_of(ctx, 3), ctx.bool_arg(4), ctx.out_types.at(0)), bins[0].edges};
+}
+
+// histogram.bins_tensor(self, bins, *, weight, density) -> (hist,
+// bin_edges): bins given by their edges, returned as they are.
+std::vector<Value> histogram_bins_tensor(LowerContext& ctx) {
+  Value points = points_of(ctx.b, ctx.tensor(0), /*one_dimensional=*/true);
+  const Value& edges = ctx.tensor(1);
+  return {histogram_of(ctx.b, points, {{edges}}, weight_of(ctx, 2), ctx.bool_arg(3), ctx.out_types.at(0)), edges};
+}
+
+// _histogramdd_bin_edges(self, bins, *, range, weight, density) -> Tensor[]:
+// torch.histogramdd's edges for bin counts.
+std::vector<Value> histogramdd_bin_edges(LowerContext& ctx) {
+  Value points = points_of(ctx.b, ctx.tensor(0), /*one_dimensional=*/false);
+  std::vector<Value> edges;
+  for (const HistogramBins& bins : equal_width_bins(ctx, points, ctx.ints(1), 2)) edges.push_back(bins.edges);
+  return edges;
+}
+
+// _histogramdd_from_bin_cts(self, bins, *, range, weight, density): the
+// histogram over those edges.
+std::vector<Value> histogramdd_from_bin_cts(LowerContext& ctx) {
+  Value points = points_of(ctx.b, ctx.tensor(0), /*one_dimensional=*/false);
+  std::vector<HistogramBins> bins = equal_width_bins(ctx, points, ctx.ints(1), 2);
+  return {histogram_of(ctx.b, points, bins, weight_of(ctx, 3), ctx.bool_arg(4), ctx.out_types.at(0))};
+}
+
+// _histogramdd_from_bin_tensors(self, bins, *, weight, density): bins given
+// by each dim's edges.
+std::vector<Value> histogramdd_from_bin_tensors(LowerContext& ctx) {
+  Value points = points_of(ctx.b, ctx.tensor(0), /*one_dimensional=*/false);
+  std::vector<HistogramBins> bins;
+  for (const auto& edges : ctx.args.at(1).tensors) bins.push_back({edges.value()});
+  return {histogram_of(ctx.b, points, bins, weight_of(ctx, 2), ctx.bool_arg(3), ctx.out_types.at(0))};
 }
 
 }  // namespace torch_tpu::lower

@@ -1,5 +1,6 @@
 // Statistics and searches: nansum, var_mean/std_mean, aminmax,
-// count_nonzero, trace, renorm, searchsorted/bucketize, isin, histc.
+// count_nonzero, trace, renorm, searchsorted/bucketize, isin, histc,
+// histogram/histogramdd.
 #pragma once
 
 #include "lower/lowering.h"
@@ -10,6 +11,11 @@ TORCH_TPU_LOWERING(aminmax)
 TORCH_TPU_LOWERING(bucketize)
 TORCH_TPU_LOWERING(count_nonzero)
 TORCH_TPU_LOWERING(histc)
+TORCH_TPU_LOWERING(histogram_bin_ct)
+TORCH_TPU_LOWERING(histogram_bins_tensor)
+TORCH_TPU_LOWERING(histogramdd_bin_edges)
+TORCH_TPU_LOWERING(histogramdd_from_bin_cts)
+TORCH_TPU_LOWERING(histogramdd_from_bin_tensors)
 TORCH_TPU_LOWERING(isin)
 TORCH_TPU_LOWERING(nansum)
 TORCH_TPU_LOWERING(renorm)

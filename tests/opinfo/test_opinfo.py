@@ -118,3 +118,24 @@ def test_harness_counts_a_missing_lowering_as_missing():
     status, _, missing = harness.classify_exception(NotImplementedError(message))
     assert (status, missing) == ("missing", "aten::foo.out")
     assert harness.classify_exception(RuntimeError("boom"))[0] == "error"
+
+
+def test_harness_compares_unspecified_tie_order_by_the_values_picked():
+    op = harness.opinfos()["sort"]
+    sample = harness.forward_samples(op, torch.float32, limit=1)[0]
+    sample.input = torch.tensor([2.0, 1.0, 2.0, 1.0])
+    sample.args, sample.kwargs = (0,), {}
+    cpu_values, cpu_indices = torch.sort(sample.input, 0)
+    other_tie_order = (cpu_values, cpu_indices[[1, 0, 3, 2]])
+    assert harness._picked_values("sort", sample, other_tie_order)[1].equal(cpu_values)
+    wrong_order = (cpu_values, cpu_indices.flip(0))
+    assert not harness._picked_values("sort", sample, wrong_order)[1].equal(cpu_values)
+    sample.kwargs = {"stable": True}  # a stable sort's indices stay compared exactly
+    assert harness._picked_values("sort", sample, other_tie_order)[1].equal(other_tie_order[1])
+
+
+def test_harness_compares_per_device_statistics_in_cpu_dtype():
+    expected = (torch.ones(2, dtype=torch.bfloat16), torch.full((2,), 0.5, dtype=torch.bfloat16))
+    actual = (torch.ones(2, dtype=torch.bfloat16), torch.full((2,), 0.5))
+    assert harness.compare(actual, expected, float32_results=(1,)) is None
+    assert "dtype" in harness.compare(actual, expected)

@@ -77,6 +77,15 @@ def test_linspace_float_dtypes(dtype):
     same_as_cpu(lambda d: torch.linspace(-2, 3, 33, dtype=dtype, device=d))
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("args", [(4.3, -3, 50), (-3, 4.3, 50), (0, 1, 100), (0, 1000, 300)])
+def test_linspace_of_half_precision_rounds_each_operation_as_cpu(dtype, args):
+    # CPU's kernel computes in the dtype itself (c10::BFloat16/Half
+    # arithmetic), so one float32 computation rounded once is up to two
+    # units in the last place away.
+    same_as_cpu(lambda d: torch.linspace(*args, dtype=dtype, device=d), atol=0, rtol=0)
+
+
 @pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.uint8])
 @pytest.mark.parametrize("args", [(0, 10, 4), (0, 100, 7), (3, 250, 50), (10, 0, 6)])
 def test_linspace_integer_dtypes(dtype, args):

@@ -205,3 +205,19 @@ def test_masked_select_out_resizes_and_refuses_aliasing():
         torch.masked_select(xt, mask.to("tpu"), out=xt)
     with pytest.raises(RuntimeError):
         torch.masked_select(xt, mask.to("tpu"), out=torch.empty(0, dtype=torch.int64, device="tpu"))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("reduce", ["sum", "mean", "prod"])
+def test_segment_reduce_of_half_precision_adds_in_turn_as_cpu(reduce, dtype):
+    # CPU adds (multiplies) each element in turn in the dtype itself, so a
+    # float32 sum rounded once is a unit in the last place away.
+    torch.manual_seed(0)
+    data = (torch.rand(10, 5, 5) * 4 + 1).to(dtype)
+    lengths = torch.tensor([1, 2, 0, 6, 0, 1])
+    for kwargs in [dict(lengths=lengths), dict(lengths=lengths, initial=2), dict(offsets=torch.tensor([0, 3, 3, 9]))]:
+        expected = torch.segment_reduce(data, reduce, axis=0, unsafe=True, **kwargs)
+        tpu_kwargs = {k: v.to("tpu") if isinstance(v, torch.Tensor) else v for k, v in kwargs.items()}
+        actual = torch.segment_reduce(data.to("tpu"), reduce, axis=0, unsafe=True, **tpu_kwargs)
+        assert actual.device.type == "tpu"
+        torch.testing.assert_close(actual.cpu(), expected, atol=0, rtol=0, equal_nan=True)

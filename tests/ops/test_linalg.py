@@ -418,3 +418,99 @@ def test_ormqr_bad_shapes_raise_like_cpu():
             case("cpu")
         with pytest.raises(type(on_cpu.value)):
             case("tpu")
+
+
+def symmetric_indefinite(*batch_and_n, seed=0):
+    """Random symmetric matrices: Bunch-Kaufman takes 1x1 pivots, row
+    interchanges and 2x2 pivots on them."""
+    torch.manual_seed(seed)
+    n = batch_and_n[-1]
+    a = torch.randn(*batch_and_n, n)
+    return a + a.mT
+
+
+def run_in_mode(fn, args, mode):
+    args = [a.to("tpu") for a in args]
+    if mode == "compiled":
+        torch._dynamo.reset()  # each shape a fresh compile, not a recompile counted against the limit
+        return torch.compile(fn, backend="tpu", fullgraph=True)(*args)
+    with torch_tpu.eager_mode(mode):
+        return fn(*args)
+
+
+@pytest.mark.parametrize("mode", ["strict", "defer_and_fuse", "compiled"])
+@pytest.mark.parametrize("shape", [(1,), (2,), (5,), (4, 7), (2, 3, 12)])
+def test_ldl_factor_ex_matches_lapack_pivots_and_factors(shape, mode):
+    a = symmetric_indefinite(*shape)
+    expected = torch.linalg.ldl_factor_ex(a)
+    actual = run_in_mode(torch.linalg.ldl_factor_ex, [a], mode)
+    assert_close(actual.pivots, expected.pivots)  # exact: every interchange and 2x2 block as LAPACK's
+    assert_close(actual.info, expected.info)
+    assert_close(actual.LD, expected.LD, **TOL)
+
+
+def test_ldl_factor_takes_2x2_pivots_and_interchanges_as_lapack():
+    # Zero diagonal: the first step must take a 2x2 block with an interchange.
+    a = torch.tensor([[0.0, 1.0, 4.0], [1.0, 0.0, 2.0], [4.0, 2.0, 0.0]])
+    expected = torch.linalg.ldl_factor(a)
+    assert (expected.pivots < 0).any()
+    assert_close(torch.linalg.ldl_factor(a.to("tpu")), expected, **TOL)
+    # Many seeds: each pivot pattern Bunch-Kaufman picks, in one batch.
+    batch = torch.stack([symmetric_indefinite(6, seed=s) for s in range(40)])
+    expected = torch.linalg.ldl_factor_ex(batch)
+    actual = torch.linalg.ldl_factor_ex(batch.to("tpu"))
+    assert_close(actual.pivots, expected.pivots)
+    assert_close(actual.LD, expected.LD, **TOL)
+
+
+def test_ldl_factor_ex_reports_a_zero_column_in_info():
+    a = symmetric_indefinite(3, 4)
+    a[1, :, 2] = 0
+    a[1, 2, :] = 0
+    a[2] = 0
+    expected = torch.linalg.ldl_factor_ex(a)
+    assert expected.info.tolist() == [0, 3, 1]
+    assert_close(torch.linalg.ldl_factor_ex(a.to("tpu")), expected, **TOL)
+
+
+def test_ldl_factor_reads_only_the_lower_triangle():
+    a = symmetric_indefinite(5)
+    skewed = a.tril() + torch.randn(5, 5).triu(1)
+    assert_close(torch.linalg.ldl_factor(skewed.to("tpu")), torch.linalg.ldl_factor(a), **TOL)
+
+
+@pytest.mark.parametrize("mode", ["strict", "defer_and_fuse", "compiled"])
+@pytest.mark.parametrize("batch", [(), (3,), (2, 1)])
+def test_ldl_solve_matches_cpu_with_lapack_factors(batch, mode):
+    a = symmetric_indefinite(*batch, 6, seed=3)
+    ld, pivots = torch.linalg.ldl_factor(a)
+    rhs = torch.randn(*batch, 6, 2)
+    expected = torch.linalg.ldl_solve(ld, pivots, rhs)
+    assert_close(run_in_mode(torch.linalg.ldl_solve, [ld, pivots, rhs], mode), expected, atol=1e-3, rtol=1e-3)
+    torch.testing.assert_close(a @ expected, rhs, atol=1e-3, rtol=1e-3)
+
+
+def test_ldl_factor_and_solve_end_to_end_on_device_broadcast_right_hand_sides():
+    a = symmetric_indefinite(2, 8, seed=5)
+    rhs = torch.randn(8, 3)  # broadcast over the factors' batch
+    ld, pivots = torch.linalg.ldl_factor(a.to("tpu"))
+    x = torch.linalg.ldl_solve(ld, pivots, rhs.to("tpu"))
+    assert_close(x, torch.linalg.solve(a, rhs.expand(2, 8, 3)), atol=1e-3, rtol=1e-3)
+
+
+def test_ldl_errors_match_cpu():
+    for fn in [
+        lambda d: torch.linalg.ldl_factor_ex(torch.randn(2, 3, device=d)),
+        lambda d: torch.linalg.ldl_solve(
+            torch.eye(3, device=d), torch.ones(3, dtype=torch.int32, device=d), torch.ones(4, 1, device=d)
+        ),
+        lambda d: torch.linalg.ldl_solve(torch.eye(3, device=d), torch.ones(3, device=d), torch.ones(3, 1, device=d)),
+        lambda d: torch.linalg.ldl_solve(
+            torch.eye(3, device=d), torch.ones(3, dtype=torch.int32, device=d), torch.ones(3, 1, device=d).double()
+        ),
+    ]:
+        with pytest.raises(Exception) as on_cpu:
+            fn("cpu")
+        with pytest.raises(type(on_cpu.value)) as on_tpu:
+            fn("tpu")
+        assert str(on_tpu.value).splitlines()[0] == str(on_cpu.value).splitlines()[0]

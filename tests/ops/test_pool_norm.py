@@ -145,6 +145,17 @@ def test_adaptive_avg_pool2d_forward_and_backward(shape, size):
     check_op(lambda x_: F.adaptive_avg_pool2d(x_, size), torch.randn(shape), grad=True)
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize(
+    "shape,size", [((2, 8, 8, 8), (5, 7, 4)), ((1, 3, 5, 6, 7), (2, 3, 4)), ((1, 2, 3, 3, 3), (5, 5, 5))]
+)
+def test_adaptive_avg_pool3d_of_half_precision_sums_in_turn_as_cpu(shape, size, dtype):
+    # CPU sums each window in the dtype itself, rounding every addition, then
+    # divides by each window size in turn: equal to the last bit.
+    x = torch.randn(shape).to(dtype)
+    assert_close(F.adaptive_avg_pool3d(x.to("tpu"), size), F.adaptive_avg_pool3d(x, size), atol=0, rtol=0)
+
+
 def test_adaptive_avg_pool2d_direct_op_matches_cpu():
     # (1, 1) goes through mean in F.adaptive_avg_pool2d; the aten op directly:
     x = torch.randn(2, 3, 7, 5)

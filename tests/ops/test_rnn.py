@@ -172,3 +172,27 @@ def test_fused_cells_check_sizes_as_cuda():
         torch.ops.aten._thnn_fused_gru_cell(gates, gates, torch.randn(2, 5, device="tpu"))  # 12 / 3 != 5
     with pytest.raises(RuntimeError):
         torch.ops.aten._thnn_fused_lstm_cell(gates, gates[:, :8], torch.randn(2, 3, device="tpu"))
+
+
+@pytest.mark.parametrize("cls", [torch.nn.LSTM, torch.nn.GRU])
+def test_rnn_modules_compile_into_one_tpu_graph_when_dynamo_traces_them(cls):
+    # Dynamo graph-breaks on nn.RNN/LSTM/GRU on purpose, for every backend,
+    # unless torch._dynamo.config.allow_rnn is set; then the whole
+    # multi-layer bidirectional recurrence is one tpu graph, forward and
+    # backward, and trains like CPU.
+    import torch._dynamo as dynamo
+
+    model = cls(4, 6, num_layers=2, bidirectional=True, batch_first=True)
+    x = torch.randn(2, 5, 4)
+    on_tpu = copy.deepcopy(model).to("tpu")
+    with dynamo.config.patch(allow_rnn=True):
+        explained = dynamo.explain(lambda m, x: m(x))(on_tpu, x.to("tpu"))
+        assert (explained.graph_count, explained.graph_break_count) == (1, 0)
+        dynamo.reset()
+        compiled = torch.compile(on_tpu, backend="tpu", fullgraph=True)
+        torch_tpu.reset_metrics()
+        actual = sgd_step(compiled, x.to("tpu"))
+        assert torch_tpu.metrics()["graphs"]["graph_calls"] >= 2  # the forward and the backward graph ran
+    expected = sgd_step(model, x)
+    for name, a, e in zip(("outputs", "gradients", "parameters"), actual, expected):
+        assert_close(a, e, ATOL, RTOL, msg=name)

@@ -213,3 +213,13 @@ def test_bincount_bad_input_raises_like_cpu():
             torch.bincount(*on_device)
         # The same words, but the kernel's own name in "not implemented" messages.
         assert str(tpu.value) == str(cpu.value).replace("bincount_cpu", "bincount_tpu")
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_histc_of_half_precision_bins_values_as_cpu_in_its_own_arithmetic(dtype):
+    # CPU computes each value's bin in the input dtype, rounding after every
+    # operation; values near a bin edge fall where that rounding puts them.
+    torch.manual_seed(0)
+    x = (torch.rand(400) * 20 - 10).to(dtype)
+    for kw in [dict(bins=100, min=-10, max=10), dict(bins=37), dict(bins=7, min=-3, max=2)]:
+        assert_close(torch.histc(x.to("tpu"), **kw), torch.histc(x, **kw), atol=0, rtol=0)
