@@ -393,6 +393,20 @@ def test_nms_in_a_compiled_function_matches_cpu():
     assert torch.equal(compiled.cpu(), fn(boxes, scores))
 
 
+def test_roi_align_and_nms_under_autocast_run_in_float32_as_on_cpu():
+    x, rois = torch.randn(2, 3, 9, 8).bfloat16(), boxes_for(7, 8)
+    boxes, scores = boxes_for(20, 12)[:, 1:].bfloat16(), torch.rand(20)
+    results = {}
+    for device in ("cpu", "tpu"):
+        with torch.autocast(device, dtype=torch.bfloat16):
+            pooled = ops.roi_align(x.to(device), rois.to(device), (3, 2), 0.7, 2)
+            kept = ops.nms(boxes.to(device), scores.to(device), 0.5)
+        results[device] = pooled, kept
+    assert results["tpu"][0].dtype == torch.bfloat16
+    assert_close(results["tpu"][0], results["cpu"][0], 1e-2, 1e-2)
+    assert torch.equal(results["tpu"][1].cpu(), results["cpu"][1])
+
+
 # --- bad arguments -------------------------------------------------------------
 
 

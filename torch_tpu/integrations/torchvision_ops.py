@@ -103,6 +103,10 @@ def _complete_extension(extension):
         definitions.impl("_cuda_version", lambda: -1, "CompositeExplicitAutograd")
         extension._has_ops = lambda: True
     _register_kernels("PrivateUse1")
+    autocast = torch.library.Library("torchvision", "IMPL")
+    autocast.impl("nms", _autocast_nms, "AutocastPrivateUse1")
+    autocast.impl("roi_align", _autocast_roi_align, "AutocastPrivateUse1")
+    _libraries.append(autocast)
 
 
 def _register_kernels(dispatch_key):
@@ -142,6 +146,29 @@ def _round_half_away(x):
 def _batch_index(rois):
     # C++ reads `int roi_batch_ind = rois[n][0]`: truncation toward zero.
     return rois[:, 0].to(torch.int64)
+
+
+# --- autocast: as torchvision's for CPU and CUDA, nms and roi_align in float32 -------
+
+_AUTOCAST_TPU = torch._C.DispatchKeySet(torch._C.DispatchKey.AutocastPrivateUse1)
+
+
+def _float32(tensor):
+    # at::autocast::cached_cast(kFloat, ...): floating tensors other than float64.
+    return tensor.float() if tensor.is_floating_point() and tensor.dtype != torch.float64 else tensor
+
+
+def _autocast_nms(dets, scores, iou_threshold):
+    with torch._C._ExcludeDispatchKeyGuard(_AUTOCAST_TPU):
+        return torch.ops.torchvision.nms(_float32(dets), _float32(scores), iou_threshold)
+
+
+def _autocast_roi_align(input, rois, spatial_scale, pooled_height, pooled_width, sampling_ratio, aligned):
+    with torch._C._ExcludeDispatchKeyGuard(_AUTOCAST_TPU):
+        out = torch.ops.torchvision.roi_align(
+            _float32(input), _float32(rois), spatial_scale, pooled_height, pooled_width, sampling_ratio, aligned
+        )
+    return out.to(input.dtype)
 
 
 # --- nms ---------------------------------------------------------------------
