@@ -462,27 +462,50 @@ def check_eval(cpu, tpu, make_inputs):
     cpu.eval(), tpu.eval()
     inputs = make_inputs(1)
     with torch.no_grad():
-        _close(_call(tpu, inputs, "tpu", False), _call(cpu, inputs, "cpu", False), "eval output")
+        actual, expected = _call(tpu, inputs, "tpu", False), _call(cpu, inputs, "cpu", False)
+    a, e = _tensors(actual), _tensors(expected)
+    if len(a) != len(e):
+        raise WrongValues(f"eval output: {len(a)} tensors on tpu, {len(e)} on CPU")
+    for i, (x, y) in enumerate(zip(a, e)):
+        if x.shape != y.shape:
+            raise WrongValues(f"eval output tensor {i}: shape {tuple(x.shape)} on tpu, {tuple(y.shape)} on CPU")
+        # Random deep nets in eval mode grow activations to 1e4 and beyond.
+        _close_to_scale(x, y, f"eval output tensor {i}", atol=1e-5, rtol=1e-4)
 
 
-def check_train(cpu, tpu, make_inputs, seed=1):
+# (loss atol, loss rtol, gradient and weight rtol to the tensor's scale) per dtype
+TRAIN_TOLERANCES = {torch.float32: (1e-5, 1e-4, 1e-3), torch.float64: (1e-10, 1e-9, 1e-8)}
+
+
+def check_train(cpu, tpu, make_inputs, seed=1, dtype=torch.float32):
+    loss_atol, loss_rtol, rtol = TRAIN_TOLERANCES[dtype]
     cpu.train(), tpu.train()
-    inputs = make_inputs(seed)
+    inputs = _cast(make_inputs(seed), dtype)
     loss_cpu = _loss(_call(cpu, inputs, "cpu", True))
     loss_tpu = _loss(_call(tpu, inputs, "tpu", True))
     loss_cpu.backward()
     loss_tpu.backward()
-    _close(loss_tpu, loss_cpu, "loss", atol=1e-5, rtol=1e-4)
+    _close(loss_tpu, loss_cpu, "loss", atol=loss_atol, rtol=loss_rtol)
     named = list(cpu.named_parameters())
     for (name, p), q in zip(named, tpu.parameters()):
         if (p.grad is None) != (q.grad is None):
             raise WrongValues(f"gradient of {name}: {'missing' if q.grad is None else 'set'} on tpu only")
         if p.grad is not None:
-            _close_to_scale(q.grad, p.grad, f"gradient of {name}")
+            _close_to_scale(q.grad, p.grad, f"gradient of {name}", atol=rtol / 10, rtol=rtol)
     for model in (cpu, tpu):
         torch.optim.SGD(model.parameters(), lr=0.1).step()
     for (name, p), q in zip(named, tpu.parameters()):
-        _close_to_scale(q, p, f"{name} after SGD")
+        _close_to_scale(q, p, f"{name} after SGD", atol=rtol / 10, rtol=rtol)
+
+
+def _cast(value, dtype):
+    if isinstance(value, torch.Tensor):
+        return value.to(dtype) if value.is_floating_point() else value
+    if isinstance(value, dict):
+        return {k: _cast(v, dtype) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_cast(v, dtype) for v in value)
+    return value
 
 
 _MISSING_OP = re.compile(r"operator '([\w:.]+)' is not currently implemented")
@@ -500,23 +523,45 @@ def outcome(err):
     return "error", text.splitlines()[0][:300] if text else type(err).__name__
 
 
+class PassInFloat64(Exception):
+    """The train check agrees in float64 where float32 rounding did not."""
+
+
+def _fresh_pair(source, name, category, dtype=torch.float32):
+    cpu, _ = build(source, name, category)
+    tpu, _ = build(source, name, category)
+    cpu.to(dtype)
+    tpu.load_state_dict(cpu.state_dict())
+    return cpu, tpu.to(dtype).to("tpu")
+
+
 def check_train_at_a_kink_retries(source, name, category, cpu, tpu, make_inputs):
     """check_train on seed 1's inputs; if they differ, once more on fresh
     models and seed 2's. A ReLU (or max) input within rounding of its kink
     sends a gradient one way on one device and the other way on the other,
     both right in float32; such a tie is rare, so other inputs pass, while a
-    device error fails both (scripts/hf_coverage.py does the same)."""
+    device error fails both (scripts/hf_coverage.py does the same).
+
+    Where both differ, the check runs once more in float64 on both devices,
+    with tolerances 1e5 times tighter: train-mode BatchNorm over two values
+    per channel (a pooled 1 x 1 map at batch 2) or a deep random net
+    amplifies float32 rounding past any useful float32 tolerance, and a
+    lowering error shows in float64 as well. Agreement there is reported as
+    "pass (float64)", with the float32 difference."""
     try:
         check_train(cpu, tpu, make_inputs, seed=1)
     except WrongValues as first:
-        cpu, _ = build(source, name, category)
-        tpu, _ = build(source, name, category)
-        tpu.load_state_dict(cpu.state_dict())
-        tpu.to("tpu")
+        cpu, tpu = _fresh_pair(source, name, category)
         try:
             check_train(cpu, tpu, make_inputs, seed=2)
         except WrongValues as second:
-            raise WrongValues(f"{second} (and with other inputs: {first})") from None
+            float32 = f"{second} (and with other inputs: {first})"
+            cpu, tpu = _fresh_pair(source, name, category, torch.float64)
+            try:
+                check_train(cpu, tpu, make_inputs, seed=1, dtype=torch.float64)
+            except Exception as err:  # noqa: BLE001
+                raise WrongValues(f"{float32}; in float64: {outcome(err)[1]}") from None
+            raise PassInFloat64(f"float32: {second}") from None
 
 
 def run_model(source, name, category):
@@ -542,6 +587,8 @@ def run_model(source, name, category):
             try:
                 step(cpu, tpu, make_inputs)
                 results[check] = ("pass", "")
+            except PassInFloat64 as note:
+                results[check] = ("pass", f"in float64 ({note})"[:300])
             except Exception as err:  # noqa: BLE001
                 results[check] = outcome(err)
     return results
@@ -606,7 +653,11 @@ def write_report(records, path, seconds, workers, command):
         mine = [r for r in built if r["source"] == source]
         if mine:
             ok = sum(passed(r) for r in mine)
-            lines.append(f"- **{source}: {ok} of {len(mine)} models pass both checks ({100 * ok / len(mine):.1f}%)**")
+            in_float64 = sum(r["results"].get("train", ("", ""))[1].startswith("in float64") for r in mine)
+            lines.append(
+                f"- **{source}: {ok} of {len(mine)} models pass both checks ({100 * ok / len(mine):.1f}%)**"
+                + (f"; {in_float64} of them train equal in float64 only (see the train column)" if in_float64 else "")
+            )
     lines.append(f"- excluded (cannot be built here): {len(records) - len(built)}, listed at the end")
     per_check = collections.Counter()
     for r in built:
@@ -625,7 +676,9 @@ def write_report(records, path, seconds, workers, command):
         cells = []
         for check in CHECKS:
             o, d = r["results"].get(check, r["results"].get("process", ("-", "")))
-            cells.append(o if o in ("pass", "-") else f"{o}: {d}".replace("|", "/").replace("\n", " ")[:160])
+            if o == "pass" and d:
+                o, d = "pass (float64)", d.split("(", 1)[-1]
+            cells.append(o if (o, d) in (("pass", ""), ("-", "")) else f"{o}: {d}".replace("|", "/")[:160])
         lines.append(f"| {r['source']} | {r['category']} | {r['name']} | " + " | ".join(cells) + f" | {r['seconds']} |")
     lines += ["", "## Excluded", "", "| source | model | why |", "| --- | --- | --- |"]
     for r in records:
@@ -652,7 +705,12 @@ def main():
     command = "python scripts/model_zoo.py " + " ".join(sys.argv[1:])
     if args.from_jsonl:
         with open(args.from_jsonl) as f:
-            records = [json.loads(line) for line in f if line.strip()]
+            latest = {}  # a model's last record wins (a rerun with --only appends)
+            for line in f:
+                if line.strip():
+                    record = json.loads(line)
+                    latest[(record["source"], record["name"])] = record
+            records = list(latest.values())
         seconds = sum(r["seconds"] for r in records)
         write_report(records, args.report, seconds, args.workers, command)
         print(f"report: {args.report}")
