@@ -455,7 +455,8 @@ def _call(model, inputs, device, train):
 def _loss(output):
     if isinstance(output, dict) and output and all(k.startswith("loss") for k in output):
         return sum(output.values())  # detection models' own losses
-    return sum(t.float().pow(2).mean() for t in _tensors(output))
+    # In the outputs' own dtype (float64 in the float64 check); half types in float32.
+    return sum((t.float() if t.dtype in (torch.float16, torch.bfloat16) else t).pow(2).mean() for t in _tensors(output))
 
 
 def check_eval(cpu, tpu, make_inputs):
