@@ -196,7 +196,9 @@ TORCHVISION_KWARGS = {
     "vit_l_16": {"image_size": VISION_SIZE},
     "vit_l_32": {"image_size": VISION_SIZE},
     "vit_h_14": {"image_size": 56},
-    "inception_v3": {"aux_logits": True, "init_weights": True},
+    # Its auxiliary head pools 5 x 5 with stride 3 and then needs 5 x 5: a
+    # 299-pixel input; at 80 pixels the sweep trains it without that head.
+    "inception_v3": {"aux_logits": False, "init_weights": True},
     "googlenet": {"aux_logits": True, "init_weights": True},
 }
 TORCHVISION_INPUT = {
@@ -270,12 +272,14 @@ def all_models(source="all", only=None):
 
 def _deterministic(model):
     """Dropout, stochastic depth and drop-path off: their masks are random
-    draws, different per device."""
+    draws, different per device. Besides the modules, rates that forwards
+    pass to F.dropout themselves (timm's `self.drop_rate` before a
+    classifier, drop-path and drop-block probabilities) are zeroed."""
     for module in model.modules():
         if isinstance(module, torch.nn.modules.dropout._DropoutNd):
             module.p = 0.0
-        for attr in ("drop_prob", "drop_path_prob"):
-            if isinstance(getattr(module, attr, None), float):
+        for attr, value in list(vars(module).items()):
+            if "drop" in attr and isinstance(value, float):
                 setattr(module, attr, 0.0)
         if type(module).__name__ == "StochasticDepth":
             module.p = 0.0
