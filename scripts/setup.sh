@@ -14,7 +14,11 @@ if [ ! -x .venv/bin/python ]; then
 fi
 stamp=.venv/.torch_tpu_requirements
 if [ ! -f "$stamp" ] || ! cat requirements.txt pyproject.toml | cmp -s - "$stamp"; then
-  .venv/bin/python -m pip install -q --disable-pip-version-check -r requirements.txt
+  # Lines marked `# --no-deps` install without their dependencies (see requirements.txt).
+  grep -v -e "--no-deps" requirements.txt > .venv/requirements-with-deps.txt
+  .venv/bin/python -m pip install -q --disable-pip-version-check -r .venv/requirements-with-deps.txt
+  grep -e "--no-deps" requirements.txt | sed 's/#.*//' > .venv/requirements-no-deps.txt
+  .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps -r .venv/requirements-no-deps.txt
   # Metadata and entry points only; no build isolation, so no other torch.
   .venv/bin/python -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps -e .
   cat requirements.txt pyproject.toml > "$stamp"

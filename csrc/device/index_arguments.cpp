@@ -6,12 +6,21 @@ namespace torch_tpu::device {
 
 namespace {
 
-// `is_index`: masks become coordinates (index), or stay (index_put).
+// `is_index`: masks become coordinates (index). index_put keeps a lone mask
+// (its lowering writes through it with no host round trip); a mask among
+// other index tensors becomes coordinates too, as ATen expands it for CPU
+// and CUDA (expandTensors), since the other indices broadcast against them.
 void normalize(std::vector<c10::IValue>& args, bool is_index) {
   if (args.size() < 2 || !args[0].isTensor() || !args[1].isList()) return;
   const at::Tensor& self = args[0].toTensor();
   if (!is_tpu(self)) return;
   auto list = args[1].toList();
+  int64_t index_tensors = 0;
+  for (size_t i = 0; i < list.size(); ++i) {
+    c10::IValue e = list.get(i);
+    index_tensors += !e.isNone() && e.toTensor().defined();
+  }
+  const bool masks_to_coordinates = is_index || index_tensors > 1;
   c10::List<std::optional<at::Tensor>> normalized;
   bool changed = false;
   for (size_t i = 0; i < list.size(); ++i) {
@@ -22,7 +31,7 @@ void normalize(std::vector<c10::IValue>& args, bool is_index) {
     }
     at::Tensor idx = e.toTensor();
     const bool is_mask = idx.scalar_type() == at::kBool || idx.scalar_type() == at::kByte;
-    if (is_index && is_mask) {
+    if (masks_to_coordinates && is_mask) {
       at::Tensor coords = idx.cpu().nonzero();  // [n, mask.dim()]
       for (int64_t d = 0; d < idx.dim(); ++d) normalized.push_back(coords.select(1, d).to(self.device()));
       changed = true;

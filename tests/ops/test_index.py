@@ -348,6 +348,22 @@ def test_index_put_with_no_true_mask_element_changes_nothing():
     check_op(lambda x, m, v: x.index_put((m,), v), x, torch.zeros(4, dtype=torch.bool), torch.randn(0, 5))
 
 
+def test_index_put_with_a_mask_among_other_index_tensors_matches_cpu():
+    # FCOS's loss writes gt_classes_targets[foreground_mask, labels] = 1.0: the
+    # mask's coordinates broadcast against the other index, as ATen expands it.
+    x, m = torch.zeros(6, 5), torch.tensor([True, False, True, True, False, True])
+    labels = torch.tensor([1, 4, 0, 2])
+
+    def put(x, m, i):
+        x = x.clone()
+        x[m, i] = 1.0
+        return x
+
+    check_op(put, x, m, labels)
+    check_op(lambda x, m, i, v: x.index_put((m, i), v, accumulate=True), x, m, labels, torch.randn(4))
+    check_op(lambda x, m, i: x.index_put((i, m[:5]), torch.tensor(2.0)), x, m, torch.tensor([0, 3, 5]))
+
+
 def test_index_with_mask_reads_selected_elements():
     # The mask becomes coordinates on the host first (a data-dependent size).
     x = torch.randn(3, 4)

@@ -17,6 +17,10 @@ only if) the program imports it, so importing torch_tpu stays cheap.
 - transformers' Trainer: its checkpoints keep the tpu generators' state, so
   a resumed run repeats the uninterrupted one's dropout
   (`torch_tpu/integrations/transformers_trainer.py`).
+- torchvision: its operators (nms, roi_align, deform_conv2d...) on tpu, and
+  on CPU where its C++ extension cannot load, so `import torchvision` and
+  its models work next to the CPU torch wheel
+  (`torch_tpu/integrations/torchvision_ops.py`).
 """
 
 import importlib.abc
@@ -67,10 +71,18 @@ def _when_imported(name, hook):
 
 
 def install():
-    from . import accelerate, accelerate_dynamo, accelerate_fp16, accelerate_state, transformers_trainer
+    from . import (
+        accelerate,
+        accelerate_dynamo,
+        accelerate_fp16,
+        accelerate_state,
+        torchvision_ops,
+        transformers_trainer,
+    )
 
     accelerate.install(_when_imported)
     accelerate_dynamo.install(_when_imported)
     accelerate_fp16.install(_when_imported)
     accelerate_state.install(_when_imported)
     transformers_trainer.install(_when_imported)
+    torchvision_ops.install(_when_imported)

@@ -1,0 +1,54 @@
+"""The fast subset of scripts/model_zoo.py (the sweep over torchvision's
+models and a timm selection): the same checks, in this process, on a few
+small models of different kinds, and the sweep's bookkeeping."""
+
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "scripts"))
+import model_zoo  # noqa: E402
+
+
+@pytest.mark.parametrize(
+    "source,name,category",
+    [
+        ("torchvision", "squeezenet1_1", "classification"),
+        ("torchvision", "shufflenet_v2_x0_5", "classification"),
+        ("timm", "vit_tiny_patch16_224", "timm vit"),
+        # torchvision's nms and roi_align inside a model, eval and train (its own losses).
+        ("torchvision", "fasterrcnn_mobilenet_v3_large_320_fpn", "detection"),
+    ],
+)
+def test_small_model_passes_eval_and_train(source, name, category):
+    results = model_zoo.run_model(source, name, category)
+    assert set(results) == {"eval", "train"}, results
+    assert all(outcome == "pass" for outcome, _ in results.values()), results
+
+
+def test_every_torchvision_model_is_listed_with_its_category():
+    models = dict(model_zoo.torchvision_models())
+    assert models["resnet18"] == "classification" and models["maskrcnn_resnet50_fpn"] == "detection"
+    assert models["deeplabv3_resnet50"] == "segmentation" and models["r3d_18"] == "video"
+    assert models["raft_small"] == "optical flow" and models["quantized_resnet18"] == "quantized"
+
+
+def test_timm_selection_is_broad_and_exists():
+    import timm
+
+    selection = model_zoo.timm_models()
+    names = [name for name, _ in selection]
+    assert len(set(names)) == len(names) >= 100
+    assert {family for _, family in selection} == {"timm convnet", "timm vit", "timm hybrid", "timm mlp"}
+    assert set(names) <= set(timm.list_models())
+
+
+def test_outcomes_name_the_missing_op_or_the_error():
+    missing = NotImplementedError("The operator 'aten::_ctc_loss' is not currently implemented for the tpu device.")
+    assert model_zoo.outcome(missing) == ("missing op", "aten::_ctc_loss")
+    assert model_zoo.outcome(model_zoo.WrongValues("eval output tensor 0: off")) == (
+        "wrong values",
+        "eval output tensor 0: off",
+    )
+    assert model_zoo.outcome(RuntimeError("boom\nmore")) == ("error", "RuntimeError: boom")
