@@ -31,7 +31,6 @@ its top. tests/test_hf_coverage.py runs a fast subset in-process.
 
 import argparse
 import collections
-import concurrent.futures
 import json
 import os
 import re
@@ -39,6 +38,7 @@ import subprocess
 import sys
 import time
 
+import sweep_workers
 import torch
 
 # (head, mapping name in transformers.models.auto.modeling_auto, generates)
@@ -553,6 +553,10 @@ def write_report(records, path, seconds, workers, merged=False):
         f.write("\n".join(lines) + "\n")
 
 
+def _status(record):
+    return "pass" if passed(record) else ("excluded" if excluded(record) else "FAIL")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2)))
@@ -574,17 +578,10 @@ def main():
         archs = [a for a in archs if a[0] not in listed][: args.next]
     if args.limit:
         archs = archs[: args.limit]
-    started, records = time.time(), []
-    with concurrent.futures.ThreadPoolExecutor(args.workers) as pool:
-        futures = [pool.submit(_run_one, a, args.timeout) for a in archs]
-        for i, future in enumerate(concurrent.futures.as_completed(futures), 1):
-            record = future.result()
-            records.append(record)
-            status = "pass" if passed(record) else ("excluded" if excluded(record) else "FAIL")
-            print(f"[{i}/{len(archs)}] {record['model_type']}: {status} ({record['seconds']} s)", flush=True)
-            if args.jsonl:
-                with open(args.jsonl, "a") as f:
-                    f.write(json.dumps(record) + "\n")
+    started = time.time()
+    records = sweep_workers.run_all(
+        archs, _run_one, args.timeout, args.workers, lambda r: (r["model_type"], _status(r)), args.jsonl
+    )
     if args.merge or args.next:
         records = merge(earlier, records)
     write_report(records, args.report, time.time() - started, args.workers, merged=bool(args.merge or args.next))

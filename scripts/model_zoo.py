@@ -26,7 +26,6 @@ tests/test_model_zoo.py runs a fast subset in-process.
 
 import argparse
 import collections
-import concurrent.futures
 import itertools
 import json
 import os
@@ -35,6 +34,7 @@ import subprocess
 import sys
 import time
 
+import sweep_workers
 import torch
 
 CHECKS = ("eval", "train")
@@ -698,6 +698,10 @@ def write_report(records, path, seconds, workers, command):
         f.write("\n".join(lines) + "\n")
 
 
+def _status(record):
+    return "pass" if passed(record) else ("excluded" if excluded(record) else "FAIL")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workers", type=int, default=1)
@@ -729,17 +733,10 @@ def main():
     models = all_models(args.source, set(args.only.split(",")) if args.only else None)
     if args.limit:
         models = models[: args.limit]
-    started, records = time.time(), []
-    with concurrent.futures.ThreadPoolExecutor(args.workers) as pool:
-        futures = [pool.submit(_run_one, m, args.timeout) for m in models]
-        for i, future in enumerate(concurrent.futures.as_completed(futures), 1):
-            record = future.result()
-            records.append(record)
-            status = "pass" if passed(record) else ("excluded" if excluded(record) else "FAIL")
-            print(f"[{i}/{len(models)}] {record['name']}: {status} ({record['seconds']} s)", flush=True)
-            if args.jsonl:
-                with open(args.jsonl, "a") as f:
-                    f.write(json.dumps(record) + "\n")
+    started = time.time()
+    records = sweep_workers.run_all(
+        models, _run_one, args.timeout, args.workers, lambda r: (r["name"], _status(r)), args.jsonl
+    )
     write_report(records, args.report, time.time() - started, args.workers, command)
     print(f"report: {args.report}")
 
