@@ -24,5 +24,27 @@ PYBIND11_MODULE(_C, m) {
            py::arg("host"), py::arg("rank"), py::arg("size"), py::arg("check_calls") = true,
            py::arg("program_devices") = std::vector<int64_t>{}, py::arg("launch_salt") = 0)
       .def_property_readonly("host", &ProcessGroupTpu::host)
+      // dist.split_group deep-copies this for the new groups; split() reads
+      // only the timeout of what c10d then passes, so there is nothing to copy.
+      .def_property_readonly("options", [](const ProcessGroupTpu&) { return py::none(); })
+      .def(
+          "_set_split_factory",
+          [](ProcessGroupTpu& self, py::function factory, int64_t timeout_ms) {
+            // Held with the GIL: the factory is a Python callable, and the
+            // backend may be destroyed on any thread.
+            auto held = std::shared_ptr<py::function>(new py::function(std::move(factory)), [](py::function* f) {
+              py::gil_scoped_acquire gil;
+              delete f;
+            });
+            self.set_split_factory(
+                [held](const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                       std::chrono::milliseconds timeout) {
+                  py::gil_scoped_acquire gil;
+                  py::object group = (*held)(store, rank, size, static_cast<int64_t>(timeout.count()));
+                  return group.cast<c10::intrusive_ptr<c10d::Backend>>();
+                },
+                std::chrono::milliseconds(timeout_ms));
+          },
+          py::arg("factory"), py::arg("timeout_ms"))
       .def_property_readonly("program_devices", &ProcessGroupTpu::program_devices);
 }

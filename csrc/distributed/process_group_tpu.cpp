@@ -3,6 +3,7 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/ivalue_inl.h>
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -319,6 +320,16 @@ ProcessGroupTpu::ProcessGroupTpu(c10::intrusive_ptr<c10d::Backend> host, int ran
               "tpu_dist: one device per rank for the in-program transport");
 }
 
+c10::intrusive_ptr<c10d::Backend> ProcessGroupTpu::split(const c10::intrusive_ptr<c10d::Store>& store,
+                                                         const std::vector<int>& ranks,
+                                                         const c10::intrusive_ptr<Options>& opts) {
+  TORCH_CHECK(split_factory_, "tpu_dist: this group cannot be split");
+  auto it = std::find(ranks.begin(), ranks.end(), rank_);
+  if (it == ranks.end()) return nullptr;  // this rank is in none of the new groups
+  return split_factory_(store, static_cast<int>(it - ranks.begin()), static_cast<int>(ranks.size()),
+                        opts ? opts->timeout : timeout_);
+}
+
 bool ProcessGroupTpu::in_program(const at::Tensor& t) const {
   return !program_devices_.empty() && on_tpu(t) && t.device().index() == program_devices_[rank_];
 }
@@ -620,7 +631,10 @@ c10::intrusive_ptr<Work> ProcessGroupTpu::endCoalescing() { return finished({});
 
 void ProcessGroupTpu::setSequenceNumberForGroup() { host_->setSequenceNumberForGroup(); }
 uint64_t ProcessGroupTpu::getSequenceNumberForGroup() { return host_->getSequenceNumberForGroup(); }
-void ProcessGroupTpu::setTimeout(std::chrono::milliseconds timeout) { host_->setTimeout(timeout); }
+void ProcessGroupTpu::setTimeout(std::chrono::milliseconds timeout) {
+  timeout_ = timeout;
+  host_->setTimeout(timeout);
+}
 void ProcessGroupTpu::abort() { host_->abort(); }
 void ProcessGroupTpu::shutdown() { host_->shutdown(); }
 

@@ -26,6 +26,9 @@
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 
+#include <chrono>
+#include <functional>
+
 namespace torch_tpu::distributed {
 
 class ProcessGroupTpu : public c10d::Backend {
@@ -83,6 +86,27 @@ class ProcessGroupTpu : public c10d::Backend {
   void setSequenceNumberForGroup() override;
   uint64_t getSequenceNumberForGroup() override;
   void setTimeout(std::chrono::milliseconds timeout) override;
+
+  // dist.split_group: each new group is a tpu_dist group of its own, made by
+  // `factory` (Python's creator, as c10d makes any tpu_dist group: its own
+  // gloo group, its transport chosen anew) from the store c10d prefixed for
+  // it. gloo's own split is not used: it reads the parent's global ranks,
+  // which c10d leaves empty for a default group (a re-created one then
+  // indexes an empty list), and writes the child's into the options it is
+  // given.
+  using GroupFactory = std::function<c10::intrusive_ptr<c10d::Backend>(
+      const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, std::chrono::milliseconds timeout)>;
+  void set_split_factory(GroupFactory factory, std::chrono::milliseconds timeout) {
+    split_factory_ = std::move(factory);
+    timeout_ = timeout;
+  }
+  bool supportsSplitting() const override { return static_cast<bool>(split_factory_); }
+  c10::intrusive_ptr<c10d::Backend> split(const c10::intrusive_ptr<c10d::Store>& store, const std::vector<int>& ranks,
+                                          const c10::intrusive_ptr<Options>& opts) override;
+  // What c10d gives split(): only the timeout is read.
+  c10::intrusive_ptr<Options> getBackendOptions() override {
+    return c10::make_intrusive<Options>(getBackendName(), timeout_);
+  }
   void abort() override;
   void shutdown() override;
 
@@ -101,6 +125,8 @@ class ProcessGroupTpu : public c10d::Backend {
   std::vector<int64_t> program_devices_;
   int launch_salt_ = 0;
   uint32_t launches_ = 0;
+  GroupFactory split_factory_;
+  std::chrono::milliseconds timeout_{kBackendDefaultTimeout};
 };
 
 }  // namespace torch_tpu::distributed

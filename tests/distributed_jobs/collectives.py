@@ -419,5 +419,33 @@ def reinit_with_device_map_string_then_device_id_then_alias():
     same(t, torch.full((3,), float(WORLD)))
 
 
+@check
+def split_group_makes_subgroups_that_reduce_their_own_ranks():
+    # dist.split_group needs a default group bound to a device, as with NCCL;
+    # the default group here was destroyed and created again, which gloo's
+    # own split cannot take (tpu_dist makes each new group afresh).
+    dist.destroy_process_group()
+    dist.init_process_group("tpu_dist", device_id=DEV, timeout=TIMEOUT)
+    pairs = [[r, r + 1] for r in range(0, WORLD, 2)]
+    group = dist.split_group(split_ranks=pairs)
+    mine = pairs[RANK // 2]
+    assert dist.get_process_group_ranks(group) == mine, dist.get_process_group_ranks(group)
+    t = torch.full((3,), float(RANK + 1), device=DEV)
+    dist.all_reduce(t, group=group)
+    same(t, torch.full((3,), float(sum(r + 1 for r in mine))))
+    g = torch.empty(2, device=DEV)
+    dist.all_gather_into_tensor(g, torch.tensor([float(RANK)], device=DEV), group=group)
+    same(g, torch.tensor([float(r) for r in mine]))
+    # The parent splits again, every rank in one group, and still reduces over all.
+    everyone = dist.split_group(split_ranks=[list(range(WORLD))])
+    t = torch.full((2,), float(RANK), device=DEV)
+    dist.all_reduce(t, group=everyone)
+    same(t, torch.full((2,), float(sum(range(WORLD)))))
+    dist.all_reduce(t)
+    same(t, torch.full((2,), float(WORLD * sum(range(WORLD)))))
+    dist.destroy_process_group(group)
+    dist.destroy_process_group(everyone)
+
+
 run_checks(RANK)
 dist.destroy_process_group()

@@ -16,6 +16,7 @@ docs/distributed.md.
 import itertools
 import os
 import uuid
+from datetime import timedelta
 
 import torch
 import torch.distributed as dist
@@ -76,7 +77,15 @@ def _create_backend(store, rank, size, timeout):
         if rank == 0:
             own_store.set("launch_salt", str(next(_program_groups)))
         salt = int(own_store.get("launch_salt"))
-    return ProcessGroupTpu(host, rank, size, _check_calls_enabled(), devices, salt)
+    backend = ProcessGroupTpu(host, rank, size, _check_calls_enabled(), devices, salt)
+    # dist.split_group's new groups are made the same way, from the store
+    # c10d prefixed for each.
+    backend._set_split_factory(_create_split_backend, int(timeout.total_seconds() * 1000))
+    return backend
+
+
+def _create_split_backend(store, rank, size, timeout_ms):
+    return _create_backend(store, rank, size, timedelta(milliseconds=timeout_ms))
 
 
 def install():
