@@ -181,6 +181,7 @@ def _run_fused(gm, matmul_precision, kind="forward"):
         return None
 
     run._boxed_call = True
+    run.captured = lambda: bool(captures)
     return run
 
 
@@ -370,6 +371,57 @@ def _is_collective(node):
     )
 
 
+# Functional collectives tpu_dist's in-program transport runs (the rest,
+# and c10d's in-place ops, go through the host transport).
+_IN_PROGRAM_COLLECTIVES = {
+    "all_reduce",
+    "all_reduce_",
+    "broadcast",
+    "broadcast_",
+    "all_gather_into_tensor",
+    "reduce_scatter_tensor",
+    "all_to_all_single",
+}
+_HOST_REDUCE_OPS = {"band", "bor", "bxor"}
+
+
+def _in_program_group(group_name):
+    """Whether the named group's tpu backend is tpu_dist with the in-program
+    transport (every rank a thread of this process on its own device)."""
+    try:
+        group = torch._C._distributed_c10d._resolve_process_group(group_name)
+        backend = group._get_backend(torch.device("tpu"))
+    except (RuntimeError, ValueError):
+        return False
+    return bool(getattr(backend, "program_devices", None))
+
+
+def _collectives_run_in_program(gm):
+    """Whether every collective of the graph runs in-program, so the whole
+    graph can be one program replicated over the group's devices (the
+    collectives joining it, csrc/device/collective_kernels.cpp), as a TPU
+    runs a compiled step."""
+    groups = set()
+    for node in gm.graph.nodes:
+        if not _is_collective(node):
+            continue
+        target = node.target
+        name = target._schema.name.split("::")[-1]
+        if target.namespace != "_c10d_functional":
+            return False
+        if name == "wait_tensor":
+            continue
+        if name not in _IN_PROGRAM_COLLECTIVES or not isinstance(node.args[-1], str):
+            return False
+        if name.startswith("all_reduce") and node.args[1] in _HOST_REDUCE_OPS:
+            return False
+        if name == "reduce_scatter_tensor" and node.args[1] in _HOST_REDUCE_OPS:
+            return False
+        groups.add(node.args[-1])
+    # One group per program: its devices are the program's replicas.
+    return len(groups) == 1 and _in_program_group(groups.pop())
+
+
 def _split_at_collectives(gm, kind):
     """A graph holding collectives runs as the runs of ops between them,
     each captured and replayed as one program, with the collectives called
@@ -420,7 +472,31 @@ class _Unboxed(torch.nn.Module):
 
 def _graph_compiler(gm, example_inputs, kind="forward"):
     if any(_is_collective(n) for n in gm.graph.nodes):
-        return _split_at_collectives(gm, kind)
+        if not _collectives_run_in_program(gm):
+            return _split_at_collectives(gm, kind)
+        return _one_program_or_split(gm, example_inputs, kind)
+    return _graph_runner(gm, example_inputs, kind)
+
+
+def _one_program_or_split(gm, example_inputs, kind):
+    """A graph whose collectives all run in-program: one replicated program.
+    Should its first call not capture (a collective the transport sent to
+    the host after all), the graph runs split at its collectives from then
+    on. Every rank decides alike: their graphs and groups are the same."""
+    whole = _graph_runner(gm, example_inputs, kind)
+    current = [whole]
+
+    def run(args):
+        out = current[0](args)
+        if current[0] is whole and not whole.captured():
+            current[0] = _split_at_collectives(gm, kind)
+        return out
+
+    run._boxed_call = True
+    return run
+
+
+def _graph_runner(gm, example_inputs, kind):
     _check_lowerings(gm)
     _stats["graphs_compiled"] += 1
     constants = _constants_as_inputs(gm)
@@ -448,6 +524,7 @@ def _graph_compiler(gm, example_inputs, kind="forward"):
         return run(args)
 
     run_with_constants._boxed_call = True
+    run_with_constants.captured = run.captured
     return run_with_constants
 
 

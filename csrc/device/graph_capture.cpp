@@ -121,6 +121,7 @@ std::optional<std::vector<c10::IValue>> CapturedGraph::replay(const std::vector<
     l.targets.push_back({&storage_buffer(target), sink.dtype});
   }
   l.checks = checks;
+  if (!replica_devices.empty()) l.replica_devices = &replica_devices;
   launch(*executable, l);
   std::vector<c10::IValue> out;
   out.reserve(outputs.size());
@@ -262,7 +263,7 @@ std::shared_ptr<CapturedGraph> capture_program(std::unique_ptr<ProgramState> sta
     if (it != input_of_storage.end()) {
       sink.kind = CapturedGraph::Sink::Kind::InputWrite;
       sink.input = it->second;
-      if (slot.param) {  // replays may update it in place
+      if (slot.param && !state->replication) {  // replays may update it in place (replicas donate nothing)
         state->b.mark_donated(*slot.param);
         cap->params[param_index(*slot.param)].donor = true;
       }
@@ -325,9 +326,16 @@ std::shared_ptr<CapturedGraph> capture_program(std::unique_ptr<ProgramState> sta
     outs.push_back(pred);
     cap->checks.push_back(info);
   }
-  cap->executable = runtime::DeviceRuntime::get().executable(state->b.finish(outs));
+  auto& runtime = runtime::DeviceRuntime::get();
+  if (state->replication) {
+    cap->replica_devices = state->replication->devices;
+    cap->executable = runtime.replicated_executable(state->b.finish(outs), cap->replica_devices);
+  } else {
+    cap->executable = runtime.executable(state->b.finish(outs));
+  }
   ProgramLaunch l;
   l.device = device;
+  if (state->replication) l.replica_devices = &cap->replica_devices;
   l.args = state->args;
   for (size_t k = 0; k < targets.size(); ++k) {
     l.targets.push_back({&storage_buffer(c10::Storage(targets[k])), cap->sinks[k].dtype});

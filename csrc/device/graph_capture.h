@@ -59,6 +59,9 @@ class CapturedGraph {
   };
 
   int device = 0;
+  // A graph holding collectives (ProgramState::Replication): its group's
+  // devices, each replay being this rank's replica. Empty otherwise.
+  std::vector<int64_t> replica_devices;
   std::shared_ptr<pjrt::LoadedExecutable> executable;
   SignatureRecord signature;  // of the inputs (csrc/device/call_signature.h)
   std::vector<Param> params;

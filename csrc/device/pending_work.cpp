@@ -24,7 +24,10 @@ DeferredPrograms& deferred() {
   return *d;
 }
 
-void flush_work(PendingWork& work, const char* reason);
+// Replicated programs a flush took out of the pending work, to run once the
+// deferred mutex is released (run_replicated).
+using Replicated = std::vector<std::unique_ptr<ProgramState>>;
+void flush_work(PendingWork& work, const char* reason, Replicated* replicated = nullptr);
 
 // The thread that loaded us: its pending work at exit is dropped, not run
 // (the interpreter is gone; nobody can read it, and the plugin's threads
@@ -85,7 +88,9 @@ int max_deferred_ops() {
   std::vector<ProgramState::Slot> all_slots = failed->slots;
   // ops [0, good) run; a program of `bad` ops fails.
   size_t good = 0, bad = n;
-  while (bad - good > 1) {
+  // A replicated program's prefixes cannot run on one rank alone (their
+  // collectives would wait for the other ranks): none of it ran.
+  while (!failed->replication && bad - good > 1) {
     const size_t mid = (good + bad) / 2;
     ProgramState probe = *failed;
     probe.rewind_to_op(mid);
@@ -96,7 +101,9 @@ int max_deferred_ops() {
       bad = mid;
     }
   }
-  const std::string culprit = failed->ops[good].name.empty() ? "an op" : failed->ops[good].name;
+  const std::string culprit = failed->replication              ? "its collectives' replicated program"
+                              : failed->ops[good].name.empty() ? "an op"
+                                                               : failed->ops[good].name;
   std::string ran;
   if (good > 0) {
     failed->rewind_to_op(good);
@@ -128,13 +135,22 @@ int max_deferred_ops() {
 }
 
 // Runs `work`'s pending programs. Call with the deferred mutex held.
-void flush_work(PendingWork& work, const char* reason) {
+// `replicated`: where a program replicated over a process group's devices
+// (a graph capture's, with its collectives, split by this flush) goes
+// instead of running: its launch waits for the other ranks' replicas, and
+// ranks that are threads of this process need the deferred mutex to get
+// there, so the caller runs it after releasing the mutex (run_replicated).
+void flush_work(PendingWork& work, const char* reason, Replicated* replicated) {
   DeferredPrograms& d = deferred();
   if (work.capture.active) work.capture.broken = true;  // the graph no longer runs as one program
   for (auto& state : work.per_device) {
     if (!state || state->ops.empty()) continue;
     std::unique_ptr<ProgramState> pending = std::move(state);
     runtime::metrics().count_flush(reason);
+    if (pending->replication && replicated) {
+      replicated->push_back(std::move(pending));  // still counted as pending until it ran
+      continue;
+    }
     // Counted as pending until its results are in their storages: a thread
     // that finds no pending program reads storages without the lock.
     struct Uncount {
@@ -148,6 +164,27 @@ void flush_work(PendingWork& work, const char* reason) {
     } catch (const std::exception& e) {
       error = e.what();
     }
+    recover_failed_flush(std::move(pending), error);
+  }
+}
+
+// Runs the replicated programs flush_work took out, without the deferred
+// mutex (held only to recover from a failure).
+void run_replicated(Replicated replicated) {
+  DeferredPrograms& d = deferred();
+  for (auto& pending : replicated) {
+    struct Uncount {
+      DeferredPrograms& d;
+      ~Uncount() { d.pending_programs--; }
+    } uncount{d};
+    std::string error;
+    try {
+      run_program(*pending);
+      continue;
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    std::lock_guard<std::recursive_mutex> lock(d.mutex);
     recover_failed_flush(std::move(pending), error);
   }
 }
@@ -203,24 +240,37 @@ void abort_graph_capture() {
   flush_deferred("graph");
 }
 
+bool graph_capture_on(int device) {
+  PendingWork* w = this_thread_work.work;
+  if (!w) return false;
+  std::lock_guard<std::recursive_mutex> lock(deferred().mutex);
+  return w->capture.active && w->capture.device == device;
+}
+
 void flush_deferred(const char* reason) {
   PendingWork* w = this_thread_work.work;
   if (!w || deferred().pending_programs.load() == 0) return;
-  std::lock_guard<std::recursive_mutex> lock(deferred().mutex);
-  flush_work(*w, reason);
+  Replicated replicated;
+  {
+    std::lock_guard<std::recursive_mutex> lock(deferred().mutex);
+    flush_work(*w, reason, &replicated);
+  }
+  run_replicated(std::move(replicated));
 }
 
 void flush_if_pending_uses(const StorageBuffer& sb, const char* reason) {
   PendingWork* w = this_thread_work.work;
   if (!w || deferred().pending_programs.load() == 0) return;
-  std::lock_guard<std::recursive_mutex> lock(deferred().mutex);
-  if (sb.device >= static_cast<int>(w->per_device.size()) || !w->per_device[sb.device]) return;
-  for (const ProgramState::Slot& slot : w->per_device[sb.device]->slots) {
-    if (slot.storage_id == sb.id) {
-      flush_work(*w, reason);
-      return;
-    }
+  Replicated replicated;
+  {
+    std::lock_guard<std::recursive_mutex> lock(deferred().mutex);
+    if (sb.device >= static_cast<int>(w->per_device.size()) || !w->per_device[sb.device]) return;
+    bool uses = false;
+    for (const ProgramState::Slot& slot : w->per_device[sb.device]->slots) uses = uses || slot.storage_id == sb.id;
+    if (!uses) return;
+    flush_work(*w, reason, &replicated);
   }
+  run_replicated(std::move(replicated));
 }
 
 void settle_pending_writes(StorageBuffer& sb) {

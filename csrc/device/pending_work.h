@@ -41,6 +41,8 @@ void begin_graph_capture(int device);
 std::unique_ptr<ProgramState> end_graph_capture(int device, bool* broken);
 // Abandons a capture after an error; the pending program is flushed.
 void abort_graph_capture();
+// Whether the calling thread is capturing a graph on `device`.
+bool graph_capture_on(int device);
 
 // One thread's DeferAndFuse work: its pending program per device and its
 // graph capture. Guarded by the pending-work mutex.

@@ -1,7 +1,12 @@
 #include "device/program_launch.h"
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <map>
 #include <mutex>
+#include <unordered_map>
 
 #include "device/pending_work.h"
 #include "runtime/eager_mode.h"
@@ -43,6 +48,70 @@ struct PendingChecks {
 PendingChecks& pending_checks() {
   static auto* p = new PendingChecks();
   return *p;
+}
+
+// The replicated launches of each device group, met by its ranks in launch
+// order (ProgramLaunch::replica_devices).
+struct ReplicaMeetings {
+  struct Meeting {
+    const pjrt::LoadedExecutable* executable = nullptr;  // the first arrival's
+    size_t arrived = 0, left = 0;
+    bool mismatch = false;
+    bool abandoned = false;  // a rank gave up waiting: the late ones raise too
+  };
+  struct Group {
+    std::unordered_map<int64_t, uint64_t> launches;  // per device: how many it made
+    std::map<uint64_t, Meeting> meetings;            // by launch number
+  };
+  std::mutex mutex;
+  std::condition_variable arrived;
+  std::map<std::vector<int64_t>, Group> groups;
+};
+
+ReplicaMeetings& replica_meetings() {
+  static auto* m = new ReplicaMeetings();
+  return *m;
+}
+
+double launch_timeout_seconds() {
+  const char* v = std::getenv("TORCH_TPU_DIST_LAUNCH_TIMEOUT");
+  const double seconds = v ? std::atof(v) : 0;
+  return seconds > 0 ? seconds : 300;
+}
+
+// Waits until every rank of `devices` reached the launch this device makes
+// now, and returns the launch id they share. Each device numbers its own
+// launches on the group; the ranks make the same launches in the same order,
+// so the n-th of each pair up, and n, in 31 bits, is the id.
+int meet_other_replicas(const pjrt::LoadedExecutable& executable, const std::vector<int64_t>& devices, int device) {
+  ReplicaMeetings& m = replica_meetings();
+  std::unique_lock<std::mutex> lock(m.mutex);
+  ReplicaMeetings::Group& group = m.groups[devices];
+  const uint64_t number = group.launches[device]++;
+  ReplicaMeetings::Meeting& meeting = group.meetings[number];
+  if (meeting.arrived == 0) meeting.executable = &executable;
+  meeting.mismatch = meeting.mismatch || meeting.executable != &executable;
+  meeting.arrived++;
+  m.arrived.notify_all();
+  const double timeout = launch_timeout_seconds();
+  const bool everyone = m.arrived.wait_for(lock, std::chrono::duration<double>(timeout), [&] {
+    return meeting.arrived == devices.size() || meeting.abandoned;
+  }) && !meeting.abandoned;
+  if (!everyone) meeting.abandoned = true;
+  const bool mismatch = meeting.mismatch;
+  if (++meeting.left == devices.size()) group.meetings.erase(number);  // the last to leave ends it
+  std::string group_text;
+  for (int64_t d : devices) group_text += (group_text.empty() ? "" : ", ") + std::to_string(d);
+  TORCH_CHECK(everyone, "tpu_dist: the rank on tpu:", device, " waited ", timeout,
+              " s for the other ranks of its group (devices ", group_text, ") to launch their replicas of its ",
+              number + 1,
+              "-th collective program; some rank did not reach it (it failed, or is blocked elsewhere). "
+              "TORCH_TPU_DIST_LAUNCH_TIMEOUT sets the wait.");
+  TORCH_CHECK(!mismatch, "tpu_dist: the ranks of the group on devices ", group_text,
+              " launched different programs as their ", number + 1,
+              "-th collective program (a graph compiled differently on some rank, or a collective one rank "
+              "skipped); none of them ran.");
+  return static_cast<int>(number & 0x7fffffff);
 }
 
 }  // namespace
@@ -93,10 +162,7 @@ void run_program(ProgramState& state, const RunOptions& options) {
   auto executable = state.replication
                         ? runtime.replicated_executable(state.b.finish(outputs), state.replication->devices)
                         : runtime.executable(state.b.finish(outputs));
-  if (state.replication) {
-    l.replicated = true;
-    l.launch_id = state.replication->launch_id;
-  }
+  if (state.replication) l.replica_devices = &state.replication->devices;
   l.args = state.args;
   if (!options.apply) l.targets.clear(), l.checks.clear();
   auto results = launch(*executable, l);
@@ -109,11 +175,12 @@ std::vector<runtime::BufferPtr> launch(pjrt::LoadedExecutable& executable, Progr
   std::unique_lock<std::recursive_mutex> lock(buffers_mutex(), std::defer_lock);
   std::vector<bool> donatable(l.args.size(), false);
   std::vector<runtime::BufferPtr> results;
-  if (l.replicated) {
+  if (l.replica_devices) {
     // Nothing donated, so no other thread's donation can race with ours:
     // our argument list holds every buffer it reads.
     maybe_fail(l.op_names, "run");
-    results = runtime::DeviceRuntime::get().run(executable, l.device, l.args, donatable, l.launch_id);
+    const int launch_id = meet_other_replicas(executable, *l.replica_devices, l.device);
+    results = runtime::DeviceRuntime::get().run(executable, l.device, l.args, donatable, launch_id);
     lock.lock();
   } else {
     lock.lock();

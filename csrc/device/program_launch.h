@@ -43,12 +43,20 @@ struct ProgramLaunch {
   std::vector<RangeCheckInfo> checks;
   PendingWork* owner = nullptr;
   const std::vector<std::string>* op_names = nullptr;  // for injected faults
-  // A replicated program's launch (ProgramState::Replication): it donates
-  // nothing and runs outside buffers_mutex(), since on the XLA:CPU plugin it
-  // returns only when every rank's replica reached its collectives, and the
-  // other ranks' threads launch programs meanwhile.
-  bool replicated = false;
-  int launch_id = 0;
+  // A replicated program's launch (ProgramState::Replication): the group's
+  // devices, in rank order, or null. It donates nothing and runs outside
+  // buffers_mutex(), since on the XLA:CPU plugin it returns only when every
+  // rank's replica reached its collectives, and the other ranks' threads
+  // launch programs meanwhile.
+  //
+  // Before entering the plugin, the ranks meet: each replica of a group's
+  // n-th replicated launch waits until every rank's n-th launch is ready
+  // (same executable, or all raise), and all pass the plugin the same
+  // launch id. A rank that never arrives, or one that launches another
+  // program, makes the others raise here (after
+  // TORCH_TPU_DIST_LAUNCH_TIMEOUT seconds, default 300), where a replica
+  // left alone inside the plugin would end the process.
+  const std::vector<int64_t>* replica_devices = nullptr;
 };
 std::vector<runtime::BufferPtr> launch(pjrt::LoadedExecutable& executable, ProgramLaunch& launch);
 

@@ -70,10 +70,11 @@ struct ProgramState {
   // A program replicated over a process group's devices (replica k on
   // devices[k], hlo/collectives.h): compiled with that device assignment
   // and launched as this device's replica, paired with the other ranks'
-  // launches by `launch_id`.
+  // launches of it (program_launch.h). `channels`: the collectives it holds,
+  // each numbered by its channel handle (1, 2, ...).
   struct Replication {
     std::vector<int64_t> devices;
-    int launch_id = 0;
+    int channels = 0;
   };
   explicit ProgramState(int device) : device(device) {}
   int device;

@@ -95,15 +95,36 @@ TensorProgram::TensorProgram(int device) : device_(device), deferred_(current_mo
 }
 
 TensorProgram::TensorProgram(int device, ProgramState::Replication replication) : device_(device), deferred_(false) {
+  if (graph_capture_on(device)) {
+    ProgramState& pending = lock_pending_program(device, lock_);
+    if (!pending.replication || pending.replication->devices == replication.devices) {
+      deferred_ = true;
+      state_ = &pending;
+      if (!pending.replication) {
+        pending.replication = std::move(replication);
+        made_replicated_ = true;
+      }
+      channel_ = ++pending.replication->channels;
+      checkpoint_ = state_->b.checkpoint();
+      slots_at_start_ = state_->slots.size();
+      args_at_start_ = state_->args.size();
+      checks_at_start_ = state_->range_checks.size();
+      undo_at_start_ = state_->undo.size();
+      return;
+    }
+    lock_.unlock();  // another group's collective: a program of its own (the capture is split)
+  }
   flush_deferred("collective");
   own_ = std::make_unique<ProgramState>(device);
   own_->replication = std::move(replication);
   state_ = own_.get();
   checkpoint_ = state_->b.checkpoint();
+  channel_ = ++own_->replication->channels;
 }
 
 TensorProgram::~TensorProgram() {
   if (finished_ || !deferred_) return;
+  if (made_replicated_) state_->replication.reset();
   // The op threw: drop what it added to the pending program.
   state_->rewind(state_->ops.size(), slots_at_start_, args_at_start_, checks_at_start_, undo_at_start_, checkpoint_);
 }

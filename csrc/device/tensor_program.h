@@ -33,12 +33,17 @@ runtime::ViewLayout layout_of(const at::Tensor& t);
 class TensorProgram {
  public:
   explicit TensorProgram(int device);
-  // A program replicated over a process group's devices, launched by run()
-  // in every mode: the thread's DeferAndFuse work runs first (it may write
-  // what the collective reads), and the program holds the collective alone,
-  // since the ranks' pending programs would otherwise have to be cut at the
-  // same ops for their collectives to pair up.
+  // A collective's program, replicated over a process group's devices.
+  // In a graph capture (torch.compile) it joins the graph's program, as a
+  // TPU runs a compiled step: every rank captures the same graph, so the
+  // ranks' programs hold the same collectives in the same order. Elsewhere
+  // it is a program of its own, launched by run() in every mode after the
+  // thread's DeferAndFuse work (which may write what it reads): eager
+  // ranks flush at different points (a host read on rank 0 alone), so
+  // their pending programs could not be trusted to pair up.
   TensorProgram(int device, ProgramState::Replication replication);
+  // The collective's channel handle in this program (replicated programs).
+  int channel() const { return channel_; }
   ~TensorProgram();  // an op that threw leaves the pending program as it was
   TensorProgram(const TensorProgram&) = delete;
   TensorProgram& operator=(const TensorProgram&) = delete;
@@ -86,6 +91,8 @@ class TensorProgram {
   hlo::Builder::Checkpoint checkpoint_;
   size_t slots_at_start_ = 0, args_at_start_ = 0, checks_at_start_ = 0, undo_at_start_ = 0;
   bool finished_ = false;
+  int channel_ = 0;
+  bool made_replicated_ = false;  // this op made the pending program replicated (undone if it throws)
 };
 
 at::Tensor empty_tpu(at::IntArrayRef sizes, at::IntArrayRef strides, at::ScalarType dtype, int device);

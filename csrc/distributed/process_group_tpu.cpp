@@ -300,21 +300,19 @@ bool program_reduce(const ReduceOp& op, const at::Tensor& t, std::string* name, 
   }
 }
 
-using ReduceSignature = at::Tensor&(at::Tensor&, c10::string_view, double, at::IntArrayRef, int64_t);
-using IntoSignature = at::Tensor&(at::Tensor&, const at::Tensor&, at::IntArrayRef, int64_t);
-using ReduceIntoSignature = at::Tensor&(at::Tensor&, const at::Tensor&, c10::string_view, double, at::IntArrayRef,
-                                        int64_t);
-using BroadcastSignature = at::Tensor&(at::Tensor&, int64_t, at::IntArrayRef, int64_t);
+using ReduceSignature = at::Tensor&(at::Tensor&, c10::string_view, double, at::IntArrayRef);
+using IntoSignature = at::Tensor&(at::Tensor&, const at::Tensor&, at::IntArrayRef);
+using ReduceIntoSignature = at::Tensor&(at::Tensor&, const at::Tensor&, c10::string_view, double, at::IntArrayRef);
+using BroadcastSignature = at::Tensor&(at::Tensor&, int64_t, at::IntArrayRef);
 
 }  // namespace
 
 ProcessGroupTpu::ProcessGroupTpu(c10::intrusive_ptr<c10d::Backend> host, int rank, int size, bool check_calls,
-                                 std::vector<int64_t> program_devices, int launch_salt)
+                                 std::vector<int64_t> program_devices)
     : Backend(rank, size),
       host_(std::move(host)),
       check_calls_(check_calls),
-      program_devices_(std::move(program_devices)),
-      launch_salt_(launch_salt) {
+      program_devices_(std::move(program_devices)) {
   TORCH_CHECK(host_, "tpu_dist needs a host transport backend");
   TORCH_CHECK(program_devices_.empty() || static_cast<int>(program_devices_.size()) == size,
               "tpu_dist: one device per rank for the in-program transport");
@@ -334,15 +332,16 @@ bool ProcessGroupTpu::in_program(const at::Tensor& t) const {
   return !program_devices_.empty() && on_tpu(t) && t.device().index() == program_devices_[rank_];
 }
 
-int ProcessGroupTpu::next_launch_id() {
-  // 15 bits of the group's salt and 16 of its count: ids repeat only
-  // 65,536 collectives apart, long after the earlier launch completed.
-  return static_cast<int>(((launch_salt_ & 0x7fff) << 16) | (launches_++ & 0xffff));
-}
-
 void ProcessGroupTpu::check_same_call(const char* op_name, const std::vector<at::Tensor>& tensors,
                                       bool shapes_must_match, bool in_program) {
   if ((!check_calls_ && !in_program) || size_ == 1) return;
+  // A collective joining a graph's program (torch.compile) is checked when
+  // the program launches: the ranks' replicas meet there, and a rank whose
+  // program differs makes all raise. An exchange here would wait for ranks
+  // that replay the graph instead of tracing it (one rank recompiling).
+  using JoinsSignature = bool(const at::Tensor&);
+  static auto joins_program = device_op<JoinsSignature>("torch_tpu::collective_joins_program");
+  if (in_program && joins_program.call(tensors.at(0))) return;
   int64_t op = 0;
   while (std::string(kOpNames[op]) != op_name) ++op;
   at::Tensor mine = at::full({kHeader + kMaxDims}, -1, at::kLong);
@@ -376,7 +375,7 @@ c10::intrusive_ptr<Work> ProcessGroupTpu::broadcast(std::vector<at::Tensor>& ten
   if (tensors.size() == 1 && in_program(tensors[0])) {
     check_same_call("broadcast", tensors, true, true);
     static auto broadcast = device_op<BroadcastSignature>("torch_tpu::collective_broadcast_");
-    broadcast.call(tensors[0], opts.rootRank, program_devices_, next_launch_id());
+    broadcast.call(tensors[0], opts.rootRank, program_devices_);
     return finished(tensors);
   }
   check_same_call("broadcast", tensors, true);
@@ -394,7 +393,7 @@ c10::intrusive_ptr<Work> ProcessGroupTpu::allreduce(std::vector<at::Tensor>& ten
   if (tensors.size() == 1 && in_program(tensors[0]) && program_reduce(opts.reduceOp, tensors[0], &op, &factor)) {
     check_same_call("allreduce", tensors, true, true);
     static auto all_reduce = device_op<ReduceSignature>("torch_tpu::collective_all_reduce_");
-    all_reduce.call(tensors[0], op, factor, program_devices_, next_launch_id());
+    all_reduce.call(tensors[0], op, factor, program_devices_);
     return finished(tensors);
   }
   check_same_call("allreduce", tensors, true);
@@ -428,7 +427,7 @@ c10::intrusive_ptr<Work> ProcessGroupTpu::_allgather_base(at::Tensor& output, at
   if (in_program(input) && in_program(output)) {
     check_same_call("allgather", {input}, true, true);
     static auto all_gather = device_op<IntoSignature>("torch_tpu::collective_all_gather_into");
-    all_gather.call(output, input, program_devices_, next_launch_id());
+    all_gather.call(output, input, program_devices_);
     return finished({output});
   }
   check_same_call("allgather", {input}, true);
@@ -450,6 +449,9 @@ c10::intrusive_ptr<Work> ProcessGroupTpu::allgather_coalesced(std::vector<std::v
 c10::intrusive_ptr<Work> ProcessGroupTpu::allgather_into_tensor_coalesced(std::vector<at::Tensor>& outputs,
                                                                           std::vector<at::Tensor>& inputs,
                                                                           const c10d::AllgatherOptions& opts) {
+  // One pair (functional collectives' all_gather_into_tensor) is the base
+  // form: in-program where the group is.
+  if (outputs.size() == 1 && inputs.size() == 1) return _allgather_base(outputs[0], inputs[0], opts);
   check_same_call("allgather", inputs, true);
   Staging staging;
   auto host_in = staging.in(inputs);
@@ -512,7 +514,7 @@ c10::intrusive_ptr<Work> ProcessGroupTpu::_reduce_scatter_base(at::Tensor& outpu
   if (in_program(input) && in_program(output) && program_reduce(opts.reduceOp, input, &op, &factor)) {
     check_same_call("reduce_scatter", {input}, true, true);
     static auto reduce_scatter = device_op<ReduceIntoSignature>("torch_tpu::collective_reduce_scatter_into");
-    reduce_scatter.call(output, input, op, factor, program_devices_, next_launch_id());
+    reduce_scatter.call(output, input, op, factor, program_devices_);
     return finished({output});
   }
   check_same_call("reduce_scatter", {input}, true);
@@ -532,6 +534,8 @@ c10::intrusive_ptr<Work> ProcessGroupTpu::_reduce_scatter_base(at::Tensor& outpu
 c10::intrusive_ptr<Work> ProcessGroupTpu::reduce_scatter_tensor_coalesced(std::vector<at::Tensor>& outputs,
                                                                           std::vector<at::Tensor>& inputs,
                                                                           const c10d::ReduceScatterOptions& opts) {
+  // One pair (functional collectives' reduce_scatter_tensor): the base form.
+  if (outputs.size() == 1 && inputs.size() == 1) return _reduce_scatter_base(outputs[0], inputs[0], opts);
   check_same_call("reduce_scatter", inputs, true);
   Staging staging(rewrites_inputs(opts.reduceOp));
   auto host_in = staging.in(inputs);
@@ -549,11 +553,17 @@ c10::intrusive_ptr<Work> ProcessGroupTpu::alltoall_base(at::Tensor& output, at::
                                                         std::vector<int64_t>& output_splits,
                                                         std::vector<int64_t>& input_splits,
                                                         const c10d::AllToAllOptions& opts) {
-  // In-program: equal splits (none given), so every rank's call has one shape.
-  if (output_splits.empty() && input_splits.empty() && in_program(input) && in_program(output)) {
+  // In-program: equal splits (none given, or each dim 0 / size, as
+  // functional collectives spell them), so every rank's call has one shape.
+  auto equal = [&](const std::vector<int64_t>& splits, const at::Tensor& t) {
+    if (splits.empty()) return true;
+    if (t.dim() == 0 || static_cast<int>(splits.size()) != size_ || t.size(0) % size_ != 0) return false;
+    return std::all_of(splits.begin(), splits.end(), [&](int64_t n) { return n == t.size(0) / size_; });
+  };
+  if (equal(output_splits, output) && equal(input_splits, input) && in_program(input) && in_program(output)) {
     check_same_call("alltoall", {input}, true, true);
     static auto all_to_all = device_op<IntoSignature>("torch_tpu::collective_all_to_all_into");
-    all_to_all.call(output, input, program_devices_, next_launch_id());
+    all_to_all.call(output, input, program_devices_);
     return finished({output});
   }
   // Splits may differ by rank (uneven all_to_all); dtypes may not.

@@ -18,10 +18,13 @@
 // all_gather, reduce_scatter and equal-split all_to_all of tpu tensors run
 // in-program instead: one program replicated over the group's devices
 // holding StableHLO's collective, each rank launching its own replica
-// (csrc/device/collective_kernels.cpp), as a TPU slice runs them. The
+// (csrc/device/collective_kernels.cpp), as a TPU slice runs them; inside a
+// torch.compile graph the collective joins the graph's one program. The
 // fingerprint then also says which transport each rank chose, and is always
-// exchanged: a rank that never launches its replica would stop the others
-// inside the plugin, which cannot be interrupted.
+// exchanged (eager calls), so mismatched calls raise with what each rank
+// ran; the ranks' replicas then meet before entering the plugin
+// (device/program_launch.h), since a replica left alone there would end the
+// process.
 #pragma once
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
@@ -34,7 +37,7 @@ namespace torch_tpu::distributed {
 class ProcessGroupTpu : public c10d::Backend {
  public:
   ProcessGroupTpu(c10::intrusive_ptr<c10d::Backend> host, int rank, int size, bool check_calls,
-                  std::vector<int64_t> program_devices = {}, int launch_salt = 0);
+                  std::vector<int64_t> program_devices = {});
 
   const std::string getBackendName() const override { return "tpu_dist"; }
   const c10::intrusive_ptr<c10d::Backend>& host() const { return host_; }
@@ -116,15 +119,10 @@ class ProcessGroupTpu : public c10d::Backend {
                        bool in_program = false);
   // Whether `t` is a tpu tensor on this rank's device of the in-program group.
   bool in_program(const at::Tensor& t) const;
-  // Pairs this collective's launch with the other ranks' (the same on every
-  // rank: they issue the group's collectives in one order).
-  int next_launch_id();
 
   c10::intrusive_ptr<c10d::Backend> host_;
   bool check_calls_;
   std::vector<int64_t> program_devices_;
-  int launch_salt_ = 0;
-  uint32_t launches_ = 0;
   GroupFactory split_factory_;
   std::chrono::milliseconds timeout_{kBackendDefaultTimeout};
 };

@@ -79,10 +79,21 @@ void register_graph_bindings(py::module_& m) {
     }
   });
   m.def("_capture_begin", [](int device) { torch_tpu::device::begin_capture(device); });
-  m.def("_capture_abort", []() { torch_tpu::device::abort_capture(); });
+  // Both run the recorded program, without the GIL: a program holding
+  // collectives waits for the other ranks' replicas, and ranks that are
+  // threads of this process get there in Python.
+  m.def("_capture_abort", []() {
+    py::gil_scoped_release release;
+    torch_tpu::device::abort_capture();
+  });
   m.def("_capture_end", [](int device, const py::sequence& inputs, const py::sequence& outputs) {
     std::string why;
-    auto cap = torch_tpu::device::end_capture(device, to_ivalues(inputs), to_ivalues(outputs), &why);
+    std::vector<c10::IValue> input_values = to_ivalues(inputs), output_values = to_ivalues(outputs);
+    std::shared_ptr<torch_tpu::device::CapturedGraph> cap;
+    {
+      py::gil_scoped_release release;
+      cap = torch_tpu::device::end_capture(device, input_values, output_values, &why);
+    }
     return py::make_tuple(cap ? py::cast(cap) : py::none(), why);
   });
 }

@@ -16,40 +16,24 @@ from datetime import timedelta
 
 import torch
 import torch.distributed as dist
+import torch.distributed._functional_collectives as funcol
 from torch._C._distributed_c10d import AllgatherOptions
 
 import torch_tpu
-from torch_tpu.distributed import _create_backend
+from torch_tpu.distributed.threaded import run_ranks
 
 RANKS = 4
 TIMEOUT = timedelta(seconds=120)
 
 
-def make_group(prefix, size, ranks_body, store=None):
+def make_group(prefix, size, ranks_body, store=None, group_name=None):
     """Runs ranks_body(rank, backend) on `size` threads, rank r on device r
     (or on devices[r] when ranks_body has a `devices` attribute); returns
     each rank's result or raises its first exception."""
-    store = store or dist.HashStore()
-    devices = getattr(ranks_body, "devices", list(range(size)))
-    results, errors = [None] * size, [None] * size
-
-    def rank(r):
-        try:
-            torch.tpu.set_device(devices[r])
-            backend = _create_backend(dist.PrefixStore(prefix, store), r, size, TIMEOUT)
-            results[r] = ranks_body(r, backend)
-        except BaseException as e:  # reported by the caller
-            errors[r] = e
-
-    threads = [threading.Thread(target=rank, args=(r,)) for r in range(size)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    for e in errors:
-        if e is not None:
-            raise e
-    return results
+    devices = getattr(ranks_body, "devices", None)
+    return run_ranks(
+        size, ranks_body, devices=devices, group_name=group_name, store=store, prefix=prefix, timeout=TIMEOUT
+    )
 
 
 def reduce_options(op):
@@ -154,11 +138,23 @@ def check_all_to_all_single_with_equal_splits():
         x = (torch.arange(RANKS * 2.0).reshape(RANKS, 2) + 100 * r).to("tpu")
         out = torch.empty(RANKS, 2, device="tpu")
         backend.alltoall_base(out, x, [], [], dist.AllToAllOptions()).wait()
-        return out.cpu()
+        # Equal splits spelled out (as functional collectives pass them).
+        spelled = torch.empty(RANKS, 2, device="tpu")
+        backend.alltoall_base(spelled, x, [1] * RANKS, [1] * RANKS, dist.AllToAllOptions()).wait()
+        # Dim 0 must split evenly, whatever the element count.
+        uneven = torch.zeros(2, RANKS, device="tpu")
+        try:
+            backend.alltoall_base(torch.empty_like(uneven), uneven, [], [], dist.AllToAllOptions()).wait()
+            raised = None
+        except RuntimeError as e:
+            raised = str(e)
+        return out.cpu(), spelled.cpu(), raised
 
-    for r, got in enumerate(make_group("a2a", RANKS, body)):
+    for r, (got, spelled, raised) in enumerate(make_group("a2a", RANKS, body)):
         expected = torch.stack([torch.arange(RANKS * 2.0).reshape(RANKS, 2)[r] + 100 * s for s in range(RANKS)])
         torch.testing.assert_close(got, expected, rtol=0, atol=0)
+        torch.testing.assert_close(spelled, expected, rtol=0, atol=0)
+        assert raised and "dim 0 does not divide equally" in raised, raised
 
 
 def check_deferred_ops_around_a_collective():
@@ -271,6 +267,140 @@ def check_programs_hold_stablehlo_collectives():
         assert any(f'"stablehlo.{op}"' in t for t in texts), op
 
 
+COMPILED_GROUP = "compiled"
+
+
+def tensor_parallel_step(x, w):
+    """Collectives between compute, as a tensor-parallel block has them."""
+    h = torch.tanh(x @ w)
+    total = funcol.all_reduce(h, "sum", COMPILED_GROUP)
+    gathered = funcol.all_gather_tensor(total * 0.5, 0, COMPILED_GROUP)
+    part = funcol.reduce_scatter_tensor(gathered + 1, "avg", 0, COMPILED_GROUP)
+    exchanged = funcol.all_to_all_single(h, None, None, COMPILED_GROUP)
+    return part.sum(0) + exchanged.mean(), gathered
+
+
+def step_inputs(r, call):
+    g = torch.Generator().manual_seed(100 * call + r)
+    x = torch.randn(2 * RANKS, 16, generator=g)
+    w = torch.randn(16, 2 * RANKS, generator=torch.Generator().manual_seed(call))
+    return x, w
+
+
+def expected_step(r, call):
+    hs = [torch.tanh(torch.mm(*step_inputs(s, call))) for s in range(RANKS)]
+    total = sum(hs)
+    gathered = torch.cat([total * 0.5] * RANKS)
+    part = (gathered + 1).chunk(RANKS)[r]
+    exchanged = torch.cat([h.chunk(RANKS)[r] for h in hs])
+    return part.sum(0) + exchanged.mean(), gathered
+
+
+def compiled_group(prefix, body):
+    """make_group with the ranks' ProcessGroup registered as COMPILED_GROUP
+    (what functional collectives resolve), float32 matmuls at full
+    precision (the references are CPU's)."""
+    precision = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("highest")
+    try:
+        return make_group(prefix, RANKS, body, group_name=COMPILED_GROUP)
+    finally:
+        torch.set_float32_matmul_precision(precision)
+
+
+def check_compiled_step_with_collectives_replays_as_one_program():
+    """torch.compile: a graph holding all_reduce, all_gather, reduce_scatter
+    and all_to_all between its ops is ONE program replicated over the
+    group's devices; later calls replay it, one launch per rank per call."""
+    calls = 4
+    barrier = threading.Barrier(RANKS)
+    counts = {}
+
+    def body(r, backend):
+        compiled = torch.compile(tensor_parallel_step, backend="tpu")
+        outputs = []
+        for call in range(calls):
+            if call == 1:  # after the first call's trace and capture
+                barrier.wait()
+                if r == 0:
+                    counts["before"] = (torch_tpu.metrics()["programs_executed"], torch_tpu.compile.stats())
+                barrier.wait()
+            x, w = (t.to("tpu") for t in step_inputs(r, call))
+            outputs.append(compiled(x, w))
+        barrier.wait()
+        if r == 0:
+            counts["after"] = (torch_tpu.metrics()["programs_executed"], torch_tpu.compile.stats())
+        return [(a.cpu(), b.cpu()) for a, b in outputs]
+
+    results = compiled_group("compiled/step", body)
+    for r, per_call in enumerate(results):
+        for call, (got, gathered) in enumerate(per_call):
+            want, want_gathered = expected_step(r, call)
+            torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+            torch.testing.assert_close(gathered, want_gathered, rtol=1e-4, atol=1e-4)
+    (programs_before, stats_before), (programs_after, stats_after) = counts["before"], counts["after"]
+    replays = stats_after["graph_replays"] - stats_before["graph_replays"]
+    assert replays == RANKS * (calls - 1), (stats_before, stats_after)
+    assert stats_after["graph_traces"] == stats_before["graph_traces"], (stats_before, stats_after)
+    assert programs_after - programs_before == RANKS * (calls - 1), (programs_before, programs_after)
+    # The program a TPU would run: the step's ops and its four collectives in one module.
+    dump = os.environ["TORCH_TPU_DUMP_HLO"]
+    texts = [open(os.path.join(dump, f)).read() for f in os.listdir(dump)]
+    ops = ("dot_general", "tanh", "all_reduce", "all_gather", "reduce_scatter", "all_to_all")
+    whole = [t for t in texts if all(f'"stablehlo.{op}"' in t for op in ops)]
+    assert whole, "no program holds the whole step"
+    assert any("channel_handle = #stablehlo.channel_handle<handle = 3, type = 1>" in t for t in whole)
+
+
+def check_ranks_launching_different_programs_raise_and_the_group_goes_on():
+    """A rank whose compiled step differs (its replica would not pair up with
+    the others'): every rank raises before entering the plugin; a rank that
+    never launches its replica makes the others raise after
+    TORCH_TPU_DIST_LAUNCH_TIMEOUT; then the same step runs on all."""
+
+    def other_step(x, w):
+        return tensor_parallel_step(torch.sin(x), w)
+
+    barrier = threading.Barrier(RANKS)
+
+    def body(r, backend):
+        compiled = torch.compile(tensor_parallel_step, backend="tpu")
+        other = torch.compile(other_step, backend="tpu")
+        x, w = (t.to("tpu") for t in step_inputs(r, 0))
+        errors = []
+        try:
+            (other if r == RANKS - 1 else compiled)(x, w)
+        except RuntimeError as e:
+            errors.append(str(e))
+        compiled(x, w)  # every rank the same: runs
+        # Now the last rank stays away while the others replay.
+        os.environ["TORCH_TPU_DIST_LAUNCH_TIMEOUT"] = "2"
+        if r != RANKS - 1:
+            try:
+                compiled(x, w)
+            except RuntimeError as e:
+                errors.append(str(e))
+        barrier.wait()
+        if r == RANKS - 1:
+            try:
+                compiled(x, w)  # too late: the others gave up on this launch
+            except RuntimeError as e:
+                errors.append(str(e))
+        barrier.wait()
+        got, _ = compiled(x, w)
+        return errors, got.cpu()
+
+    try:
+        results = compiled_group("compiled/mismatch", body)
+    finally:
+        os.environ.pop("TORCH_TPU_DIST_LAUNCH_TIMEOUT", None)
+    for r, (errors, got) in enumerate(results):
+        assert len(errors) == 2, errors
+        assert "launched different programs" in errors[0], errors[0]
+        assert "did not reach it" in errors[1], errors[1]
+        torch.testing.assert_close(got, expected_step(r, 0)[0], rtol=1e-4, atol=1e-4)
+
+
 CHECKS = [
     check_all_reduce,
     check_broadcast_moves_the_roots_bits,
@@ -281,6 +411,8 @@ CHECKS = [
     check_mismatched_shapes_raise_on_every_rank_and_the_group_goes_on,
     check_bitwise_ops_and_host_transport_agree,
     check_programs_hold_stablehlo_collectives,
+    check_compiled_step_with_collectives_replays_as_one_program,
+    check_ranks_launching_different_programs_raise_and_the_group_goes_on,
 ]
 
 if __name__ == "__main__":

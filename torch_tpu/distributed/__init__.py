@@ -13,7 +13,6 @@ TPU slice; TORCH_TPU_DIST_TRANSPORT=host turns that off). See
 docs/distributed.md.
 """
 
-import itertools
 import os
 import uuid
 from datetime import timedelta
@@ -25,7 +24,6 @@ BACKEND_NAMES = ("tpu_dist", "tpu")
 
 # Tells the ranks of a group that share this process from those that do not.
 _PROCESS_TOKEN = f"{os.getpid()}:{uuid.uuid4().hex}"
-_program_groups = itertools.count(1)
 
 
 def _check_calls_enabled():
@@ -71,13 +69,7 @@ def _create_backend(store, rank, size, timeout):
     # (TORCH_DISTRIBUTED_DEBUG, flight recorder) only when it built the group.
     host._set_sequence_number_for_group()
     devices = _program_devices(own_store, rank, size)
-    salt = 0
-    if devices:
-        # Each in-program group numbers its launches apart from the others'.
-        if rank == 0:
-            own_store.set("launch_salt", str(next(_program_groups)))
-        salt = int(own_store.get("launch_salt"))
-    backend = ProcessGroupTpu(host, rank, size, _check_calls_enabled(), devices, salt)
+    backend = ProcessGroupTpu(host, rank, size, _check_calls_enabled(), devices)
     # dist.split_group's new groups are made the same way, from the store
     # c10d prefixed for each.
     backend._set_split_factory(_create_split_backend, int(timeout.total_seconds() * 1000))
