@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <exception>
 #include <thread>
 
 #include "device/program_launch.h"
@@ -134,6 +135,27 @@ int max_deferred_ops() {
               "values.)");
 }
 
+// Runs a program a flush took out of the pending work. It counts as pending
+// until its results are in their storages: a thread that finds no pending
+// program reads storages without the lock. A failure is recovered under the
+// deferred mutex (recursive: the caller may hold it already).
+void run_flushed(std::unique_ptr<ProgramState> pending) {
+  DeferredPrograms& d = deferred();
+  struct Uncount {
+    DeferredPrograms& d;
+    ~Uncount() { d.pending_programs--; }
+  } uncount{d};
+  std::string error;
+  try {
+    run_program(*pending);
+    return;
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  std::lock_guard<std::recursive_mutex> lock(d.mutex);
+  recover_failed_flush(std::move(pending), error);
+}
+
 // Runs `work`'s pending programs. Call with the deferred mutex held.
 // `replicated`: where a program replicated over a process group's devices
 // (a graph capture's, with its collectives, split by this flush) goes
@@ -141,7 +163,6 @@ int max_deferred_ops() {
 // ranks that are threads of this process need the deferred mutex to get
 // there, so the caller runs it after releasing the mutex (run_replicated).
 void flush_work(PendingWork& work, const char* reason, Replicated* replicated) {
-  DeferredPrograms& d = deferred();
   if (work.capture.active) work.capture.broken = true;  // the graph no longer runs as one program
   for (auto& state : work.per_device) {
     if (!state || state->ops.empty()) continue;
@@ -151,42 +172,22 @@ void flush_work(PendingWork& work, const char* reason, Replicated* replicated) {
       replicated->push_back(std::move(pending));  // still counted as pending until it ran
       continue;
     }
-    // Counted as pending until its results are in their storages: a thread
-    // that finds no pending program reads storages without the lock.
-    struct Uncount {
-      DeferredPrograms& d;
-      ~Uncount() { d.pending_programs--; }
-    } uncount{d};
-    std::string error;
-    try {
-      run_program(*pending);
-      continue;
-    } catch (const std::exception& e) {
-      error = e.what();
-    }
-    recover_failed_flush(std::move(pending), error);
+    run_flushed(std::move(pending));
   }
 }
 
 // Runs the replicated programs flush_work took out, without the deferred
-// mutex (held only to recover from a failure).
+// mutex; every one runs, and the first failure is raised after.
 void run_replicated(Replicated replicated) {
-  DeferredPrograms& d = deferred();
+  std::exception_ptr first_failure;
   for (auto& pending : replicated) {
-    struct Uncount {
-      DeferredPrograms& d;
-      ~Uncount() { d.pending_programs--; }
-    } uncount{d};
-    std::string error;
     try {
-      run_program(*pending);
-      continue;
-    } catch (const std::exception& e) {
-      error = e.what();
+      run_flushed(std::move(pending));
+    } catch (...) {
+      if (!first_failure) first_failure = std::current_exception();
     }
-    std::lock_guard<std::recursive_mutex> lock(d.mutex);
-    recover_failed_flush(std::move(pending), error);
   }
+  if (first_failure) std::rethrow_exception(first_failure);
 }
 
 }  // namespace
