@@ -217,6 +217,9 @@ TORCHVISION_INPUT = {
     "raft_small": 128,  # its correlation pyramid needs 16 x 16 features, 1/8 of the image
     "raft_large": 128,
 }
+# timm's Inception networks: the torchvision inception_v3 reason above (at
+# VISION_SIZE their stems fail, at 75 to 138 their last maps are 1 x 1 or 2 x 2).
+TIMM_INPUT = {"inception_v3": 139, "inception_v4": 139, "inception_resnet_v2": 139}
 # Detection and segmentation: small images, every anchor sampled (so the
 # heads' random subsampling picks the same boxes on both devices).
 DETECTION_KWARGS = {
@@ -379,6 +382,8 @@ def _build_timm(name):
         size = tuple(model.patch_embed.img_size)
     elif not any(k in name for k in ("levit", "maxvit", "maxxvit", "coatnet", "efficientformer", "swin", "nest")):
         size = (VISION_SIZE, VISION_SIZE)
+    if name in TIMM_INPUT:
+        size = (TIMM_INPUT[name],) * 2
     return _deterministic(model), _images(size)
 
 
