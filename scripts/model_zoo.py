@@ -202,7 +202,12 @@ TORCHVISION_KWARGS = {
     "googlenet": {"aux_logits": True, "init_weights": True},
 }
 TORCHVISION_INPUT = {
-    "inception_v3": 80,  # its stem needs 75 pixels
+    # Its stem needs 75 pixels; below 139 its last blocks see 1 x 1 (80) or 2 x 2
+    # maps, whose train-mode BatchNorm over 2 or 8 values per channel makes
+    # the loss chaotic: at 80 a 1e-7 relative change of the input moves CPU's
+    # own float32 loss by 13%, and CPU's 1-thread and 2-thread losses differ
+    # by 4%. At 139 they are 3 x 3 and the same change moves it by 4e-6.
+    "inception_v3": 139,
     "vit_h_14": 56,
     "maxvit_t": 224,  # its partitions need 224 / 32 = 7 per side
     "ssd300_vgg16": 300,
@@ -212,6 +217,9 @@ TORCHVISION_INPUT = {
     "raft_small": 128,  # its correlation pyramid needs 16 x 16 features, 1/8 of the image
     "raft_large": 128,
 }
+# timm's Inception networks: the torchvision inception_v3 reason above (at
+# VISION_SIZE their stems fail, at 75 to 138 their last maps are 1 x 1 or 2 x 2).
+TIMM_INPUT = {"inception_v3": 139, "inception_v4": 139, "inception_resnet_v2": 139}
 # Detection and segmentation: small images, every anchor sampled (so the
 # heads' random subsampling picks the same boxes on both devices).
 DETECTION_KWARGS = {
@@ -220,6 +228,35 @@ DETECTION_KWARGS = {
     "max_size": VISION_SIZE,
     "rpn_batch_size_per_image": 1 << 20,
     "box_batch_size_per_image": 1 << 20,
+}
+# Mask R-CNN's eval pastes each kept box's mask at the box's own pixel size
+# (torchvision's paste_mask_in_image, a Python loop with host reads): a new
+# program shape per box size. With random weights every image keeps its 100
+# low-score boxes, 168 distinct sizes over the two images (counted on CPU),
+# each compiling its interpolate, slice and copy programs; 10 boxes per image
+# run the same code.
+MASK_RCNN_KWARGS = {"box_detections_per_img": 10}
+
+
+# Models given this many times --timeout. Their time is compile work in
+# Strict eager mode: each op at a new shape or dtype is one XLA:CPU compile
+# (about 0.09 s on an idle core, three or four times that on the shared
+# 2-core machine), and these models have over a thousand. Measured with
+# torch_tpu.metrics() on a cold cache: densenet121 1082 compiles, 96 of its
+# 112 s; rexnet_100 (channel counts that change every block) 1116 compiles,
+# 426 of its 480 s (its train check ran three times, the float64 one with
+# programs of its own). densenet161/169/201 have 78/82/98 dense layers to
+# densenet121's 58, each at a new width. The mask and keypoint R-CNNs did not
+# finish in 1200 s under a load of 8 (210 s of CPU); see DETECTION_KWARGS
+# for the part of maskrcnn's time that was data-shaped programs.
+TIMEOUT_FACTOR = {
+    "densenet161": 3,
+    "densenet169": 3,
+    "densenet201": 3,
+    "rexnet_100": 3,
+    "keypointrcnn_resnet50_fpn": 3,
+    "maskrcnn_resnet50_fpn": 3,
+    "maskrcnn_resnet50_fpn_v2": 3,
 }
 
 
@@ -317,6 +354,8 @@ def build(source, name, category):
                 kwargs.pop(key)
         if name.startswith("ssd"):
             kwargs.pop("min_size"), kwargs.pop("max_size")
+        if name.startswith("maskrcnn"):
+            kwargs.update(MASK_RCNN_KWARGS)
         num_classes = 2 if name.startswith("keypointrcnn") else 5
         model = models.get_model(name, weights=None, num_classes=num_classes, **kwargs)
         return _deterministic(model), _detection_inputs(name, size)
@@ -343,6 +382,8 @@ def _build_timm(name):
         size = tuple(model.patch_embed.img_size)
     elif not any(k in name for k in ("levit", "maxvit", "maxxvit", "coatnet", "efficientformer", "swin", "nest")):
         size = (VISION_SIZE, VISION_SIZE)
+    if name in TIMM_INPUT:
+        size = (TIMM_INPUT[name],) * 2
     return _deterministic(model), _images(size)
 
 
@@ -613,6 +654,7 @@ def _child(args):
 
 def _run_one(model, timeout):
     source, name, category = model
+    timeout *= TIMEOUT_FACTOR.get(name, 1)
     started = time.time()
     cmd = [sys.executable, __file__, "--child", f"{source},{name},{category}"]
     try:
@@ -705,7 +747,7 @@ def _status(record):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workers", type=int, default=1)
-    parser.add_argument("--timeout", type=int, default=600, help="seconds per model")
+    parser.add_argument("--timeout", type=int, default=600, help="seconds per model (times TIMEOUT_FACTOR's)")
     parser.add_argument("--source", default="all", choices=("all", "torchvision", "timm"))
     parser.add_argument("--only", default="", help="comma-separated model names")
     parser.add_argument("--limit", type=int, default=0, help="the first N models only")

@@ -52,3 +52,8 @@ def test_outcomes_name_the_missing_op_or_the_error():
         "eval output tensor 0: off",
     )
     assert model_zoo.outcome(RuntimeError("boom\nmore")) == ("error", "RuntimeError: boom")
+
+
+def test_models_given_a_longer_timeout_are_in_the_zoo():
+    names = {name for _, name, _ in model_zoo.all_models()}
+    assert set(model_zoo.TIMEOUT_FACTOR) <= names, set(model_zoo.TIMEOUT_FACTOR) - names

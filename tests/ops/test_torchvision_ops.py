@@ -15,6 +15,7 @@ from reference import assert_close
 from torchvision import ops
 
 import torch_tpu
+from torch_tpu.integrations.torchvision_ops import DeformConv2dScalars
 
 ATOL, RTOL = 1e-5, 1e-5
 
@@ -161,6 +162,7 @@ def _bilinear_deform(plane, y, x):
 
 
 def loop_deform_conv2d(x, weight, offset, mask, bias, stride, pad, dilation, groups, offset_groups):
+    """stride, pad and dilation are (h, w) pairs."""
     b_, c_in, height, width = x.shape
     c_out, c_per_group, kh, kw = weight.shape
     out_h, out_w = offset.shape[2:]
@@ -180,8 +182,8 @@ def loop_deform_conv2d(x, weight, offset, mask, bias, stride, pad, dilation, gro
                                 dy = float(offset[b, og * 2 * kh * kw + 2 * t, oy, ox])
                                 dx = float(offset[b, og * 2 * kh * kw + 2 * t + 1, oy, ox])
                                 m = float(mask[b, og * kh * kw + t, oy, ox]) if mask is not None else 1.0
-                                y = oy * stride - pad + i * dilation[0] + dy
-                                xx = ox * stride - pad + j * dilation[1] + dx
+                                y = oy * stride[0] - pad[0] + i * dilation[0] + dy
+                                xx = ox * stride[1] - pad[1] + j * dilation[1] + dx
                                 total += float(weight[o, cl, i, j]) * m * _bilinear_deform(x[b, c], y, xx)
                     out[b, o, oy, ox] = total
     return out
@@ -201,17 +203,35 @@ def boxes_for(n, size, dtype=torch.float32, batch=2):
     return torch.cat([index, boxes], 1)
 
 
-def deform_inputs(dtype=torch.float32, use_mask=True, groups=2, offset_groups=2):
-    x = torch.randn(2, 4, 6, 5, dtype=dtype)
-    weight = torch.randn(6, 4 // groups, 3, 2, dtype=dtype)
-    out_h, out_w = (6 + 2 - (2 * 2 + 1)) + 1, (5 + 2 - (1 * 1 + 1)) + 1
-    offset = torch.randn(2, offset_groups * 2 * 6, out_h, out_w, dtype=dtype) * 1.5
-    mask = torch.rand(2, offset_groups * 6, out_h, out_w, dtype=dtype) if use_mask else None
-    bias = torch.randn(6, dtype=dtype)
+# deform_conv2d geometries: (stride, padding, dilation, groups, offset_groups),
+# height and width differing in each pair so that a swapped h/w argument shows.
+DEFORM_GEOMETRIES = {
+    "dilated": ((1, 1), (1, 1), (2, 1), 2, 2),
+    "strided": ((2, 1), (0, 2), (1, 2), 1, 4),
+    "grouped": ((1, 3), (2, 0), (3, 1), 4, 1),
+}
+
+
+def deform_inputs(dtype=torch.float32, use_mask=True, geometry="dilated"):
+    """(x, weight, offset, mask, bias): a 3 x 2 kernel over a 7 x 8 map,
+    offsets that move some samples off the map."""
+    stride, pad, dilation, groups, offset_groups = DEFORM_GEOMETRIES[geometry]
+    height, width, kernel_h, kernel_w, taps = 7, 8, 3, 2, 6
+    x = torch.randn(2, 4, height, width, dtype=dtype)
+    weight = torch.randn(8, 4 // groups, kernel_h, kernel_w, dtype=dtype)
+    out_h = (height + 2 * pad[0] - (dilation[0] * (kernel_h - 1) + 1)) // stride[0] + 1
+    out_w = (width + 2 * pad[1] - (dilation[1] * (kernel_w - 1) + 1)) // stride[1] + 1
+    offset = torch.randn(2, offset_groups * 2 * taps, out_h, out_w, dtype=dtype) * 1.5
+    mask = torch.rand(2, offset_groups * taps, out_h, out_w, dtype=dtype) if use_mask else None
+    bias = torch.randn(8, dtype=dtype)
     return x, weight, offset, mask, bias
 
 
-DEFORM_ARGS = dict(stride=1, padding=1, dilation=(2, 1))
+def deform_conv2d(geometry):
+    """torchvision.ops.deform_conv2d with the geometry's arguments, taking
+    (x, weight, offset, mask, bias); its groups come from the shapes."""
+    stride, pad, dilation, _, _ = DEFORM_GEOMETRIES[geometry]
+    return lambda x, w, o, m, b: ops.deform_conv2d(x, o, w, b, stride=stride, padding=pad, dilation=dilation, mask=m)
 
 
 def assert_cpu_close(actual, expected, tolerance):
@@ -263,11 +283,19 @@ def test_cpu_nms_follows_the_cxx_kernel():
         assert torch.equal(ops.nms(boxes, scores, threshold), loop_nms(boxes, scores, threshold))
 
 
+def test_deform_conv2d_kernels_read_the_scalars_in_the_schemas_order():
+    tensor = torch._C.TensorType.get()
+    for op in (torch.ops.torchvision.deform_conv2d, torch.ops.torchvision._deform_conv2d_backward):
+        scalars = [a.name for a in op.default._schema.arguments if not a.type.isSubtypeOf(tensor)]
+        assert tuple(scalars) == DeformConv2dScalars._fields, op
+
+
+@pytest.mark.parametrize("geometry", sorted(DEFORM_GEOMETRIES))
 @pytest.mark.parametrize("use_mask", [True, False])
-def test_cpu_deform_conv2d_follows_the_cxx_kernel(use_mask):
-    x, weight, offset, mask, bias = deform_inputs(torch.float64, use_mask)
-    actual = ops.deform_conv2d(x, offset, weight, bias, mask=mask, **DEFORM_ARGS)
-    expected = loop_deform_conv2d(x, weight, offset, mask, bias, 1, 1, (2, 1), 2, 2)
+def test_cpu_deform_conv2d_follows_the_cxx_kernel(use_mask, geometry):
+    x, weight, offset, mask, bias = deform_inputs(torch.float64, use_mask, geometry)
+    actual = deform_conv2d(geometry)(x, weight, offset, mask, bias)
+    expected = loop_deform_conv2d(x, weight, offset, mask, bias, *DEFORM_GEOMETRIES[geometry])
     assert_cpu_close(actual, expected, 1e-10)
 
 
@@ -283,11 +311,14 @@ def test_cpu_backwards_are_the_gradients():
         lambda x: ops.ps_roi_pool(x, rois, (2, 2), 0.8),
     ):
         assert torch.autograd.gradcheck(op, (x,))
-    x, weight, offset, mask, bias = (t.requires_grad_() for t in deform_inputs(torch.float64))
-    assert torch.autograd.gradcheck(
-        lambda *a: ops.deform_conv2d(a[0], a[2], a[1], a[4], mask=a[3], **DEFORM_ARGS),
-        (x, weight, offset, mask, bias),
-    )
+
+
+@pytest.mark.parametrize("geometry", sorted(DEFORM_GEOMETRIES))
+@pytest.mark.parametrize("use_mask", [True, False])
+def test_cpu_deform_conv2d_backward_is_the_gradient(use_mask, geometry):
+    inputs = [t.requires_grad_() if t is not None else None for t in deform_inputs(torch.float64, use_mask, geometry)]
+    # fast_mode: one random projection of the Jacobian, not one forward per input element.
+    assert torch.autograd.gradcheck(deform_conv2d(geometry), inputs, fast_mode=True)
 
 
 # --- tpu against CPU ---------------------------------------------------------
@@ -361,13 +392,13 @@ def test_ps_roi_pool_on_tpu_matches_cpu(mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("geometry", sorted(DEFORM_GEOMETRIES))
 @pytest.mark.parametrize("use_mask", [True, False])
-def test_deform_conv2d_on_tpu_matches_cpu(mode, use_mask):
-    x, weight, offset, mask, bias = deform_inputs(use_mask=use_mask)
+def test_deform_conv2d_on_tpu_matches_cpu(mode, use_mask, geometry):
     differentiable = (0, 1, 2, 3, 4) if use_mask else (0, 1, 2, 4)
     check_forward_and_backward(
-        lambda x, w, o, m, b: ops.deform_conv2d(x, o, w, b, mask=m, **DEFORM_ARGS),
-        [x, weight, offset, mask, bias],
+        deform_conv2d(geometry),
+        list(deform_inputs(use_mask=use_mask, geometry=geometry)),
         mode,
         differentiable,
         atol=1e-4,
@@ -433,6 +464,25 @@ BAD_CALLS = {
     "nms boxes of three coordinates": (
         lambda x, r: torch.ops.torchvision.nms(r[:, :3], r[:, 0], 0.5),
         "boxes should have 4 elements in dimension 1, got 3",
+    ),
+    "deform_conv2d with a zero stride": (
+        lambda x, r: torch.ops.torchvision.deform_conv2d(
+            x,
+            x.new_ones(2, 3, 1, 1),
+            x.new_zeros(1, 2, 4, 4),
+            x.new_zeros(1, 1),
+            x.new_zeros(2),
+            0,
+            1,
+            0,
+            0,
+            1,
+            1,
+            1,
+            1,
+            False,
+        ),
+        "stride_h: 0 stride_w: 1",
     ),
     "deform_conv2d offset of the wrong size": (
         lambda x, r: _deform_with_offset_channels(x, 4),

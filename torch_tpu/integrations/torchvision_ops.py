@@ -39,6 +39,7 @@ depend on data:
 """
 
 import math
+import typing
 
 import numpy as np
 import torch
@@ -512,7 +513,43 @@ def _ps_roi_pool_backward(
 # --- deform_conv2d -----------------------------------------------------------
 
 
-def _check_deform_conv2d(input, weight, offset, mask, stride, pad, dilation, groups, offset_groups, use_mask):
+class DeformConv2dScalars(typing.NamedTuple):
+    """deform_conv2d's and _deform_conv2d_backward's arguments after their
+    tensors: the same nine, named and ordered as in both schemas, so that
+    both kernels read them through this one type."""
+
+    stride_h: int
+    stride_w: int
+    pad_h: int
+    pad_w: int
+    dilation_h: int
+    dilation_w: int
+    groups: int
+    offset_groups: int
+    use_mask: bool
+
+    @property
+    def stride(self):
+        return self.stride_h, self.stride_w
+
+    @property
+    def pad(self):
+        return self.pad_h, self.pad_w
+
+    @property
+    def dilation(self):
+        return self.dilation_h, self.dilation_w
+
+    def output_size(self, input, weight):
+        """(out_h, out_w), as deform_conv2d_kernel.cpp computes them."""
+        (in_h, in_w), (weight_h, weight_w) = input.shape[2:], weight.shape[2:]
+        out_h = (in_h + 2 * self.pad_h - (self.dilation_h * (weight_h - 1) + 1)) // self.stride_h + 1
+        out_w = (in_w + 2 * self.pad_w - (self.dilation_w * (weight_w - 1) + 1)) // self.stride_w + 1
+        return out_h, out_w
+
+
+def _check_deform_conv2d(input, weight, offset, mask, args):
+    groups, offset_groups, use_mask = args.groups, args.offset_groups, args.use_mask
     _check(input.dim() == 4, "Expected input_c.ndimension() == 4 to be true, but got false.")
     _check(offset.dim() == 4, "Expected offset_c.ndimension() == 4 to be true, but got false.")
     _check(not use_mask or mask.dim() == 4, "Expected !use_mask || mask_c.ndimension() == 4 to be true, but got false.")
@@ -520,12 +557,12 @@ def _check_deform_conv2d(input, weight, offset, mask, stride, pad, dilation, gro
     _check_same_device(input, weight, offset, mask)
     _check_floating(input, "deformable_im2col")
     weight_h, weight_w = weight.shape[2], weight.shape[3]
-    out_h = (input.shape[2] + 2 * pad[0] - (dilation[0] * (weight_h - 1) + 1)) // stride[0] + 1
-    out_w = (input.shape[3] + 2 * pad[1] - (dilation[1] * (weight_w - 1) + 1)) // stride[1] + 1
     _check(weight_h > 0 and weight_w > 0, f"weight_h: {weight_h} weight_w: {weight_w}")
-    _check(stride[0] > 0 and stride[1] > 0, f"stride_h: {stride[0]} stride_w: {stride[1]}")
-    _check(pad[0] >= 0 and pad[1] >= 0, f"pad_h: {pad[0]} pad_w: {pad[1]}")
-    _check(dilation[0] > 0 and dilation[1] > 0, f"dilation_h: {dilation[0]} dilation_w: {dilation[1]}")
+    _check(args.stride_h > 0 and args.stride_w > 0, f"stride_h: {args.stride_h} stride_w: {args.stride_w}")
+    _check(args.pad_h >= 0 and args.pad_w >= 0, f"pad_h: {args.pad_h} pad_w: {args.pad_w}")
+    _check(args.dilation_h > 0 and args.dilation_w > 0, f"dilation_h: {args.dilation_h} dilation_w: {args.dilation_w}")
+    # After the checks (C++ computes it before them, dividing by a zero stride).
+    out_h, out_w = args.output_size(input, weight)
     _check(
         weight.shape[1] * groups == input.shape[1],
         "Expected weight_c.size(1) * n_weight_grps == input_c.size(1) to be true, but got false.",
@@ -560,7 +597,7 @@ def _check_deform_conv2d(input, weight, offset, mask, stride, pad, dilation, gro
     return out_h, out_w
 
 
-def _deform_taps(input, weight, offset, stride, pad, dilation, offset_groups, out_h, out_w):
+def _deform_taps(input, weight, offset, args, out_h, out_w):
     """The four bilinear neighbours of every deformed sampling point.
 
     Returns values [B, og, Cg, T, OH, OW, 4] and weights [B, og, 1, T, OH,
@@ -572,6 +609,7 @@ def _deform_taps(input, weight, offset, stride, pad, dilation, offset_groups, ou
     b, c, h, w = input.shape
     weight_h, weight_w = weight.shape[2], weight.shape[3]
     taps = weight_h * weight_w
+    stride, pad, dilation, offset_groups = args.stride, args.pad, args.dilation, args.offset_groups
     offset = offset.reshape(b, offset_groups, taps, 2, out_h, out_w)
     dtype, device = input.dtype, input.device
     ky = torch.arange(weight_h, device=device).repeat_interleave(weight_w) * dilation[0]  # tap i*kw+j -> i*dil
@@ -609,63 +647,34 @@ def _grouped(tensor, groups):
     return tensor.reshape(tensor.shape[0], groups, tensor.shape[1] // groups, *tensor.shape[2:])
 
 
-def deform_conv2d(
-    input,
-    weight,
-    offset,
-    mask,
-    bias,
-    stride_h,
-    stride_w,
-    pad_h,
-    pad_w,
-    dilation_h,
-    dilation_w,
-    groups,
-    offset_groups,
-    use_mask,
-):
-    stride, pad, dilation = (stride_h, stride_w), (pad_h, pad_w), (dilation_h, dilation_w)
-    out_h, out_w = _check_deform_conv2d(
-        input, weight, offset, mask, stride, pad, dilation, groups, offset_groups, use_mask
-    )
+def deform_conv2d(input, weight, offset, mask, bias, *scalars):
+    args = DeformConv2dScalars(*scalars)
+    out_h, out_w = _check_deform_conv2d(input, weight, offset, mask, args)
     b, out_channels = input.shape[0], weight.shape[0]
     if b == 0:
         return input.new_zeros((0, out_channels, out_h, out_w))
-    columns = _deform_columns(input, weight, offset, mask, stride, pad, dilation, offset_groups, use_mask, out_h, out_w)
-    out = torch.einsum("gok,bgkp->bgop", weight.reshape(groups, out_channels // groups, -1), _grouped(columns, groups))
+    taps = _deform_taps(input, weight, offset, args, out_h, out_w)
+    columns = _deform_columns(taps, mask, args)
+    out = torch.einsum(
+        "gok,bgkp->bgop", weight.reshape(args.groups, out_channels // args.groups, -1), _grouped(columns, args.groups)
+    )
     return out.reshape(b, out_channels, out_h, out_w) + bias.reshape(1, out_channels, 1, 1)
 
 
-def _deform_columns(input, weight, offset, mask, stride, pad, dilation, offset_groups, use_mask, out_h, out_w):
-    """torchvision's deformable im2col: [B, C * T, OH * OW], channel-major."""
-    values, weights, inside, _, _, _ = _deform_taps(
-        input, weight, offset, stride, pad, dilation, offset_groups, out_h, out_w
-    )
-    sampled = torch.where(inside, (values * weights).sum(-1), torch.zeros((), dtype=input.dtype, device=input.device))
-    if use_mask:
-        sampled = sampled * mask.reshape(mask.shape[0], offset_groups, 1, -1, out_h, out_w)
-    return sampled.reshape(input.shape[0], -1, out_h * out_w)
+def _deform_columns(taps, mask, args):
+    """torchvision's deformable im2col from _deform_taps: [B, C * T, OH * OW],
+    channel-major."""
+    values, weights, inside = taps[:3]
+    b, _, _, _, out_h, out_w, _ = values.shape
+    sampled = torch.where(inside, (values * weights).sum(-1), torch.zeros((), dtype=values.dtype, device=values.device))
+    if args.use_mask:
+        sampled = sampled * mask.reshape(b, args.offset_groups, 1, -1, out_h, out_w)
+    return sampled.reshape(b, -1, out_h * out_w)
 
 
-def _deform_conv2d_backward(
-    grad,
-    input,
-    weight,
-    offset,
-    mask,
-    bias,
-    stride_h,
-    stride_w,
-    pad_h,
-    pad_w,
-    dilation_h,
-    dilation_w,
-    groups,
-    offset_groups,
-    use_mask,
-):
-    stride, pad, dilation = (stride_h, stride_w), (pad_h, pad_w), (dilation_h, dilation_w)
+def _deform_conv2d_backward(grad, input, weight, offset, mask, bias, *scalars):
+    args = DeformConv2dScalars(*scalars)
+    groups, offset_groups = args.groups, args.offset_groups
     b, c, h, w = input.shape
     out_channels = weight.shape[0]
     out_h, out_w = grad.shape[2], grad.shape[3]
@@ -683,16 +692,15 @@ def _deform_conv2d_backward(
     grouped_grad = grad.reshape(b, groups, out_channels // groups, out_h * out_w)
     # d out / d columns, [B, C * T, P]: the columns' gradient.
     grad_columns = torch.einsum("gok,bgop->bgkp", grouped_weight, grouped_grad).reshape(b, c * taps, out_h * out_w)
-    columns = _deform_columns(input, weight, offset, mask, stride, pad, dilation, offset_groups, use_mask, out_h, out_w)
+    sampling = _deform_taps(input, weight, offset, args, out_h, out_w)
+    columns = _deform_columns(sampling, mask, args)
     grad_weight = torch.einsum("bgop,bgkp->gok", grouped_grad, _grouped(columns, groups)).reshape(weight.shape)
 
-    values, weights, inside, dvalue_dy, dvalue_dx, index = _deform_taps(
-        input, weight, offset, stride, pad, dilation, offset_groups, out_h, out_w
-    )
+    values, weights, inside, dvalue_dy, dvalue_dx, index = sampling
     cg = c // offset_groups
     grad_columns = grad_columns.reshape(b, offset_groups, cg, taps, out_h, out_w)
     zero = torch.zeros((), dtype=input.dtype, device=input.device)
-    if use_mask:
+    if args.use_mask:
         mask_g = mask.reshape(b, offset_groups, 1, taps, out_h, out_w)
         sampled = torch.where(inside, (values * weights).sum(-1), zero)
         grad_mask = (grad_columns * sampled).sum(2).reshape(mask.shape)
