@@ -109,7 +109,7 @@ namespace {
 // Complex conjugate; the identity for real values.
 Value conjugate(Builder& b, const Value& x) {
   if (!hlo::is_complex(x.dtype())) return x;
-  TensorType part{ElementType::F32, x.shape()};
+  TensorType part{hlo::complex_part_type(x.dtype()), x.shape()};
   Value re = b.op("real", {x}, part), im = b.op("imag", {x}, part);
   return b.op("complex", {re, b.unary("negate", im)}, x.type);
 }
