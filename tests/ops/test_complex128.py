@@ -151,3 +151,17 @@ def test_complex_angle_and_vector_norm_match_cpu(dtype):
     assert_close(z.to("tpu").angle(), z.angle(), *tol)
     for order in (2, 1, float("inf"), 0.5):
         assert_close(torch.linalg.vector_norm(z.to("tpu"), order), torch.linalg.vector_norm(z, order), *tol)
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_addmm_and_baddbmm_with_complex_alpha_and_beta_match_cpu(dtype):
+    s, a, b = torch.randn(2, 3, dtype=dtype), torch.randn(2, 4, dtype=dtype), torch.randn(4, 3, dtype=dtype)
+    tol = (SUM_ATOL, SUM_RTOL) if dtype == torch.complex128 else (1e-5, 1e-5)
+    for alpha, beta in ((2 + 3j, 1 + 2j), (1 + 1j, 0j), (1, 1j)):
+
+        def fn(x, y, z):
+            return torch.addmm(x, y, z, alpha=alpha, beta=beta), torch.baddbmm(
+                x[None], y[None], z[None], alpha=alpha, beta=beta
+            )
+
+        assert_close(list(fn(s.to("tpu"), a.to("tpu"), b.to("tpu"))), list(fn(s, a, b)), *tol, msg=f"{alpha}, {beta}")
