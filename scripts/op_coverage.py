@@ -1,6 +1,8 @@
 """Runs the full OpInfo sweep on the tpu device and writes the coverage report.
 
     .venv/bin/python scripts/op_coverage.py [--jobs 2] [--ops add,sum] [--out docs/op_coverage.md]
+    .venv/bin/python scripts/op_coverage.py --ops cross,mse_loss --units float16 --merge-expected
+    .venv/bin/python scripts/op_coverage.py --totals
 
 Every OpInfo of PyTorch's op_db, every sample of every dtype in
 tests/opinfo/harness.DTYPES the OpInfo supports on CPU, float32 backward
@@ -11,6 +13,11 @@ With --ops only those OpInfos run and nothing is written unless --out is given;
 with --ops and --update, those OpInfos rerun and replace their outcomes in the
 last full sweep's results (kept in --workdir), and the report and the
 expectations are rewritten from the merged results.
+--units restricts a run to some of an OpInfo's units (forward dtype names,
+"backward", "errors"); with --ops and --merge-expected, the units that ran
+replace their entries in tests/opinfo/expected.json and every other entry is
+kept (no full sweep's results needed). --totals prints the pass rates
+tests/opinfo/expected.json records.
 """
 
 import argparse
@@ -106,20 +113,58 @@ def summarize(results, keys):
             if r.get("missing"):
                 blocked[base_name(r["missing"])].add(key)
                 overloads[base_name(r["missing"])].add(r["missing"])
-        for slot, name in (
-            ("float32", "float32"),
-            ("bfloat16", "bfloat16"),
-            ("float16", "float16"),
-            ("backward:float32", "backward"),
-            ("error_inputs", "errors"),
-        ):
-            if slot in exp and not exp[slot].startswith("fail:skipped"):
-                totals[name + "_total"] += 1
-                totals[name + "_pass"] += exp[slot] == "pass"
+        totals.update(expected_totals({key: exp}))
         cls = op_class(records)
         totals["class_" + cls] += 1
         rows.append((key, cls, counts, exp))
     return rows, totals, blocked, overloads, expected
+
+
+EXPECTED_SLOTS = (
+    ("float32", "float32"),
+    ("bfloat16", "bfloat16"),
+    ("float16", "float16"),
+    ("complex128", "complex128"),
+    ("backward:float32", "backward"),
+    ("error_inputs", "errors"),
+)
+
+
+def expected_totals(expected):
+    """Counter of <name>_total / <name>_pass over an expectations dict: an
+    OpInfo counts for a slot when it has a runnable sample of it."""
+    totals = collections.Counter()
+    for exp in expected.values():
+        for slot, name in EXPECTED_SLOTS:
+            if slot in exp and not exp[slot].startswith("fail:skipped"):
+                totals[name + "_total"] += 1
+                totals[name + "_pass"] += exp[slot] == "pass"
+    return totals
+
+
+def totals_line(totals):
+    return ", ".join(
+        f"{name} {pct(totals[name + '_pass'], totals[name + '_total'])}"
+        for _, name in EXPECTED_SLOTS
+        if totals[name + "_total"]
+    )
+
+
+def merge_expected(path, expected, ran_slots):
+    """Replaces the slots that ran (ran_slots: {opkey: slots}) in the
+    expectations file; every other entry stays as recorded."""
+    with open(path) as f:
+        merged = json.load(f)
+    for key, slots in ran_slots.items():
+        entry = merged.setdefault(key, {})
+        for slot in slots:
+            entry.pop(slot, None)
+            if slot in expected.get(key, {}):
+                entry[slot] = expected[key][slot]
+    with open(path, "w") as f:
+        json.dump(merged, f, indent=1, sort_keys=True)
+        f.write("\n")
+    return merged
 
 
 def cell(counts, unit):
@@ -160,6 +205,7 @@ def write_report(path, rows, totals, blocked, overloads, crashes, elapsed, jobs,
         f"- OpInfos passing every float32 sample: {pct(totals['float32_pass'], totals['float32_total'])}",
         f"- OpInfos passing every bfloat16 sample: {pct(totals['bfloat16_pass'], totals['bfloat16_total'])}",
         f"- OpInfos passing every float16 sample: {pct(totals['float16_pass'], totals['float16_total'])}",
+        f"- OpInfos passing every complex128 sample: {pct(totals['complex128_pass'], totals['complex128_total'])}",
         f"- OpInfos passing every float32 backward sample: {pct(totals['backward_pass'], totals['backward_total'])}",
         f"- OpInfos whose every error input raises CPU's exception type: "
         f"{pct(totals['errors_pass'], totals['errors_total'])}",
@@ -230,7 +276,22 @@ def main():
     parser.add_argument("--expected", help="expectations path (default tests/opinfo/expected.json on a full run)")
     parser.add_argument("--workdir", default="/tmp/torch_tpu_op_coverage")
     parser.add_argument("--update", action="store_true", help="merge --ops into the last full sweep's results")
+    parser.add_argument("--units", help="comma-separated units to run: forward dtype names, backward, errors")
+    parser.add_argument(
+        "--merge-expected", action="store_true", help="replace the --ops units that ran in the expectations file"
+    )
+    parser.add_argument("--totals", action="store_true", help="print the expectations file's pass rates")
     args = parser.parse_args()
+
+    default_expected = os.path.join(ROOT, "tests", "opinfo", "expected.json")
+    if args.totals:
+        with open(args.expected or default_expected) as f:
+            print(totals_line(expected_totals(json.load(f))))
+        return
+    units = args.units.split(",") if args.units else FORWARD_DTYPES + ["backward", "errors"]
+    dtypes = [harness.DTYPES_BY_NAME[u] for u in units if u in harness.DTYPES_BY_NAME]
+    if (args.update or not args.ops) and args.units:
+        parser.error("--units restricts a run to part of the OpInfos' units: use it with --ops (and --merge-expected)")
 
     keys = args.ops.split(",") if args.ops else sorted(harness.opinfos())
     full = not args.ops or args.update
@@ -246,7 +307,15 @@ def main():
         if done[0] % 20 == 0 or not full:
             print(f"[{time.time() - start:7.0f}s] {done[0]}/{len(keys)} {key}", file=sys.stderr, flush=True)
 
-    results, crashes = harness.run_sweep(keys, args.workdir, jobs=args.jobs, progress=progress)
+    results, crashes = harness.run_sweep(
+        keys,
+        args.workdir,
+        jobs=args.jobs,
+        dtypes=dtypes,
+        backward="backward" in units,
+        errors="errors" in units,
+        progress=progress,
+    )
     elapsed = time.time() - start
     saved_path = os.path.join(args.workdir, "results.json")
     if args.update:
@@ -259,6 +328,16 @@ def main():
     with open(saved_path, "w") as f:
         json.dump({"results": results, "crashes": crashes, "elapsed": elapsed, "cache_at_start": cache_at_start}, f)
     rows, totals, blocked, overloads, expected = summarize(results, keys)
+    if args.merge_expected:
+        slot_of = {d: d for d in FORWARD_DTYPES}
+        slot_of.update(backward="backward:float32", errors="error_inputs")
+        merged = merge_expected(
+            args.expected or default_expected, expected, {k: [slot_of[u] for u in units] for k in keys}
+        )
+        for key in keys:
+            print(key, json.dumps({k: v[:100] for k, v in expected[key].items()}))
+        print("expectations now:", totals_line(expected_totals(merged)))
+        return
     if out:
         os.makedirs(os.path.dirname(out), exist_ok=True)
         write_report(out, rows, totals, blocked, overloads, crashes, elapsed, args.jobs, cache_at_start)

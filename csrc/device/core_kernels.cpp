@@ -75,7 +75,7 @@ at::Tensor download(const at::Tensor& src) {
 // conj(x) = real(x) - i imag(x).
 hlo::Value conj_value(hlo::Builder& b, const hlo::Value& v) {
   if (!hlo::is_complex(v.dtype())) return v;
-  hlo::TensorType part{hlo::ElementType::F32, v.shape()};
+  hlo::TensorType part{hlo::complex_part_type(v.dtype()), v.shape()};
   return b.op("complex", {b.op("real", {v}, part), b.unary("negate", b.op("imag", {v}, part))}, v.type);
 }
 

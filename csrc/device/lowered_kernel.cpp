@@ -58,6 +58,19 @@ int aliased_argument(const c10::FunctionSchema& schema, size_t ret) {
   return -1;
 }
 
+// The values a tensor with the conjugate bit stands for. PyTorch's Conjugate
+// fallback lets mm, addmm, bmm, baddbmm, dot, vdot, linalg_vector_norm,
+// linalg_solve_triangular and clone through with the bit set (the CPU and
+// CUDA kernels fold it into their BLAS calls), so a lowering that reads such
+// an input must see the conjugated values.
+hlo::Value read_resolving_conjugate(TensorProgram& prog, const at::Tensor& t) {
+  hlo::Value v = prog.read(t);
+  if (!t.is_conj() || !hlo::is_complex(v.dtype())) return v;
+  hlo::Builder& b = prog.builder();
+  const hlo::TensorType part{hlo::complex_part_type(v.dtype()), v.shape()};
+  return b.op("complex", {b.op("real", {v}, part), b.unary("negate", b.op("imag", {v}, part))}, v.type);
+}
+
 // `flat_start`: where the argument begins in the call's flat signature
 // (csrc/device/call_signature.h), or -1; Python floats keep it as their origin.
 Arg to_arg(TensorProgram& prog, const c10::Argument& schema_arg, const c10::IValue& v, bool read_tensors,
@@ -65,7 +78,7 @@ Arg to_arg(TensorProgram& prog, const c10::Argument& schema_arg, const c10::IVal
   Arg a;
   auto tensor_value = [&](const at::Tensor& t, int origin = -1) -> std::optional<hlo::Value> {
     if (!t.defined() || !read_tensors) return std::nullopt;
-    return is_tpu(t) ? prog.read(t) : prog.host_input(t, origin);
+    return is_tpu(t) ? read_resolving_conjugate(prog, t) : prog.host_input(t, origin);
   };
   if (v.isNone()) return a;
   if (v.isTensor()) {

@@ -43,6 +43,8 @@ hlo::ElementType element_type(at::ScalarType t) {
       return ElementType::F64;
     case at::kComplexFloat:
       return ElementType::C64;
+    case at::kComplexDouble:
+      return ElementType::C128;
     default:
       TORCH_CHECK_TYPE(false, "tpu does not support dtype ", t);
   }
@@ -78,6 +80,8 @@ at::ScalarType scalar_type(hlo::ElementType t) {
       return at::kDouble;
     case ElementType::C64:
       return at::kComplexFloat;
+    case ElementType::C128:
+      return at::kComplexDouble;
   }
   return at::kFloat;
 }
@@ -112,6 +116,8 @@ PJRT_Buffer_Type pjrt_type(hlo::ElementType t) {
       return PJRT_Buffer_Type_F64;
     case ElementType::C64:
       return PJRT_Buffer_Type_C64;
+    case ElementType::C128:
+      return PJRT_Buffer_Type_C128;
   }
   return PJRT_Buffer_Type_INVALID;
 }

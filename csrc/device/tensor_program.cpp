@@ -206,12 +206,6 @@ Value TensorProgram::read(const at::Tensor& t) {
 
 Value TensorProgram::host_input(const at::Tensor& cpu, int origin) {
   at::Tensor c = cpu.contiguous();
-  // A Python complex number arrives wrapped as complex128, which the device
-  // does not hold; a wrapped number only decides the result's category, so
-  // complex64 computes the same result.
-  if (cpu.unsafeGetTensorImpl()->is_wrapped_number() && c.scalar_type() == at::kComplexDouble) {
-    c = c.to(at::kComplexFloat);
-  }
   ElementType dtype = element_type(c.scalar_type());
   Value p = state_->b.parameter({dtype, c.sizes().vec()});
   ParamSource source;

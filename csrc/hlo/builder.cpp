@@ -39,6 +39,8 @@ const char* mlir_name(ElementType t) {
       return "f64";
     case ElementType::C64:
       return "complex<f32>";
+    case ElementType::C128:
+      return "complex<f64>";
   }
   return "?";
 }
@@ -53,7 +55,12 @@ bool is_integer(ElementType t) {
   return is_unsigned(t) || t == ElementType::S8 || t == ElementType::S16 || t == ElementType::S32 ||
          t == ElementType::S64;
 }
-bool is_complex(ElementType t) { return t == ElementType::C64; }
+bool is_complex(ElementType t) { return t == ElementType::C64 || t == ElementType::C128; }
+ElementType complex_part_type(ElementType t) {
+  if (t == ElementType::C64) return ElementType::F32;
+  if (t == ElementType::C128) return ElementType::F64;
+  return t;
+}
 
 int64_t byte_size(ElementType t) {
   switch (t) {
@@ -75,6 +82,8 @@ int64_t byte_size(ElementType t) {
     case ElementType::F64:
     case ElementType::C64:
       return 8;
+    case ElementType::C128:
+      return 16;
   }
   return 0;
 }

@@ -11,13 +11,14 @@
 
 namespace torch_tpu::hlo {
 
-enum class ElementType { Pred, S8, S16, S32, S64, U8, U16, U32, U64, F16, BF16, F32, F64, C64 };
+enum class ElementType { Pred, S8, S16, S32, S64, U8, U16, U32, U64, F16, BF16, F32, F64, C64, C128 };
 
 const char* mlir_name(ElementType t);  // "f32", "i1", "ui8", "complex<f32>" ...
 bool is_float(ElementType t);          // f16, bf16, f32, f64
 bool is_integer(ElementType t);        // signed or unsigned, not pred
 bool is_unsigned(ElementType t);
 bool is_complex(ElementType t);
+ElementType complex_part_type(ElementType t);  // c64 -> f32, c128 -> f64; others unchanged
 int64_t byte_size(ElementType t);
 
 using Shape = std::vector<int64_t>;

@@ -114,7 +114,7 @@ TensorType parse_tensor_type(const std::string& text) {
     pos = end + 1;
   }
   const std::string element = inner.substr(pos);
-  for (int k = 0; k <= static_cast<int>(ElementType::C64); ++k) {
+  for (int k = 0; k <= static_cast<int>(ElementType::C128); ++k) {
     if (element == mlir_name(static_cast<ElementType>(k))) {
       t.dtype = static_cast<ElementType>(k);
       return t;

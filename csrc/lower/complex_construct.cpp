@@ -1,4 +1,4 @@
-// complex and polar: stablehlo.complex of two float32 parts, broadcast to
+// complex and polar: stablehlo.complex of two float parts, broadcast to
 // PyTorch's result shape (both ops are TensorIterator ops on CPU).
 #include "lower/complex_construct.h"
 
@@ -9,23 +9,29 @@ namespace torch_tpu::lower {
 
 namespace {
 
-// The parts' type for a complex result; only complex64 (float32 parts)
-// exists here. PyTorch's rule (complex_check_dtype): the parts' dtype decides
-// the result dtype, so float64 or float16 parts cannot be written into a
-// complex64 out= tensor; CPU raises RuntimeError (std::invalid_argument
-// reaches Python as one).
+const char* complex_dtype_name(ElementType part) {
+  return part == ElementType::F64 ? "ComplexDouble" : part == ElementType::F16 ? "ComplexHalf" : "ComplexFloat";
+}
+
+// The parts' type for a complex result: complex64 has float32 parts,
+// complex128 float64 ones (complex32 does not exist here). PyTorch's rule
+// (complex_check_dtype): the parts' dtype decides the result dtype, so parts
+// of another width cannot be written into the out= tensor; CPU raises
+// RuntimeError (std::invalid_argument reaches Python as one).
 TensorType part_type(const LowerContext& ctx) {
   const TensorType& out = ctx.out_types.at(0);
-  if (out.dtype != ElementType::C64) throw NotImplementedForDtype("tpu: only complex64 results are supported");
+  if (!hlo::is_complex(out.dtype)) throw NotImplementedForDtype("tpu: complex results are complex64 or complex128");
+  const ElementType expected = hlo::complex_part_type(out.dtype);
   for (size_t i = 0; i < 2; ++i) {
     const ElementType part = ctx.tensor(i).dtype();
-    if (part == ElementType::F64 || part == ElementType::F16) {
-      throw std::invalid_argument(std::string("Expected object of scalar type ") +
-                                  (part == ElementType::F64 ? "ComplexDouble" : "ComplexHalf") +
-                                  " but got scalar type ComplexFloat for argument 'out'");
+    if (part == ElementType::F64 || part == ElementType::F16 || part == ElementType::F32) {
+      if (part != expected) {
+        throw std::invalid_argument(std::string("Expected object of scalar type ") + complex_dtype_name(part) +
+                                    " but got scalar type " + complex_dtype_name(expected) + " for argument 'out'");
+      }
     }
   }
-  return {ElementType::F32, out.shape};
+  return {expected, out.shape};
 }
 
 }  // namespace

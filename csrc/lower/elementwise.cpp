@@ -400,8 +400,8 @@ static Value same_dtype_input(LowerContext& ctx, const char* op) {
 
 std::vector<Value> abs(LowerContext& ctx) {
   const Value& x = ctx.tensor(0);
-  if (hlo::is_complex(x.dtype())) {  // |a + bi| is real: complex64 -> float32
-    return {coerce(ctx.b, ctx.b.op("abs", {x}, {ElementType::F32, x.shape()}), out0(ctx))};
+  if (hlo::is_complex(x.dtype())) {  // |a + bi| is real: complex64 -> float32, complex128 -> float64
+    return {coerce(ctx.b, ctx.b.op("abs", {x}, {hlo::complex_part_type(x.dtype()), x.shape()}), out0(ctx))};
   }
   return result(ctx, ctx.b.unary("abs", same_dtype_input(ctx, "abs")));
 }

@@ -88,7 +88,7 @@ std::vector<Value> conj_physical(LowerContext& ctx) {
   Builder& b = ctx.b;
   const Value& x = ctx.tensor(0);
   if (!hlo::is_complex(x.dtype())) return {coerce(b, x, ctx.out_types.at(0))};
-  TensorType part{ElementType::F32, x.shape()};
+  TensorType part{hlo::complex_part_type(x.dtype()), x.shape()};
   Value re = b.op("real", {x}, part), im = b.op("imag", {x}, part);
   return {b.op("complex", {re, b.unary("negate", im)}, x.type)};
 }
@@ -113,7 +113,8 @@ std::vector<Value> fft_r2c(LowerContext& ctx) {
   Builder& b = ctx.b;
   const TensorType& out = ctx.out_types.at(0);
   if (is_empty(out)) return {zeros(b, out)};
-  Value x = b.convert(ctx.tensor(0), ElementType::F32);
+  // float64 input transforms in complex128, every other float in complex64.
+  Value x = b.convert(ctx.tensor(0), hlo::complex_part_type(out.dtype));
   std::vector<int64_t> dims = wrapped_dims(ctx.ints(1), x.rank());
   const int64_t normalization = ctx.int_arg(2);
   double n = 1;

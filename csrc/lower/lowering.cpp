@@ -84,13 +84,16 @@ const char* cpp_type_name(ElementType t) {
       return "double";
     case ElementType::C64:
       return "c10::complex<float>";
+    case ElementType::C128:
+      return "c10::complex<double>";
   }
   return "?";
 }
 
-// The largest finite value of a floating dtype (of complex64's parts).
+// The largest finite value of a floating dtype (of a complex dtype's parts).
 double float_max(ElementType t) {
   switch (t) {
+    case ElementType::C128:
     case ElementType::F16:
       return 65504.0;
     case ElementType::BF16:
@@ -187,14 +190,14 @@ Value LowerContext::fill_scalar(const ScalarArg& s, const TensorType& type) {
 
 Value LowerContext::scalar_value(const ScalarArg& s, ElementType dtype, bool range_checked) {
   if (s.kind == ScalarArg::Kind::Complex || hlo::is_complex(dtype)) {
-    // complex64 from its parts (a real number has no imaginary part), kept
+    // complex from its parts (a real number has no imaginary part), kept
     // in the program text: complex scalars are rare enough not to matter
     // for recompiles. A complex number reaching a real dtype (PyTorch's meta
     // kernels refuse that first) keeps its real part.
     if (!hlo::is_complex(dtype)) return b.constant(s.as_double(), dtype);
     const double im = s.kind == ScalarArg::Kind::Complex ? s.imag : 0.0;
-    return b.op("complex", {b.constant(s.as_double(), ElementType::F32), b.constant(im, ElementType::F32)},
-                {dtype, {}});
+    const ElementType part = hlo::complex_part_type(dtype);
+    return b.op("complex", {b.constant(s.as_double(), part), b.constant(im, part)}, {dtype, {}});
   }
   if (dtype == ElementType::Pred) return b.constant(s.as_double(), dtype);  // != 0, NaN included
   if (hlo::is_integer(dtype)) return b.constant_int(integer_bits(s, dtype), dtype);

@@ -33,8 +33,13 @@ Value contract(LowerContext& ctx, const Value& a, const Value& b, const std::vec
 
 namespace {
 
-// A defaulted Scalar argument (absent) is 1.
-double scalar_value(const LowerContext& ctx, size_t i) { return ctx.has(i) ? ctx.args[i].scalar.as_double() : 1.0; }
+// Whether Scalar argument i is `v` (a defaulted one is 1); a complex alpha or
+// beta equals v only with no imaginary part.
+bool scalar_is(const LowerContext& ctx, size_t i, double v) {
+  if (!ctx.has(i)) return v == 1.0;
+  const ScalarArg& s = ctx.args[i].scalar;
+  return s.as_double() == v && (s.kind != ScalarArg::Kind::Complex || s.imag == 0);
+}
 
 }  // namespace
 
@@ -43,13 +48,13 @@ Value add_scaled(LowerContext& ctx, Value product, size_t self_index, size_t bet
   Builder& b = ctx.b;
   const TensorType pt = product.type;
   const bool logical = pt.dtype == ElementType::Pred;
-  if (scalar_value(ctx, alpha_index) != 1) {
+  if (!scalar_is(ctx, alpha_index, 1)) {
     product = b.binary(logical ? "and" : "multiply", product,
                        b.broadcast_to(ctx.scalar_arg(alpha_index, pt.dtype), pt.shape));
   }
-  if (!with_self || scalar_value(ctx, beta_index) == 0) return product;
+  if (!with_self || scalar_is(ctx, beta_index, 0)) return product;
   Value self = coerce(b, ctx.tensor(self_index), pt);
-  if (scalar_value(ctx, beta_index) != 1) {
+  if (!scalar_is(ctx, beta_index, 1)) {
     self = b.binary(logical ? "and" : "multiply", self, b.broadcast_to(ctx.scalar_arg(beta_index, pt.dtype), pt.shape));
   }
   return b.binary(logical ? "or" : "add", self, product);
@@ -109,7 +114,7 @@ namespace {
 // Complex conjugate; the identity for real values.
 Value conjugate(Builder& b, const Value& x) {
   if (!hlo::is_complex(x.dtype())) return x;
-  TensorType part{ElementType::F32, x.shape()};
+  TensorType part{hlo::complex_part_type(x.dtype()), x.shape()};
   Value re = b.op("real", {x}, part), im = b.op("imag", {x}, part);
   return b.op("complex", {re, b.unary("negate", im)}, x.type);
 }

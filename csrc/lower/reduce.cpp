@@ -233,7 +233,11 @@ std::vector<Value> linalg_vector_norm(LowerContext& ctx) {
   Builder& b = ctx.b;
   TensorType out = out0(ctx);
   const ElementType acc = accumulation_type(out.dtype);
-  Value x = b.convert(b.convert(ctx.tensor(0), out.dtype), acc);
+  // A complex input's norm is the norm of its magnitudes (the result is real).
+  const Value& in = ctx.tensor(0);
+  Value magnitude =
+      hlo::is_complex(in.dtype()) ? b.op("abs", {in}, {hlo::complex_part_type(in.dtype()), in.shape()}) : in;
+  Value x = b.convert(b.convert(magnitude, out.dtype), acc);
   std::vector<int64_t> dims = reduction_dims(ctx, 2, x.rank());
   Value r = vector_norm(b, x, dims, ctx.has(1) ? ctx.double_arg(1) : 2.0);
   return {b.reshape(b.convert(r, out.dtype), out.shape)};

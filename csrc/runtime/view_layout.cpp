@@ -238,25 +238,26 @@ namespace {
 // The element type whose bits stand for `t`'s in a bitcast: StableHLO
 // bitcasts neither complex nor bool.
 ElementType bits_type(ElementType t) {
-  if (t == ElementType::C64) return ElementType::F32;
+  if (hlo::is_complex(t)) return hlo::complex_part_type(t);
   if (t == ElementType::Pred) return ElementType::U8;
   return t;
 }
 
-// A complex64 element is (real, imag) f32 pairs in memory, as in PyTorch;
+// A complex element is a (real, imag) pair of its part type in memory, as in PyTorch;
 // bool is one byte, 0 or 1.
 Value to_bits(Builder& b, const Value& flat) {
   const int64_t n = flat.shape()[0];
   if (flat.dtype() == ElementType::Pred) return b.convert(flat, ElementType::U8);
-  if (flat.dtype() != ElementType::C64) return flat;
-  Value re = b.reshape(b.op("real", {flat}, {ElementType::F32, {n}}), {n, 1});
-  Value im = b.reshape(b.op("imag", {flat}, {ElementType::F32, {n}}), {n, 1});
+  if (!hlo::is_complex(flat.dtype())) return flat;
+  const ElementType part = hlo::complex_part_type(flat.dtype());
+  Value re = b.reshape(b.op("real", {flat}, {part, {n}}), {n, 1});
+  Value im = b.reshape(b.op("imag", {flat}, {part, {n}}), {n, 1});
   return b.reshape(b.concatenate({re, im}, 1), {2 * n});
 }
 
 Value from_bits(Builder& b, const Value& bits, ElementType dtype) {
   if (dtype == ElementType::Pred) return b.convert(bits, ElementType::Pred);  // nonzero is true
-  if (dtype != ElementType::C64) return bits;
+  if (!hlo::is_complex(dtype)) return bits;
   const int64_t n = bits.shape()[0] / 2;
   Value pairs = b.reshape(n * 2 == bits.shape()[0] ? bits : b.slice(bits, {0}, {2 * n}, {1}), {n, 2});
   Value re = b.reshape(b.slice(pairs, {0, 0}, {n, 1}, {1, 1}), {n});

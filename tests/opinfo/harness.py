@@ -37,8 +37,10 @@ import torch.utils._pytree as pytree
 
 import torch_tpu
 
-# Dtypes the sweep runs, in report order.
-DTYPES = [torch.float32, torch.bfloat16, torch.float16, torch.int64, torch.int32, torch.bool]
+# Dtypes the sweep runs, in report order. complex128 stands for the complex
+# dtypes (XLA computes it natively where it has float64; complex64 is not
+# swept yet; complex32 has no XLA type).
+DTYPES = [torch.float32, torch.bfloat16, torch.float16, torch.complex128, torch.int64, torch.int32, torch.bool]
 DTYPE_NAMES = {d: str(d).replace("torch.", "") for d in DTYPES}
 DTYPES_BY_NAME = {n: d for d, n in DTYPE_NAMES.items()}
 
@@ -54,6 +56,7 @@ TOLERANCES = {
     torch.bfloat16: (1e-2, 1.6e-2),
     torch.float16: (1e-3, 1e-3),
     torch.complex64: (1e-5, 1.3e-6 * 4),
+    torch.complex128: (1e-7, 1e-7),
 }
 
 # Gradients go through several ops, each rounding on its own, and sums in
@@ -80,6 +83,12 @@ _OPINFO_INDUCTOR_F16 = (
     "(toleranceOverride on TestInductorOpInfo.test_comprehensive): a compiled kernel accumulates in float32, "
     "as XLA does, where eager CPU rounds each step to float16"
 )
+_ACC_DTYPE_BY_DEVICE = (
+    "PyTorch's own Python function picks the accumulation dtype by device: acc_policy='auto' resolves to "
+    "float32 logits and softmax only on cpu and cuda (torch/nn/modules/linear_cross_entropy_options.py, "
+    "_resolve_auto_acc_dtype), on any other device to the input's float16; op_db's samples measured against "
+    "float64: CPU's error 0.004, ours (float16 logits, as PyTorch asks) 0.012"
+)
 TOLERANCE_OVERRIDES = {
     "index_reduce.mean": {"float16": (2e-3, 3e-3, _OPINFO_INDUCTOR_F16)},
     "index_reduce.prod": {"float16": (2e-3, 3e-3, _OPINFO_INDUCTOR_F16)},
@@ -100,6 +109,7 @@ TOLERANCE_OVERRIDES = {
         "bfloat16": (1.0, 1.6e-2, _PARTIAL_SUMS_ROUNDED),
         "float16": (5e-2, 1e-3, _PARTIAL_SUMS_ROUNDED),
     },
+    "nn.functional.linear_cross_entropy.chunked_none": {"float16": (1.6e-2, 1e-3, _ACC_DTYPE_BY_DEVICE)},
     "nn.functional.scaled_dot_product_attention": {"float32": (1e-4, 1.3e-5, _SUM_ORDER)},
     "addr": {"bfloat16": (6.25e-2, 1.6e-2, _F32_PRODUCT_KEPT), "float16": (1e-2, 1e-3, _F32_PRODUCT_KEPT)},
     "_unsafe_masked_index_put_accumulate": {
@@ -397,6 +407,66 @@ def compare(actual, expected, tol=None, float32_results=()):
     return None
 
 
+# A bfloat16/float16 result is compared with CPU's, itself rounded at each
+# step of CPU's kernel: where XLA keeps float32 intermediates the two differ
+# by more than a rounding step, and the tpu result is the more accurate one.
+# PyTorch's rule for this (test/test_ops.py, TestCommon._ref_test_helper: a
+# low-precision result that is not close to the reference passes when its
+# summed distance to the same computation in float64 is no larger than the
+# reference's) decides such samples: CPU is the reference, the float64 result
+# is CPU's on the sample's inputs upcast.
+LOW_PRECISION = (torch.bfloat16, torch.float16)
+
+
+def _float64_reference(op, sample, dtype):
+    """CPU's result on the sample with every `dtype` tensor upcast to float64,
+    or None when the op refuses that (mixed-dtype argument checks)."""
+
+    def upcast(t):
+        t = t.detach()
+        return t.to(torch.float64) if t.dtype == dtype else t.clone()
+
+    try:
+        with _alarm(SAMPLE_TIMEOUT_S):
+            return _detach(_call(op, sample, _map_tensors(_sample_args(sample), upcast)))
+    except Exception:  # noqa: BLE001  no precise result: the plain comparison stands
+        return None
+
+
+def _at_least_as_accurate_as_cpu(op, sample, dtype, actual, expected):
+    """True when every result is either equal to CPU's or, in the dtype under
+    test, no farther from the float64 result in summed absolute distance;
+    non-finite float64 elements must be matched exactly as CPU does."""
+    precise = _float64_reference(op, sample, dtype)
+    if precise is None:
+        return False
+    a_leaves, e_leaves, p_leaves = (pytree.tree_leaves(t) for t in (actual, expected, precise))
+    if not len(a_leaves) == len(e_leaves) == len(p_leaves):
+        return False
+    for a, e, p in zip(a_leaves, e_leaves, p_leaves):
+        if not isinstance(e, torch.Tensor):
+            if compare(a, e) is not None:
+                return False
+            continue
+        if not isinstance(a, torch.Tensor) or a.dtype != e.dtype or a.shape != e.shape:
+            return False
+        if compare(a, e) is None:
+            continue
+        if e.dtype != dtype or not isinstance(p, torch.Tensor) or p.shape != e.shape:
+            return False
+        p = p.to(torch.float64)
+        finite = torch.isfinite(p)
+        if compare(a[~finite], e[~finite]) is not None:
+            return False
+        ours = (a.double() - p)[finite].abs().sum()
+        cpus = (e.double() - p)[finite].abs().sum()
+        # NaN in either distance fails, as in PyTorch's rule: a CPU result
+        # that is NaN where float64 is finite vouches for nothing.
+        if not bool(ours <= cpus):
+            return False
+    return True
+
+
 def _structure_matches(actual, expected):
     """For random or uninitialized results: same structure, shapes and dtypes."""
     a_leaves = pytree.tree_leaves(actual)
@@ -495,6 +565,9 @@ def run_forward(key, op, sample, dtype):
             return {"status": "wrong", "detail": "indices: " + _first_line(e)}
         expected = _picked_values(key, sample, expected)
     reason = compare(actual, expected, tolerance(key, dtype), DTYPE_BY_DEVICE.get(key, ((), ""))[0])
+    if reason and dtype in LOW_PRECISION:
+        if _at_least_as_accurate_as_cpu(op, sample, dtype, actual, expected):
+            return {"status": "pass", "detail": "differs from CPU, at least as close to float64"}
     return {"status": "wrong", "detail": reason} if reason else {"status": "pass"}
 
 

@@ -139,3 +139,31 @@ def test_harness_compares_per_device_statistics_in_cpu_dtype():
     actual = (torch.ones(2, dtype=torch.bfloat16), torch.full((2,), 0.5))
     assert harness.compare(actual, expected, float32_results=(1,)) is None
     assert "dtype" in harness.compare(actual, expected)
+
+
+def _neg_float16_sample(cpu_error, tpu_error):
+    """neg's first float16 sample, its result shifted by cpu_error on CPU and
+    tpu_error on tpu; the float64 reference stays exact."""
+    op = harness.opinfos()["neg"]
+    sample = harness.forward_samples(op, torch.float16, limit=1)[0]
+
+    def shifted(out):
+        if out.dtype == torch.float64:
+            return out
+        return out + (tpu_error if out.device.type == "tpu" else cpu_error)
+
+    sample.output_process_fn_grad = shifted
+    return op, sample
+
+
+def test_harness_passes_a_low_precision_result_closer_to_float64_than_cpus():
+    op, sample = _neg_float16_sample(cpu_error=0.25, tpu_error=0.0)
+    outcome = harness.run_forward("neg", op, sample, torch.float16)
+    assert outcome == {"status": "pass", "detail": "differs from CPU, at least as close to float64"}
+
+
+def test_harness_counts_a_low_precision_result_farther_from_float64_than_cpus_as_wrong():
+    op, sample = _neg_float16_sample(cpu_error=0.25, tpu_error=-0.5)
+    assert harness.run_forward("neg", op, sample, torch.float16)["status"] == "wrong"
+    op, sample = _neg_float16_sample(cpu_error=float("nan"), tpu_error=0.0)
+    assert harness.run_forward("neg", op, sample, torch.float16)["status"] == "wrong"

@@ -29,9 +29,13 @@ std::optional<ElementType> combine_categories(std::optional<ElementType> higher,
   if (!higher) return lower;
   if (!lower) return higher;
   // A complex operand of a lower priority (a Python complex number) still
-  // makes the result complex (complex64: the only complex type we hold).
+  // makes the result complex, keeping a floating operand's precision
+  // (c10 combine_categories: toComplexType(higher)).
   if (hlo::is_complex(*higher)) return higher;
-  if (hlo::is_complex(*lower)) return ElementType::C64;
+  if (hlo::is_complex(*lower)) {
+    if (*higher == ElementType::F64) return ElementType::C128;
+    return hlo::is_float(*higher) ? ElementType::C64 : *lower;
+  }
   if (hlo::is_float(*higher)) return higher;
   if (*higher == ElementType::Pred || hlo::is_float(*lower)) return promote_types(*higher, *lower);
   return higher;
@@ -43,6 +47,12 @@ ElementType promote_types(ElementType a, ElementType b) {
   if (a == b) return a;
   if (a == ElementType::Pred) return b;
   if (b == ElementType::Pred) return a;
+  if (hlo::is_complex(a) || hlo::is_complex(b)) {
+    // c10 promoteTypes: complex64 with float64 (or complex128) is complex128.
+    const bool wide =
+        a == ElementType::F64 || b == ElementType::F64 || a == ElementType::C128 || b == ElementType::C128;
+    return wide ? ElementType::C128 : ElementType::C64;
+  }
   if (category(a) != category(b)) return category(a) > category(b) ? a : b;
   if (hlo::is_float(a)) {
     // f16 with bf16 has no smaller common type than f32.
@@ -57,7 +67,7 @@ ElementType promote_types(ElementType a, ElementType b) {
 // The common dtype of arguments `idx` (tensors and Scalars; others skipped).
 ElementType result_type(LowerContext& ctx, std::initializer_list<size_t> idx) {
   ResultTypeState st;
-  bool dim_f64 = false;
+  bool dim_f64 = false, dim_c128 = false;
   for (size_t i : idx) {
     if (!ctx.has(i)) continue;
     const Arg& a = ctx.args[i];
@@ -68,6 +78,7 @@ ElementType result_type(LowerContext& ctx, std::initializer_list<size_t> idx) {
       } else {
         update(st.dim, t);
         dim_f64 |= t == ElementType::F64;
+        dim_c128 |= t == ElementType::C128;
       }
     } else if (a.kind == Arg::Kind::Scalar) {
       // Python float -> default dtype (float32), int -> int64, bool -> bool,
@@ -89,6 +100,11 @@ ElementType result_type(LowerContext& ctx, std::initializer_list<size_t> idx) {
   // like any 0-dim tensor here); PyTorch gives those the default dtype.
   const ElementType out = ctx.out_types.at(0).dtype;
   if (t == ElementType::F64 && !dim_f64 && out != ElementType::F64) t = hlo::is_float(out) ? out : ElementType::F32;
+  // Python complex numbers likewise reach us as complex128 0-dim tensors; the
+  // default complex dtype is complex64.
+  if (t == ElementType::C128 && !dim_c128 && !dim_f64 && out != ElementType::C128) {
+    t = hlo::is_complex(out) ? out : ElementType::C64;
+  }
   return t;
 }
 
@@ -114,6 +130,10 @@ const char* torch_dtype_name(ElementType t) {
       return "Float";
     case ElementType::F64:
       return "Double";
+    case ElementType::C64:
+      return "ComplexFloat";
+    case ElementType::C128:
+      return "ComplexDouble";
     default:
       return hlo::mlir_name(t);
   }
