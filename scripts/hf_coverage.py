@@ -189,8 +189,9 @@ def build(model_type, class_name):
     return config, model
 
 
-def make_inputs(model, config, head, seed=1):
-    """The model's main input (and labels for the training check), or raises CannotBuild."""
+def make_inputs(model, config, head, seed=1, companions=False):
+    """The model's main input (and labels for the training check), or raises CannotBuild. With companions, also
+    the other modalities its forward takes (see _companion_inputs)."""
     g = torch.Generator().manual_seed(seed)
     name = model.main_input_name
     vocab = getattr(config, "vocab_size", None) or getattr(getattr(config, "text_config", None), "vocab_size", 128)
@@ -221,7 +222,36 @@ def make_inputs(model, config, head, seed=1):
         labels = inputs.get("decoder_input_ids", ids)
     elif head == "image_classification":
         labels = torch.tensor([0, 1])
+    if companions:
+        inputs.update(_companion_inputs(model, config, inputs, ids, g))
     return inputs, labels
+
+
+def _config_field(config, name, default):
+    """A field of config or of its vision/audio sub-config (where a multimodal model keeps image sizes)."""
+    for owner in (config, getattr(config, "vision_config", None), getattr(config, "audio_config", None)):
+        value = getattr(owner, name, None) if owner is not None else None
+        if isinstance(value, (list, tuple)) and value:
+            value = value[0]
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return default
+
+
+def _companion_inputs(model, config, inputs, ids, g):
+    """The inputs of another modality that a dual encoder's forward requires next to its main one (CLIP-style
+    models embed text and images together and fail without either)."""
+    import inspect
+
+    params = inspect.signature(model.forward).parameters
+    extra = {}
+    if "input_ids" in params and "input_ids" not in inputs:
+        extra["input_ids"] = ids
+    if "pixel_values" in params and "pixel_values" not in inputs:
+        size = _config_field(config, "image_size", 32)
+        channels = _config_field(config, "num_channels", 3)
+        extra["pixel_values"] = torch.randn(BATCH, channels, size, size, generator=g)
+    return extra
 
 
 class CannotBuild(Exception):
@@ -319,12 +349,12 @@ def check_train(cpu, tpu, inputs, labels):
         _close(q.detach(), p.detach(), f"{name} after AdamW", atol=1e-5, rtol=1e-4)
 
 
-def check_train_at_a_kink_retries(model_type, class_name, config, head, cpu, tpu):
+def check_train_at_a_kink_retries(model_type, class_name, config, head, cpu, tpu, companions=False):
     """check_train on seed 1's inputs; if they differ, once more on fresh models and seed 2's. A ReLU (or max)
     input within rounding of its kink sends a gradient one way on one device and the other way on the other: both
     are right in float32 (resnet, seed 1: one pre-activation of 3e-6 on CPU, -6e-7 on tpu, of values up to 6.8,
     moves weight gradients by 5%). Such a tie is rare, so another input passes; a device error fails both."""
-    inputs, labels = make_inputs(cpu, config, head, seed=1)
+    inputs, labels = make_inputs(cpu, config, head, seed=1, companions=companions)
     try:
         check_train(cpu, tpu, inputs, labels)
     except WrongValues as first:
@@ -332,7 +362,7 @@ def check_train_at_a_kink_retries(model_type, class_name, config, head, cpu, tpu
         _, tpu = build(model_type, class_name)
         tpu.load_state_dict(cpu.state_dict())
         tpu.to("tpu")
-        inputs, labels = make_inputs(cpu, config, head, seed=2)
+        inputs, labels = make_inputs(cpu, config, head, seed=2, companions=companions)
         try:
             check_train(cpu, tpu, inputs, labels)
         except WrongValues as second:
@@ -380,20 +410,29 @@ def run_model(model_type, head, class_name, generates):
 
     try:
         config, cpu = build(model_type, class_name)
+        companions = False
         inputs, labels = make_inputs(cpu, config, head)
+        cpu.eval()
+        try:
+            with torch.no_grad():
+                cpu(**inputs)  # the CPU model itself runs on these inputs
+        except Exception:  # noqa: BLE001 (then it needs its other modalities too, or cannot be built)
+            companions = True
+            inputs, labels = make_inputs(cpu, config, head, companions=True)
+            with torch.no_grad():
+                cpu(**inputs)
         _, tpu = build(model_type, class_name)
         tpu.load_state_dict(cpu.state_dict())
         tpu.to("tpu")
-        with torch.no_grad():
-            cpu.eval()
-            cpu(**inputs)  # the CPU model itself runs on these inputs
     except Exception as err:  # noqa: BLE001 (any failure to build is recorded)
         return {"build": ("cannot build tiny", f"{type(err).__name__}: {err}".splitlines()[0][:300])}
     results = {}
     steps = [("forward", lambda: check_forward(cpu, tpu, inputs))]
     if generates:
         steps.append(("generate", lambda: check_generate(cpu, tpu, inputs, config)))
-    steps.append(("train", lambda: check_train_at_a_kink_retries(model_type, class_name, config, head, cpu, tpu)))
+    steps.append(
+        ("train", lambda: check_train_at_a_kink_retries(model_type, class_name, config, head, cpu, tpu, companions))
+    )
     steps.append(("compile", lambda: check_compile(cpu, tpu, inputs)))
     with torch_tpu.matmul_precision("highest"):
         for check, step in steps:
