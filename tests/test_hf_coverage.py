@@ -68,3 +68,36 @@ def test_merged_report_keeps_earlier_rows_and_replaces_rerun_ones(tmp_path):
         text = f.read()
     assert "**3 of 4 architectures that build tiny pass every check (75.0%)**" in text
     assert "4 of the " in text and "1 min in all" in text
+
+
+def test_train_equal_in_float64_only_is_a_pass_the_report_names_and_reads_back(tmp_path):
+    record = hf_coverage._record
+    noise = "in float64 (float32: encoder.bias after AdamW tensor 0: Greatest absolute difference: 2e-05)"
+    records = [
+        record("llama", "causal_lm", "LlamaForCausalLM", 20.0, {"forward": ("pass", ""), "train": ("pass", noise)}),
+        record("bert", "masked_lm", "BertForMaskedLM", 10.0, {"forward": ("pass", ""), "train": ("pass", "")}),
+    ]
+    path = str(tmp_path / "report.md")
+    hf_coverage.write_report(records, path, 30.0, 1)
+    with open(path) as f:
+        text = f.read()
+    assert "**2 of 2 architectures that build tiny pass every check (100.0%)**, 1 of them training equal" in text
+    assert "| pass (float64): float32: encoder.bias after AdamW" in text
+    back = {r["model_type"]: r for r in hf_coverage.read_report(path)}
+    assert back["llama"]["results"]["train"] == ("pass", noise)
+    assert back["bert"]["results"]["train"] == ("pass", "")
+
+
+def test_a_dual_encoder_gets_the_other_modality_its_forward_requires():
+    # CLIPModel embeds text and images together: its main input alone is not enough to run it.
+    import transformers
+
+    config = hf_coverage.shrink(transformers.AutoConfig.for_model("clip"))
+    model = transformers.CLIPModel(config)
+    alone, _ = hf_coverage.make_inputs(model, config, "base")
+    both, _ = hf_coverage.make_inputs(model, config, "base", companions=True)
+    assert set(alone) == {"input_ids"}
+    assert set(both) == {"input_ids", "pixel_values"}
+    size = config.vision_config.image_size
+    assert both["pixel_values"].shape == (hf_coverage.BATCH, 3, size, size)
+    model(**both)
