@@ -111,6 +111,10 @@ TINY = {
     "out_hidden_size": 64,
     "word_embed_proj_dim": 64,
     "num_heads": 4,
+    # Mamba-2 mixers (hybrids): heads * head width = expand (2) * hidden_size.
+    "mamba_n_heads": 4,
+    "mamba_d_head": 32,
+    "mamba_d_state": 16,
     # Grouped routing (deepseek_v3): the experts split into n_group groups, of which topk_group are kept.
     "n_group": 2,
     "topk_group": 1,
@@ -128,6 +132,8 @@ OVERRIDES = {
     # both stages' patch grids (8x8 and 4x4 for 32-pixel images in patches of 4).
     "swin": {"depths": [2, 2], "num_heads": [2, 4], "embed_dim": 32, "hidden_size": 64, "window_size": 4},
     "donut-swin": {"depths": [2, 2], "num_heads": [2, 4], "embed_dim": 32, "hidden_size": 64, "window_size": 4},
+    # Without attention layers (its default) its cache cannot tell a sequence length.
+    "bamba": {"attn_layer_indices": [1]},
     # Its experts per token default to None (a checkpoint names them).
     "deepseek_v2": {"num_experts_per_tok": 2},
     # One input, one looped and one output layer (defaults: 8 input, 20 looped and 8 output layers).
@@ -163,6 +169,15 @@ def architectures(only=None):
     return sorted(out)
 
 
+def _tiny_layer_types(types, n):
+    """The first n layer types, but each kind the model mixes at least once: a hybrid whose first layers are
+    all linear attention (bailing_hybrid: full attention every sixth layer) needs its attention layer too."""
+    kinds = list(dict.fromkeys(types))
+    if len(kinds) == 1 or len(kinds) > n:
+        return types[:n]
+    return kinds + types[: n - len(kinds)]
+
+
 def shrink(config, depth=0):
     """Shrinks `config` in place (and its sub-configs): see TINY."""
     from transformers import PretrainedConfig
@@ -172,6 +187,8 @@ def shrink(config, depth=0):
             shrink(value, depth + 1)
         elif key in TINY and isinstance(value, int) and not isinstance(value, bool) and value > 0:
             setattr(config, key, min(value, TINY[key]))
+        elif key == "layer_types" and isinstance(value, list) and len(value) > TINY_LISTS[key]:
+            setattr(config, key, _tiny_layer_types(value, TINY_LISTS[key]))
         elif key in TINY_LISTS and isinstance(value, list) and len(value) > TINY_LISTS[key]:
             setattr(config, key, value[: TINY_LISTS[key]])
     heads = getattr(config, "num_attention_heads", None)
