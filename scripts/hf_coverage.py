@@ -235,9 +235,16 @@ def build(model_type, class_name):
     return config, model
 
 
-def make_inputs(model, config, head, seed=1, companions=False):
-    """The model's main input (and labels for the training check), or raises CannotBuild. With companions, also
-    the other modalities its forward takes (see _companion_inputs)."""
+# Input layouts run_model tries in turn, keeping the first the CPU model runs on: "companions" adds the other
+# modalities the forward takes (see _companion_inputs); "frames_first" lays audio features out (batch, frames,
+# mel bins), as Conformer-style encoders (canary, parakeet) take them, instead of Whisper's (batch, mel bins,
+# frames).
+INPUT_LAYOUTS = ((), ("companions",), ("frames_first",), ("companions", "frames_first"))
+
+
+def make_inputs(model, config, head, seed=1, layout=()):
+    """The model's main input (and labels for the training check) in one of INPUT_LAYOUTS, or raises
+    CannotBuild."""
     g = torch.Generator().manual_seed(seed)
     name = model.main_input_name
     vocab = getattr(config, "vocab_size", None) or getattr(getattr(config, "text_config", None), "vocab_size", 128)
@@ -252,9 +259,10 @@ def make_inputs(model, config, head, seed=1, companions=False):
         channels = getattr(config, "num_channels", 3)
         inputs = {"pixel_values": torch.randn(BATCH, channels, size, size, generator=g)}
     elif name == "input_features":
-        mels = getattr(config, "num_mel_bins", 16)
+        mels = _config_field(config, "num_mel_bins", 16)
         frames = 2 * getattr(config, "max_source_positions", 16)
-        inputs = {"input_features": torch.randn(BATCH, mels, frames, generator=g)}
+        shape = (BATCH, frames, mels) if "frames_first" in layout else (BATCH, mels, frames)
+        inputs = {"input_features": torch.randn(*shape, generator=g)}
         if getattr(config, "is_encoder_decoder", False):
             inputs["decoder_input_ids"] = ids[:, :4]
     elif name == "input_values":
@@ -268,14 +276,15 @@ def make_inputs(model, config, head, seed=1, companions=False):
         labels = inputs.get("decoder_input_ids", ids)
     elif head == "image_classification":
         labels = torch.tensor([0, 1])
-    if companions:
+    if "companions" in layout:
         inputs.update(_companion_inputs(model, config, inputs, ids, g))
     return inputs, labels
 
 
 def _config_field(config, name, default):
-    """A field of config or of its vision/audio sub-config (where a multimodal model keeps image sizes)."""
-    for owner in (config, getattr(config, "vision_config", None), getattr(config, "audio_config", None)):
+    """A field of config or of its vision, audio or encoder sub-config (where a multimodal model keeps its
+    image and audio sizes)."""
+    for owner in [config] + [getattr(config, f"{part}_config", None) for part in ("vision", "audio", "encoder")]:
         value = getattr(owner, name, None) if owner is not None else None
         if isinstance(value, (list, tuple)) and value:
             value = value[0]
@@ -417,7 +426,7 @@ def _fresh_pair(model_type, class_name, dtype=torch.float32):
     return cpu, tpu.to(dtype).to("tpu")
 
 
-def check_train_at_a_kink_retries(model_type, class_name, config, head, cpu, tpu, companions=False):
+def check_train_at_a_kink_retries(model_type, class_name, config, head, cpu, tpu, layout=()):
     """check_train on seed 1's inputs; if they differ, once more on fresh models and seed 2's. A ReLU (or max)
     input within rounding of its kink sends a gradient one way on one device and the other way on the other: both
     are right in float32 (resnet, seed 1: one pre-activation of 3e-6 on CPU, -6e-7 on tpu, of values up to 6.8,
@@ -429,18 +438,18 @@ def check_train_at_a_kink_retries(model_type, class_name, config, head, cpu, tpu
     output of its decoder's first layer is LayerNorm-ed constant rows, whose mean square does not depend on
     the self-attention's biases; their gradients are 1e-6 noise). A lowering error shows in float64 as well;
     agreement there is reported as "pass (float64)"."""
-    inputs, labels = make_inputs(cpu, config, head, seed=1, companions=companions)
+    inputs, labels = make_inputs(cpu, config, head, seed=1, layout=layout)
     try:
         check_train(cpu, tpu, inputs, labels)
     except WrongValues as first:
         cpu, tpu = _fresh_pair(model_type, class_name)
-        inputs, labels = make_inputs(cpu, config, head, seed=2, companions=companions)
+        inputs, labels = make_inputs(cpu, config, head, seed=2, layout=layout)
         try:
             check_train(cpu, tpu, inputs, labels)
         except WrongValues as second:
             float32 = f"{second} (and with other inputs: {first})"
             cpu, tpu = _fresh_pair(model_type, class_name, torch.float64)
-            inputs, labels = make_inputs(cpu, config, head, seed=1, companions=companions)
+            inputs, labels = make_inputs(cpu, config, head, seed=1, layout=layout)
             try:
                 check_train(cpu, tpu, inputs, labels, dtype=torch.float64)
             except Exception as err:  # noqa: BLE001
@@ -483,23 +492,29 @@ def outcome(err):
     return "error", text.splitlines()[0][:300] if text else type(err).__name__
 
 
+def _inputs_the_cpu_model_runs_on(cpu, config, head):
+    """(layout, inputs, labels) for the first of INPUT_LAYOUTS the CPU model runs on; raises the first
+    layout's error where none does."""
+    cpu.eval()
+    first = None
+    for layout in INPUT_LAYOUTS:
+        try:
+            inputs, labels = make_inputs(cpu, config, head, layout=layout)
+            with torch.no_grad():
+                cpu(**inputs)
+            return layout, inputs, labels
+        except Exception as err:  # noqa: BLE001 (the next layout may fit)
+            first = first or err
+    raise first
+
+
 def run_model(model_type, head, class_name, generates):
     """Every check of one architecture, in this process: {check: (outcome, detail)}."""
     import torch_tpu
 
     try:
         config, cpu = build(model_type, class_name)
-        companions = False
-        inputs, labels = make_inputs(cpu, config, head)
-        cpu.eval()
-        try:
-            with torch.no_grad():
-                cpu(**inputs)  # the CPU model itself runs on these inputs
-        except Exception:  # noqa: BLE001 (then it needs its other modalities too, or cannot be built)
-            companions = True
-            inputs, labels = make_inputs(cpu, config, head, companions=True)
-            with torch.no_grad():
-                cpu(**inputs)
+        layout, inputs, labels = _inputs_the_cpu_model_runs_on(cpu, config, head)
         _, tpu = build(model_type, class_name)
         tpu.load_state_dict(cpu.state_dict())
         tpu.to("tpu")
@@ -510,7 +525,7 @@ def run_model(model_type, head, class_name, generates):
     if generates:
         steps.append(("generate", lambda: check_generate(cpu, tpu, inputs, config)))
     steps.append(
-        ("train", lambda: check_train_at_a_kink_retries(model_type, class_name, config, head, cpu, tpu, companions))
+        ("train", lambda: check_train_at_a_kink_retries(model_type, class_name, config, head, cpu, tpu, layout))
     )
     steps.append(("compile", lambda: check_compile(cpu, tpu, inputs)))
     with torch_tpu.matmul_precision("highest"):

@@ -95,7 +95,7 @@ def test_a_dual_encoder_gets_the_other_modality_its_forward_requires():
     config = hf_coverage.shrink(transformers.AutoConfig.for_model("clip"))
     model = transformers.CLIPModel(config)
     alone, _ = hf_coverage.make_inputs(model, config, "base")
-    both, _ = hf_coverage.make_inputs(model, config, "base", companions=True)
+    both, _ = hf_coverage.make_inputs(model, config, "base", layout=("companions",))
     assert set(alone) == {"input_ids"}
     assert set(both) == {"input_ids", "pixel_values"}
     size = config.vision_config.image_size
