@@ -111,6 +111,10 @@ TINY = {
     "out_hidden_size": 64,
     "word_embed_proj_dim": 64,
     "num_heads": 4,
+    # EfficientNet scaling (efficientnet, align's vision tower default to B7: 2x wide, 3.1x deep, 62M
+    # parameters): B0's.
+    "width_coefficient": 1.0,
+    "depth_coefficient": 1.0,
     # Mamba-2 mixers (hybrids): heads * head width = expand (2) * hidden_size.
     "mamba_n_heads": 4,
     "mamba_d_head": 32,
@@ -186,6 +190,8 @@ def shrink(config, depth=0):
         if isinstance(value, PretrainedConfig) and depth < 3:
             shrink(value, depth + 1)
         elif key in TINY and isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            setattr(config, key, min(value, TINY[key]))
+        elif key in TINY and isinstance(value, float) and isinstance(TINY[key], float):
             setattr(config, key, min(value, TINY[key]))
         elif key == "layer_types" and isinstance(value, list) and len(value) > TINY_LISTS[key]:
             setattr(config, key, _tiny_layer_types(value, TINY_LISTS[key]))
