@@ -138,6 +138,10 @@ OVERRIDES = {
     "donut-swin": {"depths": [2, 2], "num_heads": [2, 4], "embed_dim": 32, "hidden_size": 64, "window_size": 4},
     # Without attention layers (its default) its cache cannot tell a sequence length.
     "bamba": {"attn_layer_indices": [1]},
+    # The width of its head, round_filters(1280) at B0's width coefficient.
+    "efficientnet": {"hidden_dim": 1280},
+    # ESM's vocabulary (its default config leaves it None): 33 tokens, padding 1.
+    "esm": {"vocab_size": 33, "pad_token_id": 1, "mask_token_id": 32},
     # Its experts per token default to None (a checkpoint names them).
     "deepseek_v2": {"num_experts_per_tok": 2},
     # One input, one looped and one output layer (defaults: 8 input, 20 looped and 8 output layers).
@@ -244,8 +248,9 @@ def build(model_type, class_name):
 # Input layouts run_model tries in turn, keeping the first the CPU model runs on: "companions" adds the other
 # modalities the forward takes (see _companion_inputs); "frames_first" lays audio features out (batch, frames,
 # mel bins), as Conformer-style encoders (canary, parakeet) take them, instead of Whisper's (batch, mel bins,
-# frames).
-INPUT_LAYOUTS = ((), ("companions",), ("frames_first",), ("companions", "frames_first"))
+# frames); "channel_dim" gives raw audio a channel dimension, (batch, 1, samples), as audio codecs take it
+# (encodec, dac).
+INPUT_LAYOUTS = ((), ("companions",), ("frames_first",), ("companions", "frames_first"), ("channel_dim",))
 
 
 def make_inputs(model, config, head, seed=1, layout=()):
@@ -272,7 +277,8 @@ def make_inputs(model, config, head, seed=1, layout=()):
         if getattr(config, "is_encoder_decoder", False):
             inputs["decoder_input_ids"] = ids[:, :4]
     elif name == "input_values":
-        inputs = {"input_values": torch.randn(BATCH, 4000, generator=g)}
+        shape = (BATCH, 1, 4000) if "channel_dim" in layout else (BATCH, 4000)
+        inputs = {"input_values": torch.randn(*shape, generator=g)}
     else:
         raise CannotBuild(f"main input {name!r}")
     labels = None
