@@ -101,3 +101,12 @@ def test_a_dual_encoder_gets_the_other_modality_its_forward_requires():
     size = config.vision_config.image_size
     assert both["pixel_values"].shape == (hf_coverage.BATCH, 3, size, size)
     model(**both)
+
+
+def test_tiny_layer_types_keep_every_kind_a_hybrid_mixes():
+    # bailing_hybrid has full attention every sixth layer: its first two layers alone have none, and then its
+    # cache cannot tell a sequence length.
+    hybrid = ["linear_attention"] * 5 + ["full_attention"] + ["linear_attention"] * 5
+    assert hf_coverage._tiny_layer_types(hybrid, 2) == ["linear_attention", "full_attention"]
+    assert hf_coverage._tiny_layer_types(["full_attention"] * 8, 2) == ["full_attention"] * 2
+    assert hf_coverage._tiny_layer_types(["a", "b", "c", "a"], 2) == ["a", "b"]
