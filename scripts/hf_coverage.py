@@ -138,6 +138,8 @@ OVERRIDES = {
     "donut-swin": {"depths": [2, 2], "num_heads": [2, 4], "embed_dim": 32, "hidden_size": 64, "window_size": 4},
     # Without attention layers (its default) its cache cannot tell a sequence length.
     "bamba": {"attn_layer_indices": [1]},
+    # Its text projection must match the image embedding: B0's last stage, 320 wide.
+    "align": {"projection_dim": 320},
     # The width of its head, round_filters(1280) at B0's width coefficient.
     "efficientnet": {"hidden_dim": 1280},
     # ESM's vocabulary (its default config leaves it None): 33 tokens, padding 1.
