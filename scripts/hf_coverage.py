@@ -277,7 +277,8 @@ def make_inputs(model, config, head, seed=1, layout=()):
         shape = (BATCH, frames, mels) if "frames_first" in layout else (BATCH, mels, frames)
         inputs = {"input_features": torch.randn(*shape, generator=g)}
         if getattr(config, "is_encoder_decoder", False):
-            inputs["decoder_input_ids"] = ids[:, :4]
+            # contiguous, as a user's are: transformers' causal LM loss views the labels flat (canary)
+            inputs["decoder_input_ids"] = ids[:, :4].contiguous()
     elif name == "input_values":
         shape = (BATCH, 1, 4000) if "channel_dim" in layout else (BATCH, 4000)
         inputs = {"input_values": torch.randn(*shape, generator=g)}
