@@ -97,6 +97,31 @@ TINY = {
     "num_mel_bins": 16,
     "max_source_positions": 16,
     "max_target_positions": 32,
+    # Multi-head latent attention (deepseek_v2/v3): the rotary part must match head_dim, which these
+    # configs set to qk_rope_head_dim; qk_head_dim is the derived nope + rope width.
+    "qk_rope_head_dim": 16,
+    "qk_nope_head_dim": 16,
+    "qk_head_dim": 32,
+    "v_head_dim": 16,
+    "kv_lora_rank": 32,
+    "q_lora_rank": 32,
+    # Widths one sub-config reads from another (a Q-Former's cross-attention over the vision tower, a
+    # vision merger's output into the text model): every hidden size above is 64, so these are too.
+    "encoder_hidden_size": 64,
+    "out_hidden_size": 64,
+    "word_embed_proj_dim": 64,
+    "num_heads": 4,
+    # EfficientNet scaling (efficientnet, align's vision tower default to B7: 2x wide, 3.1x deep, 62M
+    # parameters): B0's.
+    "width_coefficient": 1.0,
+    "depth_coefficient": 1.0,
+    # Mamba-2 mixers (hybrids): heads * head width = expand (2) * hidden_size.
+    "mamba_n_heads": 4,
+    "mamba_d_head": 32,
+    "mamba_d_state": 16,
+    # Grouped routing (deepseek_v3): the experts split into n_group groups, of which topk_group are kept.
+    "n_group": 2,
+    "topk_group": 1,
 }
 # Fields that are lists (one entry per stage or layer) shrunk to their first entries.
 TINY_LISTS = {"depths": 2, "hidden_sizes": 2, "layer_types": 2}
@@ -110,6 +135,25 @@ OVERRIDES = {
     # dividing its width embed_dim * 2**stage; hidden_size is the last stage's width; windows of 4 tile
     # both stages' patch grids (8x8 and 4x4 for 32-pixel images in patches of 4).
     "swin": {"depths": [2, 2], "num_heads": [2, 4], "embed_dim": 32, "hidden_size": 64, "window_size": 4},
+    "donut-swin": {"depths": [2, 2], "num_heads": [2, 4], "embed_dim": 32, "hidden_size": 64, "window_size": 4},
+    # Without attention layers (its default) its cache cannot tell a sequence length.
+    "bamba": {"attn_layer_indices": [1]},
+    # Its text projection must match the image embedding: B0's last stage, 320 wide.
+    "align": {"projection_dim": 320},
+    # The width of its head, round_filters(1280) at B0's width coefficient.
+    "efficientnet": {"hidden_dim": 1280},
+    # ESM's vocabulary (its default config leaves it None): 33 tokens, padding 1.
+    "esm": {"vocab_size": 33, "pad_token_id": 1, "mask_token_id": 32},
+    # Its experts per token default to None (a checkpoint names them).
+    "deepseek_v2": {"num_experts_per_tok": 2},
+    # One input, one looped and one output layer (defaults: 8 input, 20 looped and 8 output layers).
+    "dory": {
+        "num_hidden_layers": 3,
+        "n_input_layers": 1,
+        "n_recurrent_layers": 1,
+        "n_output_layers": 1,
+        "layer_types": ["sliding_attention", "full_attention", "sliding_attention"],
+    },
 }
 SEQ = 8
 BATCH = 2
@@ -135,6 +179,15 @@ def architectures(only=None):
     return sorted(out)
 
 
+def _tiny_layer_types(types, n):
+    """The first n layer types, but each kind the model mixes at least once: a hybrid whose first layers are
+    all linear attention (bailing_hybrid: full attention every sixth layer) needs its attention layer too."""
+    kinds = list(dict.fromkeys(types))
+    if len(kinds) == 1 or len(kinds) > n:
+        return types[:n]
+    return kinds + types[: n - len(kinds)]
+
+
 def shrink(config, depth=0):
     """Shrinks `config` in place (and its sub-configs): see TINY."""
     from transformers import PretrainedConfig
@@ -144,12 +197,17 @@ def shrink(config, depth=0):
             shrink(value, depth + 1)
         elif key in TINY and isinstance(value, int) and not isinstance(value, bool) and value > 0:
             setattr(config, key, min(value, TINY[key]))
+        elif key in TINY and isinstance(value, float) and isinstance(TINY[key], float):
+            setattr(config, key, min(value, TINY[key]))
+        elif key == "layer_types" and isinstance(value, list) and len(value) > TINY_LISTS[key]:
+            setattr(config, key, _tiny_layer_types(value, TINY_LISTS[key]))
         elif key in TINY_LISTS and isinstance(value, list) and len(value) > TINY_LISTS[key]:
             setattr(config, key, value[: TINY_LISTS[key]])
     heads = getattr(config, "num_attention_heads", None)
     if isinstance(heads, int) and hasattr(config, "num_key_value_heads"):
         kv = config.num_key_value_heads
-        if not isinstance(kv, int) or kv <= 0 or heads % kv:
+        # Latent attention (kv_lora_rank) expands its keys to every head, so it needs one key head per head.
+        if not isinstance(kv, int) or kv <= 0 or heads % kv or hasattr(config, "kv_lora_rank"):
             config.num_key_value_heads = heads
     for key in ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id"):
         value = getattr(config, key, None)
@@ -189,8 +247,17 @@ def build(model_type, class_name):
     return config, model
 
 
-def make_inputs(model, config, head, seed=1):
-    """The model's main input (and labels for the training check), or raises CannotBuild."""
+# Input layouts run_model tries in turn, keeping the first the CPU model runs on: "companions" adds the other
+# modalities the forward takes (see _companion_inputs); "frames_first" lays audio features out (batch, frames,
+# mel bins), as Conformer-style encoders (canary, parakeet) take them, instead of Whisper's (batch, mel bins,
+# frames); "channel_dim" gives raw audio a channel dimension, (batch, 1, samples), as audio codecs take it
+# (encodec, dac).
+INPUT_LAYOUTS = ((), ("companions",), ("frames_first",), ("companions", "frames_first"), ("channel_dim",))
+
+
+def make_inputs(model, config, head, seed=1, layout=()):
+    """The model's main input (and labels for the training check) in one of INPUT_LAYOUTS, or raises
+    CannotBuild."""
     g = torch.Generator().manual_seed(seed)
     name = model.main_input_name
     vocab = getattr(config, "vocab_size", None) or getattr(getattr(config, "text_config", None), "vocab_size", 128)
@@ -205,13 +272,16 @@ def make_inputs(model, config, head, seed=1):
         channels = getattr(config, "num_channels", 3)
         inputs = {"pixel_values": torch.randn(BATCH, channels, size, size, generator=g)}
     elif name == "input_features":
-        mels = getattr(config, "num_mel_bins", 16)
+        mels = _config_field(config, "num_mel_bins", 16)
         frames = 2 * getattr(config, "max_source_positions", 16)
-        inputs = {"input_features": torch.randn(BATCH, mels, frames, generator=g)}
+        shape = (BATCH, frames, mels) if "frames_first" in layout else (BATCH, mels, frames)
+        inputs = {"input_features": torch.randn(*shape, generator=g)}
         if getattr(config, "is_encoder_decoder", False):
-            inputs["decoder_input_ids"] = ids[:, :4]
+            # contiguous, as a user's are: transformers' causal LM loss views the labels flat (canary)
+            inputs["decoder_input_ids"] = ids[:, :4].contiguous()
     elif name == "input_values":
-        inputs = {"input_values": torch.randn(BATCH, 4000, generator=g)}
+        shape = (BATCH, 1, 4000) if "channel_dim" in layout else (BATCH, 4000)
+        inputs = {"input_values": torch.randn(*shape, generator=g)}
     else:
         raise CannotBuild(f"main input {name!r}")
     labels = None
@@ -221,7 +291,37 @@ def make_inputs(model, config, head, seed=1):
         labels = inputs.get("decoder_input_ids", ids)
     elif head == "image_classification":
         labels = torch.tensor([0, 1])
+    if "companions" in layout:
+        inputs.update(_companion_inputs(model, config, inputs, ids, g))
     return inputs, labels
+
+
+def _config_field(config, name, default):
+    """A field of config or of its vision, audio or encoder sub-config (where a multimodal model keeps its
+    image and audio sizes)."""
+    for owner in [config] + [getattr(config, f"{part}_config", None) for part in ("vision", "audio", "encoder")]:
+        value = getattr(owner, name, None) if owner is not None else None
+        if isinstance(value, (list, tuple)) and value:
+            value = value[0]
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return default
+
+
+def _companion_inputs(model, config, inputs, ids, g):
+    """The inputs of another modality that a dual encoder's forward requires next to its main one (CLIP-style
+    models embed text and images together and fail without either)."""
+    import inspect
+
+    params = inspect.signature(model.forward).parameters
+    extra = {}
+    if "input_ids" in params and "input_ids" not in inputs:
+        extra["input_ids"] = ids
+    if "pixel_values" in params and "pixel_values" not in inputs:
+        size = _config_field(config, "image_size", 32)
+        channels = _config_field(config, "num_channels", 3)
+        extra["pixel_values"] = torch.randn(BATCH, channels, size, size, generator=g)
+    return extra
 
 
 class CannotBuild(Exception):
@@ -294,13 +394,23 @@ def _loss(model, inputs, labels):
     return sum(t.float().pow(2).mean() for t in _tensors(out))
 
 
-def check_train(cpu, tpu, inputs, labels):
+# (loss atol, loss rtol, gradient atol, gradient rtol, weight atol, weight rtol) per dtype; float64's are 1e5
+# tighter, which still leaves float64 rounding (1e-16 of each value, summed over a model) far below them.
+TRAIN_TOLERANCES = {
+    torch.float32: (1e-5, 1e-4, 1e-4, 1e-3, 1e-5, 1e-4),
+    torch.float64: (1e-10, 1e-9, 1e-9, 1e-8, 1e-10, 1e-9),
+}
+
+
+def check_train(cpu, tpu, inputs, labels, dtype=torch.float32):
+    loss_atol, loss_rtol, grad_atol, grad_rtol, weight_atol, weight_rtol = TRAIN_TOLERANCES[dtype]
     cpu.train(), tpu.train()
+    inputs = {k: v.to(dtype) if v.is_floating_point() else v for k, v in inputs.items()}
     loss_cpu = _loss(cpu, inputs, labels)
     loss_tpu = _loss(tpu, _to(inputs, "tpu"), labels.to("tpu") if labels is not None else None)
     loss_cpu.backward()
     loss_tpu.backward()
-    _close(loss_tpu, loss_cpu, "loss", atol=1e-5, rtol=1e-4)
+    _close(loss_tpu, loss_cpu, "loss", atol=loss_atol, rtol=loss_rtol)
     named = list(cpu.named_parameters())
     for (name, p), q in zip(named, tpu.parameters()):
         if p.grad is None:
@@ -309,34 +419,57 @@ def check_train(cpu, tpu, inputs, labels):
             continue
         if q.grad is None:
             raise WrongValues(f"gradient of {name}: missing on tpu")
-        _close(q.grad, p.grad, f"gradient of {name}", atol=1e-4, rtol=1e-3)
+        _close(q.grad, p.grad, f"gradient of {name}", atol=grad_atol, rtol=grad_rtol)
     # AdamW's first step moves each weight by about lr * sign(gradient): a gradient that is zero in exact
     # arithmetic (a key bias under softmax) is rounding noise on both devices and would step by +-lr at random.
     # eps = 1e-3 keeps such steps proportional to the noise, while real gradients still take steps near lr.
     for model in (cpu, tpu):
         torch.optim.AdamW(model.parameters(), lr=1e-3, eps=1e-3).step()
     for (name, p), q in zip(named, tpu.parameters()):
-        _close(q.detach(), p.detach(), f"{name} after AdamW", atol=1e-5, rtol=1e-4)
+        _close(q.detach(), p.detach(), f"{name} after AdamW", atol=weight_atol, rtol=weight_rtol)
 
 
-def check_train_at_a_kink_retries(model_type, class_name, config, head, cpu, tpu):
+class PassInFloat64(Exception):
+    """The train check agrees in float64 where float32 rounding did not."""
+
+
+def _fresh_pair(model_type, class_name, dtype=torch.float32):
+    _, cpu = build(model_type, class_name)
+    _, tpu = build(model_type, class_name)
+    cpu.to(dtype)
+    tpu.load_state_dict(cpu.state_dict())
+    return cpu, tpu.to(dtype).to("tpu")
+
+
+def check_train_at_a_kink_retries(model_type, class_name, config, head, cpu, tpu, layout=()):
     """check_train on seed 1's inputs; if they differ, once more on fresh models and seed 2's. A ReLU (or max)
     input within rounding of its kink sends a gradient one way on one device and the other way on the other: both
     are right in float32 (resnet, seed 1: one pre-activation of 3e-6 on CPU, -6e-7 on tpu, of values up to 6.8,
-    moves weight gradients by 5%). Such a tie is rare, so another input passes; a device error fails both."""
-    inputs, labels = make_inputs(cpu, config, head, seed=1)
+    moves weight gradients by 5%). Such a tie is rare, so another input passes; a device error fails both.
+
+    Where both differ, the check runs once more in float64 on both devices with tolerances 1e5 tighter (as
+    scripts/model_zoo.py does). A gradient that is zero in exact arithmetic is float32 rounding noise on both
+    devices, which AdamW's first step turns into weight steps of the noise's size (conditional_detr: every
+    output of its decoder's first layer is LayerNorm-ed constant rows, whose mean square does not depend on
+    the self-attention's biases; their gradients are 1e-6 noise). A lowering error shows in float64 as well;
+    agreement there is reported as "pass (float64)"."""
+    inputs, labels = make_inputs(cpu, config, head, seed=1, layout=layout)
     try:
         check_train(cpu, tpu, inputs, labels)
     except WrongValues as first:
-        _, cpu = build(model_type, class_name)
-        _, tpu = build(model_type, class_name)
-        tpu.load_state_dict(cpu.state_dict())
-        tpu.to("tpu")
-        inputs, labels = make_inputs(cpu, config, head, seed=2)
+        cpu, tpu = _fresh_pair(model_type, class_name)
+        inputs, labels = make_inputs(cpu, config, head, seed=2, layout=layout)
         try:
             check_train(cpu, tpu, inputs, labels)
         except WrongValues as second:
-            raise WrongValues(f"{second} (and with other inputs: {first})") from None
+            float32 = f"{second} (and with other inputs: {first})"
+            cpu, tpu = _fresh_pair(model_type, class_name, torch.float64)
+            inputs, labels = make_inputs(cpu, config, head, seed=1, layout=layout)
+            try:
+                check_train(cpu, tpu, inputs, labels, dtype=torch.float64)
+            except Exception as err:  # noqa: BLE001
+                raise WrongValues(f"{float32}; in float64: {outcome(err)[1]}") from None
+            raise PassInFloat64(f"float32: {second}") from None
 
 
 def check_compile(cpu, tpu, inputs):
@@ -374,32 +507,54 @@ def outcome(err):
     return "error", text.splitlines()[0][:300] if text else type(err).__name__
 
 
+def _inputs_the_cpu_model_runs_on(cpu, config, head):
+    """(layout, inputs, labels) for the first of INPUT_LAYOUTS the CPU model runs on; raises the first
+    layout's error where none does."""
+    cpu.eval()
+    first = None
+    for layout in INPUT_LAYOUTS:
+        try:
+            inputs, labels = make_inputs(cpu, config, head, layout=layout)
+            with torch.no_grad():
+                outputs = cpu(**inputs)
+        except Exception as err:  # noqa: BLE001 (the next layout may fit)
+            first = first or err
+            continue
+        # A tiny model whose CPU outputs are NaN is no reference to check a device against (align's B0
+        # tower at random weights overflows to inf in eval, and its logits are inf - inf).
+        if any(t.isnan().any() for t in _tensors(outputs)):
+            raise CannotBuild("its CPU outputs are NaN at these sizes")
+        return layout, inputs, labels
+    raise first
+
+
 def run_model(model_type, head, class_name, generates):
     """Every check of one architecture, in this process: {check: (outcome, detail)}."""
     import torch_tpu
 
     try:
         config, cpu = build(model_type, class_name)
-        inputs, labels = make_inputs(cpu, config, head)
+        layout, inputs, labels = _inputs_the_cpu_model_runs_on(cpu, config, head)
         _, tpu = build(model_type, class_name)
         tpu.load_state_dict(cpu.state_dict())
         tpu.to("tpu")
-        with torch.no_grad():
-            cpu.eval()
-            cpu(**inputs)  # the CPU model itself runs on these inputs
     except Exception as err:  # noqa: BLE001 (any failure to build is recorded)
         return {"build": ("cannot build tiny", f"{type(err).__name__}: {err}".splitlines()[0][:300])}
     results = {}
     steps = [("forward", lambda: check_forward(cpu, tpu, inputs))]
     if generates:
         steps.append(("generate", lambda: check_generate(cpu, tpu, inputs, config)))
-    steps.append(("train", lambda: check_train_at_a_kink_retries(model_type, class_name, config, head, cpu, tpu)))
+    steps.append(
+        ("train", lambda: check_train_at_a_kink_retries(model_type, class_name, config, head, cpu, tpu, layout))
+    )
     steps.append(("compile", lambda: check_compile(cpu, tpu, inputs)))
     with torch_tpu.matmul_precision("highest"):
         for check, step in steps:
             try:
                 step()
                 results[check] = ("pass", "")
+            except PassInFloat64 as note:
+                results[check] = ("pass", f"in float64 ({note})"[:300])
             except Exception as err:  # noqa: BLE001
                 results[check] = outcome(err)
             if check == "train":  # the compile check compares with fresh weights
@@ -444,6 +599,7 @@ def excluded(record):
 
 
 _OUTCOMES = ("wrong values", "missing op", "error")
+_PASS_IN_FLOAT64 = "pass (float64)"
 _PROCESS_FAILURES = ("process died", "timed out after")
 
 
@@ -453,6 +609,8 @@ def _parse_cell(cell):
         return None
     if cell == "pass":
         return ("pass", "")
+    if cell.startswith(_PASS_IN_FLOAT64 + ": "):
+        return ("pass", f"in float64 ({cell[len(_PASS_IN_FLOAT64) + 2 :]})")
     for o in _OUTCOMES:
         if cell.startswith(o + ": "):
             return (o, cell[len(o) + 2 :])
@@ -501,6 +659,7 @@ def write_report(records, path, seconds, workers, merged=False):
     records = sorted(records, key=lambda r: r["model_type"])
     built = [r for r in records if not excluded(r)]
     ok = [r for r in built if passed(r)]
+    in_float64 = sum(r["results"].get("train", ("", ""))[1].startswith("in float64") for r in ok)
     per_check = collections.Counter()
     for r in built:
         for check, (o, _) in r["results"].items():
@@ -522,8 +681,9 @@ def write_report(records, path, seconds, workers, merged=False):
         f"{torch.__version__}), " + run,
         "",
         f"**{len(ok)} of {len(built)} architectures that build tiny pass every check "
-        f"({100 * len(ok) / max(1, len(built)):.1f}%)**; {len(records) - len(built)} cannot be built tiny "
-        "(excluded, listed below).",
+        f"({100 * len(ok) / max(1, len(built)):.1f}%)**"
+        + (f", {in_float64} of them training equal in float64 only (see the train column)" if in_float64 else "")
+        + f"; {len(records) - len(built)} cannot be built tiny (excluded, listed below).",
         "",
         "| check | pass | wrong values | missing op | error |",
         "| --- | --- | --- | --- | --- |",
@@ -541,6 +701,8 @@ def write_report(records, path, seconds, workers, merged=False):
         cells = []
         for check in CHECKS:
             o, d = r["results"].get(check, r["results"].get("process", ("-", "")))
+            if o == "pass" and d.startswith("in float64 ("):
+                o, d = _PASS_IN_FLOAT64, d[len("in float64 (") : -1]
             cells.append(o if o in ("pass", "-") else f"{o}: {d}".replace("|", "/").replace("\n", " ")[:160])
         lines.append(
             f"| {r['model_type']} | {r['head']} | {r['class']} | " + " | ".join(cells) + f" | {r['seconds']} |"

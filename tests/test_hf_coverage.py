@@ -68,3 +68,45 @@ def test_merged_report_keeps_earlier_rows_and_replaces_rerun_ones(tmp_path):
         text = f.read()
     assert "**3 of 4 architectures that build tiny pass every check (75.0%)**" in text
     assert "4 of the " in text and "1 min in all" in text
+
+
+def test_train_equal_in_float64_only_is_a_pass_the_report_names_and_reads_back(tmp_path):
+    record = hf_coverage._record
+    noise = "in float64 (float32: encoder.bias after AdamW tensor 0: Greatest absolute difference: 2e-05)"
+    records = [
+        record("llama", "causal_lm", "LlamaForCausalLM", 20.0, {"forward": ("pass", ""), "train": ("pass", noise)}),
+        record("bert", "masked_lm", "BertForMaskedLM", 10.0, {"forward": ("pass", ""), "train": ("pass", "")}),
+    ]
+    path = str(tmp_path / "report.md")
+    hf_coverage.write_report(records, path, 30.0, 1)
+    with open(path) as f:
+        text = f.read()
+    assert "**2 of 2 architectures that build tiny pass every check (100.0%)**, 1 of them training equal" in text
+    assert "| pass (float64): float32: encoder.bias after AdamW" in text
+    back = {r["model_type"]: r for r in hf_coverage.read_report(path)}
+    assert back["llama"]["results"]["train"] == ("pass", noise)
+    assert back["bert"]["results"]["train"] == ("pass", "")
+
+
+def test_a_dual_encoder_gets_the_other_modality_its_forward_requires():
+    # CLIPModel embeds text and images together: its main input alone is not enough to run it.
+    import transformers
+
+    config = hf_coverage.shrink(transformers.AutoConfig.for_model("clip"))
+    model = transformers.CLIPModel(config)
+    alone, _ = hf_coverage.make_inputs(model, config, "base")
+    both, _ = hf_coverage.make_inputs(model, config, "base", layout=("companions",))
+    assert set(alone) == {"input_ids"}
+    assert set(both) == {"input_ids", "pixel_values"}
+    size = config.vision_config.image_size
+    assert both["pixel_values"].shape == (hf_coverage.BATCH, 3, size, size)
+    model(**both)
+
+
+def test_tiny_layer_types_keep_every_kind_a_hybrid_mixes():
+    # bailing_hybrid has full attention every sixth layer: its first two layers alone have none, and then its
+    # cache cannot tell a sequence length.
+    hybrid = ["linear_attention"] * 5 + ["full_attention"] + ["linear_attention"] * 5
+    assert hf_coverage._tiny_layer_types(hybrid, 2) == ["linear_attention", "full_attention"]
+    assert hf_coverage._tiny_layer_types(["full_attention"] * 8, 2) == ["full_attention"] * 2
+    assert hf_coverage._tiny_layer_types(["a", "b", "c", "a"], 2) == ["a", "b"]
