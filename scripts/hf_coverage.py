@@ -218,10 +218,15 @@ def shrink(config, depth=0):
         config.decoder_start_token_id = pad if isinstance(pad, int) else 0
     # Dropout, stochastic depth (drop_path_rate) and layer drop draw different masks on each device;
     # the checks compare the math, so they are off.
+    # Per-stage lists count too (CvT's drop_path_rate is [0.0, 0.0, 0.1]).
     random_drops = ("dropout", "pdrop", "drop_path", "layerdrop")
     for key, value in list(vars(config).items()):
-        if (any(d in key for d in random_drops) or key.endswith("drop_rate")) and isinstance(value, float):
+        if not (any(d in key for d in random_drops) or key.endswith("drop_rate")):
+            continue
+        if isinstance(value, float):
             setattr(config, key, 0.0)
+        elif isinstance(value, (list, tuple)) and value and all(isinstance(v, float) for v in value):
+            setattr(config, key, type(value)(0.0 for _ in value))
     return config
 
 

@@ -110,3 +110,12 @@ def test_tiny_layer_types_keep_every_kind_a_hybrid_mixes():
     assert hf_coverage._tiny_layer_types(hybrid, 2) == ["linear_attention", "full_attention"]
     assert hf_coverage._tiny_layer_types(["full_attention"] * 8, 2) == ["full_attention"] * 2
     assert hf_coverage._tiny_layer_types(["a", "b", "c", "a"], 2) == ["a", "b"]
+
+
+def test_per_stage_drop_rates_are_turned_off_too():
+    # CvT's stochastic depth is a list per stage ([0.0, 0.0, 0.1]): left on, train mode drops different paths on
+    # each device and the train check compared two random draws.
+    transformers = pytest.importorskip("transformers")
+    config = hf_coverage.shrink(transformers.AutoConfig.for_model("cvt"))
+    assert list(config.drop_path_rate) == [0.0] * 3
+    assert list(config.drop_rate) == [0.0] * 3
