@@ -284,9 +284,19 @@ void settle_pending_writes(StorageBuffer& sb) {
   sb.pending_in = nullptr;
 }
 
+ProgramState* lock_capture_program(int device, std::unique_lock<std::recursive_mutex>& lock) {
+  PendingWork* w = this_thread_work.work;
+  if (!w) return nullptr;
+  std::unique_lock<std::recursive_mutex> held(deferred().mutex);
+  if (!w->capture.active || w->capture.device != device) return nullptr;
+  ProgramState& program = lock_pending_program(device, held);
+  lock = std::move(held);
+  return &program;
+}
+
 ProgramState& lock_pending_program(int device, std::unique_lock<std::recursive_mutex>& lock) {
   DeferredPrograms& d = deferred();
-  lock = std::unique_lock<std::recursive_mutex>(d.mutex);
+  if (!lock.owns_lock()) lock = std::unique_lock<std::recursive_mutex>(d.mutex);
   PendingWork& w = my_work();
   if (static_cast<int>(w.per_device.size()) <= device) w.per_device.resize(device + 1);
   if (!w.per_device[device]) {

@@ -43,6 +43,10 @@ std::unique_ptr<ProgramState> end_graph_capture(int device, bool* broken);
 void abort_graph_capture();
 // Whether the calling thread is capturing a graph on `device`.
 bool graph_capture_on(int device);
+// The calling thread's capture program on `device`, locked into `lock`; null
+// (and nothing locked) when the thread is not capturing there. One lock for
+// the question and the program, so no flush can come between them.
+ProgramState* lock_capture_program(int device, std::unique_lock<std::recursive_mutex>& lock);
 
 // One thread's DeferAndFuse work: its pending program per device and its
 // graph capture. Guarded by the pending-work mutex.

@@ -87,6 +87,10 @@ TensorProgram::TensorProgram(int device) : device_(device), deferred_(current_mo
   } else {
     state_ = &lock_pending_program(device, lock_);
   }
+  remember_start();
+}
+
+void TensorProgram::remember_start() {
   checkpoint_ = state_->b.checkpoint();
   slots_at_start_ = state_->slots.size();
   args_at_start_ = state_->args.size();
@@ -95,21 +99,16 @@ TensorProgram::TensorProgram(int device) : device_(device), deferred_(current_mo
 }
 
 TensorProgram::TensorProgram(int device, ProgramState::Replication replication) : device_(device), deferred_(false) {
-  if (graph_capture_on(device)) {
-    ProgramState& pending = lock_pending_program(device, lock_);
-    if (!pending.replication || pending.replication->devices == replication.devices) {
+  if (ProgramState* capture = lock_capture_program(device, lock_)) {
+    if (!capture->replication || capture->replication->devices == replication.devices) {
       deferred_ = true;
-      state_ = &pending;
-      if (!pending.replication) {
-        pending.replication = std::move(replication);
+      state_ = capture;
+      if (!capture->replication) {
+        capture->replication = std::move(replication);
         made_replicated_ = true;
       }
-      channel_ = ++pending.replication->channels;
-      checkpoint_ = state_->b.checkpoint();
-      slots_at_start_ = state_->slots.size();
-      args_at_start_ = state_->args.size();
-      checks_at_start_ = state_->range_checks.size();
-      undo_at_start_ = state_->undo.size();
+      channel_ = ++capture->replication->channels;
+      remember_start();
       return;
     }
     lock_.unlock();  // another group's collective: a program of its own (the capture is split)
@@ -118,7 +117,7 @@ TensorProgram::TensorProgram(int device, ProgramState::Replication replication) 
   own_ = std::make_unique<ProgramState>(device);
   own_->replication = std::move(replication);
   state_ = own_.get();
-  checkpoint_ = state_->b.checkpoint();
+  remember_start();
   channel_ = ++own_->replication->channels;
 }
 

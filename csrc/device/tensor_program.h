@@ -76,6 +76,8 @@ class TensorProgram {
   std::unique_ptr<ProgramState> release();
 
  private:
+  // Where the program stood before this op, to rewind to if the op throws.
+  void remember_start();
   ProgramState::Slot& slot_for(const at::Tensor& t);
   void save_for_undo(size_t slot_index);
   hlo::Value flat_as(ProgramState::Slot& slot, hlo::ElementType dtype);
