@@ -6,6 +6,28 @@ short keeps what it measured."""
 
 import concurrent.futures
 import json
+import os
+import re
+
+
+def child_env():
+    """The environment an item's subprocess runs in: XLA:CPU's LLVM
+    optimizations off unless XLA_FLAGS names a level, as in the test suite
+    (tests/conftest.py): the same HLO in half the compile time, which is most
+    of a sweep's time; values equal but for an ulp here and there."""
+    env = dict(os.environ)
+    if "xla_backend_optimization_level" not in env.get("XLA_FLAGS", ""):
+        env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0").strip()
+    return env
+
+
+def optimization_note(merged):
+    """The report's sentence on how its programs were compiled."""
+    level = re.search(r"xla_backend_optimization_level=(\d+)", child_env()["XLA_FLAGS"]).group(1)
+    flag = f"XLA:CPU's LLVM optimization level {level} (`--xla_backend_optimization_level`)"
+    if merged:
+        return f"The last batch's programs were compiled at {flag}; earlier batches may have run at the default, 2."
+    return f"Programs compiled at {flag}."
 
 
 def run_all(items, run_one, timeout, workers, describe, jsonl=None):
@@ -24,3 +46,57 @@ def run_all(items, run_one, timeout, workers, describe, jsonl=None):
                 with open(jsonl, "a") as f:
                     f.write(json.dumps(record) + "\n")
     return records
+
+
+# --- report cells: one format, written and read back ------------------------------
+# A sweep's report is also its record store: --merge reads the rows of an
+# earlier report back, so a later run adds to its coverage.
+
+PASS_IN_FLOAT64 = "pass (float64)"
+_OUTCOMES = ("wrong values", "missing op", "error")
+_PROCESS_FAILURES = ("process died", "timed out after")
+
+
+def format_cell(outcome, detail):
+    """One check's (outcome, detail) as its report cell."""
+    if outcome == "pass" and detail.startswith("in float64 ("):
+        outcome, detail = PASS_IN_FLOAT64, detail[len("in float64 (") : -1]
+    if outcome in ("pass", "-"):
+        return outcome
+    return f"{outcome}: {detail}".replace("|", "/").replace("\n", " ")[:160]
+
+
+def parse_cell(cell):
+    """A report cell back into (outcome, detail); None for "-" (a check that does not apply)."""
+    if cell == "-":
+        return None
+    if cell == "pass":
+        return ("pass", "")
+    if cell.startswith(PASS_IN_FLOAT64 + ": "):
+        return ("pass", f"in float64 ({cell[len(PASS_IN_FLOAT64) + 2 :]})")
+    for o in _OUTCOMES:
+        if cell.startswith(o + ": "):
+            return (o, cell[len(o) + 2 :])
+    raise ValueError(f"unrecognized report cell {cell!r}")
+
+
+def parse_check_cells(checks, cells):
+    """A row's check cells back into {check: (outcome, detail)}. A process
+    that died or timed out is one "process" result (the row repeats it in
+    every cell)."""
+    results = {}
+    for check, cell in zip(checks, cells):
+        parsed = parse_cell(cell)
+        if parsed is None:
+            continue
+        if parsed[0] == "error" and parsed[1].startswith(_PROCESS_FAILURES):
+            return {"process": parsed}
+        results[check] = parsed
+    return results
+
+
+def merge(earlier, later, key):
+    """earlier's records with later's in place of those with the same key(record)."""
+    merged = {key(r): r for r in earlier}
+    merged.update({key(r): r for r in later})
+    return list(merged.values())

@@ -58,3 +58,34 @@ def test_outcomes_name_the_missing_op_or_the_error():
 def test_models_given_a_longer_timeout_are_in_the_zoo():
     names = {name for _, name, _ in model_zoo.all_models()}
     assert set(model_zoo.TIMEOUT_FACTOR) <= names, set(model_zoo.TIMEOUT_FACTOR) - names
+
+
+def test_merged_report_keeps_earlier_rows_and_replaces_rerun_ones(tmp_path):
+    # Coverage accumulates across runs: --merge (and --next) read the report's
+    # rows back and this run's models replace or join them.
+    record = model_zoo._record
+    passing = {"eval": ("pass", ""), "train": ("pass", "")}
+    in_float64 = {"eval": ("pass", ""), "train": ("pass", "in float64 (float32: gradient of fc.bias: 2e-4)")}
+    earlier = [
+        record("torchvision", "resnet18", "classification", 20.0, in_float64),
+        record("timm", "rexnet_100", "timm convnet", 240.5, {"process": ("error", "timed out after 240 s")}),
+        record("torchvision", "vgg11", "classification", 9.0, {**passing, "train": ("missing op", "aten::foo")}),
+        record("torchvision", "quantized_resnet18", "", 0.0, {"build": ("cannot build", "CannotBuild: int8")}),
+    ]
+    path = str(tmp_path / "report.md")
+    model_zoo.write_report(earlier, path, 270.0, 1, "python scripts/model_zoo.py")
+    key = lambda r: (r["source"], r["name"])
+    assert sorted(model_zoo.read_report(path), key=key) == sorted(earlier, key=key)
+    later = [
+        record("timm", "rexnet_100", "timm convnet", 300.0, passing),
+        record("timm", "vit_tiny_patch16_224", "timm vit", 30.0, passing),
+    ]
+    model_zoo.write_report(model_zoo.merge(model_zoo.read_report(path), later), path, 330.0, 1, "", merged=True)
+    merged = {r["name"]: r for r in model_zoo.read_report(path)}
+    assert set(merged) == {"resnet18", "rexnet_100", "vgg11", "quantized_resnet18", "vit_tiny_patch16_224"}
+    assert merged["rexnet_100"]["results"] == passing and merged["resnet18"]["results"] == in_float64
+    with open(path) as f:
+        text = f.read()
+    assert "**timm: 2 of 2 models pass both checks (100.0%)**" in text
+    assert "**torchvision: 1 of 2 models pass both checks (50.0%)**" in text
+    assert "5 of the " in text and "run in batches whose results `--merge` accumulates" in text
