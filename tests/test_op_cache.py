@@ -97,6 +97,22 @@ def test_views_strides_offsets_and_storage_sizes():
         torch.testing.assert_close(torch.sin(tbigger[:60].view(10, 6)).cpu(), torch.sin(bigger[:60].view(10, 6)))
 
 
+def test_conjugated_views_never_replay_a_plain_tensors_program():
+    # mm reads the conjugate bit itself (PyTorch's Conjugate fallback lets it
+    # through), and x.mH has x.mT's strides: the bit is part of the signature.
+    x = torch.randn(4, 4, dtype=torch.complex64)
+    y = torch.randn(4, 4, dtype=torch.complex64)
+    tx, ty = x.to("tpu"), y.to("tpu")
+    for _ in range(3):
+        torch.testing.assert_close((tx.mT @ ty).cpu(), x.mT @ y)
+    before = replays()
+    torch.testing.assert_close((tx.mH @ ty).cpu(), x.mH @ y)
+    torch.testing.assert_close((tx.mH @ ty).cpu(), x.mH @ y)
+    torch.testing.assert_close((tx.mH @ ty).cpu(), x.mH @ y)  # its own program, replayed
+    assert replays() == before + 1
+    torch.testing.assert_close((tx.mT @ ty).cpu(), x.mT @ y)
+
+
 def test_in_place_writes_into_views():
     base = torch.randn(5, 4)
     tbase = base.clone().to("tpu")

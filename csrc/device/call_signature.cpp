@@ -91,7 +91,7 @@ uint64_t signature_hash(const void* op, const std::vector<c10::IValue>& flat, co
       if (!is_tpu(t)) continue;
       for (int64_t s : t.strides()) h = mix(h, static_cast<uint64_t>(s));
       StorageBuffer& sb = storage_buffer(t);
-      h = mix(h, static_cast<uint64_t>(t.storage_offset()));
+      h = mix(h, static_cast<uint64_t>(t.storage_offset()) * 4 + t.is_conj() * 2 + t.is_neg());
       if (policy.buffers) {
         settle_pending_writes(sb);  // another thread's pending program writes it: its buffer is not current yet
         hlo::ElementType buffer_dtype = hlo::ElementType::U8;
@@ -146,6 +146,8 @@ SignatureRecord record_signature(const std::vector<c10::IValue>& flat, const Sig
       in.sizes = t.sizes().vec();
       in.strides = t.strides().vec();
       in.offset = t.storage_offset();
+      in.conj = t.is_conj();
+      in.neg = t.is_neg();
       in.storage_nbytes = sb.nbytes;
       in.device = sb.device;
       if (policy.buffers) in.has_buffer = sb.current(&in.buffer_dtype) != nullptr;
@@ -187,6 +189,7 @@ bool SignatureRecord::matches(const std::vector<c10::IValue>& values, std::strin
         if (t.scalar_type() != in.dtype) return fail(k, "dtype changed");
         if (t.sizes() != in.sizes) return fail(k, "sizes changed");
         if (t.strides() != in.strides || t.storage_offset() != in.offset) return fail(k, "strides or offset changed");
+        if (t.is_conj() != in.conj || t.is_neg() != in.neg) return fail(k, "conjugate or negative bit changed");
         StorageBuffer& sb = storage_buffer(t);
         if (sb.device != in.device) return fail(k, "device changed");
         if (sb.nbytes != in.storage_nbytes) return fail(k, "storage size changed");

@@ -76,7 +76,11 @@ struct SignatureEntry {
   bool has_buffer = false;
   hlo::ElementType buffer_dtype = hlo::ElementType::U8;  // a storage's buffer may hold its bytes as another type
   int alias_of = -1;                                     // DeviceTensor: earlier position sharing the storage
-  c10::IValue value;                                     // Other: compared by equality; AnyNumber: of the same kind
+  // DeviceTensor: its conjugate and negative bits. The ops PyTorch lets
+  // through with the bit set (mm, bmm, ...) read the values it stands for,
+  // so a program for a plain tensor must not replay for a conjugated view.
+  bool conj = false, neg = false;
+  c10::IValue value;  // Other: compared by equality; AnyNumber: of the same kind
 };
 
 struct SignatureRecord {
