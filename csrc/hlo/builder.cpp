@@ -537,7 +537,10 @@ Value Builder::triangular_solve(const Value& a, const Value& b, bool left_side, 
   return op("triangular_solve", {a, b}, b.type,
             std::string("left_side = ") + flag(left_side) + ", lower = " + flag(lower) +
                 ", unit_diagonal = " + flag(unit_diagonal) + ", transpose_a = #stablehlo<transpose " +
-                (transpose_a ? "TRANSPOSE" : "NO_TRANSPOSE") + ">");
+                (!transpose_a            ? "NO_TRANSPOSE"
+                 : is_complex(a.dtype()) ? "ADJOINT"
+                                         : "TRANSPOSE") +
+                ">");
 }
 
 Value Builder::unary(const std::string& name, const Value& v) { return op(name, {v}, v.type); }

@@ -171,7 +171,8 @@ class Builder {
   Value fft(const Value& x, FftType type, const std::vector<int64_t>& fft_length, const TensorType& result);
   // stablehlo.triangular_solve: X with op(a) X = b (`left_side`) or
   // X op(a) = b, a lower or upper triangular (its other half unread), with a
-  // unit diagonal when `unit_diagonal`; op transposes when `transpose_a`.
+  // unit diagonal when `unit_diagonal`; op(a) is a's conjugate transpose
+  // (its transpose, for real a) when `transpose_a`.
   Value triangular_solve(const Value& a, const Value& b, bool left_side, bool lower, bool unit_diagonal,
                          bool transpose_a);
   Value unary(const std::string& name, const Value& v);                   // name: "exponential", "tanh" ...

@@ -1,4 +1,5 @@
-// Linear algebra, float32, with LAPACK's conventions (what PyTorch's CPU
+// Linear algebra, float32 (and complex64 for the LU family and triangular
+// solves: see require_real), with LAPACK's conventions (what PyTorch's CPU
 // kernels return): Cholesky and triangular solves map to stablehlo.cholesky
 // and stablehlo.triangular_solve; LU with partial pivoting (getrf) and
 // Householder QR (geqrf/orgqr) and Bunch-Kaufman LDL^T (sytrf/sytrs) are stablehlo.while loops over the columns;
@@ -12,6 +13,7 @@
 #include <cmath>
 #include <functional>
 #include <stdexcept>
+#include <string>
 
 #include "lower/common/reduction.h"
 
@@ -37,23 +39,43 @@ Shape concat(Shape a, const Shape& b) {
   return a;
 }
 
-// [..., m, n] as [B, m, n], in float32.
-Value flatten_batch(Builder& b, const Value& v) {
+// These lowerings compute in float32 (float64 too), and the LU family
+// (getrf and what is built on it: solves, inverses, determinants) and the
+// triangular solves also in complex64 (complex128 too). The others factor
+// real matrices only: a complex argument converted to float32 would lose its
+// imaginary part and return silently wrong values (as each of them did), so
+// it raises NotImplementedError naming the op.
+void require_real(const LowerContext& ctx, const char* op) {
+  for (const Arg& a : ctx.args) {
+    if (a.tensor && hlo::is_complex(a.tensor->dtype()))
+      throw NotImplementedForDtype(std::string(op) + ": complex matrices are not supported on tpu");
+  }
+}
+
+// Whether a lowering computes on complex matrices (see require_real).
+enum class Complex { Raises, Computes };
+
+// [..., m, n] as [B, m, n], in float32 or complex64.
+Value flatten_batch(Builder& b, const Value& v, Complex complex = Complex::Raises) {
+  const bool is_complex = hlo::is_complex(v.dtype());
+  if (is_complex && complex == Complex::Raises)  // never drop an imaginary part (require_real names the op first)
+    throw NotImplementedForDtype("linalg on tpu: complex matrices are not supported");
   const int64_t m = v.shape()[v.rank() - 2], n = v.shape()[v.rank() - 1];
-  return b.reshape(b.convert(v, ElementType::F32), {product(batch_of(v.shape())), m, n});
+  return b.reshape(b.convert(v, is_complex ? ElementType::C64 : ElementType::F32),
+                   {product(batch_of(v.shape())), m, n});
 }
 
 // Matrices `v` ([..., m, n]) broadcast to batch dims `batch`, as [B, m, n].
-Value batched_to(Builder& b, const Value& v, const Shape& batch) {
+Value batched_to(Builder& b, const Value& v, const Shape& batch, Complex complex = Complex::Raises) {
   const int64_t m = v.shape()[v.rank() - 2], n = v.shape()[v.rank() - 1];
-  return flatten_batch(b, b.broadcast_to(v, concat(batch, {m, n})));
+  return flatten_batch(b, b.broadcast_to(v, concat(batch, {m, n})), complex);
 }
 
 // Matrix arguments 0 and 1 broadcast to the batch dims of result 0, as
 // [B, m, n] each (the solvers' coefficient and right-hand side).
-std::pair<Value, Value> batched_arguments(LowerContext& ctx) {
+std::pair<Value, Value> batched_arguments(LowerContext& ctx, Complex complex = Complex::Raises) {
   const Shape batch = batch_of(ctx.out_types.at(0).shape);
-  return {batched_to(ctx.b, ctx.tensor(0), batch), batched_to(ctx.b, ctx.tensor(1), batch)};
+  return {batched_to(ctx.b, ctx.tensor(0), batch, complex), batched_to(ctx.b, ctx.tensor(1), batch, complex)};
 }
 
 Value iota(Builder& b, const Shape& shape, int64_t dim) { return b.iota({ElementType::S64, shape}, dim); }
@@ -96,10 +118,10 @@ Value triangle(Builder& b, const Value& v, bool lower, int64_t diag) {
   return b.select(cmp(b, offset, d, lower ? CompareDirection::LE : CompareDirection::GE), v, zeros(b, v.type));
 }
 
-Value eye(Builder& b, const Shape& shape) {
+Value eye(Builder& b, const Shape& shape, ElementType dtype = ElementType::F32) {
   const int64_t r = static_cast<int64_t>(shape.size());
   Value on = cmp(b, iota(b, shape, r - 2), iota(b, shape, r - 1), CompareDirection::EQ);
-  return b.convert(on, ElementType::F32);
+  return b.convert(on, dtype);
 }
 
 // The diagonal of [B, m, n] as [B, min(m, n)].
@@ -147,6 +169,13 @@ struct LU {
   Value info;  // [B] s32: 1-based index of the first zero pivot, or 0
 };
 
+// The magnitude getrf pivots by: |x|, and |re| + |im| for complex x (icamax's).
+Value pivot_magnitude(Builder& b, const Value& x) {
+  if (!hlo::is_complex(x.dtype())) return b.unary("abs", x);
+  TensorType part{hlo::complex_part_type(x.dtype()), x.shape()};
+  return b.binary("add", b.unary("abs", b.op("real", {x}, part)), b.unary("abs", b.op("imag", {x}, part)));
+}
+
 // One elimination step at column k: the pivot is the first row (>= k) of
 // largest magnitude (isamax), rows k and p swap, multipliers are stored below
 // the diagonal and the trailing block takes the rank-1 update. A zero pivot
@@ -158,7 +187,7 @@ std::vector<Value> lu_step(Builder& b, const Value& k, const Value& a, const Val
   Value col = masked_sum(b, a, cmp(b, ci, kb, CompareDirection::EQ), 2);  // [B, m]
   Value rows = iota(b, {bsz, m}, 1), km = counter(b, k, {bsz, m});
   Value below = cmp(b, rows, km, CompareDirection::GE);
-  Value cand = b.select(below, b.unary("abs", col), b.splat(-1, col.type));
+  Value cand = b.select(below, pivot_magnitude(b, col), b.splat(-1, {ElementType::F32, col.shape()}));
   Value best = b.reduce(cand, reduce_init(b, "maximum", ElementType::F32), {1}, "maximum");
   Value is_best = both(b, below, cmp(b, cand, bcast_lead(b, best, {bsz, m}), CompareDirection::EQ));
   Value p = b.reduce(b.select(is_best, rows, b.splat(static_cast<double>(m), rows.type)),
@@ -220,29 +249,30 @@ Value permutation_of(Builder& b, const Value& piv, int64_t m) {
 }
 
 // onehot[b, i, j] = (perm[b, i] == j): onehot @ X = X[perm], onehot^T = P.
-Value perm_rows(Builder& b, const Value& perm) {
+Value perm_rows(Builder& b, const Value& perm, ElementType dtype = ElementType::F32) {
   const int64_t bsz = perm.shape()[0], m = perm.shape()[1];
   Shape s{bsz, m, m};
-  return b.convert(cmp(b, b.broadcast_in_dim(perm, s, {0, 1}), iota(b, s, 2), CompareDirection::EQ), ElementType::F32);
+  return b.convert(cmp(b, b.broadcast_in_dim(perm, s, {0, 1}), iota(b, s, 2), CompareDirection::EQ), dtype);
 }
 
-// Solves A X = B (or A^T X = B) for X given A's LU factors; all [B, ...].
+// Solves A X = B (or A^H X = B) for X given A's LU factors; all [B, ...].
 Value lu_solve_left(Builder& b, const Value& lu, const Value& piv, const Value& rhs, bool adjoint) {
-  Value onehot = perm_rows(b, permutation_of(b, piv, lu.shape()[1]));
+  Value onehot = perm_rows(b, permutation_of(b, piv, lu.shape()[1]), rhs.dtype());
   if (!adjoint) {
     Value y = tri_solve(b, lu, bmm(b, onehot, rhs), true, true, true, false);
     return tri_solve(b, lu, y, true, false, false, false);
   }
-  // A^T = U^T L^T P^T: X = P L^-T U^-T B.
+  // A^H = U^H L^H P^T: X = P L^-H U^-H B.
   Value y = tri_solve(b, lu, rhs, true, false, false, true);
   y = tri_solve(b, lu, y, true, true, true, true);
   return bmm(b, mT(b, onehot), y);
 }
 
-// X A = B is A^T X^T = B^T.
+// X A = B is A^T X^T = B^T, and A^T Y = C is A^H conj(Y) = conj(C);
+// X A^H = B is A conj(X^T) = conj(B^T). (conj is the identity for real A.)
 Value lu_solve(Builder& b, const Value& lu, const Value& piv, const Value& rhs, bool left, bool adjoint) {
   if (left) return lu_solve_left(b, lu, piv, rhs, adjoint);
-  return mT(b, lu_solve_left(b, lu, piv, mT(b, rhs), !adjoint));
+  return mT(b, conjugate(b, lu_solve_left(b, lu, piv, conjugate(b, mT(b, rhs)), !adjoint)));
 }
 
 Value reshape_as(Builder& b, const Value& v, const TensorType& t) { return b.convert(b.reshape(v, t.shape), t.dtype); }
@@ -383,6 +413,7 @@ Value scaled_and_squared_t18(Builder& b, const Value& i, const Value& a, const V
 
 // linalg_matrix_exp(A)
 std::vector<Value> linalg_matrix_exp(LowerContext& ctx) {
+  require_real(ctx, "linalg.matrix_exp");
   Builder& b = ctx.b;
   const TensorType& t = ctx.out_types.at(0);
   if (t.numel() == 0) return {zeros(b, t)};
@@ -451,6 +482,7 @@ Value cholesky_info(Builder& b, const Value& a, const Value& failed) {
 
 // linalg_cholesky_ex(self, *, upper, check_errors) -> (L, info)
 std::vector<Value> linalg_cholesky_ex(LowerContext& ctx) {
+  require_real(ctx, "linalg.cholesky");
   Builder& b = ctx.b;
   const TensorType& lt = ctx.out_types.at(0);
   const TensorType& it = ctx.out_types.at(1);
@@ -476,6 +508,7 @@ static Value cholesky_solve_with(Builder& b, const Value& factor, const Value& r
 // _cholesky_solve_helper(self=B, A=factor, upper); cholesky_solve broadcast
 // the batch dims already.
 std::vector<Value> cholesky_solve_helper(LowerContext& ctx) {
+  require_real(ctx, "cholesky_solve");
   Builder& b = ctx.b;
   const TensorType& out = ctx.out_types.at(0);
   if (out.numel() == 0) return {zeros(b, out)};
@@ -485,6 +518,7 @@ std::vector<Value> cholesky_solve_helper(LowerContext& ctx) {
 
 // cholesky_inverse(self=factor, upper): (L L^T)^-1.
 std::vector<Value> cholesky_inverse(LowerContext& ctx) {
+  require_real(ctx, "cholesky_inverse");
   Builder& b = ctx.b;
   const TensorType& out = ctx.out_types.at(0);
   if (out.numel() == 0) return {zeros(b, out)};
@@ -498,13 +532,14 @@ std::vector<Value> linalg_solve_triangular(LowerContext& ctx) {
   Builder& b = ctx.b;
   const TensorType& out = ctx.out_types.at(0);
   if (out.numel() == 0) return {zeros(b, out)};
-  const auto [a, rhs] = batched_arguments(ctx);
+  const auto [a, rhs] = batched_arguments(ctx, Complex::Computes);
   Value x = tri_solve(b, a, rhs, ctx.bool_arg(3, true), !ctx.bool_arg(2), ctx.bool_arg(4), false);
   return {reshape_as(b, x, out)};
 }
 
 // triangular_solve(self=B, A, upper, transpose, unitriangular) -> (X, A broadcast)
 std::vector<Value> triangular_solve(LowerContext& ctx) {
+  require_real(ctx, "triangular_solve");
   Builder& b = ctx.b;
   const TensorType& out = ctx.out_types.at(0);
   const TensorType& coeff = ctx.out_types.at(1);
@@ -523,7 +558,7 @@ std::vector<Value> linalg_lu_factor_ex(LowerContext& ctx) {
     throw std::invalid_argument("linalg.lu_factor: LU without pivoting is not implemented on the CPU");
   const auto& t = ctx.out_types;
   if (has_zero_size({t.at(0)})) return {zeros(b, t[0]), zeros(b, t[1]), zeros(b, t[2])};
-  LU f = lu_factor(b, flatten_batch(b, ctx.tensor(0)));
+  LU f = lu_factor(b, flatten_batch(b, ctx.tensor(0), Complex::Computes));
   return {reshape_as(b, f.lu, t[0]), reshape_as(b, f.piv, t[1]), reshape_as(b, f.info, t[2])};
 }
 
@@ -541,7 +576,7 @@ std::vector<Value> unpack(Builder& b, const Value& lu, const Value& piv, const s
   }
   if (unpack_data && types[1].numel() > 0) {
     Value l = b.slice(lu, {0, 0, 0}, {bsz, m, k}, {1, 1, 1});
-    l = b.binary("add", triangle(b, l, true, -1), eye(b, l.shape()));
+    l = b.binary("add", triangle(b, l, true, -1), eye(b, l.shape(), l.dtype()));
     Value u = triangle(b, b.slice(lu, {0, 0, 0}, {bsz, k, n}, {1, 1, 1}), false, 0);
     out.push_back(reshape_as(b, l, types[1]));
     out.push_back(reshape_as(b, u, types[2]));
@@ -563,7 +598,8 @@ std::vector<Value> lu_unpack(LowerContext& ctx) {
   }
   Value piv = b.reshape(b.convert(ctx.tensor(1), ElementType::S32),
                         {product(batch_of(lu.shape())), ctx.tensor(1).shape().back()});
-  return unpack(b, flatten_batch(b, lu), piv, ctx.out_types, ctx.bool_arg(2, true), ctx.bool_arg(3, true));
+  return unpack(b, flatten_batch(b, lu, Complex::Computes), piv, ctx.out_types, ctx.bool_arg(2, true),
+                ctx.bool_arg(3, true));
 }
 
 // linalg_lu(A, *, pivot) -> (P, L, U)
@@ -575,7 +611,7 @@ std::vector<Value> linalg_lu(LowerContext& ctx) {
   if (a.type.numel() == 0) {
     return {identity_of(b, ctx.out_types[0]), zeros(b, ctx.out_types[1]), zeros(b, ctx.out_types[2])};
   }
-  LU f = lu_factor(b, flatten_batch(b, a));
+  LU f = lu_factor(b, flatten_batch(b, a, Complex::Computes));
   return unpack(b, f.lu, f.piv, ctx.out_types, true, true);
 }
 
@@ -585,11 +621,11 @@ std::vector<Value> linalg_lu_solve(LowerContext& ctx) {
   const TensorType& out = ctx.out_types.at(0);
   if (out.numel() == 0) return {zeros(b, out)};
   const Shape batch = batch_of(out.shape);
-  Value lu = batched_to(b, ctx.tensor(0), batch);
+  Value lu = batched_to(b, ctx.tensor(0), batch, Complex::Computes);
   const Value& p = ctx.tensor(1);
   Value piv = b.reshape(b.broadcast_to(b.convert(p, ElementType::S32), concat(batch, {p.shape().back()})),
                         {product(batch), p.shape().back()});
-  Value rhs = batched_to(b, ctx.tensor(2), batch);
+  Value rhs = batched_to(b, ctx.tensor(2), batch, Complex::Computes);
   return {reshape_as(b, lu_solve(b, lu, piv, rhs, ctx.bool_arg(3, true), ctx.bool_arg(4)), out)};
 }
 
@@ -601,13 +637,13 @@ std::vector<Value> linalg_solve_ex(LowerContext& ctx) {
   const Value& a = ctx.tensor(0);
   const bool left = ctx.bool_arg(2, true);
   if (has_zero_size({t[0], t[1]})) return {zeros(b, t[0]), zeros(b, t[1]), zeros(b, t[2]), zeros(b, t[3])};
-  LU f = lu_factor(b, flatten_batch(b, a));
+  LU f = lu_factor(b, flatten_batch(b, a, Complex::Computes));
   const bool vector = t[0].rank() == a.rank() - 1;
   Shape xshape = t[0].shape;
   if (vector) xshape.insert(xshape.end() - (left ? 0 : 1), 1);
   const Shape batch = batch_of(xshape);
-  Value rhs = batched_to(b, b.reshape(b.broadcast_to(ctx.tensor(1), t[0].shape), xshape), batch);
-  Value lu = batched_to(b, b.reshape(f.lu, a.shape()), batch);
+  Value rhs = batched_to(b, b.reshape(b.broadcast_to(ctx.tensor(1), t[0].shape), xshape), batch, Complex::Computes);
+  Value lu = batched_to(b, b.reshape(f.lu, a.shape()), batch, Complex::Computes);
   const int64_t k = f.piv.shape()[1];
   Value piv = b.reshape(b.broadcast_to(b.reshape(f.piv, concat(batch_of(a.shape()), {k})), concat(batch, {k})),
                         {product(batch), k});
@@ -620,9 +656,9 @@ std::vector<Value> linalg_inv_ex(LowerContext& ctx) {
   Builder& b = ctx.b;
   const auto& t = ctx.out_types;
   if (t[0].numel() == 0) return {zeros(b, t[0]), zeros(b, t[1])};
-  Value a = flatten_batch(b, ctx.tensor(0));
+  Value a = flatten_batch(b, ctx.tensor(0), Complex::Computes);
   LU f = lu_factor(b, a);
-  Value x = lu_solve(b, f.lu, f.piv, eye(b, a.shape()), true, false);
+  Value x = lu_solve(b, f.lu, f.piv, eye(b, a.shape(), a.dtype()), true, false);
   return {reshape_as(b, x, t[0]), reshape_as(b, f.info, t[1])};
 }
 
@@ -643,8 +679,8 @@ Value permutation_sign(Builder& b, const Value& piv) {
 // which) and A otherwise.
 LU det_factors(LowerContext& ctx) {
   Builder& b = ctx.b;
-  Value a = flatten_batch(b, ctx.tensor(0));
-  return lu_factor(b, ctx.args[0].contiguous ? mT(b, a) : a);
+  Value a = flatten_batch(b, ctx.tensor(0), Complex::Computes);
+  return lu_factor(b, ctx.args[0].contiguous && !hlo::is_complex(a.dtype()) ? mT(b, a) : a);
 }
 
 }  // namespace
@@ -655,8 +691,9 @@ std::vector<Value> linalg_det(LowerContext& ctx) {
   const auto& t = ctx.out_types;
   if (t[1].numel() == 0) return {full(b, 1, t[0]), zeros(b, t[1]), zeros(b, t[2])};
   LU f = det_factors(ctx);
-  Value d = b.reduce(diagonal(b, f.lu), b.constant(1, ElementType::F32), {1}, "multiply");
-  Value det = b.binary("multiply", d, permutation_sign(b, f.piv));
+  const ElementType dtype = f.lu.dtype();
+  Value d = b.reduce(diagonal(b, f.lu), b.constant(1, dtype), {1}, "multiply");
+  Value det = b.binary("multiply", d, b.convert(permutation_sign(b, f.piv), dtype));
   return {reshape_as(b, det, t[0]), reshape_as(b, f.lu, t[1]), reshape_as(b, f.piv, t[2])};
 }
 
@@ -667,9 +704,11 @@ std::vector<Value> linalg_slogdet(LowerContext& ctx) {
   if (t[2].numel() == 0) return {full(b, 1, t[0]), zeros(b, t[1]), zeros(b, t[2]), zeros(b, t[3])};
   LU f = det_factors(ctx);
   Value d = diagonal(b, f.lu);
-  Value sign = b.reduce(b.unary("sign", d), b.constant(1, ElementType::F32), {1}, "multiply");
-  sign = b.binary("multiply", sign, permutation_sign(b, f.piv));
-  Value logabs = b.reduce(b.unary("log", b.unary("abs", d)), b.constant(0, ElementType::F32), {1}, "add");
+  // sign: a real number's sign, a complex number's d / |d| (stablehlo.sign's)
+  Value sign = b.reduce(b.unary("sign", d), b.constant(1, d.dtype()), {1}, "multiply");
+  sign = b.binary("multiply", sign, b.convert(permutation_sign(b, f.piv), d.dtype()));
+  Value abs = b.op("abs", {d}, {hlo::complex_part_type(d.dtype()), d.shape()});
+  Value logabs = b.reduce(b.unary("log", abs), b.constant(0, ElementType::F32), {1}, "add");
   return {reshape_as(b, sign, t[0]), reshape_as(b, logabs, t[1]), reshape_as(b, f.lu, t[2]),
           reshape_as(b, f.piv, t[3])};
 }
@@ -759,6 +798,7 @@ Value orgqr(Builder& b, const Value& reflectors, const Value& tau, int64_t cols)
 
 // geqrf(self) -> (a, tau)
 std::vector<Value> geqrf(LowerContext& ctx) {
+  require_real(ctx, "geqrf");
   Builder& b = ctx.b;
   const auto& t = ctx.out_types;
   if (t[0].numel() == 0) return {zeros(b, t[0]), zeros(b, t[1])};
@@ -768,6 +808,7 @@ std::vector<Value> geqrf(LowerContext& ctx) {
 
 // linalg_householder_product(input, tau) -> Q [..., m, n]
 std::vector<Value> linalg_householder_product(LowerContext& ctx) {
+  require_real(ctx, "linalg.householder_product");
   Builder& b = ctx.b;
   const TensorType& out = ctx.out_types.at(0);
   if (out.numel() == 0) return {zeros(b, out)};
@@ -780,6 +821,7 @@ std::vector<Value> linalg_householder_product(LowerContext& ctx) {
 // linalg_qr(A, mode) -> (Q, R): "reduced" Q [m, k], R [k, n]; "complete"
 // Q [m, m], R [m, n]; "r" no Q.
 std::vector<Value> linalg_qr(LowerContext& ctx) {
+  require_real(ctx, "linalg.qr");
   Builder& b = ctx.b;
   const auto& t = ctx.out_types;
   const Value& a = ctx.tensor(0);
@@ -988,6 +1030,7 @@ std::vector<Value> jacobi_svd_tall(Builder& b, const Value& a) {
 // _linalg_eigh(A, UPLO, compute_v) -> (eigenvalues, eigenvectors); only the
 // UPLO triangle of A is read.
 std::vector<Value> linalg_eigh(LowerContext& ctx) {
+  require_real(ctx, "linalg.eigh");
   Builder& b = ctx.b;
   const auto& t = ctx.out_types;
   const Value& a = ctx.tensor(0);
@@ -1003,6 +1046,7 @@ std::vector<Value> linalg_eigh(LowerContext& ctx) {
 
 // _linalg_svd(A, full_matrices, compute_uv, driver) -> (U, S, Vh)
 std::vector<Value> linalg_svd(LowerContext& ctx) {
+  require_real(ctx, "linalg.svd");
   Builder& b = ctx.b;
   const auto& t = ctx.out_types;
   const Value& a = ctx.tensor(0);
@@ -1190,8 +1234,7 @@ Value any_below(Builder& b, const Value& k, int64_t n) {
 std::vector<Value> linalg_ldl_factor_ex(LowerContext& ctx) {
   Builder& b = ctx.b;
   const auto& t = ctx.out_types;
-  if (hlo::is_complex(ctx.tensor(0).dtype()))
-    throw NotImplementedForDtype("linalg.ldl_factor: complex matrices are not supported on tpu");
+  require_real(ctx, "linalg.ldl_factor");
   if (has_zero_size({t.at(0)})) return {zeros(b, t[0]), zeros(b, t[1]), zeros(b, t[2])};
   Value a = flatten_batch(b, ctx.tensor(0));
   const int64_t bsz = a.shape()[0], n = a.shape()[1];
@@ -1289,10 +1332,9 @@ std::vector<Value> ldl_backward_step(Builder& b, const Value& k, const Value& x,
 // sytrf's factors (lower), each matrix stepping through its own 1x1 and 2x2
 // blocks.
 std::vector<Value> linalg_ldl_solve(LowerContext& ctx) {
+  require_real(ctx, "linalg.ldl_solve");
   Builder& b = ctx.b;
   const TensorType& t = ctx.out_types.at(0);
-  if (hlo::is_complex(ctx.tensor(0).dtype()))
-    throw NotImplementedForDtype("linalg.ldl_solve: complex matrices are not supported on tpu");
   if (t.numel() == 0) return {zeros(b, t)};
   const Shape batch = batch_of(t.shape);
   Value ld = batched_to(b, ctx.tensor(0), batch);

@@ -111,14 +111,6 @@ std::vector<Value> baddbmm(LowerContext& ctx) {
 // addbmm rounds once per batch, as CPU's loop of addmm_ does.
 namespace {
 
-// Complex conjugate; the identity for real values.
-Value conjugate(Builder& b, const Value& x) {
-  if (!hlo::is_complex(x.dtype())) return x;
-  TensorType part{hlo::complex_part_type(x.dtype()), x.shape()};
-  Value re = b.op("real", {x}, part), im = b.op("imag", {x}, part);
-  return b.op("complex", {re, b.unary("negate", im)}, x.type);
-}
-
 // addbmm's arguments: self 0, batch1 1, batch2 2, beta 3, alpha 4.
 constexpr size_t kSelf = 0, kBeta = 3, kAlpha = 4;
 

@@ -1,0 +1,111 @@
+"""Complex matrices in the linalg lowerings (csrc/lower/linalg.cpp).
+
+The LU family (getrf with icamax's |re| + |im| pivoting, and the solves,
+inverses and determinants built on it) and the triangular solves compute on
+complex64 and complex128 matrices, against CPU, with gradients, in each eager
+mode and compiled. The other factorizations (Cholesky, QR, eigh, SVD, LDL,
+matrix_exp) factor real matrices only: a complex matrix raises
+NotImplementedError naming the op. Before, every one of them dropped the
+imaginary part and returned wrong values."""
+
+import pytest
+import torch
+from reference import assert_close
+
+import torch_tpu
+
+TOL = dict(atol=1e-4, rtol=1e-4)
+DTYPES = [torch.complex64, torch.complex128]
+
+
+def complex_matrix(*shape, dtype, shift=0.0):
+    g = torch.Generator().manual_seed(11)
+    a = torch.complex(*(torch.randn(*shape, generator=g, dtype=torch.float64) for _ in range(2)))
+    if shift:  # well conditioned: its eigenvalues moved away from 0
+        a = a + shift * torch.eye(shape[-1], dtype=torch.float64)
+    return a.to(dtype)
+
+
+OPS = {
+    "lu_factor": lambda a, b: torch.linalg.lu_factor(a),
+    "lu": lambda a, b: torch.linalg.lu(a),
+    "lu_unpack": lambda a, b: torch.lu_unpack(*torch.linalg.lu_factor(a)),
+    "lu_solve": lambda a, b: torch.linalg.lu_solve(*torch.linalg.lu_factor(a), b),
+    "lu_solve_adjoint": lambda a, b: torch.linalg.lu_solve(*torch.linalg.lu_factor(a), b, adjoint=True),
+    "lu_solve_right": lambda a, b: torch.linalg.lu_solve(*torch.linalg.lu_factor(a), b.mT, left=False),
+    "lu_solve_right_adjoint": lambda a, b: torch.linalg.lu_solve(
+        *torch.linalg.lu_factor(a), b.mT, left=False, adjoint=True
+    ),
+    "solve": lambda a, b: torch.linalg.solve(a, b),
+    "solve_vector": lambda a, b: torch.linalg.solve(a, b[..., 0]),
+    "solve_right": lambda a, b: torch.linalg.solve(a, b.mT, left=False),
+    "solve_conjugated": lambda a, b: torch.linalg.solve(a.mH, b),
+    "inv": lambda a, b: torch.linalg.inv(a),
+    "det": lambda a, b: torch.linalg.det(a),
+    "slogdet": lambda a, b: torch.linalg.slogdet(a),
+    "solve_triangular": lambda a, b: torch.linalg.solve_triangular(a.triu(), b, upper=True),
+    "solve_triangular_right": lambda a, b: torch.linalg.solve_triangular(a.tril(), b.mT, upper=False, left=False),
+}
+
+
+def run(name, a, b, mode):
+    fn = OPS[name]
+    if mode == "compiled":
+        return torch.compile(fn, backend="tpu")(a, b)
+    with torch_tpu.eager_mode(mode):
+        out = fn(a, b)
+        return [t * 1 if t.is_floating_point() or t.is_complex() else t for t in out] if isinstance(out, tuple) else out
+
+
+@pytest.mark.parametrize("mode", ["strict", "defer_and_fuse", "compiled"])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_lu_family_on_complex_matrices_matches_cpu(name, dtype, mode):
+    a = complex_matrix(2, 4, 4, dtype=dtype, shift=2.0)
+    b = complex_matrix(2, 4, 3, dtype=dtype)
+    expected = OPS[name](a, b)
+    actual = run(name, a.to("tpu"), b.to("tpu"), mode)
+    assert_close(list(actual) if isinstance(actual, (tuple, list)) else actual, expected, **TOL)
+
+
+@pytest.mark.parametrize("name", ["solve", "inv", "det", "slogdet", "lu_solve_right_adjoint"])
+def test_gradients_through_complex_lu_match_cpu(name):
+    a = complex_matrix(3, 3, dtype=torch.complex64, shift=2.0)
+    b = complex_matrix(3, 2, dtype=torch.complex64)
+
+    def loss_and_grads(a, b):
+        a, b = a.detach().clone().requires_grad_(), b.detach().clone().requires_grad_()
+        out = OPS[name](a, b)
+        outs = out if isinstance(out, tuple) else (out,)
+        loss = sum((o.real if o.is_complex() else o).sum() + (o.imag.sum() if o.is_complex() else 0) for o in outs)
+        loss.backward()
+        return [loss, a.grad] + ([b.grad] if b.grad is not None else [])
+
+    assert_close(loss_and_grads(a.to("tpu"), b.to("tpu")), loss_and_grads(a, b), **TOL)
+
+
+def test_pivoting_follows_lapacks_complex_magnitude():
+    # |re| + |im| picks row 1 (3 + 3 = 6 > 5 = 5 + 0), the modulus would pick row 0 (5 > 4.24)
+    a = torch.tensor([[5 + 0j, 1], [3 + 3j, 2]], dtype=torch.complex64)
+    lu, pivots = torch.linalg.lu_factor(a.to("tpu"))
+    expected_lu, expected_pivots = torch.linalg.lu_factor(a)
+    assert pivots.cpu().tolist() == expected_pivots.tolist() == [2, 2]
+    assert_close(lu, expected_lu, **TOL)
+
+
+@pytest.mark.parametrize(
+    "call,op",
+    [
+        (lambda a: torch.linalg.cholesky(a @ a.mH), "linalg.cholesky"),
+        (lambda a: torch.linalg.qr(a), "linalg.qr"),
+        (lambda a: torch.linalg.eigh(a + a.mH), "linalg.eigh"),
+        (lambda a: torch.linalg.svd(a), "linalg.svd"),
+        (lambda a: torch.linalg.matrix_exp(a), "linalg.matrix_exp"),
+        (lambda a: torch.linalg.ldl_factor(a + a.mT), "linalg.ldl_factor"),
+        (lambda a: torch.geqrf(a), "geqrf"),
+    ],
+)
+def test_factorizations_of_real_matrices_only_raise_for_complex_ones(call, op):
+    a = complex_matrix(3, 3, dtype=torch.complex64).to("tpu")
+    with pytest.raises(NotImplementedError, match=f"{op}: complex matrices are not supported on tpu"):
+        call(a).__repr__()
