@@ -16,6 +16,13 @@
 // - ormqr multiplies by the Q of geqrf's reflectors: the lowered
 //   householder_product forms Q (the reflectors padded with identity ones to
 //   a square), then one matmul.
+// - linalg_eig and the eigenvalues alone run on the host, as on CUDA:
+//   CUDA's kernel calls MAGMA's geev, which takes host memory, so it copies
+//   the input to the CPU and the results back (torch.linalg.eig: "this
+//   function synchronizes that device with the CPU"). Here CPU's own kernel
+//   (LAPACK's geev) computes them, so the eigenvalues come in CPU's order
+//   and the eigenvectors with CPU's normalization; a nonsymmetric
+//   eigensolver has no XLA lowering to take their place.
 #include <ATen/ATen.h>
 #include <ATen/native/LinearAlgebraUtils.h>
 #include <ATen/native/Resize.h>
@@ -25,6 +32,7 @@
 #include <string>
 #include <string_view>
 
+#include "device/debug_checks.h"
 #include "runtime/metrics.h"
 
 namespace torch_tpu::device {
@@ -186,9 +194,57 @@ at::Tensor& ormqr_out(const at::Tensor& input, const at::Tensor& tau, const at::
   return out;
 }
 
+// Debug mode checks the host kernel's results for NaN and Inf, as a lowered op's.
+at::Tensor on_device_checked(const char* op, const at::Tensor& host, const at::Device& device) {
+  at::Tensor result = host.to(device);
+  check_finite_results(op, {result});
+  return result;
+}
+
+std::tuple<at::Tensor, at::Tensor> eig(const at::Tensor& self) {
+  auto [values, vectors] = at::linalg_eig(self.cpu());
+  return {on_device_checked("aten::linalg_eig", values, self.device()),
+          on_device_checked("aten::linalg_eig", vectors, self.device())};
+}
+
+// An out= result computed by CPU's out= kernel into host tensors of the
+// out tensors' dtypes (its dtype checks and messages), then copied in.
+at::Tensor host_like(const at::Tensor& out) { return at::empty({0}, out.options().device(at::kCPU)); }
+
+void copy_out(const char* op, const at::Tensor& host, at::Tensor& out) {
+  at::native::resize_output(out, host.sizes());
+  out.copy_(on_device_checked(op, host, out.device()));
+}
+
+std::tuple<at::Tensor&, at::Tensor&> eig_out(const at::Tensor& self, at::Tensor& values, at::Tensor& vectors) {
+  at::native::checkSameDevice("torch.linalg.eig", values, self, "eigenvalues");
+  at::native::checkSameDevice("torch.linalg.eig", vectors, self, "eigenvectors");
+  at::Tensor host_values = host_like(values), host_vectors = host_like(vectors);
+  at::linalg_eig_out(host_values, host_vectors, self.cpu());
+  copy_out("aten::linalg_eig", host_values, values);
+  copy_out("aten::linalg_eig", host_vectors, vectors);
+  return {values, vectors};
+}
+
+at::Tensor eigvals(const at::Tensor& self) {
+  return on_device_checked("aten::_linalg_eigvals", at::_linalg_eigvals(self.cpu()), self.device());
+}
+
+at::Tensor& eigvals_out(const at::Tensor& self, at::Tensor& out) {
+  at::native::checkSameDevice("torch.linalg.eigvals", out, self);
+  at::Tensor host_values = host_like(out);
+  at::linalg_eigvals_out(host_values, self.cpu());
+  copy_out("aten::linalg_eigvals", host_values, out);
+  return out;
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("linalg_eig", TORCH_FN(eig));
+  m.impl("linalg_eig.out", TORCH_FN(eig_out));
+  m.impl("_linalg_eigvals", TORCH_FN(eigvals));
+  m.impl("linalg_eigvals.out", TORCH_FN(eigvals_out));
   m.impl("ormqr", TORCH_FN(reflectors_product));
   m.impl("ormqr.out", TORCH_FN(ormqr_out));
   m.impl("cholesky", TORCH_FN(checked_cholesky));
