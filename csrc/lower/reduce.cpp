@@ -112,7 +112,7 @@ Value centered_square_sum(Builder& b, const Value& x, const std::vector<int64_t>
   Value s = reduce_with(b, x, dims, "add");
   Value mean = b.binary("divide", s, b.splat(n, s.type));
   Value d = b.binary("subtract", x, expand_back(b, mean, x, dims));
-  return reduce_with(b, b.binary("multiply", d, d), dims, "add");
+  return reduce_with(b, squared_magnitude(b, d), dims, "add");
 }
 
 // var.correction(self, dim?, *, correction?, keepdim): divisor is
@@ -121,7 +121,8 @@ Value variance(LowerContext& ctx) {
   Builder& b = ctx.b;
   TensorType out = out0(ctx);
   const ElementType acc = accumulation_type(out.dtype);
-  Value x = b.convert(ctx.tensor(0), acc);
+  const ElementType in = ctx.tensor(0).dtype();
+  Value x = b.convert(ctx.tensor(0), hlo::is_complex(in) ? in : acc);  // never a complex input's real part alone
   std::vector<int64_t> dims = reduction_dims(ctx, 1, x.rank());
   const double correction = ctx.has(2) ? ctx.double_arg(2) : 1.0;
   const double divisor = std::max(static_cast<double>(reduced_count(x, dims)) - correction, 0.0);

@@ -23,14 +23,15 @@ using hlo::CompareDirection;
 std::pair<Value, Value> variance_and_mean(LowerContext& ctx) {
   Builder& b = ctx.b;
   const ElementType acc = accumulation_type(ctx.out_types.at(0).dtype);
-  Value x = b.convert(ctx.tensor(0), acc);
+  const ElementType in = ctx.tensor(0).dtype();
+  Value x = b.convert(ctx.tensor(0), hlo::is_complex(in) ? in : acc);  // never a complex input's real part alone
   std::vector<int64_t> dims = reduction_dims(ctx, 1, x.rank());
   const double n = static_cast<double>(reduced_count(x, dims));
   const double correction = ctx.has(2) ? ctx.double_arg(2) : 1.0;
   Value s = reduce_with(b, x, dims, "add");
   Value mean = b.binary("divide", s, b.splat(n, s.type));
   Value d = b.binary("subtract", x, expand_back(b, mean, x, dims));
-  Value ss = reduce_with(b, b.binary("multiply", d, d), dims, "add");
+  Value ss = reduce_with(b, squared_magnitude(b, d), dims, "add");
   Value var = b.binary("divide", ss, b.splat(std::max(n - correction, 0.0), ss.type));
   return {var, mean};
 }

@@ -19,6 +19,13 @@ Value Arith::c(double v, const Value& like) const {
   return b.broadcast_in_dim(b.constant_bits_like(literal, like.dtype()), like.shape(), {});
 }
 
+Value Arith::mul(const Value& x, double y) const {
+  if (!hlo::is_complex(x.dtype())) return mul(x, c(y, x));
+  const TensorType part{hlo::complex_part_type(x.dtype()), x.shape()};
+  Value re = b.op("real", {x}, part), im = b.op("imag", {x}, part);
+  return b.op("complex", {mul(re, y), mul(im, y)}, x.type);
+}
+
 Value Arith::polevl(const Value& x, const std::vector<double>& coefficients) const {
   Value r = c(coefficients.at(0), x);
   for (size_t i = 1; i < coefficients.size(); ++i) r = add(mul(r, x), coefficients[i]);
@@ -42,6 +49,7 @@ Value Arith::chbevl(const Value& x, const std::vector<double>& coefficients) con
 }
 
 ElementType float_opmath(ElementType t) {
+  if (hlo::is_complex(t)) return t;  // as c10::complex<float> / <double>: never its real part alone
   if (!hlo::is_float(t)) return ElementType::F32;
   return accumulation_type(t);
 }

@@ -27,7 +27,9 @@ struct Arith {
   Value sub(const Value& x, double y) const { return sub(x, c(y, x)); }
   Value sub(double x, const Value& y) const { return sub(c(x, y), y); }
   Value mul(const Value& x, const Value& y) const { return b.binary("multiply", x, y); }
-  Value mul(const Value& x, double y) const { return mul(x, c(y, x)); }
+  // A complex x times a real y scales each part, as c10::complex * T does
+  // ((-inf + 0j) * 0.5 is -inf + 0j, not -inf + nan j).
+  Value mul(const Value& x, double y) const;
   Value div(const Value& x, const Value& y) const { return b.binary("divide", x, y); }
   Value div(const Value& x, double y) const { return div(x, c(y, x)); }
   Value div(double x, const Value& y) const { return div(c(x, y), y); }

@@ -109,4 +109,11 @@ Value sum_all(Builder& b, const Value& x) { return reduce_with(b, x, all_dims(x.
 
 Value any_true(Builder& b, const Value& pred) { return reduce_with(b, pred, all_dims(pred.rank()), "or"); }
 
+Value squared_magnitude(Builder& b, const Value& d) {
+  if (!hlo::is_complex(d.dtype())) return b.binary("multiply", d, d);
+  const TensorType part{hlo::complex_part_type(d.dtype()), d.shape()};
+  Value re = b.op("real", {d}, part), im = b.op("imag", {d}, part);
+  return b.binary("add", b.binary("multiply", re, re), b.binary("multiply", im, im));
+}
+
 }  // namespace torch_tpu::lower

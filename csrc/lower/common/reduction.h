@@ -57,4 +57,8 @@ Value sum_all(Builder& b, const Value& x);
 // (lowering.h) is its dual.
 Value any_true(Builder& b, const Value& pred);
 
+// |d|^2 elementwise: d * d, and re^2 + im^2 (real) for complex d, whose
+// variance is real.
+Value squared_magnitude(Builder& b, const Value& d);
+
 }  // namespace torch_tpu::lower
