@@ -606,21 +606,15 @@ def excluded(record):
 def read_report(path):
     """The records a report was written from, as far as its tables keep them
     (details as shortened there): what --merge starts from."""
-    records, section = [], "checks"
-    with open(path) as f:
-        for line in f:
-            if line.startswith("## Cannot build tiny"):
-                section = "excluded"
-            if not line.startswith("| ") or line.startswith("| ---") or line.startswith("| architecture"):
-                continue
-            cells = [c.strip() for c in line.strip().strip("|").split("|")]
-            if section == "excluded" and len(cells) == 2:
-                model_type, why = cells
-                records.append(_record(model_type, "", "", 0.0, {"build": ("cannot build tiny", why)}))
-            elif section == "checks" and len(cells) == 4 + len(CHECKS):
-                model_type, head, class_name, *checks, seconds = cells
-                results = sweep_workers.parse_check_cells(CHECKS, checks)
-                records.append(_record(model_type, head, class_name, float(seconds), results))
+    records = []
+    for section, cells in sweep_workers.report_rows(path, "## Cannot build tiny", "architecture"):
+        if section == "excluded" and len(cells) == 2:
+            model_type, why = cells
+            records.append(_record(model_type, "", "", 0.0, {"build": ("cannot build tiny", why)}))
+        elif section == "checks" and len(cells) == 4 + len(CHECKS):
+            model_type, head, class_name, *checks, seconds = cells
+            results = sweep_workers.parse_check_cells(CHECKS, checks)
+            records.append(_record(model_type, head, class_name, float(seconds), results))
     return records
 
 

@@ -691,22 +691,16 @@ def excluded(record):
 def read_report(path):
     """The records a report was written from, as far as its tables keep them
     (details as shortened there): what --merge starts from."""
-    records, section = [], "checks"
-    with open(path) as f:
-        for line in f:
-            if line.startswith("## Excluded"):
-                section = "excluded"
-            if not line.startswith("| ") or line.startswith("| ---") or line.startswith("| source"):
-                continue
-            cells = [c.strip() for c in line.strip().strip("|").split("|")]
-            if section == "excluded" and len(cells) == 3:
-                source, name, why = cells
-                records.append(_record(source, name, "", 0.0, {"build": ("cannot build", why)}))
-            elif section == "checks" and len(cells) == 4 + len(CHECKS):
-                source, category, name, *checks, seconds = cells
-                records.append(
-                    _record(source, name, category, float(seconds), sweep_workers.parse_check_cells(CHECKS, checks))
-                )
+    records = []
+    for section, cells in sweep_workers.report_rows(path, "## Excluded", "source"):
+        if section == "excluded" and len(cells) == 3:
+            source, name, why = cells
+            records.append(_record(source, name, "", 0.0, {"build": ("cannot build", why)}))
+        elif section == "checks" and len(cells) == 4 + len(CHECKS):
+            source, category, name, *checks, seconds = cells
+            records.append(
+                _record(source, name, category, float(seconds), sweep_workers.parse_check_cells(CHECKS, checks))
+            )
     return records
 
 
@@ -808,7 +802,9 @@ def main():
                     latest[(record["source"], record["name"])] = record
             records = list(latest.values())
         seconds = sum(r["seconds"] for r in records)
-        write_report(records, args.report, seconds, args.workers, args.command or command)
+        if args.merge:  # a sweep cut short: its records join the report's
+            records = merge(read_report(args.report), records)
+        write_report(records, args.report, seconds, args.workers, args.command or command, merged=args.merge)
         print(f"report: {args.report}")
         return
     models = all_models(args.source, set(args.only.split(",")) if args.only else None)

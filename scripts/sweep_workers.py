@@ -95,6 +95,22 @@ def parse_check_cells(checks, cells):
     return results
 
 
+def report_rows(path, excluded_heading, header):
+    """(section, cells) for each row of a report's tables: section "checks"
+    before the line starting with `excluded_heading`, "excluded" after; rule
+    rows and header rows (first cell `header`) left out."""
+    section = "checks"
+    with open(path) as f:
+        for line in f:
+            if line.startswith(excluded_heading):
+                section = "excluded"
+            if not line.startswith("| ") or line.startswith("| ---"):
+                continue
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if cells[0] != header:
+                yield section, cells
+
+
 def merge(earlier, later, key):
     """earlier's records with later's in place of those with the same key(record)."""
     merged = {key(r): r for r in earlier}
