@@ -115,6 +115,36 @@ std::vector<Value> linspace(LowerContext& ctx) {
   // CPU's kernel converts both ends to the result type (start.to<scalar_t>()).
   check_scalar_fits(start_arg, out.dtype);
   check_scalar_fits(end_arg, out.dtype);
+  const Shape shape{steps};
+  Value i = b.iota({ElementType::S64, shape}, 0);
+  Value halfway = b.broadcast_to(b.constant_int(steps / 2, ElementType::S64), shape);
+  Value from_end = b.binary("subtract", b.broadcast_to(b.constant_int(steps - 1, ElementType::S64), shape), i);
+  // start + step * i over the first half, end - step * (steps - 1 - i) over the rest, in `acc`.
+  auto ramp = [&](double start, double end, double step, ElementType acc) {
+    Value d = b.broadcast_to(ctx.cast_scalar(float_scalar(step), acc), shape);
+    Value head = b.binary("add", b.broadcast_to(ctx.cast_scalar(float_scalar(start), acc), shape),
+                          b.binary("multiply", d, b.convert(i, acc)));
+    Value tail = b.binary("subtract", b.broadcast_to(ctx.cast_scalar(float_scalar(end), acc), shape),
+                          b.binary("multiply", d, b.convert(from_end, acc)));
+    return b.select(b.compare(i, halfway, CompareDirection::LT), head, tail);
+  };
+  if (hlo::is_complex(out.dtype)) {
+    // c10::complex arithmetic: step = (end - start) / (steps - 1) and the
+    // ramp act on the real and imaginary parts apart.
+    const ElementType part = hlo::complex_part_type(out.dtype);
+    const double n = static_cast<double>(steps - 1);
+    auto part_ramp = [&](double s0, double e0) {
+      if (part == ElementType::F32) {
+        const float s = static_cast<float>(s0), e = static_cast<float>(e0);
+        return ramp(s, e, static_cast<float>((e - s) / static_cast<float>(n)), part);
+      }
+      return ramp(s0, e0, (e0 - s0) / n, part);
+    };
+    auto imag_of = [](const ScalarArg& a) { return a.kind == ScalarArg::Kind::Complex ? a.imag : 0.0; };
+    Value re = part_ramp(start_arg.as_double(), end_arg.as_double());
+    Value im = part_ramp(imag_of(start_arg), imag_of(end_arg));
+    return {b.reshape(b.op("complex", {re, im}, {out.dtype, shape}), out.shape)};
+  }
   const bool integral = !hlo::is_float(out.dtype);
   const ElementType acc = integral || out.dtype == ElementType::F64 ? ElementType::F64 : ElementType::F32;
   double start, end, step;
@@ -133,10 +163,6 @@ std::vector<Value> linspace(LowerContext& ctx) {
     end = end_arg.as_double();
     step = (end - start) / static_cast<double>(steps - 1);
   }
-  const Shape shape{steps};
-  Value i = b.iota({ElementType::S64, shape}, 0);
-  Value halfway = b.broadcast_to(b.constant_int(steps / 2, ElementType::S64), shape);
-  Value from_end = b.binary("subtract", b.broadcast_to(b.constant_int(steps - 1, ElementType::S64), shape), i);
   if (out.dtype == ElementType::BF16 || out.dtype == ElementType::F16) {
     // c10::BFloat16/Half arithmetic, as CPU's kernel computes with step_t =
     // scalar_t: every operation (and every int operand) rounds to the dtype.
@@ -150,13 +176,7 @@ std::vector<Value> linspace(LowerContext& ctx) {
     Value v = b.select(b.compare(i, halfway, CompareDirection::LT), head, tail);
     return {b.reshape(b.convert(v, out.dtype), out.shape)};
   }
-  Value d = b.broadcast_to(ctx.cast_scalar(float_scalar(step), acc), shape);
-  Value head = b.binary("add", b.broadcast_to(ctx.cast_scalar(float_scalar(start), acc), shape),
-                        b.binary("multiply", d, b.convert(i, acc)));
-  Value tail = b.binary("subtract", b.broadcast_to(ctx.cast_scalar(float_scalar(end), acc), shape),
-                        b.binary("multiply", d, b.convert(from_end, acc)));
-  Value v = b.select(b.compare(i, halfway, CompareDirection::LT), head, tail);
-  return {b.reshape(b.convert(v, out.dtype), out.shape)};
+  return {b.reshape(b.convert(ramp(start, end, step, acc), out.dtype), out.shape)};
 }
 
 // eye.out(n) / eye.m_out(n, m): ones where row == column.

@@ -78,3 +78,13 @@ def test_a_complex_variance_is_real_and_counts_both_parts():
     x = torch.tensor([1j, -1j], dtype=torch.complex64)  # real parts equal: a real-part variance would be 0
     v = x.to("tpu").var()
     assert v.dtype == torch.float32 and v.item() == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(
+    "start,end,steps", [(1 + 2j, 5 - 1j, 5), (0j, 1j, 7), (-3, 3 + 4j, 6), (2, 5, 4), (1 + 1j, 2.5, 1)]
+)
+def test_complex_linspace_matches_cpu(start, end, steps, dtype):
+    # it returned zeros: the complex dtype took the integer path
+    expected = torch.linspace(start, end, steps, dtype=dtype)
+    assert_close(torch.linspace(start, end, steps, dtype=dtype, device="tpu"), expected, atol=0, rtol=0)
