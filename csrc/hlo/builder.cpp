@@ -543,7 +543,11 @@ Value Builder::triangular_solve(const Value& a, const Value& b, bool left_side, 
                 ">");
 }
 
-Value Builder::unary(const std::string& name, const Value& v) { return op(name, {v}, v.type); }
+Value Builder::unary(const std::string& name, const Value& v) {
+  if (name == "abs" && is_complex(v.dtype()))
+    return op(name, {v}, {complex_part_type(v.dtype()), v.shape()});  // |z| is real
+  return op(name, {v}, v.type);
+}
 
 Value Builder::binary(const std::string& name, const Value& a, const Value& b) { return op(name, {a, b}, a.type); }
 

@@ -176,11 +176,11 @@ std::vector<Value> renorm(LowerContext& ctx) {
   for (int64_t d = 0; d < x.rank(); ++d) {
     if (d != dim) dims.push_back(d);
   }
-  Value norm = vector_norm(b, x, dims, ctx.double_arg(1));
-  Value maxnorm = b.broadcast_to(ctx.cast_scalar(ctx.args.at(3).scalar, acc), norm.shape());
+  Value norm = vector_norm(b, x, dims, ctx.double_arg(1));  // real, also for a complex x
+  Value maxnorm = b.broadcast_to(ctx.cast_scalar(ctx.args.at(3).scalar, norm.dtype()), norm.shape());
   Value factor = b.binary("divide", maxnorm, b.binary("add", norm, b.splat(1e-7, norm.type)));
   factor = b.select(b.compare(norm, maxnorm, CompareDirection::GT), factor, b.splat(1, norm.type));
-  Value r = b.binary("multiply", x, b.broadcast_in_dim(factor, x.shape(), {dim}));
+  Value r = b.binary("multiply", x, b.convert(b.broadcast_in_dim(factor, x.shape(), {dim}), x.dtype()));
   return {b.reshape(b.convert(r, out.dtype), out.shape)};
 }
 

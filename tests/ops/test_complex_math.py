@@ -42,6 +42,14 @@ REDUCTIONS = {
     "std_mean": lambda x, y: torch.std_mean(x),
     "lerp_scalar_weight": lambda x, y: torch.lerp(x, y, 0.3),
     "lerp_complex_weight": lambda x, y: torch.lerp(x, y, y * 0.2),
+    # norms of a complex tensor are its magnitudes' norms (p = 2 squared x
+    # itself: complex squares, and renorm scaled by them)
+    "renorm": lambda x, y: torch.renorm(x, 2, 0, 1.5),
+    "renorm_p3": lambda x, y: torch.renorm(x, 3, 1, 0.5),
+    "norm_p0": lambda x, y: torch.norm(x, p=0),
+    "norm_p1": lambda x, y: torch.norm(x, p=1, dim=1),
+    "norm_p2": lambda x, y: torch.norm(x, p=2, dim=0),
+    "normalize": lambda x, y: torch.nn.functional.normalize(x, dim=1),
 }
 
 

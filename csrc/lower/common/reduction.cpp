@@ -98,9 +98,13 @@ Value expand_back(Builder& b, const Value& reduced, const Value& like, const std
 Value vector_norm(Builder& b, const Value& x, const std::vector<int64_t>& dims, double ord) {
   Value a = x.dtype() == ElementType::Pred || hlo::is_unsigned(x.dtype()) ? x : b.unary("abs", x);
   if (std::isinf(ord)) return nan_max_min(b, a, dims, ord > 0);
-  if (ord == 0) return reduce_with(b, b.convert(b.convert(x, ElementType::Pred), x.dtype()), dims, "add");
+  // (a complex x's norms are its magnitudes' norms, real)
+  if (ord == 0) {
+    Value nonzero = b.compare(a, zeros(b, a.type), hlo::CompareDirection::NE);
+    return reduce_with(b, b.convert(nonzero, a.dtype()), dims, "add");
+  }
   if (ord == 1) return reduce_with(b, a, dims, "add");
-  if (ord == 2) return b.unary("sqrt", reduce_with(b, b.binary("multiply", x, x), dims, "add"));
+  if (ord == 2) return b.unary("sqrt", reduce_with(b, squared_magnitude(b, x), dims, "add"));
   Value s = reduce_with(b, b.binary("power", a, b.splat(ord, a.type)), dims, "add");
   return b.binary("power", s, b.splat(1.0 / ord, s.type));
 }
