@@ -132,11 +132,14 @@ Value variance(LowerContext& ctx) {
 
 // x - max(x) along `dim`, where an infinite max is replaced by 0 so that a
 // slice of all -inf gives exp() == 0 rather than NaN (PyTorch's logsumexp).
+// A complex x shifts by the max of its real parts, as PyTorch's logsumexp.
 Value shifted(Builder& b, const Value& x, const std::vector<int64_t>& dims, Value* shift) {
-  Value m = reduce_with(b, x, dims, "maximum");
+  Value m = hlo::is_complex(x.dtype())
+                ? reduce_with(b, b.op("real", {x}, {hlo::complex_part_type(x.dtype()), x.shape()}), dims, "maximum")
+                : reduce_with(b, x, dims, "maximum");
   Value inf = b.splat(std::numeric_limits<double>::infinity(), m.type);
   Value finite = b.compare(b.unary("abs", m), inf, CompareDirection::NE);
-  m = b.select(finite, m, b.splat(0, m.type));
+  m = b.convert(b.select(finite, m, b.splat(0, m.type)), x.dtype());
   if (shift) *shift = m;
   return b.binary("subtract", x, expand_back(b, m, x, dims));
 }

@@ -50,6 +50,7 @@ REDUCTIONS = {
     "norm_p1": lambda x, y: torch.norm(x, p=1, dim=1),
     "norm_p2": lambda x, y: torch.norm(x, p=2, dim=0),
     "normalize": lambda x, y: torch.nn.functional.normalize(x, dim=1),
+    "logsumexp": lambda x, y: torch.logsumexp(x, 1),  # shifted by the max real part
 }
 
 
