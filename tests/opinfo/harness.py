@@ -37,10 +37,18 @@ import torch.utils._pytree as pytree
 
 import torch_tpu
 
-# Dtypes the sweep runs, in report order. complex128 stands for the complex
-# dtypes (XLA computes it natively where it has float64; complex64 is not
-# swept yet; complex32 has no XLA type).
-DTYPES = [torch.float32, torch.bfloat16, torch.float16, torch.complex128, torch.int64, torch.int32, torch.bool]
+# Dtypes the sweep runs, in report order. complex64 and complex128 both:
+# some lowerings have float32-only paths (complex32 has no XLA type).
+DTYPES = [
+    torch.float32,
+    torch.bfloat16,
+    torch.float16,
+    torch.complex64,
+    torch.complex128,
+    torch.int64,
+    torch.int32,
+    torch.bool,
+]
 DTYPE_NAMES = {d: str(d).replace("torch.", "") for d in DTYPES}
 DTYPES_BY_NAME = {n: d for d, n in DTYPE_NAMES.items()}
 
