@@ -72,13 +72,6 @@ at::Tensor download(const at::Tensor& src) {
   return host;
 }
 
-// conj(x) = real(x) - i imag(x).
-hlo::Value conj_value(hlo::Builder& b, const hlo::Value& v) {
-  if (!hlo::is_complex(v.dtype())) return v;
-  hlo::TensorType part{hlo::complex_part_type(v.dtype()), v.shape()};
-  return b.op("complex", {b.op("real", {v}, part), b.unary("negate", b.op("imag", {v}, part))}, v.type);
-}
-
 // A copy that converts can overflow (1e6 is inf in float16): Debug mode
 // checks its result as it checks an op's. A copy within one dtype makes no
 // new values. The aten op names quoted in this file are labels for messages
@@ -223,7 +216,7 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_b
     }
     TensorProgram prog(dst.device().index());
     hlo::Value v = prog.read(src);
-    if (conjugate) v = conj_value(prog.builder(), v);
+    if (conjugate) v = prog.builder().conjugate(v);
     prog.write(dst, prog.builder().broadcast_to(v, dst.sizes().vec()));
     prog.run("aten::copy_");
     check_cast_result(self, dst);

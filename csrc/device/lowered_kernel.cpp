@@ -66,9 +66,7 @@ int aliased_argument(const c10::FunctionSchema& schema, size_t ret) {
 hlo::Value read_resolving_conjugate(TensorProgram& prog, const at::Tensor& t) {
   hlo::Value v = prog.read(t);
   if (!t.is_conj() || !hlo::is_complex(v.dtype())) return v;
-  hlo::Builder& b = prog.builder();
-  const hlo::TensorType part{hlo::complex_part_type(v.dtype()), v.shape()};
-  return b.op("complex", {b.op("real", {v}, part), b.unary("negate", b.op("imag", {v}, part))}, v.type);
+  return prog.builder().conjugate(v);
 }
 
 // `flat_start`: where the argument begins in the call's flat signature

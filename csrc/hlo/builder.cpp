@@ -549,6 +549,15 @@ Value Builder::unary(const std::string& name, const Value& v) {
   return op(name, {v}, v.type);
 }
 
+Value Builder::real(const Value& z) { return op("real", {z}, {complex_part_type(z.dtype()), z.shape()}); }
+
+Value Builder::imag(const Value& z) { return op("imag", {z}, {complex_part_type(z.dtype()), z.shape()}); }
+
+Value Builder::conjugate(const Value& z) {
+  if (!is_complex(z.dtype())) return z;
+  return op("complex", {real(z), unary("negate", imag(z))}, z.type);
+}
+
 Value Builder::binary(const std::string& name, const Value& a, const Value& b) { return op(name, {a, b}, a.type); }
 
 Value Builder::compare(const Value& a, const Value& b, CompareDirection dir) {

@@ -175,7 +175,12 @@ class Builder {
   // (its transpose, for real a) when `transpose_a`.
   Value triangular_solve(const Value& a, const Value& b, bool left_side, bool lower, bool unit_diagonal,
                          bool transpose_a);
-  Value unary(const std::string& name, const Value& v);                   // name: "exponential", "tanh" ...
+  Value unary(const std::string& name, const Value& v);  // name: "exponential", "tanh" ...
+  // A complex value's parts, in its part type (complex_part_type), and its
+  // conjugate (a real value is its own).
+  Value real(const Value& z);
+  Value imag(const Value& z);
+  Value conjugate(const Value& z);
   Value binary(const std::string& name, const Value& a, const Value& b);  // same types
   Value compare(const Value& a, const Value& b, CompareDirection dir);
   Value select(const Value& pred, const Value& on_true, const Value& on_false);

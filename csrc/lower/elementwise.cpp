@@ -444,10 +444,8 @@ std::vector<Value> log2(LowerContext& ctx) {
       coerce(ctx.b, ctx.tensor(0), compute_type(ctx, accumulation_type(float_compute_type(ctx.tensor(0).dtype()))));
   Value l = ctx.b.unary("log", x);
   if (hlo::is_complex(l.dtype())) {  // c10::complex / T divides each part: log2(0) is -inf + 0j
-    const TensorType part{hlo::complex_part_type(l.dtype()), l.shape()};
-    Value re = ctx.b.op("real", {l}, part), im = ctx.b.op("imag", {l}, part);
     auto by_ln2 = [&](const Value& v) { return ctx.b.binary("divide", v, scalar_like(ctx, std::log(2.0), v)); };
-    return result(ctx, ctx.b.op("complex", {by_ln2(re), by_ln2(im)}, l.type));
+    return result(ctx, ctx.b.op("complex", {by_ln2(ctx.b.real(l)), by_ln2(ctx.b.imag(l))}, l.type));
   }
   return result(ctx, ctx.b.binary("divide", l, scalar_like(ctx, std::log(2.0), l)));
 }
@@ -589,7 +587,7 @@ std::vector<Value> lerp(LowerContext& ctx) {  // (self, end, weight Scalar|Tenso
   Builder& b = ctx.b;
   Value s = operand(ctx, 0, t), e = operand(ctx, 1, t), w = converted_operand(ctx, 2, t);
   Value diff = b.binary("subtract", e, s);
-  Value magnitude = b.op("abs", {w}, {hlo::complex_part_type(w.dtype()), w.shape()});  // |w|, real for complex w
+  Value magnitude = b.unary("abs", w);  // real for complex w
   Value small = b.compare(magnitude, scalar_like(ctx, 0.5, magnitude), CompareDirection::LT);
   Value from_start = b.binary("add", s, b.binary("multiply", w, diff));
   Value from_end = b.binary("subtract", e, b.binary("multiply", diff, b.binary("subtract", scalar_like(ctx, 1, w), w)));

@@ -88,9 +88,7 @@ std::vector<Value> conj_physical(LowerContext& ctx) {
   Builder& b = ctx.b;
   const Value& x = ctx.tensor(0);
   if (!hlo::is_complex(x.dtype())) return {coerce(b, x, ctx.out_types.at(0))};
-  TensorType part{hlo::complex_part_type(x.dtype()), x.shape()};
-  Value re = b.op("real", {x}, part), im = b.op("imag", {x}, part);
-  return {b.op("complex", {re, b.unary("negate", im)}, x.type)};
+  return {b.conjugate(x)};
 }
 
 // _fft_c2c(self, dim, normalization, forward)

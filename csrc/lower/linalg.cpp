@@ -172,8 +172,7 @@ struct LU {
 // The magnitude getrf pivots by: |x|, and |re| + |im| for complex x (icamax's).
 Value pivot_magnitude(Builder& b, const Value& x) {
   if (!hlo::is_complex(x.dtype())) return b.unary("abs", x);
-  TensorType part{hlo::complex_part_type(x.dtype()), x.shape()};
-  return b.binary("add", b.unary("abs", b.op("real", {x}, part)), b.unary("abs", b.op("imag", {x}, part)));
+  return b.binary("add", b.unary("abs", b.real(x)), b.unary("abs", b.imag(x)));
 }
 
 // One elimination step at column k: the pivot is the first row (>= k) of
@@ -272,7 +271,7 @@ Value lu_solve_left(Builder& b, const Value& lu, const Value& piv, const Value& 
 // X A^H = B is A conj(X^T) = conj(B^T). (conj is the identity for real A.)
 Value lu_solve(Builder& b, const Value& lu, const Value& piv, const Value& rhs, bool left, bool adjoint) {
   if (left) return lu_solve_left(b, lu, piv, rhs, adjoint);
-  return mT(b, conjugate(b, lu_solve_left(b, lu, piv, conjugate(b, mT(b, rhs)), !adjoint)));
+  return mT(b, b.conjugate(lu_solve_left(b, lu, piv, b.conjugate(mT(b, rhs)), !adjoint)));
 }
 
 Value reshape_as(Builder& b, const Value& v, const TensorType& t) { return b.convert(b.reshape(v, t.shape), t.dtype); }
@@ -707,8 +706,7 @@ std::vector<Value> linalg_slogdet(LowerContext& ctx) {
   // sign: a real number's sign, a complex number's d / |d| (stablehlo.sign's)
   Value sign = b.reduce(b.unary("sign", d), b.constant(1, d.dtype()), {1}, "multiply");
   sign = b.binary("multiply", sign, b.convert(permutation_sign(b, f.piv), d.dtype()));
-  Value abs = b.op("abs", {d}, {hlo::complex_part_type(d.dtype()), d.shape()});
-  Value logabs = b.reduce(b.unary("log", abs), b.constant(0, ElementType::F32), {1}, "add");
+  Value logabs = b.reduce(b.unary("log", b.unary("abs", d)), b.constant(0, ElementType::F32), {1}, "add");
   return {reshape_as(b, sign, t[0]), reshape_as(b, logabs, t[1]), reshape_as(b, f.lu, t[2]),
           reshape_as(b, f.piv, t[3])};
 }

@@ -275,13 +275,6 @@ Value zeros(Builder& b, const TensorType& type) { return b.splat(0, type); }
 
 Value full(Builder& b, double value, const TensorType& type) { return b.splat(value, type); }
 
-Value conjugate(Builder& b, const Value& x) {
-  if (!hlo::is_complex(x.dtype())) return x;
-  TensorType part{hlo::complex_part_type(x.dtype()), x.shape()};
-  Value re = b.op("real", {x}, part), im = b.op("imag", {x}, part);
-  return b.op("complex", {re, b.unary("negate", im)}, x.type);
-}
-
 Value reduce_init(Builder& b, const std::string& combiner, ElementType dtype) {
   const bool fl = hlo::is_float(dtype);
   if (combiner == "add" || combiner == "or") return b.constant(0, dtype);

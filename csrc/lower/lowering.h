@@ -202,8 +202,6 @@ Value zeros(Builder& b, const TensorType& type);
 // Elementwise x != x: true where `v` is NaN.
 Value is_nan(Builder& b, const Value& v);
 Value full(Builder& b, double value, const TensorType& type);
-// Complex conjugate; the identity for real values.
-Value conjugate(Builder& b, const Value& x);
 // Reduction identity for a combiner in `dtype` (for max: lowest value).
 Value reduce_init(Builder& b, const std::string& combiner, ElementType dtype);
 // bf16/f16 -> f32, others unchanged: PyTorch's CPU and CUDA kernels compute

@@ -183,8 +183,7 @@ std::vector<Value> angle(LowerContext& ctx) {
   const Value& z = ctx.tensor(0);
   if (hlo::is_complex(z.dtype())) {
     Builder& b = ctx.b;
-    const TensorType part{hlo::complex_part_type(z.dtype()), z.shape()};
-    return {coerce(b, b.binary("atan2", b.op("imag", {z}, part), b.op("real", {z}, part)), ctx.out_types.at(0))};
+    return {coerce(b, b.binary("atan2", b.imag(z), b.real(z)), ctx.out_types.at(0))};
   }
   return float_unary(ctx, [](const Arith& m, const Value& x) {
     return m.select(m.isnan(x), x, m.select(m.lt(x, 0), M_PI, m.c(0, x)));

@@ -147,7 +147,7 @@ std::vector<Value> vdot(LowerContext& ctx) {
   Builder& b = ctx.b;
   const TensorType& out = ctx.out_types.at(0);
   if (out.dtype == ElementType::Pred) throw NotImplementedForDtype("\"dot\" not implemented for 'Bool'");
-  Value self = conjugate(b, b.convert(ctx.tensor(0), out.dtype));
+  Value self = b.conjugate(b.convert(ctx.tensor(0), out.dtype));
   if (self.type.numel() == 0) return {zeros(b, out)};
   return {matmul_2d(ctx, self, ctx.tensor(1), out.dtype)};
 }

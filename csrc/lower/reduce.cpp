@@ -134,9 +134,8 @@ Value variance(LowerContext& ctx) {
 // slice of all -inf gives exp() == 0 rather than NaN (PyTorch's logsumexp).
 // A complex x shifts by the max of its real parts, as PyTorch's logsumexp.
 Value shifted(Builder& b, const Value& x, const std::vector<int64_t>& dims, Value* shift) {
-  Value m = hlo::is_complex(x.dtype())
-                ? reduce_with(b, b.op("real", {x}, {hlo::complex_part_type(x.dtype()), x.shape()}), dims, "maximum")
-                : reduce_with(b, x, dims, "maximum");
+  Value m =
+      hlo::is_complex(x.dtype()) ? reduce_with(b, b.real(x), dims, "maximum") : reduce_with(b, x, dims, "maximum");
   Value inf = b.splat(std::numeric_limits<double>::infinity(), m.type);
   Value finite = b.compare(b.unary("abs", m), inf, CompareDirection::NE);
   m = b.convert(b.select(finite, m, b.splat(0, m.type)), x.dtype());

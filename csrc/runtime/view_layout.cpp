@@ -249,9 +249,8 @@ Value to_bits(Builder& b, const Value& flat) {
   const int64_t n = flat.shape()[0];
   if (flat.dtype() == ElementType::Pred) return b.convert(flat, ElementType::U8);
   if (!hlo::is_complex(flat.dtype())) return flat;
-  const ElementType part = hlo::complex_part_type(flat.dtype());
-  Value re = b.reshape(b.op("real", {flat}, {part, {n}}), {n, 1});
-  Value im = b.reshape(b.op("imag", {flat}, {part, {n}}), {n, 1});
+  Value re = b.reshape(b.real(flat), {n, 1});
+  Value im = b.reshape(b.imag(flat), {n, 1});
   return b.reshape(b.concatenate({re, im}, 1), {2 * n});
 }
 

@@ -21,9 +21,7 @@ Value Arith::c(double v, const Value& like) const {
 
 Value Arith::mul(const Value& x, double y) const {
   if (!hlo::is_complex(x.dtype())) return mul(x, c(y, x));
-  const TensorType part{hlo::complex_part_type(x.dtype()), x.shape()};
-  Value re = b.op("real", {x}, part), im = b.op("imag", {x}, part);
-  return b.op("complex", {mul(re, y), mul(im, y)}, x.type);
+  return b.op("complex", {mul(b.real(x), y), mul(b.imag(x), y)}, x.type);
 }
 
 Value Arith::polevl(const Value& x, const std::vector<double>& coefficients) const {

@@ -115,8 +115,7 @@ Value any_true(Builder& b, const Value& pred) { return reduce_with(b, pred, all_
 
 Value squared_magnitude(Builder& b, const Value& d) {
   if (!hlo::is_complex(d.dtype())) return b.binary("multiply", d, d);
-  const TensorType part{hlo::complex_part_type(d.dtype()), d.shape()};
-  Value re = b.op("real", {d}, part), im = b.op("imag", {d}, part);
+  Value re = b.real(d), im = b.imag(d);
   return b.binary("add", b.binary("multiply", re, re), b.binary("multiply", im, im));
 }
 
