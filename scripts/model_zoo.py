@@ -821,7 +821,6 @@ def main():
     )
     if merged:
         records = merge(earlier, records)
-        command = "python scripts/model_zoo.py --merge ..."
     write_report(records, args.report, time.time() - started, args.workers, command, merged=merged)
     print(f"report: {args.report}")
 
