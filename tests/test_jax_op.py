@@ -319,12 +319,14 @@ def write_kv(cache, new, position):
     return jax.lax.dynamic_update_slice(cache, new, (0, position, 0))
 
 
-@jax_op("jaxop_test::write_kv_and_read", donate_argnums=(0,))
-def write_kv_and_read(cache, new, position):
+def update_and_sum_over_time(cache, new, position):
     """The new cache, and the sum over time so far (a decode step's read):
     the op returns the latter alone, as a 1-tuple."""
     updated = jax.lax.dynamic_update_slice(cache, new, (0, position, 0))
     return updated, jnp.sum(updated, axis=1)
+
+
+write_kv_and_read = jax_op("jaxop_test::write_kv_and_read", update_and_sum_over_time, donate_argnums=(0,))
 
 
 def decode_loop(step, cache, steps, seed=0):
@@ -405,8 +407,13 @@ def test_donated_kv_cache_is_updated_in_place_in_a_compiled_training_step():
 
 @pytest.mark.parametrize("mode", ["strict", "compiled"])
 def test_donating_op_given_an_argument_that_requires_grad_raises(mode):
+    # An op of its own, so its first JAX trace happens here whatever ran
+    # before: compiled, the refused first call makes Dynamo run the frame
+    # eagerly from then on with its frame hook installed, and the op's JAX
+    # trace must not be handed to Dynamo (it raised InternalTorchDynamoError).
+    op = jax_op(f"jaxop_test::write_kv_and_read_{mode}", update_and_sum_over_time, donate_argnums=(0,))
     w = torch.ones(32).tpu().requires_grad_()
-    run = in_mode(mode, lambda cache, new, pos: write_kv_and_read(cache, new * w, pos)[0])
+    run = in_mode(mode, lambda cache, new, pos: op(cache, new * w, pos)[0])
     cache = torch.zeros(2, 8, 32).tpu()
     with pytest.raises(RuntimeError, match="argument 'new' requires grad.*donates arguments"):
         run(cache, torch.ones(2, 1, 32).tpu(), torch.tensor(0).tpu())

@@ -295,6 +295,11 @@ class JaxOp:
                 )
         return tensors
 
+    # JAX traces the function by running its Python. A compiled function that
+    # runs this op eagerly (after a graph break, or as a frame Dynamo skipped)
+    # still has Dynamo's frame hook installed, which would try to compile
+    # JAX's own frames and fail on its types: JAX runs with the hook off.
+    @torch.compiler.disable
     def _results(self, values):
         """(flat result avals, the function returned one array) for these
         arguments, from jax.eval_shape: the op's contract, which the fake
@@ -353,6 +358,7 @@ class JaxOp:
 
         return flat
 
+    @torch.compiler.disable  # as _results: JAX's frames are not Dynamo's to trace
     def _module(self, values):
         """The function's StableHLO for these arguments: from memory, else
         from the compilation cache's disk tier (another process exported it),
