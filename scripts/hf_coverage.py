@@ -31,6 +31,7 @@ its top. tests/test_hf_coverage.py runs a fast subset in-process.
 
 import argparse
 import collections
+import copy
 import json
 import os
 import re
@@ -367,10 +368,40 @@ def _to(inputs, device):
     return {k: v.to(device) for k, v in inputs.items()}
 
 
+def _close_or_as_accurate_as_cpu(actual, expected, cpu, inputs, what):
+    """_close; where that fails, tpu's float32 outputs still pass if each is
+    within twice CPU's own float32 error of a float64 reference (the CPU
+    model in float64): Dynamo's accuracy check (torch._dynamo.utils.same with
+    fp64_ref) takes the same criterion, on RMSE; this takes the largest
+    error. A model whose float32 result is ill-conditioned differs between
+    devices by its own rounding (cpmant squares activations grown by random
+    weights in float32 layer norms: CPU's logits are 3.5e-4 from float64's,
+    tpu's 2.1e-4, and they differ from each other by 4.8e-4 of 26); a
+    lowering error lands far from the reference. Raised as PassInFloat64."""
+    try:
+        _close(actual, expected, what)
+    except WrongValues as err:
+        reference = copy.deepcopy(cpu).double()
+        with torch.no_grad():
+            exact = reference(**{k: v.double() if v.is_floating_point() else v for k, v in inputs.items()})
+        errors = []
+        for x, y, z in zip(_tensors(actual), _tensors(expected), _tensors(exact)):
+            tpu_error = (x.cpu().double() - z).abs().max().item()
+            cpu_error = (y.double() - z).abs().max().item()
+            if not tpu_error <= 2 * cpu_error:
+                raise
+            errors.append((tpu_error, cpu_error))
+        worst = max(errors, key=lambda e: e[0] / max(e[1], 1e-300))
+        raise PassInFloat64(
+            f"{what}: tpu {worst[0]:.2g} from a float64 reference, CPU's own float32 {worst[1]:.2g}; {err}"
+        ) from None
+
+
 def check_forward(cpu, tpu, inputs):
     cpu.eval(), tpu.eval()
     with torch.no_grad():
-        _close(tpu(**_to(inputs, "tpu")), cpu(**inputs), "forward")
+        actual, expected = tpu(**_to(inputs, "tpu")), cpu(**inputs)
+    _close_or_as_accurate_as_cpu(actual, expected, cpu, inputs, "forward")
 
 
 def check_generate(cpu, tpu, inputs, config):
@@ -435,7 +466,9 @@ def check_train(cpu, tpu, inputs, labels, dtype=torch.float32):
 
 
 class PassInFloat64(Exception):
-    """The train check agrees in float64 where float32 rounding did not."""
+    """A check agrees in float64 where float32 rounding did not (train), or
+    tpu's float32 result is as near a float64 reference as CPU's (forward,
+    compile)."""
 
 
 def _fresh_pair(model_type, class_name, dtype=torch.float32):
@@ -486,16 +519,17 @@ def check_compile(cpu, tpu, inputs):
     on_tpu = _to(inputs, "tpu")
     with torch.no_grad():
         expected = cpu(**inputs)
-        for _ in range(2):
-            _close(compiled(**on_tpu), expected, "compiled forward")
+        outputs = [compiled(**on_tpu) for _ in range(2)]
         tpu_compile.reset_stats()
-        _close(compiled(**on_tpu), expected, "compiled forward")
+        outputs.append(compiled(**on_tpu))
     stats = tpu_compile.stats()
     torch._dynamo.reset()
     if stats["graph_calls"] == 0:
         raise WrongValues("compile: no graph ran on tpu")
     if stats["graph_replays"] != stats["graph_calls"]:
         raise WrongValues(f"compile: the third call traced again: {stats['trace_reasons']}")
+    for output in outputs:
+        _close_or_as_accurate_as_cpu(output, expected, cpu, inputs, "compiled forward")
 
 
 _MISSING_OP = re.compile(r"operator '([\w:.]+)' is not currently implemented")
@@ -703,11 +737,7 @@ def main():
         return _child(args)
     archs = architectures(set(args.only.split(",")) if args.only else None)
     earlier = read_report(args.report) if (args.merge or args.next) and os.path.exists(args.report) else []
-    if args.next:
-        listed = {r["model_type"] for r in earlier}
-        archs = [a for a in archs if a[0] not in listed][: args.next]
-    if args.limit:
-        archs = archs[: args.limit]
+    archs = sweep_workers.select(archs, earlier, lambda a: a[0], lambda r: r["model_type"], args.next, args.limit)
     started = time.time()
     records = sweep_workers.run_all(
         archs, _run_one, args.timeout, args.workers, lambda r: (r["model_type"], _status(r)), args.jsonl

@@ -116,3 +116,13 @@ def merge(earlier, later, key):
     merged = {key(r): r for r in earlier}
     merged.update({key(r): r for r in later})
     return list(merged.values())
+
+
+def select(items, earlier, item_key, record_key, next_count=None, limit=None):
+    """The items a run sweeps: with `next_count`, the first that many whose
+    item_key(item) no earlier record's record_key(record) lists; with
+    `limit`, the first `limit` of those."""
+    if next_count:
+        listed = {record_key(r) for r in earlier}
+        items = [i for i in items if item_key(i) not in listed][:next_count]
+    return items[:limit] if limit else items

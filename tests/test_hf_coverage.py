@@ -6,6 +6,7 @@ import os
 import sys
 
 import pytest
+import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "scripts"))
 import hf_coverage  # noqa: E402
@@ -119,3 +120,24 @@ def test_per_stage_drop_rates_are_turned_off_too():
     config = hf_coverage.shrink(transformers.AutoConfig.for_model("cvt"))
     assert list(config.drop_path_rate) == [0.0] * 3
     assert list(config.drop_rate) == [0.0] * 3
+
+
+class _Cancelling(torch.nn.Module):
+    """(x + 1e7) - 1e7: float32 keeps x only to about 1 (its rounding), float64 exactly."""
+
+    def forward(self, x):
+        return {"out": (x + 1e7) - 1e7}
+
+
+def test_a_result_as_near_a_float64_reference_as_cpus_own_passes_and_a_far_one_fails():
+    # An ill-conditioned model: tpu's float32 result may differ from CPU's by
+    # CPU's own rounding error (cpmant); one as exact as float64 passes, with
+    # a note, and one farther than twice CPU's error is wrong.
+    model, x = _Cancelling(), {"x": torch.linspace(-3, 3, 64)}
+    expected = model(**x)
+    assert (expected["out"] - x["x"]).abs().max() > 0.1  # CPU's float32 error
+    with pytest.raises(hf_coverage.PassInFloat64, match="from a float64 reference"):
+        hf_coverage._close_or_as_accurate_as_cpu({"out": x["x"].clone()}, expected, model, x, "forward")
+    with pytest.raises(hf_coverage.WrongValues):
+        hf_coverage._close_or_as_accurate_as_cpu({"out": x["x"] + 2.0}, expected, model, x, "forward")
+    hf_coverage._close_or_as_accurate_as_cpu({"out": expected["out"].clone()}, expected, model, x, "forward")
