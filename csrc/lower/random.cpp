@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -133,38 +134,75 @@ Value random_from_to(LowerContext& ctx, const TensorType& out, int64_t from, std
 
 }  // namespace
 
-// uniform_(self, from, to): from + u * (to - from) in f32 (f64 for double).
-// A value that rounds up to `to` becomes `from`, as CUDA's uniform_ does, so
-// the result stays in [from, to).
-std::vector<Value> uniform(LowerContext& ctx) {
-  const TensorType out = ctx.out_types.at(0);
-  require_float_draw(out.dtype, "check_uniform_bounds");
-  const double from = ctx.double_arg(1, 0.0), to = ctx.double_arg(2, 1.0);
-  if (from > to)
-    throw std::invalid_argument("uniform_ expects to return a [from, to) range, but found from=" + number(from) +
-                                " > to=" + number(to));
+namespace {
+
+// A complex tensor's draw: PyTorch's normal_ and uniform_ draw into
+// view_as_real(self), so each part is a real draw of the part type, taken
+// here as one draw of shape [..., 2] split into (real, imaginary).
+Value complex_draw(LowerContext& ctx, const TensorType& out, const std::function<Value(const TensorType&)>& real_draw) {
+  Builder& b = ctx.b;
+  Shape pair_shape = out.shape;
+  pair_shape.push_back(2);
+  Value pairs = real_draw({hlo::complex_part_type(out.dtype), pair_shape});
+  const int64_t rank = static_cast<int64_t>(out.shape.size());
+  auto part = [&](int64_t k) {
+    Shape start(rank + 1, 0), limit = pair_shape, strides(rank + 1, 1);
+    start[rank] = k;
+    limit[rank] = k + 1;
+    return b.reshape(b.slice(pairs, start, limit, strides), out.shape);
+  };
+  return b.op("complex", {part(0), part(1)}, out);
+}
+
+Value uniform_draw(LowerContext& ctx, const TensorType& out, double from, double to) {
   Builder& b = ctx.b;
   const ElementType acc = draw_type(out.dtype);
   Value lo = host_number(ctx, from, acc, out.shape), hi = host_number(ctx, to, acc, out.shape);
   Value u = uniform01(ctx, out.shape, acc);
   Value v = b.convert(b.binary("add", b.binary("multiply", u, b.binary("subtract", hi, lo)), lo), out.dtype);
   Value lo_t = b.convert(lo, out.dtype);
-  return {b.select(b.compare(v, b.convert(hi, out.dtype), CompareDirection::GE), lo_t, v)};
+  return b.select(b.compare(v, b.convert(hi, out.dtype), CompareDirection::GE), lo_t, v);
 }
 
-// normal_(self, mean, std): mean + std * z, z standard normal (Box-Muller).
-std::vector<Value> normal(LowerContext& ctx) {
-  const TensorType out = ctx.out_types.at(0);
-  require_float_draw(out.dtype, "normal_kernel_cpu");
-  const double mean = ctx.double_arg(1, 0.0), stdev = ctx.double_arg(2, 1.0);
-  if (!(stdev >= 0)) throw std::invalid_argument("normal expects std >= 0.0, but found std " + number(stdev));
+Value normal_draw(LowerContext& ctx, const TensorType& out, double mean, double stdev) {
   Builder& b = ctx.b;
   const ElementType acc = draw_type(out.dtype);
-  if (out.numel() == 0) return {b.splat(0, out)};
+  if (out.numel() == 0) return b.splat(0, out);
   Value z = standard_normal(ctx, out.shape, acc);
   Value v = b.binary("add", b.binary("multiply", z, host_number(ctx, stdev, acc, out.shape)),
                      host_number(ctx, mean, acc, out.shape));
-  return {b.convert(v, out.dtype)};
+  return b.convert(v, out.dtype);
+}
+
+}  // namespace
+
+// uniform_(self, from, to): from + u * (to - from) in f32 (f64 for double).
+// A value that rounds up to `to` becomes `from`, as CUDA's uniform_ does, so
+// the result stays in [from, to). A complex tensor's parts are each drawn so.
+std::vector<Value> uniform(LowerContext& ctx) {
+  const TensorType out = ctx.out_types.at(0);
+  if (!hlo::is_complex(out.dtype)) require_float_draw(out.dtype, "check_uniform_bounds");
+  const double from = ctx.double_arg(1, 0.0), to = ctx.double_arg(2, 1.0);
+  if (from > to)
+    throw std::invalid_argument("uniform_ expects to return a [from, to) range, but found from=" + number(from) +
+                                " > to=" + number(to));
+  if (hlo::is_complex(out.dtype))
+    return {complex_draw(ctx, out, [&](const TensorType& part) { return uniform_draw(ctx, part, from, to); })};
+  return {uniform_draw(ctx, out, from, to)};
+}
+
+// normal_(self, mean, std): mean + std * z, z standard normal (Box-Muller).
+// A complex tensor's parts are each mean + std / sqrt(2) * z, as PyTorch
+// draws them, so that E|x - mean|^2 = std^2.
+std::vector<Value> normal(LowerContext& ctx) {
+  const TensorType out = ctx.out_types.at(0);
+  if (!hlo::is_complex(out.dtype)) require_float_draw(out.dtype, "normal_kernel_cpu");
+  const double mean = ctx.double_arg(1, 0.0), stdev = ctx.double_arg(2, 1.0);
+  if (!(stdev >= 0)) throw std::invalid_argument("normal expects std >= 0.0, but found std " + number(stdev));
+  if (hlo::is_complex(out.dtype))
+    return {complex_draw(ctx, out,
+                         [&](const TensorType& part) { return normal_draw(ctx, part, mean, stdev / std::sqrt(2.0)); })};
+  return {normal_draw(ctx, out, mean, stdev)};
 }
 
 // bernoulli(p) / bernoulli_(self, p float) / bernoulli_(self, p Tensor):

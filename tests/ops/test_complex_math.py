@@ -97,3 +97,56 @@ def test_complex_linspace_matches_cpu(start, end, steps, dtype):
     # it returned zeros: the complex dtype took the integer path
     expected = torch.linspace(start, end, steps, dtype=dtype)
     assert_close(torch.linspace(start, end, steps, dtype=dtype, device="tpu"), expected, atol=0, rtol=0)
+
+
+def _edge_values(dtype):
+    """A 5 x 7 sample with equal -inf real parts and a NaN, cases PyTorch's
+    complex log_add_exp treats apart. (+inf real parts are left out: there
+    log(exp(min) + exp(max)) gives inf + nan j, and where the NaN that
+    follows appears depends on the order the scan combines in.)"""
+    x = sample(dtype).repeat(2, 2)[:5, :7].contiguous()
+    x[1, 2], x[1, 3] = complex(float("-inf"), 1.0), complex(float("-inf"), 2.0)
+    x[2, 0] = complex(float("-inf"), -1.0)
+    x[3, 3] = complex(float("nan"), 0.0)
+    return x
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dim", [0, 1])
+def test_complex_logcumsumexp_matches_cpu_up_to_the_imaginary_parts_branch(dim, dtype, mode):
+    # It failed to compile (a real comparison of complex operands). A
+    # logarithm's imaginary part is defined modulo 2 pi: CPU's sequential
+    # scan and this tree scan (as CUDA's) may land on different branches,
+    # so exp(i imag) is compared, with the real parts and NaNs.
+    x = _edge_values(dtype)
+    expected = torch.logcumsumexp(x, dim)
+    actual = on_tpu(lambda t: torch.logcumsumexp(t, dim), mode, x).cpu()
+    assert actual.dtype == dtype
+    torch.testing.assert_close(actual.real, expected.real, equal_nan=True, **TOL)
+    finite = expected.imag.isfinite()
+    assert torch.equal(actual.imag.isfinite(), finite)
+    torch.testing.assert_close(torch.exp(1j * actual.imag[finite]), torch.exp(1j * expected.imag[finite]), **TOL)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_complex_randn_and_rand_draw_each_part_as_pytorch_does(dtype):
+    # They raised CPU's "not implemented for this dtype", which CPU itself
+    # does not: PyTorch draws into view_as_real(self), normal_'s parts with
+    # std / sqrt(2) (so E|z - mean|^2 = std^2) and uniform_'s each in [from, to).
+    torch.manual_seed(0)
+    n = 200_000
+    z = torch.randn(n, dtype=dtype, device="tpu").cpu()
+    assert z.dtype == dtype
+    for part in (z.real, z.imag):
+        assert abs(part.mean().item()) < 0.01 and part.var().item() == pytest.approx(0.5, rel=0.02)
+    assert abs(torch.corrcoef(torch.stack([z.real, z.imag]))[0, 1].item()) < 0.01  # independent parts
+    w = torch.empty(n, dtype=dtype, device="tpu").normal_(2.0, 3.0).cpu()
+    assert (w - complex(2.0, 2.0)).abs().pow(2).mean().item() == pytest.approx(9.0, rel=0.02)
+    u = torch.empty(n, dtype=dtype, device="tpu").uniform_(-1.0, 3.0).cpu()
+    for part in (u.real, u.imag):
+        assert part.min().item() >= -1.0 and part.max().item() < 3.0
+        assert part.mean().item() == pytest.approx(1.0, abs=0.02)
+    r = torch.rand(4, 3, dtype=dtype, device="tpu")
+    assert r.shape == (4, 3) and r.dtype == dtype
+    assert torch.empty(0, dtype=dtype, device="tpu").normal_().shape == (0,)
