@@ -6,9 +6,11 @@ import os
 import sys
 
 import pytest
+import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "scripts"))
 import model_zoo  # noqa: E402
+import sweep_workers  # noqa: E402
 
 
 @pytest.mark.parametrize(
@@ -89,3 +91,40 @@ def test_merged_report_keeps_earlier_rows_and_replaces_rerun_ones(tmp_path):
     assert "**timm: 2 of 2 models pass both checks (100.0%)**" in text
     assert "**torchvision: 1 of 2 models pass both checks (50.0%)**" in text
     assert "5 of the " in text and "run in batches whose results `--merge` accumulates" in text
+
+
+def test_next_selects_the_first_models_the_report_does_not_list():
+    models = [("timm", "a", "c"), ("timm", "b", "c"), ("torchvision", "a", "c"), ("timm", "d", "c")]
+    earlier = [model_zoo._record("timm", "a", "c", 1.0, {})]
+    select = lambda n, limit=None: sweep_workers.select(  # noqa: E731
+        models, earlier, lambda m: (m[0], m[1]), lambda r: (r["source"], r["name"]), n, limit
+    )
+    assert select(2) == [("timm", "b", "c"), ("torchvision", "a", "c")]
+    assert select(None) == models and select(None, limit=1) == models[:1]
+
+
+def _detections(scores, labels, boxes):
+    return {"scores": torch.tensor(scores), "labels": torch.tensor(labels), "boxes": torch.tensor(boxes)}
+
+
+def test_detections_swapped_by_a_near_tie_in_score_are_compared_in_cpus_order():
+    # ssdlite: scores 0.4777779 and 0.4777778 of labels 3 and 4 swap places
+    # between devices; both orders are right.
+    box_a, box_b, box_c = [0.0, 0.0, 10.0, 10.0], [5.0, 5.0, 20.0, 20.0], [1.0, 2.0, 3.0, 4.0]
+    cpu = [_detections([0.9, 0.4777779, 0.4777778], [1, 3, 4], [box_c, box_a, box_b])]
+    tpu = [_detections([0.9, 0.4777779, 0.4777777], [1, 4, 3], [box_c, box_b, box_a])]
+    aligned = model_zoo._in_cpus_order_of_near_ties(tpu, cpu)
+    for key in ("scores", "labels", "boxes"):
+        torch.testing.assert_close(aligned[0][key], cpu[0][key], atol=1e-6, rtol=0)
+
+
+def test_detections_that_differ_beyond_a_tie_stay_where_they_are():
+    # A different label or a score apart is a real difference: left for the
+    # comparison to report, not matched away.
+    box_a, box_b = [0.0, 0.0, 10.0, 10.0], [5.0, 5.0, 20.0, 20.0]
+    cpu = [_detections([0.8, 0.5], [1, 2], [box_a, box_b])]
+    tpu = [_detections([0.8, 0.4], [2, 1], [box_b, box_a])]
+    aligned = model_zoo._in_cpus_order_of_near_ties(tpu, cpu)
+    assert aligned[0]["labels"].tolist() == [2, 1]
+    with pytest.raises(model_zoo.WrongValues):
+        model_zoo._close_to_scale(aligned[0]["boxes"], cpu[0]["boxes"], "boxes", atol=1e-5, rtol=1e-4)
