@@ -1,5 +1,5 @@
-// Linear algebra, float32 (and complex64 for the LU family and triangular
-// solves: see require_real), with LAPACK's conventions (what PyTorch's CPU
+// Linear algebra, float32 (and complex64 for the LU and Cholesky families
+// and triangular solves: see require_real), with LAPACK's conventions (what PyTorch's CPU
 // kernels return): Cholesky and triangular solves map to stablehlo.cholesky
 // and stablehlo.triangular_solve; LU with partial pivoting (getrf) and
 // Householder QR (geqrf/orgqr) and Bunch-Kaufman LDL^T (sytrf/sytrs) are stablehlo.while loops over the columns;
@@ -40,8 +40,9 @@ Shape concat(Shape a, const Shape& b) {
 }
 
 // These lowerings compute in float32 (float64 too), and the LU family
-// (getrf and what is built on it: solves, inverses, determinants) and the
-// triangular solves also in complex64 (complex128 too). The others factor
+// (getrf and what is built on it: solves, inverses, determinants), the
+// Cholesky family (potrf, its solves and inverse) and the triangular solves
+// also in complex64 (complex128 too). The others factor
 // real matrices only: a complex argument converted to float32 would lose its
 // imaginary part and return silently wrong values (as each of them did), so
 // it raises NotImplementedError naming the op.
@@ -448,7 +449,8 @@ namespace {
 Value cholesky_info(Builder& b, const Value& a, const Value& failed) {
   const Shape& s = a.shape();
   const int64_t bsz = s[0], n = s[1];
-  Value sym = b.binary("add", triangle(b, a, true, 0), mT(b, triangle(b, a, true, -1)));
+  // The Hermitian (for real a, symmetric) matrix the lower triangle stands for.
+  Value sym = b.binary("add", triangle(b, a, true, 0), b.conjugate(mT(b, triangle(b, a, true, -1))));
   std::vector<Value> init{b.constant_int(0, ElementType::S64), sym, zeros(b, {ElementType::S32, {bsz}})};
   auto out = b.while_loop(
       init,
@@ -463,14 +465,16 @@ Value cholesky_info(Builder& b, const Value& a, const Value& failed) {
         Value col = masked_sum(rb, st[1], cmp(rb, ci, kb, CompareDirection::EQ), 2);  // [B, n]
         Value d =
             masked_sum(rb, col, cmp(rb, iota(rb, {bsz, n}, 1), counter(rb, k, {bsz, n}), CompareDirection::EQ), 1);
-        Value ok = cmp(rb, d, zeros(rb, d.type), CompareDirection::GT);
+        Value d_real = rb.real(d);  // a Hermitian matrix's diagonal is real
+        Value ok = cmp(rb, d_real, zeros(rb, d_real.type), CompareDirection::GT);
         Value first = both(rb, rb.unary("not", ok), cmp(rb, st[2], zeros(rb, st[2].type), CompareDirection::EQ));
         Value k1 = rb.convert(next_counter(rb, k), ElementType::S32);
         Value info = rb.select(first, bcast(rb, k1, {bsz}), st[2]);
         Value l =
             rb.binary("divide", col, bcast_lead(rb, rb.unary("sqrt", rb.select(ok, d, rb.splat(1, d.type))), {bsz, n}));
         Value trailing = both(rb, cmp(rb, ri, kb, CompareDirection::GT), cmp(rb, ci, kb, CompareDirection::GT));
-        Value outer = rb.binary("multiply", rb.broadcast_in_dim(l, s, {0, 1}), rb.broadcast_in_dim(l, s, {0, 2}));
+        Value outer =
+            rb.binary("multiply", rb.broadcast_in_dim(l, s, {0, 1}), rb.broadcast_in_dim(rb.conjugate(l), s, {0, 2}));
         Value next = rb.select(trailing, rb.binary("subtract", st[1], outer), st[1]);
         return std::vector<Value>{next_counter(rb, k), next, info};
       });
@@ -481,24 +485,24 @@ Value cholesky_info(Builder& b, const Value& a, const Value& failed) {
 
 // linalg_cholesky_ex(self, *, upper, check_errors) -> (L, info)
 std::vector<Value> linalg_cholesky_ex(LowerContext& ctx) {
-  require_real(ctx, "linalg.cholesky");
   Builder& b = ctx.b;
   const TensorType& lt = ctx.out_types.at(0);
   const TensorType& it = ctx.out_types.at(1);
   if (lt.numel() == 0) return {zeros(b, lt), zeros(b, it)};
-  Value a = flatten_batch(b, ctx.tensor(0));
+  // A = L L^H: stablehlo.cholesky reads the lower triangle as Hermitian.
+  Value a = flatten_batch(b, ctx.tensor(0), Complex::Computes);
   Value l = triangle(b, b.op("cholesky", {a}, a.type, "lower = true"), true, 0);
-  Value d = diagonal(b, l);
+  Value d = b.real(diagonal(b, l));
   Value bad = b.unary("not", cmp(b, d, zeros(b, d.type), CompareDirection::GT));  // NaN or <= 0
   Value failed = b.reduce(bad, b.constant(0, ElementType::Pred), {1}, "or");
   // LAPACK leaves a failed factor partial, XLA fills it with NaN: only a
   // successful factor is specified.
-  if (ctx.bool_arg(1)) l = mT(b, l);
+  if (ctx.bool_arg(1)) l = b.conjugate(mT(b, l));  // U = L^H
   return {reshape_as(b, l, lt), reshape_as(b, cholesky_info(b, a, failed), it)};
 }
 
-// X with A A^T X = B for a lower factor A, A^T A X = B for an upper one:
-// two triangular solves.
+// X with A A^H X = B for a lower factor A, A^H A X = B for an upper one
+// (A^H is A^T for real A): two triangular solves.
 static Value cholesky_solve_with(Builder& b, const Value& factor, const Value& rhs, bool upper) {
   Value y = tri_solve(b, factor, rhs, true, !upper, false, upper);
   return tri_solve(b, factor, y, true, !upper, false, !upper);
@@ -507,22 +511,20 @@ static Value cholesky_solve_with(Builder& b, const Value& factor, const Value& r
 // _cholesky_solve_helper(self=B, A=factor, upper); cholesky_solve broadcast
 // the batch dims already.
 std::vector<Value> cholesky_solve_helper(LowerContext& ctx) {
-  require_real(ctx, "cholesky_solve");
   Builder& b = ctx.b;
   const TensorType& out = ctx.out_types.at(0);
   if (out.numel() == 0) return {zeros(b, out)};
-  const auto [rhs, f] = batched_arguments(ctx);
+  const auto [rhs, f] = batched_arguments(ctx, Complex::Computes);
   return {reshape_as(b, cholesky_solve_with(b, f, rhs, ctx.bool_arg(2)), out)};
 }
 
-// cholesky_inverse(self=factor, upper): (L L^T)^-1.
+// cholesky_inverse(self=factor, upper): (L L^H)^-1.
 std::vector<Value> cholesky_inverse(LowerContext& ctx) {
-  require_real(ctx, "cholesky_inverse");
   Builder& b = ctx.b;
   const TensorType& out = ctx.out_types.at(0);
   if (out.numel() == 0) return {zeros(b, out)};
-  Value f = flatten_batch(b, ctx.tensor(0));
-  return {reshape_as(b, cholesky_solve_with(b, f, eye(b, f.shape()), ctx.bool_arg(1)), out)};
+  Value f = flatten_batch(b, ctx.tensor(0), Complex::Computes);
+  return {reshape_as(b, cholesky_solve_with(b, f, eye(b, f.shape(), f.dtype()), ctx.bool_arg(1)), out)};
 }
 
 // ---- triangular solves -------------------------------------------------------
@@ -538,14 +540,16 @@ std::vector<Value> linalg_solve_triangular(LowerContext& ctx) {
 
 // triangular_solve(self=B, A, upper, transpose, unitriangular) -> (X, A broadcast)
 std::vector<Value> triangular_solve(LowerContext& ctx) {
-  require_real(ctx, "triangular_solve");
   Builder& b = ctx.b;
   const TensorType& out = ctx.out_types.at(0);
   const TensorType& coeff = ctx.out_types.at(1);
   Value a_out = coerce(b, ctx.tensor(1), coeff);
   if (out.numel() == 0) return {zeros(b, out), a_out};
-  const auto [rhs, a] = batched_arguments(ctx);
-  Value x = tri_solve(b, a, rhs, true, !ctx.bool_arg(2, true), ctx.bool_arg(4), ctx.bool_arg(3));
+  const auto [rhs, a] = batched_arguments(ctx, Complex::Computes);
+  // `transpose` is A^T, also for complex A (LAPACK's 'T', not 'C'): the
+  // adjoint solve of conj(A).
+  const bool transpose = ctx.bool_arg(3);
+  Value x = tri_solve(b, transpose ? b.conjugate(a) : a, rhs, true, !ctx.bool_arg(2, true), ctx.bool_arg(4), transpose);
   return {reshape_as(b, x, out), a_out};
 }
 

@@ -1,12 +1,13 @@
 """Complex matrices in the linalg lowerings (csrc/lower/linalg.cpp).
 
 The LU family (getrf with icamax's |re| + |im| pivoting, and the solves,
-inverses and determinants built on it) and the triangular solves compute on
-complex64 and complex128 matrices, against CPU, with gradients, in each eager
-mode and compiled. The other factorizations (Cholesky, QR, eigh, SVD, LDL,
-matrix_exp) factor real matrices only: a complex matrix raises
-NotImplementedError naming the op. Before, every one of them dropped the
-imaginary part and returned wrong values."""
+inverses and determinants built on it), the Cholesky family (A = L L^H, its
+solves and inverse, and info for a matrix that is not positive definite) and
+the triangular solves compute on complex64 and complex128 matrices, against
+CPU, with gradients, in each eager mode and compiled. The other
+factorizations (QR, eigh, SVD, LDL, matrix_exp) factor real matrices only: a
+complex matrix raises NotImplementedError naming the op. Before, every one of
+them dropped the imaginary part and returned wrong values."""
 
 import pytest
 import torch
@@ -44,6 +45,15 @@ OPS = {
     "det": lambda a, b: torch.linalg.det(a),
     "slogdet": lambda a, b: torch.linalg.slogdet(a),
     "solve_triangular": lambda a, b: torch.linalg.solve_triangular(a.triu(), b, upper=True),
+    # Hermitian positive definite: a a^H + I (the shift keeps a well conditioned)
+    "cholesky": lambda a, b: torch.linalg.cholesky(a @ a.mH),
+    "cholesky_upper": lambda a, b: torch.linalg.cholesky(a @ a.mH, upper=True),
+    "cholesky_solve": lambda a, b: torch.cholesky_solve(b, torch.linalg.cholesky(a @ a.mH)),
+    "cholesky_solve_upper": lambda a, b: torch.cholesky_solve(b, torch.linalg.cholesky(a @ a.mH, upper=True), True),
+    "cholesky_inverse": lambda a, b: torch.cholesky_inverse(torch.linalg.cholesky(a @ a.mH)),
+    # torch.triangular_solve's transpose is A^T, not A^H, for complex A too
+    "triangular_solve_transpose": lambda a, b: torch.triangular_solve(b, a.triu(), upper=True, transpose=True),
+    "triangular_solve_lower": lambda a, b: torch.triangular_solve(b, a.tril(), upper=False),
     "solve_triangular_right": lambda a, b: torch.linalg.solve_triangular(a.tril(), b.mT, upper=False, left=False),
 }
 
@@ -68,8 +78,10 @@ def test_lu_family_on_complex_matrices_matches_cpu(name, dtype, mode):
     assert_close(list(actual) if isinstance(actual, (tuple, list)) else actual, expected, **TOL)
 
 
-@pytest.mark.parametrize("name", ["solve", "inv", "det", "slogdet", "lu_solve_right_adjoint"])
-def test_gradients_through_complex_lu_match_cpu(name):
+@pytest.mark.parametrize(
+    "name", ["solve", "inv", "det", "slogdet", "lu_solve_right_adjoint", "cholesky", "cholesky_solve"]
+)
+def test_gradients_through_complex_factorizations_match_cpu(name):
     a = complex_matrix(3, 3, dtype=torch.complex64, shift=2.0)
     b = complex_matrix(3, 2, dtype=torch.complex64)
 
@@ -96,7 +108,6 @@ def test_pivoting_follows_lapacks_complex_magnitude():
 @pytest.mark.parametrize(
     "call,op",
     [
-        (lambda a: torch.linalg.cholesky(a @ a.mH), "linalg.cholesky"),
         (lambda a: torch.linalg.qr(a), "linalg.qr"),
         (lambda a: torch.linalg.eigh(a + a.mH), "linalg.eigh"),
         (lambda a: torch.linalg.svd(a), "linalg.svd"),
@@ -109,3 +120,15 @@ def test_factorizations_of_real_matrices_only_raise_for_complex_ones(call, op):
     a = complex_matrix(3, 3, dtype=torch.complex64).to("tpu")
     with pytest.raises(NotImplementedError, match=f"{op}: complex matrices are not supported on tpu"):
         call(a).__repr__()
+
+
+def test_complex_cholesky_reports_the_first_minor_that_is_not_positive_definite():
+    a = complex_matrix(3, 4, 4, dtype=torch.complex64, shift=2.0)
+    hpd = a @ a.mH
+    hpd[1, 2, 2] = -100  # its third leading minor fails
+    factor, info = torch.linalg.cholesky_ex(hpd.to("tpu"))
+    expected_factor, expected_info = torch.linalg.cholesky_ex(hpd)
+    assert info.cpu().tolist() == expected_info.tolist() == [0, 3, 0]
+    assert_close(factor[0], expected_factor[0], **TOL)
+    with pytest.raises(torch.linalg.LinAlgError, match="order 3 is not positive-definite"):
+        torch.linalg.cholesky(hpd.to("tpu"))
