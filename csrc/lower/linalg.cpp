@@ -734,19 +734,22 @@ Value reflector(Builder& b, const Value& a, const Value& k) {
   return b.select(cmp(b, rows, kb, CompareDirection::EQ), b.splat(1, col.type), v);
 }
 
-// A - tau v (v^T A) on the columns where `cols` holds: H = I - tau v v^T from the left.
+// A - tau v (v^H A) on the columns where `cols` holds: H = I - tau v v^H
+// from the left (v^H is v^T for real v).
 Value apply_reflector(Builder& b, const Value& a, const Value& v, const Value& tau, const Value& cols) {
   const Shape& s = a.shape();
-  Value w = b.reduce(b.binary("multiply", b.broadcast_in_dim(v, s, {0, 1}), a), b.constant(0, ElementType::F32), {1},
-                     "add");  // [B, n]
+  Value w = b.reduce(b.binary("multiply", b.broadcast_in_dim(b.conjugate(v), s, {0, 1}), a), b.constant(0, a.dtype()),
+                     {1}, "add");  // [B, n]
   Value tw = b.binary("multiply", w, bcast_lead(b, tau, w.shape()));
   Value upd = b.binary("subtract", a,
                        b.binary("multiply", b.broadcast_in_dim(v, s, {0, 1}), b.broadcast_in_dim(tw, s, {0, 2})));
   return b.select(cols, upd, a);
 }
 
-// slarfg on column k: beta = -sign(alpha) * ||(alpha, x)||, tau = (beta -
-// alpha) / beta, x scaled by 1 / (alpha - beta); tau = 0 when x is zero.
+// slarfg (clarfg for complex) on column k: beta = -sign(re alpha) *
+// ||(alpha, x)||, real; tau = (beta - alpha) / beta; x scaled by 1 / (alpha -
+// beta); tau = 0 when x is zero (and, complex, alpha real). geqr2 applies
+// H^H = I - conj(tau) v v^H to the trailing columns.
 std::vector<Value> geqr2_step(Builder& b, const Value& k, const Value& a, const Value& taus) {
   const Shape& s = a.shape();
   const int64_t bsz = s[0], m = s[1];
@@ -755,11 +758,21 @@ std::vector<Value> geqr2_step(Builder& b, const Value& k, const Value& a, const 
   Value below = cmp(b, rows, km, CompareDirection::GT), at_k = cmp(b, rows, km, CompareDirection::EQ);
   Value alpha = entry(b, col, k);
   Value x = b.select(below, col, zeros(b, col.type));
-  Value xnorm2 = b.reduce(b.binary("multiply", x, x), b.constant(0, ElementType::F32), {1}, "add");
-  Value trivial = cmp(b, xnorm2, zeros(b, xnorm2.type), CompareDirection::EQ);
-  Value norm = b.unary("sqrt", b.binary("add", b.binary("multiply", alpha, alpha), xnorm2));
-  Value nonneg = cmp(b, alpha, zeros(b, alpha.type), CompareDirection::GE);
-  Value beta = b.select(nonneg, b.unary("negate", norm), norm);
+  auto squared_norm = [&](const Value& z) {  // |z|^2 summed over dim 1, real
+    Value sq = b.real(b.binary("multiply", z, b.conjugate(z)));
+    return b.reduce(sq, b.constant(0, sq.dtype()), {1}, "add");
+  };
+  Value xnorm2 = squared_norm(x);
+  Value alpha_re = b.real(alpha), alpha_im = b.imag(alpha);
+  const TensorType part = alpha_re.type;
+  Value trivial = both(b, cmp(b, xnorm2, zeros(b, part), CompareDirection::EQ),
+                       cmp(b, alpha_im, zeros(b, part), CompareDirection::EQ));
+  Value norm = b.unary("sqrt", b.binary("add",
+                                        b.binary("add", b.binary("multiply", alpha_re, alpha_re),
+                                                 b.binary("multiply", alpha_im, alpha_im)),
+                                        xnorm2));
+  Value nonneg = cmp(b, alpha_re, zeros(b, part), CompareDirection::GE);
+  Value beta = b.convert(b.select(nonneg, b.unary("negate", norm), norm), alpha.dtype());
   Value safe_beta = b.select(trivial, b.splat(1, beta.type), beta);
   Value tau = b.select(trivial, zeros(b, beta.type), b.binary("divide", b.binary("subtract", beta, alpha), safe_beta));
   Value denom = b.select(trivial, b.splat(1, beta.type), b.binary("subtract", alpha, beta));
@@ -767,7 +780,7 @@ std::vector<Value> geqr2_step(Builder& b, const Value& k, const Value& a, const 
   Value v = b.select(below, b.binary("multiply", x, bcast_lead(b, scale, x.shape())), zeros(b, x.type));
   v = b.select(at_k, b.splat(1, v.type), v);
   Value ci = iota(b, s, 2), kb = counter(b, k, s);
-  Value out = apply_reflector(b, a, v, tau, cmp(b, ci, kb, CompareDirection::GT));
+  Value out = apply_reflector(b, a, v, b.conjugate(tau), cmp(b, ci, kb, CompareDirection::GT));
   // Column k: beta on the diagonal (alpha when trivial), v below it.
   Value new_col = b.select(at_k, bcast_lead(b, b.select(trivial, alpha, beta), col.shape()), b.select(below, v, col));
   out = b.select(cmp(b, ci, kb, CompareDirection::EQ), b.broadcast_in_dim(new_col, s, {0, 1}), out);
@@ -780,7 +793,7 @@ std::vector<Value> geqr2_step(Builder& b, const Value& k, const Value& a, const 
 std::pair<Value, Value> geqrf_of(Builder& b, const Value& a) {
   const int64_t k = std::min(a.shape()[1], a.shape()[2]);
   auto out =
-      for_loop(b, 0, k, 1, {a, zeros(b, {ElementType::F32, {a.shape()[0], k}})},
+      for_loop(b, 0, k, 1, {a, zeros(b, {a.dtype(), {a.shape()[0], k}})},
                [](Builder& rb, const Value& kv, std::vector<Value> st) { return geqr2_step(rb, kv, st[0], st[1]); });
   return {out[0], out[1]};
 }
@@ -788,7 +801,7 @@ std::pair<Value, Value> geqrf_of(Builder& b, const Value& a) {
 // Q = H_0 H_1 ... H_{k-1} I[m, cols] (orgqr), k = tau's length.
 Value orgqr(Builder& b, const Value& reflectors, const Value& tau, int64_t cols) {
   const int64_t bsz = reflectors.shape()[0], m = reflectors.shape()[1], k = tau.shape()[1];
-  Value q = eye(b, {bsz, m, cols});
+  Value q = eye(b, {bsz, m, cols}, reflectors.dtype());
   Value all = b.splat(1, {ElementType::Pred, q.shape()});
   auto out = for_loop(b, k - 1, -1, -1, {q}, [&](Builder& rb, const Value& i, std::vector<Value> st) {
     return std::vector<Value>{apply_reflector(rb, st[0], reflector(rb, reflectors, i), entry(rb, tau, i), all)};
@@ -800,37 +813,34 @@ Value orgqr(Builder& b, const Value& reflectors, const Value& tau, int64_t cols)
 
 // geqrf(self) -> (a, tau)
 std::vector<Value> geqrf(LowerContext& ctx) {
-  require_real(ctx, "geqrf");
   Builder& b = ctx.b;
   const auto& t = ctx.out_types;
   if (t[0].numel() == 0) return {zeros(b, t[0]), zeros(b, t[1])};
-  auto [a, tau] = geqrf_of(b, flatten_batch(b, ctx.tensor(0)));
+  auto [a, tau] = geqrf_of(b, flatten_batch(b, ctx.tensor(0), Complex::Computes));
   return {reshape_as(b, a, t[0]), reshape_as(b, tau, t[1])};
 }
 
 // linalg_householder_product(input, tau) -> Q [..., m, n]
 std::vector<Value> linalg_householder_product(LowerContext& ctx) {
-  require_real(ctx, "linalg.householder_product");
   Builder& b = ctx.b;
   const TensorType& out = ctx.out_types.at(0);
   if (out.numel() == 0) return {zeros(b, out)};
-  Value refl = flatten_batch(b, ctx.tensor(0));
+  Value refl = flatten_batch(b, ctx.tensor(0), Complex::Computes);
   const Value& tau = ctx.tensor(1);
-  Value taus = b.reshape(b.convert(tau, ElementType::F32), {refl.shape()[0], tau.shape().back()});
+  Value taus = b.reshape(b.convert(tau, refl.dtype()), {refl.shape()[0], tau.shape().back()});
   return {reshape_as(b, orgqr(b, refl, taus, out.shape.back()), out)};
 }
 
 // linalg_qr(A, mode) -> (Q, R): "reduced" Q [m, k], R [k, n]; "complete"
 // Q [m, m], R [m, n]; "r" no Q.
 std::vector<Value> linalg_qr(LowerContext& ctx) {
-  require_real(ctx, "linalg.qr");
   Builder& b = ctx.b;
   const auto& t = ctx.out_types;
   const Value& a = ctx.tensor(0);
   if (a.type.numel() == 0) {
     return {identity_of(b, t[0]), zeros(b, t[1])};
   }
-  Value fa = flatten_batch(b, a);
+  Value fa = flatten_batch(b, a, Complex::Computes);
   auto [refl, tau] = geqrf_of(b, fa);
   const int64_t bsz = fa.shape()[0], n = fa.shape()[2];
   const int64_t r_rows = t[1].shape[t[1].rank() - 2];

@@ -3,9 +3,10 @@
 The LU family (getrf with icamax's |re| + |im| pivoting, and the solves,
 inverses and determinants built on it), the Cholesky family (A = L L^H, its
 solves and inverse, and info for a matrix that is not positive definite) and
-the triangular solves compute on complex64 and complex128 matrices, against
-CPU, with gradients, in each eager mode and compiled. The other
-factorizations (QR, eigh, SVD, LDL, matrix_exp) factor real matrices only: a
+the triangular solves and Householder QR (LAPACK's complex reflectors: R's
+diagonal real, tau complex) compute on complex64 and complex128 matrices,
+against CPU, with gradients, in each eager mode and compiled. The other
+factorizations (eigh, SVD, LDL, matrix_exp) factor real matrices only: a
 complex matrix raises NotImplementedError naming the op. Before, every one of
 them dropped the imaginary part and returned wrong values."""
 
@@ -54,6 +55,12 @@ OPS = {
     # torch.triangular_solve's transpose is A^T, not A^H, for complex A too
     "triangular_solve_transpose": lambda a, b: torch.triangular_solve(b, a.triu(), upper=True, transpose=True),
     "triangular_solve_lower": lambda a, b: torch.triangular_solve(b, a.tril(), upper=False),
+    "qr": lambda a, b: torch.linalg.qr(a),
+    "qr_complete_wide": lambda a, b: torch.linalg.qr(b.mT, mode="complete"),
+    "qr_tall": lambda a, b: torch.linalg.qr(b),
+    "geqrf": lambda a, b: torch.geqrf(b),
+    "householder_product": lambda a, b: torch.linalg.householder_product(*torch.geqrf(b)),
+    "ormqr": lambda a, b: torch.ormqr(*torch.geqrf(a), b),
     "solve_triangular_right": lambda a, b: torch.linalg.solve_triangular(a.tril(), b.mT, upper=False, left=False),
 }
 
@@ -79,7 +86,7 @@ def test_lu_family_on_complex_matrices_matches_cpu(name, dtype, mode):
 
 
 @pytest.mark.parametrize(
-    "name", ["solve", "inv", "det", "slogdet", "lu_solve_right_adjoint", "cholesky", "cholesky_solve"]
+    "name", ["solve", "inv", "det", "slogdet", "lu_solve_right_adjoint", "cholesky", "cholesky_solve", "qr"]
 )
 def test_gradients_through_complex_factorizations_match_cpu(name):
     a = complex_matrix(3, 3, dtype=torch.complex64, shift=2.0)
@@ -108,12 +115,10 @@ def test_pivoting_follows_lapacks_complex_magnitude():
 @pytest.mark.parametrize(
     "call,op",
     [
-        (lambda a: torch.linalg.qr(a), "linalg.qr"),
         (lambda a: torch.linalg.eigh(a + a.mH), "linalg.eigh"),
         (lambda a: torch.linalg.svd(a), "linalg.svd"),
         (lambda a: torch.linalg.matrix_exp(a), "linalg.matrix_exp"),
         (lambda a: torch.linalg.ldl_factor(a + a.mT), "linalg.ldl_factor"),
-        (lambda a: torch.geqrf(a), "geqrf"),
     ],
 )
 def test_factorizations_of_real_matrices_only_raise_for_complex_ones(call, op):
