@@ -1,5 +1,6 @@
-// Linear algebra, float32 (and complex64 for the LU and Cholesky families
-// and triangular solves: see require_real), with LAPACK's conventions (what PyTorch's CPU
+// Linear algebra in the input's precision, float32 or float64 (and complex64
+// or complex128 for the LU and Cholesky families, QR and triangular solves:
+// see require_real); half types compute in float32, with LAPACK's conventions (what PyTorch's CPU
 // kernels return): Cholesky and triangular solves map to stablehlo.cholesky
 // and stablehlo.triangular_solve; LU with partial pivoting (getrf) and
 // Householder QR (geqrf/orgqr) and Bunch-Kaufman LDL^T (sytrf/sytrs) are stablehlo.while loops over the columns;
@@ -39,10 +40,10 @@ Shape concat(Shape a, const Shape& b) {
   return a;
 }
 
-// These lowerings compute in float32 (float64 too), and the LU family
+// These lowerings compute in float32 or float64, and the LU family
 // (getrf and what is built on it: solves, inverses, determinants), the
 // Cholesky family (potrf, its solves and inverse) and the triangular solves
-// also in complex64 (complex128 too). The others factor
+// also in complex64 or complex128. The others factor
 // real matrices only: a complex argument converted to float32 would lose its
 // imaginary part and return silently wrong values (as each of them did), so
 // it raises NotImplementedError naming the op.
@@ -56,15 +57,34 @@ void require_real(const LowerContext& ctx, const char* op) {
 // Whether a lowering computes on complex matrices (see require_real).
 enum class Complex { Raises, Computes };
 
-// [..., m, n] as [B, m, n], in float32 or complex64.
+// The type a matrix of `t` factors in: its own for float32, float64,
+// complex64 and complex128 (as LAPACK's s, d, c and z routines, which
+// PyTorch's CPU kernels call), float32 for half types.
+ElementType compute_type(ElementType t) {
+  switch (t) {
+    case ElementType::F64:
+    case ElementType::C64:
+    case ElementType::C128:
+      return t;
+    default:
+      return ElementType::F32;
+  }
+}
+
+// [..., m, n] as [B, m, n], in its compute_type.
 Value flatten_batch(Builder& b, const Value& v, Complex complex = Complex::Raises) {
   const bool is_complex = hlo::is_complex(v.dtype());
   if (is_complex && complex == Complex::Raises)  // never drop an imaginary part (require_real names the op first)
     throw NotImplementedForDtype("linalg on tpu: complex matrices are not supported");
   const int64_t m = v.shape()[v.rank() - 2], n = v.shape()[v.rank() - 1];
-  return b.reshape(b.convert(v, is_complex ? ElementType::C64 : ElementType::F32),
-                   {product(batch_of(v.shape())), m, n});
+  return b.reshape(b.convert(v, compute_type(v.dtype())), {product(batch_of(v.shape())), m, n});
 }
+
+// The real type of a matrix's magnitudes, norms and singular values.
+ElementType real_type(const Value& v) { return hlo::complex_part_type(v.dtype()); }
+
+// float64's (and complex128's) tolerance where a loop stops on float32's.
+bool is_double(const Value& v) { return real_type(v) == ElementType::F64; }
 
 // Matrices `v` ([..., m, n]) broadcast to batch dims `batch`, as [B, m, n].
 Value batched_to(Builder& b, const Value& v, const Shape& batch, Complex complex = Complex::Raises) {
@@ -119,7 +139,7 @@ Value triangle(Builder& b, const Value& v, bool lower, int64_t diag) {
   return b.select(cmp(b, offset, d, lower ? CompareDirection::LE : CompareDirection::GE), v, zeros(b, v.type));
 }
 
-Value eye(Builder& b, const Shape& shape, ElementType dtype = ElementType::F32) {
+Value eye(Builder& b, const Shape& shape, ElementType dtype) {
   const int64_t r = static_cast<int64_t>(shape.size());
   Value on = cmp(b, iota(b, shape, r - 2), iota(b, shape, r - 1), CompareDirection::EQ);
   return b.convert(on, dtype);
@@ -187,8 +207,8 @@ std::vector<Value> lu_step(Builder& b, const Value& k, const Value& a, const Val
   Value col = masked_sum(b, a, cmp(b, ci, kb, CompareDirection::EQ), 2);  // [B, m]
   Value rows = iota(b, {bsz, m}, 1), km = counter(b, k, {bsz, m});
   Value below = cmp(b, rows, km, CompareDirection::GE);
-  Value cand = b.select(below, pivot_magnitude(b, col), b.splat(-1, {ElementType::F32, col.shape()}));
-  Value best = b.reduce(cand, reduce_init(b, "maximum", ElementType::F32), {1}, "maximum");
+  Value cand = b.select(below, pivot_magnitude(b, col), b.splat(-1, {real_type(col), col.shape()}));
+  Value best = b.reduce(cand, reduce_init(b, "maximum", real_type(col)), {1}, "maximum");
   Value is_best = both(b, below, cmp(b, cand, bcast_lead(b, best, {bsz, m}), CompareDirection::EQ));
   Value p = b.reduce(b.select(is_best, rows, b.splat(static_cast<double>(m), rows.type)),
                      reduce_init(b, "minimum", ElementType::S64), {1}, "minimum");
@@ -249,7 +269,7 @@ Value permutation_of(Builder& b, const Value& piv, int64_t m) {
 }
 
 // onehot[b, i, j] = (perm[b, i] == j): onehot @ X = X[perm], onehot^T = P.
-Value perm_rows(Builder& b, const Value& perm, ElementType dtype = ElementType::F32) {
+Value perm_rows(Builder& b, const Value& perm, ElementType dtype) {
   const int64_t bsz = perm.shape()[0], m = perm.shape()[1];
   Shape s{bsz, m, m};
   return b.convert(cmp(b, b.broadcast_in_dim(perm, s, {0, 1}), iota(b, s, 2), CompareDirection::EQ), dtype);
@@ -281,7 +301,7 @@ Value reshape_as(Builder& b, const Value& v, const TensorType& t) { return b.con
 // op was asked not to compute are empty.
 Value identity_of(Builder& b, const TensorType& t) {
   if (t.numel() == 0 || t.rank() < 2) return zeros(b, t);
-  return coerce(b, eye(b, t.shape), t);
+  return coerce(b, eye(b, t.shape, ElementType::F32), t);
 }
 
 bool has_zero_size(const std::vector<TensorType>& types) {
@@ -301,12 +321,15 @@ namespace {
 // the least degree d in {1, 2, 4, 8, 12} whose bound on the 1-norm holds,
 // else T_18 of A / 2^s squared s times. Every polynomial is computed for
 // every matrix and the norm selects one, so the choice needs no host.
-// Float32 bounds (the computation is float32).
-constexpr double kExpThetas[6] = {1.192092800768788e-07, 5.978858893805233e-04, 5.116619363445086e-02,
-                                  5.800524627688768e-01, 1.461661507209034e+00, 3.010066362817634e+00};
+// The bounds are float32's, or float64's for float64 and complex128 (as
+// PyTorch's thetas_float and thetas_double).
+constexpr double kExpThetasFloat[6] = {1.192092800768788e-07, 5.978858893805233e-04, 5.116619363445086e-02,
+                                       5.800524627688768e-01, 1.461661507209034e+00, 3.010066362817634e+00};
+constexpr double kExpThetasDouble[6] = {2.220446049250313e-16, 2.580956802971767e-08, 3.397168839976962e-04,
+                                        4.991228871115323e-02, 2.996158913811580e-01, 1.090863719290036e+00};
 
-// The float32 constant c broadcast to v's shape.
-Value scalar_like(Builder& b, double c, const Value& v) { return b.splat(static_cast<float>(c), v.type); }
+// The constant c broadcast to v's shape and type.
+Value scalar_like(Builder& b, double c, const Value& v) { return b.splat(c, v.type); }
 
 // sum_j coeffs[j] * powers[j] (PyTorch's _compute_linear_combination), with
 // the coefficients rounded to float32 as ATen's float kernels round them.
@@ -380,10 +403,10 @@ Value taylor_t18(Builder& b, const Value& i, const Value& a) {
 // T_18 of a / 2^s squared s times, s = max(0, ceil(log2(norm / theta_18)))
 // per matrix; the loop runs the largest s and squares each matrix only while
 // its own s lasts.
-Value scaled_and_squared_t18(Builder& b, const Value& i, const Value& a, const Value& norm) {
+Value scaled_and_squared_t18(Builder& b, const Value& i, const Value& a, const Value& norm, const double* thetas) {
   const Shape& s3 = a.shape();
   const Shape bs{s3[0]};
-  Value ratio = b.binary("divide", norm, scalar_like(b, kExpThetas[5], norm));
+  Value ratio = b.binary("divide", norm, scalar_like(b, thetas[5], norm));
   Value s = b.unary("ceil", b.binary("divide", b.unary("log", ratio), scalar_like(b, std::log(2.0), ratio)));
   // log / log 2 may round across an integer: s is the least integer with ratio <= 2^s.
   Value two = scalar_like(b, 2, s);
@@ -392,7 +415,7 @@ Value scaled_and_squared_t18(Builder& b, const Value& i, const Value& a, const V
                b.binary("subtract", s, one), s);
   s = b.select(cmp(b, ratio, b.binary("power", two, s), CompareDirection::GT), b.binary("add", s, one), s);
   s = b.binary("maximum", zeros(b, s.type), s);
-  Value scaled = b.binary("divide", a, b.broadcast_in_dim(b.binary("power", two, s), s3, {0}));
+  Value scaled = b.binary("divide", a, b.broadcast_in_dim(b.convert(b.binary("power", two, s), a.dtype()), s3, {0}));
   Value steps = b.convert(s, ElementType::S64);
   Value most = b.reduce(steps, reduce_init(b, "maximum", ElementType::S64), {0}, "maximum");
   std::vector<Value> init{b.constant_int(0, ElementType::S64), taylor_t18(b, i, scaled)};
@@ -413,26 +436,25 @@ Value scaled_and_squared_t18(Builder& b, const Value& i, const Value& a, const V
 
 // linalg_matrix_exp(A)
 std::vector<Value> linalg_matrix_exp(LowerContext& ctx) {
-  require_real(ctx, "linalg.matrix_exp");
   Builder& b = ctx.b;
   const TensorType& t = ctx.out_types.at(0);
   if (t.numel() == 0) return {zeros(b, t)};
-  Value a = flatten_batch(b, ctx.tensor(0));
+  Value a = flatten_batch(b, ctx.tensor(0), Complex::Computes);
   if (t.shape.back() == 1) return {reshape_as(b, b.unary("exponential", a), t)};
   const Shape& s3 = a.shape();
-  Value i = eye(b, s3);
-  Value norm = b.reduce(b.reduce(b.unary("abs", a), b.constant(0, ElementType::F32), {1}, "add"),
-                        reduce_init(b, "maximum", ElementType::F32), {1}, "maximum");
+  const double* thetas = is_double(a) ? kExpThetasDouble : kExpThetasFloat;
+  Value i = eye(b, s3, a.dtype());
+  Value norm = b.reduce(b.reduce(b.unary("abs", a), b.constant(0, real_type(a)), {1}, "add"),
+                        reduce_init(b, "maximum", real_type(a)), {1}, "maximum");
   Value a2 = bmm(b, a, a), a3 = bmm(b, a2, a);
   const std::vector<Value> candidates{taylor_t1(b, i, a), taylor_t2(b, i, a, a2), taylor_t4(b, i, a, a2),
                                       taylor_t8(b, i, a, a2), taylor_t12(b, i, a, a2, a3)};
   // As CPU: norm in (theta_{k-1}, theta_k] takes T_k; norm >= theta_12 T_18.
-  Value result = scaled_and_squared_t18(b, i, a, norm);
-  Value large = cmp(b, norm, scalar_like(b, kExpThetas[4], norm), CompareDirection::GE);
+  Value result = scaled_and_squared_t18(b, i, a, norm, thetas);
+  Value large = cmp(b, norm, scalar_like(b, thetas[4], norm), CompareDirection::GE);
   for (int k = 4; k >= 0; --k) {
-    Value upper = cmp(b, norm, scalar_like(b, kExpThetas[k], norm), CompareDirection::LE);
-    Value in =
-        k == 0 ? upper : both(b, upper, cmp(b, norm, scalar_like(b, kExpThetas[k - 1], norm), CompareDirection::GT));
+    Value upper = cmp(b, norm, scalar_like(b, thetas[k], norm), CompareDirection::LE);
+    Value in = k == 0 ? upper : both(b, upper, cmp(b, norm, scalar_like(b, thetas[k - 1], norm), CompareDirection::GT));
     in = both(b, in, b.unary("not", large));
     result = b.select(bcast_lead(b, in, s3), candidates[k], result);
   }
@@ -573,7 +595,7 @@ std::vector<Value> unpack(Builder& b, const Value& lu, const Value& piv, const s
   const int64_t bsz = lu.shape()[0], m = lu.shape()[1], n = lu.shape()[2], k = std::min(m, n);
   std::vector<Value> out;
   if (unpack_pivots && types[0].numel() > 0) {
-    out.push_back(reshape_as(b, mT(b, perm_rows(b, permutation_of(b, piv, m))), types[0]));
+    out.push_back(reshape_as(b, mT(b, perm_rows(b, permutation_of(b, piv, m), lu.dtype())), types[0]));
   } else {
     out.push_back(zeros(b, types[0]));
   }
@@ -671,7 +693,7 @@ namespace {
 Value permutation_sign(Builder& b, const Value& piv) {
   Value one_based = b.binary("add", iota(b, piv.shape(), 1), b.splat(1, {ElementType::S64, piv.shape()}));
   Value swapped = cmp(b, b.convert(piv, ElementType::S64), one_based, CompareDirection::NE);
-  Value flips = b.convert(swapped, ElementType::F32);
+  Value flips = b.convert(swapped, ElementType::F32);  // exact: the product is +-1
   Value factors = b.binary("subtract", b.splat(1, flips.type), b.binary("multiply", b.splat(2, flips.type), flips));
   return b.reduce(factors, b.constant(1, ElementType::F32), {1}, "multiply");
 }
@@ -710,7 +732,7 @@ std::vector<Value> linalg_slogdet(LowerContext& ctx) {
   // sign: a real number's sign, a complex number's d / |d| (stablehlo.sign's)
   Value sign = b.reduce(b.unary("sign", d), b.constant(1, d.dtype()), {1}, "multiply");
   sign = b.binary("multiply", sign, b.convert(permutation_sign(b, f.piv), d.dtype()));
-  Value logabs = b.reduce(b.unary("log", b.unary("abs", d)), b.constant(0, ElementType::F32), {1}, "add");
+  Value logabs = b.reduce(b.unary("log", b.unary("abs", d)), b.constant(0, real_type(d)), {1}, "add");
   return {reshape_as(b, sign, t[0]), reshape_as(b, logabs, t[1]), reshape_as(b, f.lu, t[2]),
           reshape_as(b, f.piv, t[3])};
 }
@@ -962,20 +984,25 @@ std::pair<Value, Value> sort_with_index(Builder& b, const Value& keys, bool desc
 }
 
 // Columns of [B, r, n] reordered: result[:, :, j] = v[:, :, perm[j]].
-Value permute_columns(Builder& b, const Value& v, const Value& perm) { return bmm(b, v, mT(b, perm_rows(b, perm))); }
+Value permute_columns(Builder& b, const Value& v, const Value& perm) {
+  return bmm(b, v, mT(b, perm_rows(b, perm, v.dtype())));
+}
 
 // Eigen-decomposition of symmetric [B, n, n]: (ascending values [B, n], vectors [B, n, n]).
 std::pair<Value, Value> jacobi_eigh(Builder& b, const Value& sym) {
   const int64_t n = sym.shape()[1];
-  Value fro2 = b.reduce(b.binary("multiply", sym, sym), b.constant(0, ElementType::F32), {1, 2}, "add");
+  Value fro2 = b.reduce(b.binary("multiply", sym, sym), b.constant(0, sym.dtype()), {1, 2}, "add");
+  // Off-diagonal mass below eps^2 of the whole (1e-15 for float32, whose eps^2
+  // is 1.4e-14; 1e-30 for float64's 4.9e-32).
+  const double tolerance = is_double(sym) ? 1e-30 : 1e-15;
   Value off_mask = cmp(b, iota(b, sym.shape(), 1), iota(b, sym.shape(), 2), CompareDirection::NE);
   Pairs pairs = all_pairs(b, n);
   auto out = jacobi_sweeps(
-      b, pairs, {sym, eye(b, sym.shape())},
+      b, pairs, {sym, eye(b, sym.shape(), sym.dtype())},
       [&](Builder& rb, const std::vector<Value>& st) {
         Value off = rb.select(off_mask, st[0], zeros(rb, st[0].type));
-        Value off2 = rb.reduce(rb.binary("multiply", off, off), rb.constant(0, ElementType::F32), {1, 2}, "add");
-        Value tol = rb.binary("multiply", fro2, rb.splat(1e-15, fro2.type));
+        Value off2 = rb.reduce(rb.binary("multiply", off, off), rb.constant(0, off.dtype()), {1, 2}, "add");
+        Value tol = rb.binary("multiply", fro2, rb.splat(tolerance, fro2.type));
         return any_true(rb, rb.compare(off2, tol, CompareDirection::GT));
       },
       [&](Builder& rb, const Value& p, const Value& q, std::vector<Value> st) {
@@ -1003,10 +1030,12 @@ std::vector<Value> jacobi_svd_tall(Builder& b, const Value& a) {
   const int64_t n = a.shape()[2];
   Pairs pairs = all_pairs(b, n);
   const Shape bs{a.shape()[0]};
+  // Columns orthogonal to within float32's eps (float64's: 1e-15).
+  const double tolerance = is_double(a) ? 1e-15 : 1e-7;
   auto out = jacobi_sweeps(
-      b, pairs, {a, eye(b, {a.shape()[0], n, n}), b.splat(1, {ElementType::F32, bs})},
+      b, pairs, {a, eye(b, {a.shape()[0], n, n}, a.dtype()), b.splat(1, {a.dtype(), bs})},
       [&](Builder& rb, const std::vector<Value>& st) {
-        return any_true(rb, rb.compare(st[2], rb.splat(1e-7, st[2].type), CompareDirection::GT));
+        return any_true(rb, rb.compare(st[2], rb.splat(tolerance, st[2].type), CompareDirection::GT));
       },
       [&](Builder& rb, const Value& p, const Value& q, std::vector<Value> st) {
         const Shape& sh = st[0].shape();
@@ -1014,7 +1043,7 @@ std::vector<Value> jacobi_svd_tall(Builder& b, const Value& a) {
         Value up = masked_sum(rb, st[0], cmp(rb, ci, counter(rb, p, sh), CompareDirection::EQ), 2);
         Value uq = masked_sum(rb, st[0], cmp(rb, ci, counter(rb, q, sh), CompareDirection::EQ), 2);
         auto dotv = [&](const Value& x, const Value& y) {
-          return rb.reduce(rb.binary("multiply", x, y), rb.constant(0, ElementType::F32), {1}, "add");
+          return rb.reduce(rb.binary("multiply", x, y), rb.constant(0, x.dtype()), {1}, "add");
         };
         Value alpha = dotv(up, up), beta = dotv(uq, uq), gamma = dotv(up, uq);
         auto [c, s] = jacobi_rotation(rb, alpha, beta, gamma);
@@ -1030,7 +1059,7 @@ std::vector<Value> jacobi_svd_tall(Builder& b, const Value& a) {
       });
   const Shape& sh = out[0].shape();
   Value norms =
-      b.unary("sqrt", b.reduce(b.binary("multiply", out[0], out[0]), b.constant(0, ElementType::F32), {1}, "add"));
+      b.unary("sqrt", b.reduce(b.binary("multiply", out[0], out[0]), b.constant(0, out[0].dtype()), {1}, "add"));
   auto [sv, perm] = sort_with_index(b, norms, true);
   Value safe = b.select(cmp(b, norms, zeros(b, norms.type), CompareDirection::GT), norms, b.splat(1, norms.type));
   Value u = b.binary("divide", out[0], b.broadcast_in_dim(safe, sh, {0, 2}));
