@@ -102,6 +102,17 @@ at::Tensor empty_memory_format(at::IntArrayRef size, std::optional<at::ScalarTyp
   return t;
 }
 
+// The zero gradient autograd formulas return where one is zero by definition
+// (sgn's and sign's for real inputs). CUDA's is a ZeroTensor: no storage,
+// and a dispatch key whose fallback computes with it as zeros. Our kernels
+// read every input's storage, so here it is a zero-filled tensor: the same
+// values, without the saving.
+at::Tensor efficient_zero_tensor(at::IntArrayRef size, std::optional<at::ScalarType> dtype,
+                                 std::optional<at::Layout> layout, std::optional<at::Device> device,
+                                 std::optional<bool> pin_memory) {
+  return empty_memory_format(size, dtype, layout, device, pin_memory, std::nullopt).zero_();
+}
+
 at::Tensor empty_strided(at::IntArrayRef size, at::IntArrayRef stride, std::optional<at::ScalarType> dtype,
                          std::optional<at::Layout> layout, std::optional<at::Device> device,
                          std::optional<bool> /*pin_memory*/) {

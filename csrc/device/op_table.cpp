@@ -697,6 +697,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   // result size depends on values (nonzero, masked_select) sync first.
   m.impl("_copy_from", TORCH_FN(copy_from));
   m.impl("_copy_from_and_resize", TORCH_FN(copy_from_and_resize));
+  m.impl("_efficientzerotensor", TORCH_FN(efficient_zero_tensor));
   m.impl("_has_compatible_shallow_copy_type", TORCH_FN(has_compatible_shallow_copy_type));
   m.impl("_local_scalar_dense", TORCH_FN(local_scalar_dense));
   m.impl("_reshape_alias", TORCH_FN(reshape_alias));

@@ -156,3 +156,26 @@ def test_full_infers_dtype():
 def test_empty_has_shape_dtype_device():
     e = torch.empty(2, 3, dtype=torch.bfloat16, device="tpu")
     assert e.shape == (2, 3) and e.dtype == torch.bfloat16 and e.device.type == "tpu"
+
+
+# ---- _efficientzerotensor ------------------------------------------------------
+@pytest.mark.parametrize("mode", ["strict", "defer_and_fuse", "compiled"])
+def test_gradients_autograd_defines_as_zero_tensors_run_on_tpu(mode):
+    # sgn's backward for a real input is _efficientzerotensor (CUDA's
+    # storage-less ZeroTensor), which raised NotImplementedError here; it
+    # is a zero-filled tensor on tpu.
+    import torch_tpu
+
+    def loss(x):
+        return (torch.sgn(x) * 3 + x * x).sum()
+
+    x = torch.randn(6)
+    xt = x.to("tpu").requires_grad_()
+    if mode == "compiled":
+        torch.compile(loss, backend="tpu")(xt).backward()
+    else:
+        with torch_tpu.eager_mode(mode):
+            loss(xt).backward()
+    assert_close(xt.grad, 2 * x, atol=1e-6, rtol=1e-6)
+    zeros = torch.ops.aten._efficientzerotensor([2, 3], dtype=torch.bfloat16, device="tpu")
+    assert_close(zeros, torch.zeros(2, 3, dtype=torch.bfloat16), atol=0, rtol=0)
