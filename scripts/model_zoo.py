@@ -224,7 +224,22 @@ TORCHVISION_INPUT = {
 }
 # timm's Inception networks: the torchvision inception_v3 reason above (at
 # VISION_SIZE their stems fail, at 75 to 138 their last maps are 1 x 1 or 2 x 2).
-TIMM_INPUT = {"inception_v3": 139, "inception_v4": 139, "inception_resnet_v2": 139}
+# Halo and bottleneck attention (halonet26t, bat_resnext26ts) need every stage's map to hold whole 8-pixel
+# blocks, so 256 pixels (at 128 CPU's own forward fails an assertion); crossvit's two patch grids (12 and 16
+# pixels) must agree, which its own 240 does and 64 or 96 do not.
+TIMM_INPUT = {
+    "inception_v3": 139,
+    "inception_v4": 139,
+    "inception_resnet_v2": 139,
+    "halonet26t": 256,
+    "bat_resnext26ts": 256,
+    "crossvit_tiny_240": 240,
+    # Built for 64 pixels (their attention biases and reshapes are sized by img_size), they ran at their
+    # pretrained 224 and failed on CPU too.
+    "levit_128s": VISION_SIZE,
+    "coatnet_0_rw_224": VISION_SIZE,
+    "efficientformerv2_s0": VISION_SIZE,
+}
 # Detection and segmentation: small images, every anchor sampled (so the
 # heads' random subsampling picks the same boxes on both devices).
 DETECTION_KWARGS = {
@@ -268,6 +283,7 @@ TIMEOUT_FACTOR = {
     "densenet169": 3,
     "densenet201": 3,
     "rexnet_100": 3,
+    "convmixer_768_32": 3,  # 32 blocks of 768 channels, 7 x 7 depthwise: over 300 s of compute on both devices
     "keypointrcnn_resnet50_fpn": 3,
     "maskrcnn_resnet50_fpn": 3,
     "maskrcnn_resnet50_fpn_v2": 6,
@@ -415,8 +431,9 @@ def _build_timm(name):
     if name not in timm.list_models():
         raise CannotBuild(f"not in timm {timm.__version__}")
     kwargs = {"pretrained": False, "num_classes": 10}
+    wanted = TIMM_INPUT.get(name, VISION_SIZE)
     model = None
-    for extra in ({"img_size": VISION_SIZE}, {}):
+    for extra in ({"img_size": wanted}, {}):
         try:
             model = timm.create_model(name, **kwargs, **extra)
             break
