@@ -744,10 +744,19 @@ def main():
     parser.add_argument("--merge", action="store_true", help="keep the report's other architectures' rows")
     parser.add_argument("--report", default=os.path.join(os.path.dirname(__file__), "..", "docs", "hf_coverage.md"))
     parser.add_argument("--jsonl", default="", help="also append each architecture's record to this file")
+    parser.add_argument("--from-jsonl", default="", help="write the report from these records, running nothing")
     parser.add_argument("--child", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         return _child(args)
+    if args.from_jsonl:  # a sweep cut short: its records (joining the report's with --merge)
+        records = sweep_workers.read_jsonl(args.from_jsonl, key=lambda r: r["model_type"])
+        seconds = sum(r["seconds"] for r in records)
+        if args.merge:
+            records = merge(read_report(args.report), records)
+        write_report(records, args.report, seconds, args.workers, merged=args.merge)
+        print(f"report: {args.report}")
+        return
     archs = architectures(set(args.only.split(",")) if args.only else None)
     earlier = read_report(args.report) if (args.merge or args.next) and os.path.exists(args.report) else []
     archs = sweep_workers.select(archs, earlier, lambda a: a[0], lambda r: r["model_type"], args.next, args.limit)

@@ -906,13 +906,7 @@ def main():
         return _child(args)
     command = "python scripts/model_zoo.py " + " ".join(_arguments_that_shape_results(sys.argv[1:]))
     if args.from_jsonl:
-        with open(args.from_jsonl) as f:
-            latest = {}  # a model's last record wins (a rerun with --only appends)
-            for line in f:
-                if line.strip():
-                    record = json.loads(line)
-                    latest[(record["source"], record["name"])] = record
-            records = list(latest.values())
+        records = sweep_workers.read_jsonl(args.from_jsonl, key=lambda r: (r["source"], r["name"]))
         seconds = sum(r["seconds"] for r in records)
         if args.merge:  # a sweep cut short: its records join the report's
             records = merge(read_report(args.report), records)

@@ -126,3 +126,15 @@ def select(items, earlier, item_key, record_key, next_count=None, limit=None):
         listed = {record_key(r) for r in earlier}
         items = [i for i in items if item_key(i) not in listed][:next_count]
     return items[:limit] if limit else items
+
+
+def read_jsonl(path, key):
+    """The records a sweep appended to `path` (--jsonl), the last one per
+    key(record) winning (a rerun with --only appends)."""
+    latest = {}
+    with open(path) as f:
+        for line in f:
+            if line.strip():
+                record = json.loads(line)
+                latest[key(record)] = record
+    return list(latest.values())
