@@ -560,10 +560,12 @@ def outcome(err):
 
 
 def _inputs_the_cpu_model_runs_on(cpu, config, head):
-    """(layout, inputs, labels) for the first of INPUT_LAYOUTS the CPU model runs on; raises the first
-    layout's error where none does."""
+    """(layout, inputs, labels) for the first of INPUT_LAYOUTS the CPU model runs on, its loss with labels
+    included (git's loss on text alone fails on CPU: it skips image tokens the inputs lack), else the first
+    it runs a forward on (the train check then reports the loss's error); raises the first layout's error
+    where none does."""
     cpu.eval()
-    first = None
+    first, forward_only = None, None
     for layout in INPUT_LAYOUTS:
         try:
             inputs, labels = make_inputs(cpu, config, head, layout=layout)
@@ -576,7 +578,16 @@ def _inputs_the_cpu_model_runs_on(cpu, config, head):
         # tower at random weights overflows to inf in eval, and its logits are inf - inf).
         if any(t.isnan().any() for t in _tensors(outputs)):
             raise CannotBuild("its CPU outputs are NaN at these sizes")
+        if labels is not None:
+            try:
+                with torch.no_grad():
+                    _loss(cpu, inputs, labels)
+            except Exception:  # noqa: BLE001 (another layout's loss may run)
+                forward_only = forward_only or (layout, inputs, labels)
+                continue
         return layout, inputs, labels
+    if forward_only:
+        return forward_only
     raise first
 
 
