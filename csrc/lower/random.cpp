@@ -132,10 +132,6 @@ Value random_from_to(LowerContext& ctx, const TensorType& out, int64_t from, std
   return random_from_range(ctx, out, range, from, range >= (uint64_t{1} << 32));
 }
 
-}  // namespace
-
-namespace {
-
 // A complex tensor's draw: PyTorch's normal_ and uniform_ draw into
 // view_as_real(self), so each part is a real draw of the part type, taken
 // here as one draw of shape [..., 2] split into (real, imaginary).
