@@ -1,14 +1,16 @@
-// Linear algebra in the input's precision, float32 or float64 (and complex64
-// or complex128 for the LU and Cholesky families, QR and triangular solves:
-// see require_real); half types compute in float32, with LAPACK's conventions (what PyTorch's CPU
-// kernels return): Cholesky and triangular solves map to stablehlo.cholesky
-// and stablehlo.triangular_solve; LU with partial pivoting (getrf) and
-// Householder QR (geqrf/orgqr) and Bunch-Kaufman LDL^T (sytrf/sytrs) are stablehlo.while loops over the columns;
-// solvers, inverses and determinants are built from those. Batch dims are
-// flattened to one leading dim B. Loop bodies select with row/column masks
-// instead of slicing at a loop-variable index, so every step has static
-// shapes. Singular or non-positive-definite inputs report through the `info`
-// results (PyTorch's *_ex ops); the non-_ex ops check info on the host.
+// Linear algebra in the input's precision: float32 or float64, and complex64
+// or complex128 for the LU and Cholesky families, Householder QR, the
+// triangular solves and matrix_exp (see require_real); half types compute in
+// float32. LAPACK's conventions (what PyTorch's CPU kernels return):
+// Cholesky and triangular solves map to stablehlo.cholesky and
+// stablehlo.triangular_solve; LU with partial pivoting (getrf), Householder QR
+// (geqrf/orgqr) and Bunch-Kaufman LDL^T (sytrf/sytrs) are stablehlo.while
+// loops over the columns; solvers, inverses and determinants are built from
+// those. Batch dims are flattened to one leading dim B. Loop bodies select
+// with row/column masks instead of slicing at a loop-variable index, so every
+// step has static shapes. Singular or non-positive-definite inputs report
+// through the `info` results (PyTorch's *_ex ops); the non-_ex ops check info
+// on the host.
 #include "lower/linalg.h"
 
 #include <cmath>
@@ -40,13 +42,14 @@ Shape concat(Shape a, const Shape& b) {
   return a;
 }
 
-// These lowerings compute in float32 or float64, and the LU family
-// (getrf and what is built on it: solves, inverses, determinants), the
-// Cholesky family (potrf, its solves and inverse) and the triangular solves
-// also in complex64 or complex128. The others factor
-// real matrices only: a complex argument converted to float32 would lose its
-// imaginary part and return silently wrong values (as each of them did), so
-// it raises NotImplementedError naming the op.
+// These lowerings compute in float32 or float64, and the LU family (getrf
+// and what is built on it: solves, inverses, determinants), the Cholesky
+// family (potrf, its solves and inverse), Householder QR (geqrf, orgqr,
+// ormqr), the triangular solves and matrix_exp also in complex64 or
+// complex128. The others (eigh, SVD, LDL) factor real matrices only: a
+// complex argument converted to a real type would lose its imaginary part and
+// return silently wrong values (as each of them did), so it raises
+// NotImplementedError naming the op.
 void require_real(const LowerContext& ctx, const char* op) {
   for (const Arg& a : ctx.args) {
     if (a.tensor && hlo::is_complex(a.tensor->dtype()))
