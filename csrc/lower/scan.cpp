@@ -88,7 +88,8 @@ Value complex_log_add_exp(Builder& b, const Value& running, const Value& next) {
   r = b.select(same_inf, at_inf, r);
   const double nan = std::numeric_limits<double>::quiet_NaN();
   Value nan_part = b.splat(nan, mn_re.type);
-  return b.select(is_nan(b, mn), b.op("complex", {nan_part, nan_part}, running.type), r);
+  Value any_nan = b.binary("or", running_nan, next_nan);  // min is the NaN operand then
+  return b.select(any_nan, b.op("complex", {nan_part, nan_part}, running.type), r);
 }
 
 Value product(Builder& b, const Value& a, const Value& c) {
