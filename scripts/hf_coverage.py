@@ -32,6 +32,7 @@ its top. tests/test_hf_coverage.py runs a fast subset in-process.
 import argparse
 import collections
 import copy
+import functools
 import json
 import os
 import re
@@ -378,7 +379,20 @@ def _to(inputs, device):
     return {k: v.to(device) for k, v in inputs.items()}
 
 
-def _close_or_as_accurate_as_cpu(actual, expected, cpu, inputs, what):
+def _float64_reference(cpu, inputs):
+    """A zero-argument function giving the CPU model's outputs in float64,
+    computed on its first call only (a check compares several outputs)."""
+
+    @functools.cache
+    def outputs():
+        reference = copy.deepcopy(cpu).double()
+        with torch.no_grad():
+            return reference(**{k: v.double() if v.is_floating_point() else v for k, v in inputs.items()})
+
+    return outputs
+
+
+def _close_or_as_accurate_as_cpu(actual, expected, float64_reference, what):
     """_close; where that fails, tpu's float32 outputs still pass if each is
     within twice CPU's own float32 error of a float64 reference (the CPU
     model in float64): Dynamo's accuracy check (torch._dynamo.utils.same with
@@ -387,15 +401,13 @@ def _close_or_as_accurate_as_cpu(actual, expected, cpu, inputs, what):
     devices by its own rounding (cpmant squares activations grown by random
     weights in float32 layer norms: CPU's logits are 3.5e-4 from float64's,
     tpu's 2.1e-4, and they differ from each other by 4.8e-4 of 26); a
-    lowering error lands far from the reference. Raised as PassInFloat64."""
+    lowering error lands far from the reference (`float64_reference()`, see
+    _float64_reference). Raised as PassInFloat64."""
     try:
         _close(actual, expected, what)
     except WrongValues as err:
-        reference = copy.deepcopy(cpu).double()
-        with torch.no_grad():
-            exact = reference(**{k: v.double() if v.is_floating_point() else v for k, v in inputs.items()})
         errors = []
-        for x, y, z in zip(_tensors(actual), _tensors(expected), _tensors(exact)):
+        for x, y, z in zip(_tensors(actual), _tensors(expected), _tensors(float64_reference())):
             tpu_error = (x.cpu().double() - z).abs().max().item()
             cpu_error = (y.double() - z).abs().max().item()
             if not tpu_error <= 2 * cpu_error:
@@ -411,7 +423,7 @@ def check_forward(cpu, tpu, inputs):
     cpu.eval(), tpu.eval()
     with torch.no_grad():
         actual, expected = tpu(**_to(inputs, "tpu")), cpu(**inputs)
-    _close_or_as_accurate_as_cpu(actual, expected, cpu, inputs, "forward")
+    _close_or_as_accurate_as_cpu(actual, expected, _float64_reference(cpu, inputs), "forward")
 
 
 def check_generate(cpu, tpu, inputs, config):
@@ -437,9 +449,7 @@ def _loss(model, inputs, labels):
     out = model(**inputs, labels=labels) if labels is not None else model(**inputs)
     if labels is not None and getattr(out, "loss", None) is not None:
         return out.loss
-    # In the outputs' own dtype: float64 in the float64 check (float32 there would round the loss to 1e-7 of
-    # itself, differently on each device: detr's failed so); half types in float32.
-    return sum((t.float() if t.dtype in (torch.float16, torch.bfloat16) else t).pow(2).mean() for t in _tensors(out))
+    return sweep_workers.mean_square_loss(_tensors(out))  # float64 in the float64 check (detr's differed in float32)
 
 
 # (loss atol, loss rtol, gradient atol, gradient rtol, weight atol, weight rtol) per dtype; float64's are 1e5
@@ -541,8 +551,9 @@ def check_compile(cpu, tpu, inputs):
         raise WrongValues("compile: no graph ran on tpu")
     if stats["graph_replays"] != stats["graph_calls"]:
         raise WrongValues(f"compile: the third call traced again: {stats['trace_reasons']}")
+    float64_reference = _float64_reference(cpu, inputs)
     for output in outputs:
-        _close_or_as_accurate_as_cpu(output, expected, cpu, inputs, "compiled forward")
+        _close_or_as_accurate_as_cpu(output, expected, float64_reference, "compiled forward")
 
 
 _MISSING_OP = re.compile(r"operator '([\w:.]+)' is not currently implemented")

@@ -566,8 +566,7 @@ def _call(model, inputs, device, train):
 def _loss(output):
     if isinstance(output, dict) and output and all(k.startswith("loss") for k in output):
         return sum(output.values())  # detection models' own losses
-    # In the outputs' own dtype (float64 in the float64 check); half types in float32.
-    return sum((t.float() if t.dtype in (torch.float16, torch.bfloat16) else t).pow(2).mean() for t in _tensors(output))
+    return sweep_workers.mean_square_loss(_tensors(output))
 
 
 def _in_cpus_order_of_near_ties(actual, expected, atol=1e-5, rtol=1e-4):

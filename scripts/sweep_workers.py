@@ -138,3 +138,13 @@ def read_jsonl(path, key):
                 record = json.loads(line)
                 latest[key(record)] = record
     return list(latest.values())
+
+
+def mean_square_loss(tensors):
+    """The sweeps' loss for a model without one of its own: the sum of its
+    outputs' mean squares, in their own dtype (float64 in a float64 check:
+    float32 would round the loss to 1e-7 of itself, differently on each
+    device), half types in float32."""
+    import torch
+
+    return sum((t.float() if t.dtype in (torch.float16, torch.bfloat16) else t).pow(2).mean() for t in tensors)
