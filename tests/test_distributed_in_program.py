@@ -24,6 +24,7 @@ CHECKS = [
     "check_subgroups_on_permuted_devices",
     "check_mismatched_shapes_raise_on_every_rank_and_the_group_goes_on",
     "check_bitwise_ops_and_host_transport_agree",
+    "check_backends_dropped_as_the_host_transport_finishes_do_not_hang",
     "check_programs_hold_stablehlo_collectives",
     "check_compiled_step_with_collectives_replays_as_one_program",
     "check_ranks_launching_different_programs_raise_and_the_group_goes_on",

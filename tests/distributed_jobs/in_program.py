@@ -5,6 +5,8 @@ creator). Every collective runs as one program replicated over the group's
 devices. Prints one JSON line: {check: "ok" | traceback}.
 
     TORCH_TPU_NUM_DEVICES=4 python tests/distributed_jobs/in_program.py
+
+ONLY_CHECK=<name> runs that check alone.
 """
 
 import json
@@ -24,6 +26,7 @@ from torch_tpu.distributed.threaded import run_ranks
 
 RANKS = 4
 TIMEOUT = timedelta(seconds=120)
+DROPPED_GROUPS = 40
 
 
 def make_group(prefix, size, ranks_body, store=None, group_name=None):
@@ -254,6 +257,27 @@ def check_bitwise_ops_and_host_transport_agree():
         torch.testing.assert_close(y1, y2)
 
 
+def check_backends_dropped_as_the_host_transport_finishes_do_not_hang():
+    """A rank drops its backend as soon as its last collective's wait
+    returns, while gloo's worker thread may still be releasing that
+    collective's tensors, which takes the GIL. Destroying the backend joins
+    that worker: dropped under the GIL, the two waited on each other forever
+    (the job hung). Many short groups make that window likely to be hit."""
+
+    def body(r, backend):
+        x = torch.full((3,), float(r)).to("tpu")
+        backend.allreduce([x], reduce_options(dist.ReduceOp.SUM)).wait()
+        return x
+
+    os.environ["TORCH_TPU_DIST_TRANSPORT"] = "host"
+    try:
+        for i in range(DROPPED_GROUPS):
+            for x in make_group(f"drop{i}", RANKS, body):
+                torch.testing.assert_close(x.cpu(), torch.full((3,), float(sum(range(RANKS)))))
+    finally:
+        del os.environ["TORCH_TPU_DIST_TRANSPORT"]
+
+
 def check_programs_hold_stablehlo_collectives():
     """The programs a TPU would run: replicated, replica groups over the
     group's ranks, one channel (TORCH_TPU_DUMP_HLO holds every program)."""
@@ -410,6 +434,7 @@ CHECKS = [
     check_subgroups_on_permuted_devices,
     check_mismatched_shapes_raise_on_every_rank_and_the_group_goes_on,
     check_bitwise_ops_and_host_transport_agree,
+    check_backends_dropped_as_the_host_transport_finishes_do_not_hang,
     check_programs_hold_stablehlo_collectives,
     check_compiled_step_with_collectives_replays_as_one_program,
     check_ranks_launching_different_programs_raise_and_the_group_goes_on,
@@ -418,7 +443,8 @@ CHECKS = [
 if __name__ == "__main__":
     assert torch.tpu.device_count() == RANKS, "run with TORCH_TPU_NUM_DEVICES=4"
     outcomes = {}
-    for check in CHECKS:
+    only = os.environ.get("ONLY_CHECK")
+    for check in CHECKS if only is None else [c for c in CHECKS if c.__name__ == only]:
         try:
             check()
             outcomes[check.__name__] = "ok"
