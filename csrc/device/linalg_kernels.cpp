@@ -7,7 +7,8 @@
 //   definite, which needs the factorization's info on the host (a wait, as on
 //   CUDA): it runs the lowered linalg_cholesky_ex and checks.
 // - linalg_lstsq is composed from the lowered QR, triangular solve and SVD
-//   (no host copy), returning what CPU returns for each driver. CPU's
+//   (no host copy), for real and complex matrices, returning what CPU
+//   returns for each driver. CPU's
 //   default driver is gelsy and so is ours: solution and rank, no residuals
 //   and no singular values. The solution is the least-squares one for a tall
 //   matrix and the minimum-norm one for a wide matrix of full rank; a
@@ -86,8 +87,6 @@ void check_lstsq_arguments(const at::Tensor& input, const at::Tensor& other, std
               "torch.linalg.lstsq: parameter `driver` should be one of (gels, gelsy, gelsd, gelss)");
   TORCH_CHECK(at::isFloatingType(input.scalar_type()) || at::isComplexType(input.scalar_type()),
               "This function doesn't handle types other than float and double");
-  TORCH_CHECK_NOT_IMPLEMENTED(!at::isComplexType(input.scalar_type()),
-                              "torch.linalg.lstsq on tpu: complex inputs are not supported");
 }
 
 // Float32 matmuls at full precision while in scope, whatever the user's
@@ -111,15 +110,16 @@ class FullPrecisionMatmuls {
   std::string previous_;
 };
 
-// X minimizing ||A X - B||, of minimum norm where A (m x n) is wide; A has full rank.
+// X minimizing ||A X - B||, of minimum norm where A (m x n) is wide; A has
+// full rank. (mH is mT for real matrices.)
 at::Tensor full_rank_least_squares(const at::Tensor& a, const at::Tensor& b) {
   const int64_t m = a.size(-2), n = a.size(-1);
   if (m >= n) {
     auto [q, r] = at::linalg_qr(a);
-    return at::linalg_solve_triangular(r, at::matmul(q.mT(), b), /*upper=*/true);
+    return at::linalg_solve_triangular(r, at::matmul(q.mH(), b), /*upper=*/true);
   }
-  auto [q, r] = at::linalg_qr(a.mT());  // A = R^T Q^T: X = Q R^-T B
-  return at::matmul(q, at::linalg_solve_triangular(r.mT(), b, /*upper=*/false));
+  auto [q, r] = at::linalg_qr(a.mH());  // A = R^H Q^H: X = Q R^-H B
+  return at::matmul(q, at::linalg_solve_triangular(r.mH(), b, /*upper=*/false));
 }
 
 std::tuple<at::Tensor&, at::Tensor&, at::Tensor&, at::Tensor&> lstsq_out(
@@ -143,9 +143,11 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&, at::Tensor&> lstsq_out(
     x = full_rank_least_squares(a_full, b_full);
   }
   const std::vector<int64_t> batch(a_full.sizes().begin(), a_full.sizes().end() - 2);
-  at::Tensor res = at::empty({0}, input.options());
+  // Residuals and singular values are real for complex matrices too.
+  const auto real_options = input.options().dtype(c10::toRealValueType(input.scalar_type()));
+  at::Tensor res = at::empty({0}, real_options);
   at::Tensor rk = at::empty({0}, input.options().dtype(at::kLong));
-  at::Tensor sv = at::empty({0}, input.options());
+  at::Tensor sv = at::empty({0}, real_options);
   if (driver != "gels") {
     at::Tensor values = at::linalg_svdvals(a_full);
     const double cutoff = rcond.value_or(std::numeric_limits<float>::epsilon() * std::max(m, n));
@@ -162,7 +164,7 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&, at::Tensor&> lstsq_out(
   bool with_residuals = m > n && driver != "gelsy";
   if (with_residuals && driver != "gels") with_residuals = rk.eq(n).all().item<bool>();
   if (with_residuals) {
-    res = (at::matmul(a_full, x) - b_full).pow(2).sum(-2);  // a vector's residual stays (*, 1), as on CPU
+    res = (at::matmul(a_full, x) - b_full).abs().pow(2).sum(-2);  // a vector's residual stays (*, 1), as on CPU
   }
   if (vector_case) x = x.squeeze(-1);
   for (auto [out, value] :

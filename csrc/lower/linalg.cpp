@@ -1,6 +1,5 @@
 // Linear algebra in the input's precision: float32 or float64, and complex64
-// or complex128 for the LU and Cholesky families, Householder QR, the
-// triangular solves and matrix_exp (see require_real); half types compute in
+// or complex128 for all but LDL (see require_real); half types compute in
 // float32. LAPACK's conventions (what PyTorch's CPU kernels return):
 // Cholesky and triangular solves map to stablehlo.cholesky and
 // stablehlo.triangular_solve; LU with partial pivoting (getrf), Householder QR
@@ -15,6 +14,7 @@
 
 #include <cmath>
 #include <functional>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -45,8 +45,8 @@ Shape concat(Shape a, const Shape& b) {
 // These lowerings compute in float32 or float64, and the LU family (getrf
 // and what is built on it: solves, inverses, determinants), the Cholesky
 // family (potrf, its solves and inverse), Householder QR (geqrf, orgqr,
-// ormqr), the triangular solves and matrix_exp also in complex64 or
-// complex128. The others (eigh, SVD, LDL) factor real matrices only: a
+// ormqr), the triangular solves, matrix_exp, the Hermitian eigenproblem and
+// the SVD also in complex64 or complex128. LDL factors real matrices only: a
 // complex argument converted to a real type would lose its imaginary part and
 // return silently wrong values (as each of them did), so it raises
 // NotImplementedError naming the op.
@@ -898,15 +898,25 @@ Value element(Builder& b, const Value& v, const Value& t) {
   return masked_sum(b, v, cmp(b, iota(b, v.shape(), 0), counter(b, t, v.shape()), CompareDirection::EQ), 0);
 }
 
-// Columns p and q of [B, r, c] replaced by c*x_p - s*x_q and s*x_p + c*x_q.
-Value rotate_columns(Builder& b, const Value& a, const Value& p, const Value& q, const Value& c, const Value& s) {
+// A plane rotation of columns p and q: x_p' = c x_p - s w x_q and x_q' =
+// s x_p + c w x_q, c and s real [B]. w [B] is 1 for real matrices; for
+// complex ones it is the phase that makes the pair's coupling real first
+// (see complex_coupling), so one rotation is W = diag(1, w) [[c, s], [-s, c]],
+// unitary.
+struct Rotation {
+  Value c, s;
+  std::optional<Value> phase;
+};
+
+Value rotate_columns(Builder& b, const Value& a, const Value& p, const Value& q, const Rotation& r) {
   const Shape& sh = a.shape();
   Value ci = iota(b, sh, 2);
   Value is_p = cmp(b, ci, counter(b, p, sh), CompareDirection::EQ),
         is_q = cmp(b, ci, counter(b, q, sh), CompareDirection::EQ);
   Value xp = b.broadcast_in_dim(masked_sum(b, a, is_p, 2), sh, {0, 1});
   Value xq = b.broadcast_in_dim(masked_sum(b, a, is_q, 2), sh, {0, 1});
-  Value cb = bcast_lead(b, c, sh), sb = bcast_lead(b, s, sh);
+  if (r.phase) xq = b.binary("multiply", xq, bcast_lead(b, *r.phase, sh));
+  Value cb = bcast_lead(b, b.convert(r.c, a.dtype()), sh), sb = bcast_lead(b, b.convert(r.s, a.dtype()), sh);
   Value np = b.binary("subtract", b.binary("multiply", cb, xp), b.binary("multiply", sb, xq));
   Value nq = b.binary("add", b.binary("multiply", sb, xp), b.binary("multiply", cb, xq));
   return b.select(is_p, np, b.select(is_q, nq, a));
@@ -926,6 +936,28 @@ std::pair<Value, Value> jacobi_rotation(Builder& b, const Value& app, const Valu
   Value c = b.unary("rsqrt", b.binary("add", b.splat(1, t.type), b.binary("multiply", t, t)));
   return {c, b.binary("multiply", t, c)};
 }
+
+// A pair's coupling g (a_pq of a Hermitian matrix, x_p^H x_q of two
+// columns) as (|g|, w): w = conj(g) / |g| (1 where g is 0) turns x_q into w
+// x_q, after which the coupling is |g|, real, and the real rotation of
+// (app, aqq, |g|) applies. Real couplings need no phase.
+std::pair<Value, std::optional<Value>> complex_coupling(Builder& b, const Value& g) {
+  if (!hlo::is_complex(g.dtype())) return {g, std::nullopt};
+  Value magnitude = b.unary("abs", g);
+  Value zero = cmp(b, magnitude, zeros(b, magnitude.type), CompareDirection::EQ);
+  Value safe = b.convert(b.select(zero, b.splat(1, magnitude.type), magnitude), g.dtype());
+  Value phase = b.select(zero, b.splat(1, g.type), b.binary("divide", b.conjugate(g), safe));
+  return {magnitude, phase};
+}
+
+// Sum over dims of |v|^2, real.
+Value squared_magnitude_sum(Builder& b, const Value& v, const std::vector<int64_t>& dims) {
+  Value sq = b.real(b.binary("multiply", v, b.conjugate(v)));
+  return b.reduce(sq, b.constant(0, sq.dtype()), dims, "add");
+}
+
+// The conjugate transpose of [B, r, c] (the transpose for real matrices).
+Value adjoint(Builder& b, const Value& v) { return b.conjugate(mT(b, v)); }
 
 struct Pairs {
   Value p, q;
@@ -991,10 +1023,12 @@ Value permute_columns(Builder& b, const Value& v, const Value& perm) {
   return bmm(b, v, mT(b, perm_rows(b, perm, v.dtype())));
 }
 
-// Eigen-decomposition of symmetric [B, n, n]: (ascending values [B, n], vectors [B, n, n]).
+// Eigen-decomposition of symmetric (complex: Hermitian) [B, n, n]: (ascending
+// real values [B, n], vectors [B, n, n]). Each rotation W makes A's (p, q)
+// entry zero in W^H A W.
 std::pair<Value, Value> jacobi_eigh(Builder& b, const Value& sym) {
   const int64_t n = sym.shape()[1];
-  Value fro2 = b.reduce(b.binary("multiply", sym, sym), b.constant(0, sym.dtype()), {1, 2}, "add");
+  Value fro2 = squared_magnitude_sum(b, sym, {1, 2});
   // Off-diagonal mass below eps^2 of the whole (1e-15 for float32, whose eps^2
   // is 1.4e-14; 1e-30 for float64's 4.9e-32).
   const double tolerance = is_double(sym) ? 1e-30 : 1e-15;
@@ -1003,17 +1037,18 @@ std::pair<Value, Value> jacobi_eigh(Builder& b, const Value& sym) {
   auto out = jacobi_sweeps(
       b, pairs, {sym, eye(b, sym.shape(), sym.dtype())},
       [&](Builder& rb, const std::vector<Value>& st) {
-        Value off = rb.select(off_mask, st[0], zeros(rb, st[0].type));
-        Value off2 = rb.reduce(rb.binary("multiply", off, off), rb.constant(0, off.dtype()), {1, 2}, "add");
+        Value off2 = squared_magnitude_sum(rb, rb.select(off_mask, st[0], zeros(rb, st[0].type)), {1, 2});
         Value tol = rb.binary("multiply", fro2, rb.splat(tolerance, fro2.type));
         return any_true(rb, rb.compare(off2, tol, CompareDirection::GT));
       },
       [&](Builder& rb, const Value& p, const Value& q, std::vector<Value> st) {
-        auto [c, s] = jacobi_rotation(rb, entry2(rb, st[0], p, p), entry2(rb, st[0], q, q), entry2(rb, st[0], p, q));
-        Value a = mT(rb, rotate_columns(rb, mT(rb, rotate_columns(rb, st[0], p, q, c, s)), p, q, c, s));
-        return std::vector<Value>{a, rotate_columns(rb, st[1], p, q, c, s)};
+        auto [coupling, phase] = complex_coupling(rb, entry2(rb, st[0], p, q));
+        auto [c, s] = jacobi_rotation(rb, rb.real(entry2(rb, st[0], p, p)), rb.real(entry2(rb, st[0], q, q)), coupling);
+        Rotation r{c, s, phase};
+        Value a = adjoint(rb, rotate_columns(rb, adjoint(rb, rotate_columns(rb, st[0], p, q, r)), p, q, r));
+        return std::vector<Value>{a, rotate_columns(rb, st[1], p, q, r)};
       });
-  auto [values, perm] = sort_with_index(b, diagonal(b, out[0]), false);
+  auto [values, perm] = sort_with_index(b, b.real(diagonal(b, out[0])), false);
   return {values, permute_columns(b, out[1], perm)};
 }
 
@@ -1028,7 +1063,8 @@ Value complete_basis(Builder& b, const Value& u) {
 }
 
 // One-sided Jacobi (Hestenes) SVD of [B, m, n], m >= n: (U [B, m, n], S [B, n]
-// descending, V [B, n, n]).
+// descending, real, V [B, n, n]); A = U diag(S) V^H. Each rotation makes
+// columns p and q orthogonal.
 std::vector<Value> jacobi_svd_tall(Builder& b, const Value& a) {
   const int64_t n = a.shape()[2];
   Pairs pairs = all_pairs(b, n);
@@ -1036,7 +1072,7 @@ std::vector<Value> jacobi_svd_tall(Builder& b, const Value& a) {
   // Columns orthogonal to within float32's eps (float64's: 1e-15).
   const double tolerance = is_double(a) ? 1e-15 : 1e-7;
   auto out = jacobi_sweeps(
-      b, pairs, {a, eye(b, {a.shape()[0], n, n}, a.dtype()), b.splat(1, {a.dtype(), bs})},
+      b, pairs, {a, eye(b, {a.shape()[0], n, n}, a.dtype()), b.splat(1, {real_type(a), bs})},
       [&](Builder& rb, const std::vector<Value>& st) {
         return any_true(rb, rb.compare(st[2], rb.splat(tolerance, st[2].type), CompareDirection::GT));
       },
@@ -1045,10 +1081,9 @@ std::vector<Value> jacobi_svd_tall(Builder& b, const Value& a) {
         Value ci = iota(rb, sh, 2);
         Value up = masked_sum(rb, st[0], cmp(rb, ci, counter(rb, p, sh), CompareDirection::EQ), 2);
         Value uq = masked_sum(rb, st[0], cmp(rb, ci, counter(rb, q, sh), CompareDirection::EQ), 2);
-        auto dotv = [&](const Value& x, const Value& y) {
-          return rb.reduce(rb.binary("multiply", x, y), rb.constant(0, x.dtype()), {1}, "add");
-        };
-        Value alpha = dotv(up, up), beta = dotv(uq, uq), gamma = dotv(up, uq);
+        Value alpha = squared_magnitude_sum(rb, up, {1}), beta = squared_magnitude_sum(rb, uq, {1});
+        Value inner = rb.reduce(rb.binary("multiply", rb.conjugate(up), uq), rb.constant(0, up.dtype()), {1}, "add");
+        auto [gamma, phase] = complex_coupling(rb, inner);
         auto [c, s] = jacobi_rotation(rb, alpha, beta, gamma);
         // Convergence measure of this sweep: the largest |gamma| / sqrt(alpha beta).
         Value scale = rb.unary("sqrt", rb.binary("multiply", alpha, beta));
@@ -1058,48 +1093,49 @@ std::vector<Value> jacobi_svd_tall(Builder& b, const Value& a) {
         Value q1 = cmp(rb, q, rb.constant_int(1, ElementType::S64), CompareDirection::EQ);
         Value reset = bcast(rb, rb.binary("and", first, q1), bs);
         Value conv = rb.select(reset, rel, rb.binary("maximum", st[2], rel));
-        return std::vector<Value>{rotate_columns(rb, st[0], p, q, c, s), rotate_columns(rb, st[1], p, q, c, s), conv};
+        Rotation r{c, s, phase};
+        return std::vector<Value>{rotate_columns(rb, st[0], p, q, r), rotate_columns(rb, st[1], p, q, r), conv};
       });
   const Shape& sh = out[0].shape();
-  Value norms =
-      b.unary("sqrt", b.reduce(b.binary("multiply", out[0], out[0]), b.constant(0, out[0].dtype()), {1}, "add"));
+  Value norms = b.unary("sqrt", squared_magnitude_sum(b, out[0], {1}));
   auto [sv, perm] = sort_with_index(b, norms, true);
   Value safe = b.select(cmp(b, norms, zeros(b, norms.type), CompareDirection::GT), norms, b.splat(1, norms.type));
-  Value u = b.binary("divide", out[0], b.broadcast_in_dim(safe, sh, {0, 2}));
+  Value u = b.binary("divide", out[0], b.broadcast_in_dim(b.convert(safe, out[0].dtype()), sh, {0, 2}));
   return {permute_columns(b, u, perm), sv, permute_columns(b, out[1], perm)};
 }
 
 }  // namespace
 
 // _linalg_eigh(A, UPLO, compute_v) -> (eigenvalues, eigenvectors); only the
-// UPLO triangle of A is read.
+// UPLO triangle of A is read (and of its diagonal, for complex A, only the
+// real part, as LAPACK's heevd).
 std::vector<Value> linalg_eigh(LowerContext& ctx) {
-  require_real(ctx, "linalg.eigh");
   Builder& b = ctx.b;
   const auto& t = ctx.out_types;
   const Value& a = ctx.tensor(0);
   if (a.type.numel() == 0) return {zeros(b, t[0]), zeros(b, t[1])};
   const bool lower = ctx.has(1) ? ctx.args[1].s != "U" : true;
-  Value fa = flatten_batch(b, a);
-  Value tri = triangle(b, fa, lower, 0);
-  Value sym = b.binary("add", tri, mT(b, triangle(b, fa, lower, lower ? -1 : 1)));
+  Value fa = flatten_batch(b, a, Complex::Computes);
+  Value strict = triangle(b, fa, lower, lower ? -1 : 1);
+  Value diag = b.convert(b.real(triangle(b, triangle(b, fa, true, 0), false, 0)), fa.dtype());
+  Value sym = b.binary("add", b.binary("add", strict, diag), adjoint(b, strict));
   auto [values, vectors] = jacobi_eigh(b, sym);
   Value v = t[1].numel() == 0 ? zeros(b, t[1]) : reshape_as(b, vectors, t[1]);
   return {reshape_as(b, values, t[0]), v};
 }
 
-// _linalg_svd(A, full_matrices, compute_uv, driver) -> (U, S, Vh)
+// _linalg_svd(A, full_matrices, compute_uv, driver) -> (U, S, Vh). A wide A
+// is factored as its adjoint: A^H = U' S V'^H gives U = V', V = U'.
 std::vector<Value> linalg_svd(LowerContext& ctx) {
-  require_real(ctx, "linalg.svd");
   Builder& b = ctx.b;
   const auto& t = ctx.out_types;
   const Value& a = ctx.tensor(0);
   if (a.type.numel() == 0) {
     return {identity_of(b, t[0]), zeros(b, t[1]), identity_of(b, t[2])};
   }
-  Value fa = flatten_batch(b, a);
+  Value fa = flatten_batch(b, a, Complex::Computes);
   const bool wide = fa.shape()[1] < fa.shape()[2];
-  auto usv = jacobi_svd_tall(b, wide ? mT(b, fa) : fa);
+  auto usv = jacobi_svd_tall(b, wide ? adjoint(b, fa) : fa);
   Value u = wide ? usv[2] : usv[0], v = wide ? usv[0] : usv[2];
   const bool full = ctx.bool_arg(1);
   if (full) {
@@ -1107,7 +1143,7 @@ std::vector<Value> linalg_svd(LowerContext& ctx) {
     v = complete_basis(b, v);
   }
   Value uo = t[0].numel() == 0 ? zeros(b, t[0]) : reshape_as(b, u, t[0]);
-  Value vo = t[2].numel() == 0 ? zeros(b, t[2]) : reshape_as(b, mT(b, v), t[2]);
+  Value vo = t[2].numel() == 0 ? zeros(b, t[2]) : reshape_as(b, adjoint(b, v), t[2]);
   return {uo, reshape_as(b, usv[1], t[1]), vo};
 }
 

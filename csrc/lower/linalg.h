@@ -1,4 +1,4 @@
-// Linear algebra lowerings (linalg.cpp), float32 (complex64 for the LU family): factorizations built from
+// Linear algebra lowerings (linalg.cpp), in the input's precision: factorizations built from
 // StableHLO's cholesky/triangular_solve and while loops, and the solvers,
 // inverses and determinants PyTorch composes from them.
 #pragma once

@@ -1,14 +1,17 @@
 """Complex matrices in the linalg lowerings (csrc/lower/linalg.cpp).
 
 The LU family (getrf with icamax's |re| + |im| pivoting, and the solves,
-inverses and determinants built on it), the Cholesky family (A = L L^H, its
+inverses and determinants built on it), least squares, the Cholesky family (A = L L^H, its
 solves and inverse, and info for a matrix that is not positive definite) and
-the triangular solves and Householder QR (LAPACK's complex reflectors: R's
-diagonal real, tau complex) and matrix_exp compute on complex64 and
-complex128 matrices, against CPU, with gradients, in each eager mode and
-compiled. The other factorizations (eigh, SVD, LDL) factor real matrices
-only: a complex matrix raises NotImplementedError naming the op. Before, every one of
-them dropped the imaginary part and returned wrong values."""
+the triangular solves, Householder QR (LAPACK's complex reflectors: R's
+diagonal real, tau complex), matrix_exp, the Hermitian eigenproblem and the
+SVD (Jacobi rotations with a phase) compute on complex64 and complex128
+matrices, against CPU, with gradients, in each eager mode and compiled.
+Eigenvectors and singular vectors are unique up to a phase per column, so
+those are compared through what does not depend on it. LDL factors real
+matrices only: a complex matrix raises NotImplementedError naming the op.
+Before, every one of them dropped the imaginary part and returned wrong
+values."""
 
 import pytest
 import torch
@@ -63,6 +66,8 @@ OPS = {
     "ormqr": lambda a, b: torch.ormqr(*torch.geqrf(a), b),
     "matrix_exp": lambda a, b: torch.linalg.matrix_exp(a * 0.2),
     "matrix_exp_scaled_and_squared": lambda a, b: torch.linalg.matrix_exp(a),
+    "lstsq_tall": lambda a, b: torch.linalg.lstsq(b, a, driver="gelsd"),
+    "lstsq_wide_minimum_norm": lambda a, b: torch.linalg.lstsq(b.mT, a[..., :3, :]),
     "solve_triangular_right": lambda a, b: torch.linalg.solve_triangular(a.tril(), b.mT, upper=False, left=False),
 }
 
@@ -88,7 +93,8 @@ def test_lu_family_on_complex_matrices_matches_cpu(name, dtype, mode):
 
 
 @pytest.mark.parametrize(
-    "name", ["solve", "inv", "det", "slogdet", "lu_solve_right_adjoint", "cholesky", "cholesky_solve", "qr"]
+    "name",
+    ["solve", "inv", "det", "slogdet", "lu_solve_right_adjoint", "cholesky", "cholesky_solve", "qr", "lstsq_tall"],
 )
 def test_gradients_through_complex_factorizations_match_cpu(name):
     a = complex_matrix(3, 3, dtype=torch.complex64, shift=2.0)
@@ -114,18 +120,83 @@ def test_pivoting_follows_lapacks_complex_magnitude():
     assert_close(lu, expected_lu, **TOL)
 
 
-@pytest.mark.parametrize(
-    "call,op",
-    [
-        (lambda a: torch.linalg.eigh(a + a.mH), "linalg.eigh"),
-        (lambda a: torch.linalg.svd(a), "linalg.svd"),
-        (lambda a: torch.linalg.ldl_factor(a + a.mT), "linalg.ldl_factor"),
-    ],
-)
-def test_factorizations_of_real_matrices_only_raise_for_complex_ones(call, op):
+def test_ldl_of_a_complex_matrix_raises_naming_the_op():
     a = complex_matrix(3, 3, dtype=torch.complex64).to("tpu")
-    with pytest.raises(NotImplementedError, match=f"{op}: complex matrices are not supported on tpu"):
-        call(a).__repr__()
+    with pytest.raises(NotImplementedError, match="linalg.ldl_factor: complex matrices are not supported on tpu"):
+        torch.linalg.ldl_factor(a + a.mT).__repr__()
+
+
+def hermitian_with_noise(a):
+    """a + a^H, with an imaginary part on the diagonal and other values in
+    the upper triangle: eigh reads the lower triangle and the diagonal's
+    real part only, as LAPACK's heevd."""
+    h = a + a.mH
+    h = h + 1j * torch.diag_embed(torch.arange(h.shape[-1], dtype=h.real.dtype, device=h.device)).to(h.dtype)
+    return h + torch.triu(torch.full_like(h, 7 - 3j), diagonal=1)
+
+
+# What does not depend on each vector's phase: values, |vectors|, and the
+# matrix rebuilt from the factors.
+PHASE_FREE = {
+    "eigh": lambda a: (lambda w, v: [w, v.abs(), v @ torch.diag_embed(w.to(v.dtype)) @ v.mH])(
+        *torch.linalg.eigh(hermitian_with_noise(a))
+    ),
+    "eigh_upper": lambda a: (lambda w, v: [w, v.abs(), v @ torch.diag_embed(w.to(v.dtype)) @ v.mH])(
+        *torch.linalg.eigh(hermitian_with_noise(a).mH, UPLO="U")
+    ),
+    "eigvalsh": lambda a: torch.linalg.eigvalsh(a + a.mH),
+    "svd_tall": lambda a: (lambda u, s, vh: [s, u.abs(), vh.abs(), u @ torch.diag_embed(s.to(u.dtype)) @ vh])(
+        *torch.linalg.svd(a[..., :3], full_matrices=False)
+    ),
+    "svd_wide": lambda a: (lambda u, s, vh: [s, u.abs(), vh.abs(), u @ torch.diag_embed(s.to(u.dtype)) @ vh])(
+        *torch.linalg.svd(a[..., :3, :], full_matrices=False)
+    ),
+    # full_matrices: the completed columns are unitary and span the rest
+    "svd_full": lambda a: (
+        lambda u, s, vh: [s, u.mH @ u, vh @ vh.mH, u[..., :3] @ torch.diag_embed(s.to(u.dtype)) @ vh[..., :3, :]]
+    )(*torch.linalg.svd(a[..., :3, :], full_matrices=True)),
+    "svdvals": lambda a: torch.linalg.svdvals(a),
+    "pinv": lambda a: torch.linalg.pinv(a[..., :3]),
+    "matrix_rank": lambda a: torch.linalg.matrix_rank(a[..., :2] @ a[..., :2].mH),  # rank 2 of 4
+    "matrix_norm_2": lambda a: torch.linalg.matrix_norm(a, ord=2),
+    "cond": lambda a: torch.linalg.cond(a),
+}
+
+
+@pytest.mark.parametrize("mode", ["strict", "defer_and_fuse", "compiled"])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", sorted(PHASE_FREE))
+def test_eigh_and_svd_of_complex_matrices_match_cpu(name, dtype, mode):
+    a = complex_matrix(2, 4, 4, dtype=dtype)
+    fn = PHASE_FREE[name]
+    expected = fn(a)
+    if mode == "compiled":
+        actual = torch.compile(fn, backend="tpu")(a.to("tpu"))
+    else:
+        with torch_tpu.eager_mode(mode), torch_tpu.matmul_precision("highest"):
+            actual = fn(a.to("tpu"))
+    tol = TOL if dtype == torch.complex64 else dict(atol=1e-10, rtol=1e-10)
+    assert_close(actual, expected, **tol)
+
+
+@pytest.mark.parametrize("name", ["eigh", "svd_tall", "svd_wide"])
+def test_gradients_through_complex_eigh_and_svd_match_cpu(name):
+    a = complex_matrix(4, 4, dtype=torch.complex128)
+    weights = torch.linspace(0.5, 2.0, 16, dtype=torch.float64).reshape(4, 4)
+
+    def loss_and_grad(a):
+        a = a.detach().clone().requires_grad_()
+        outs = PHASE_FREE[name](a)
+        loss = sum(
+            ((o.abs() if o.is_complex() else o) * weights.to(o.device)[: o.shape[-2], : o.shape[-1]]).sum()
+            if o.dim() > 1
+            else (o * weights.to(o.device)[0, : o.shape[-1]]).sum()
+            for o in outs
+        )
+        loss.backward()
+        return [loss, a.grad]
+
+    assert_close(loss_and_grad(a.to("tpu")), loss_and_grad(a), atol=1e-8, rtol=1e-8)
 
 
 def test_complex_cholesky_reports_the_first_minor_that_is_not_positive_definite():
