@@ -11,8 +11,9 @@ Writes docs/op_coverage.md and tests/opinfo/expected.json (the expectations
 the CI light sweep, tests/opinfo/test_opinfo.py, holds the build to).
 With --ops only those OpInfos run and nothing is written unless --out is given;
 with --ops and --update, those OpInfos rerun and replace their outcomes in the
-last full sweep's results (kept in --workdir), and the report and the
-expectations are rewritten from the merged results.
+last full sweep's results (kept in --workdir; a run with --ops alone leaves
+them as they are, and --update refuses a workdir that holds no full sweep),
+and the report and the expectations are rewritten from the merged results.
 --units restricts a run to some of an OpInfo's units (forward dtype names,
 "backward", "errors"); with --ops and --merge-expected, the units that ran
 replace their entries in tests/opinfo/expected.json and every other entry is
@@ -300,6 +301,23 @@ def main():
     out = args.out or (os.path.join(ROOT, "docs", "op_coverage.md") if full else None)
     expected_path = args.expected or (os.path.join(ROOT, "tests", "opinfo", "expected.json") if full else None)
 
+    # Only a full sweep's results (or results merged into them by --update)
+    # are kept in the workdir: --update rewrites the whole report from them.
+    saved_path = os.path.join(args.workdir, "results.json")
+    saved = None
+    if args.update:
+        try:
+            with open(saved_path) as f:
+                saved = json.load(f)
+        except (OSError, ValueError) as err:
+            parser.error(f"--update needs a full sweep's results in {saved_path}: {err}")
+        missing = set(harness.opinfos()) - set(saved["results"]) - set(keys)
+        if missing:
+            parser.error(
+                f"--update: {saved_path} lacks {len(missing)} OpInfos (e.g. {sorted(missing)[0]}): "
+                "it holds no full sweep; run one first"
+            )
+
     cache_at_start = cached_programs()
     start = time.time()
     done = [0]
@@ -319,16 +337,14 @@ def main():
         progress=progress,
     )
     elapsed = time.time() - start
-    saved_path = os.path.join(args.workdir, "results.json")
-    if args.update:
-        with open(saved_path) as f:
-            saved = json.load(f)
+    if saved is not None:
         crashes = [c for c in saved["crashes"] if c["op"] not in keys] + crashes
         results = dict(saved["results"], **results)
         keys, elapsed = sorted(harness.opinfos()), saved["elapsed"]
         cache_at_start = saved.get("cache_at_start")
-    with open(saved_path, "w") as f:
-        json.dump({"results": results, "crashes": crashes, "elapsed": elapsed, "cache_at_start": cache_at_start}, f)
+    if full:
+        with open(saved_path, "w") as f:
+            json.dump({"results": results, "crashes": crashes, "elapsed": elapsed, "cache_at_start": cache_at_start}, f)
     rows, totals, blocked, overloads, expected = summarize(results, keys)
     if args.merge_expected:
         slot_of = {d: d for d in FORWARD_DTYPES}
