@@ -71,6 +71,42 @@ Endpoints endpoints(LowerContext& ctx, ElementType dtype) {
           b.convert(b.binary("subtract", et, st), ElementType::F64)};
 }
 
+// PyTorch's symmetric ramp of `steps` values in `acc`: start + step * i over
+// the first half, end - step * (steps - 1 - i) over the rest, so both ends
+// are exact.
+Value symmetric_ramp(LowerContext& ctx, int64_t steps, double start, double end, double step, ElementType acc) {
+  Builder& b = ctx.b;
+  const Shape shape{steps};
+  Value i = b.iota({ElementType::S64, shape}, 0);
+  Value halfway = b.broadcast_to(b.constant_int(steps / 2, ElementType::S64), shape);
+  Value from_end = b.binary("subtract", b.broadcast_to(b.constant_int(steps - 1, ElementType::S64), shape), i);
+  Value d = b.broadcast_to(ctx.cast_scalar(float_scalar(step), acc), shape);
+  Value head = b.binary("add", b.broadcast_to(ctx.cast_scalar(float_scalar(start), acc), shape),
+                        b.binary("multiply", d, b.convert(i, acc)));
+  Value tail = b.binary("subtract", b.broadcast_to(ctx.cast_scalar(float_scalar(end), acc), shape),
+                        b.binary("multiply", d, b.convert(from_end, acc)));
+  return b.select(b.compare(i, halfway, CompareDirection::LT), head, tail);
+}
+
+// The symmetric ramp from `start` to `end` of a complex `dtype`, [steps]
+// (steps >= 2): c10::complex arithmetic, where step = (end - start) /
+// (steps - 1) and the ramp act on the real and imaginary parts apart.
+Value complex_ramp(LowerContext& ctx, int64_t steps, const ScalarArg& start, const ScalarArg& end, ElementType dtype) {
+  const ElementType part = hlo::complex_part_type(dtype);
+  const double n = static_cast<double>(steps - 1);
+  auto part_ramp = [&](double s0, double e0) {
+    if (part == ElementType::F32) {
+      const float s = static_cast<float>(s0), e = static_cast<float>(e0);
+      return symmetric_ramp(ctx, steps, s, e, static_cast<float>((e - s) / static_cast<float>(n)), part);
+    }
+    return symmetric_ramp(ctx, steps, s0, e0, (e0 - s0) / n, part);
+  };
+  auto imag_of = [](const ScalarArg& a) { return a.kind == ScalarArg::Kind::Complex ? a.imag : 0.0; };
+  Value re = part_ramp(start.as_double(), end.as_double());
+  Value im = part_ramp(imag_of(start), imag_of(end));
+  return ctx.b.op("complex", {re, im}, {dtype, {steps}});
+}
+
 }  // namespace
 
 // arange.start_out(start, end, step, out): start + step * i in PyTorch's
@@ -115,35 +151,8 @@ std::vector<Value> linspace(LowerContext& ctx) {
   // CPU's kernel converts both ends to the result type (start.to<scalar_t>()).
   check_scalar_fits(start_arg, out.dtype);
   check_scalar_fits(end_arg, out.dtype);
-  const Shape shape{steps};
-  Value i = b.iota({ElementType::S64, shape}, 0);
-  Value halfway = b.broadcast_to(b.constant_int(steps / 2, ElementType::S64), shape);
-  Value from_end = b.binary("subtract", b.broadcast_to(b.constant_int(steps - 1, ElementType::S64), shape), i);
-  // start + step * i over the first half, end - step * (steps - 1 - i) over the rest, in `acc`.
-  auto ramp = [&](double start, double end, double step, ElementType acc) {
-    Value d = b.broadcast_to(ctx.cast_scalar(float_scalar(step), acc), shape);
-    Value head = b.binary("add", b.broadcast_to(ctx.cast_scalar(float_scalar(start), acc), shape),
-                          b.binary("multiply", d, b.convert(i, acc)));
-    Value tail = b.binary("subtract", b.broadcast_to(ctx.cast_scalar(float_scalar(end), acc), shape),
-                          b.binary("multiply", d, b.convert(from_end, acc)));
-    return b.select(b.compare(i, halfway, CompareDirection::LT), head, tail);
-  };
   if (hlo::is_complex(out.dtype)) {
-    // c10::complex arithmetic: step = (end - start) / (steps - 1) and the
-    // ramp act on the real and imaginary parts apart.
-    const ElementType part = hlo::complex_part_type(out.dtype);
-    const double n = static_cast<double>(steps - 1);
-    auto part_ramp = [&](double s0, double e0) {
-      if (part == ElementType::F32) {
-        const float s = static_cast<float>(s0), e = static_cast<float>(e0);
-        return ramp(s, e, static_cast<float>((e - s) / static_cast<float>(n)), part);
-      }
-      return ramp(s0, e0, (e0 - s0) / n, part);
-    };
-    auto imag_of = [](const ScalarArg& a) { return a.kind == ScalarArg::Kind::Complex ? a.imag : 0.0; };
-    Value re = part_ramp(start_arg.as_double(), end_arg.as_double());
-    Value im = part_ramp(imag_of(start_arg), imag_of(end_arg));
-    return {b.reshape(b.op("complex", {re, im}, {out.dtype, shape}), out.shape)};
+    return {b.reshape(complex_ramp(ctx, steps, start_arg, end_arg, out.dtype), out.shape)};
   }
   const bool integral = !hlo::is_float(out.dtype);
   const ElementType acc = integral || out.dtype == ElementType::F64 ? ElementType::F64 : ElementType::F32;
@@ -166,6 +175,10 @@ std::vector<Value> linspace(LowerContext& ctx) {
   if (out.dtype == ElementType::BF16 || out.dtype == ElementType::F16) {
     // c10::BFloat16/Half arithmetic, as CPU's kernel computes with step_t =
     // scalar_t: every operation (and every int operand) rounds to the dtype.
+    const Shape shape{steps};
+    Value i = b.iota({ElementType::S64, shape}, 0);
+    Value halfway = b.broadcast_to(b.constant_int(steps / 2, ElementType::S64), shape);
+    Value from_end = b.binary("subtract", b.broadcast_to(b.constant_int(steps - 1, ElementType::S64), shape), i);
     auto rounded = [&](const Value& v) { return b.convert(b.convert(v, out.dtype), ElementType::F32); };
     auto splat = [&](double v) { return rounded(b.splat(v, {ElementType::F32, shape})); };
     Value s = splat(static_cast<float>(start_arg.as_double())), e = splat(static_cast<float>(end_arg.as_double()));
@@ -176,7 +189,7 @@ std::vector<Value> linspace(LowerContext& ctx) {
     Value v = b.select(b.compare(i, halfway, CompareDirection::LT), head, tail);
     return {b.reshape(b.convert(v, out.dtype), out.shape)};
   }
-  return {b.reshape(b.convert(ramp(start, end, step, acc), out.dtype), out.shape)};
+  return {b.reshape(b.convert(symmetric_ramp(ctx, steps, start, end, step, acc), out.dtype), out.shape)};
 }
 
 // eye.out(n) / eye.m_out(n, m): ones where row == column.
@@ -192,14 +205,28 @@ std::vector<Value> eye(LowerContext& ctx) {
 // logspace.out(start, end, steps, base, out): base ** (start + step * i) for
 // the first half, base ** (end - step * (steps - 1 - i)) for the second, with
 // step = double(end - start) / (steps - 1), pow in double, then stored in
-// the result type. steps == 1 fills base ** start.
+// the result type. steps == 1 fills base ** start. Complex results compute
+// in their own type, as c10::complex does: the exponents are linspace's
+// complex ramp, and std::pow(base, z) is exp(z log(base)), log(base) = log|base|
+// (+ i pi for a negative base).
 std::vector<Value> logspace(LowerContext& ctx) {
   Builder& b = ctx.b;
   const TensorType out = ctx.out_types.at(0);
   const int64_t steps = out.numel();
   const double base = ctx.double_arg(3, 10.0);
-  if (hlo::is_complex(out.dtype)) throw NotImplementedForDtype("tpu: complex logspace is not supported");
   if (steps == 0) return {b.splat(0, out)};
+  if (hlo::is_complex(out.dtype)) {
+    const ScalarArg& start = ctx.args.at(0).scalar;
+    Value exponents = steps == 1 ? b.broadcast_to(ctx.scalar(start, out.dtype), {1})
+                                 : complex_ramp(ctx, steps, start, ctx.args.at(1).scalar, out.dtype);
+    const ElementType part = hlo::complex_part_type(out.dtype);
+    Value log_base = b.op("complex",
+                          {ctx.cast_scalar(float_scalar(std::log(std::abs(base))), part),
+                           ctx.cast_scalar(float_scalar(base < 0 ? M_PI : 0.0), part)},
+                          {out.dtype, {}});
+    Value powers = b.unary("exponential", b.binary("multiply", exponents, b.broadcast_to(log_base, {steps})));
+    return {b.reshape(powers, out.shape)};
+  }
   const Shape shape{steps};
   Value base_v = b.broadcast_to(ctx.cast_scalar(float_scalar(base), ElementType::F64), shape);
   if (steps == 1) {

@@ -5,6 +5,8 @@ import pytest
 import torch
 from reference import assert_close, check_op
 
+import torch_tpu
+
 # reference.py has no complex64 tolerances; these are float32's.
 COMPLEX64_TOL = dict(atol=1e-5, rtol=1.3e-6 * 4)
 
@@ -238,6 +240,24 @@ def test_logspace_truncates_integers_like_cpu(start, end, steps, base, dtype):
     expected = torch.logspace(start, end, steps, base, dtype=dtype)
     actual = torch.logspace(start, end, steps, base, dtype=dtype, device="tpu")
     assert torch.equal(actual.cpu(), expected)
+
+
+@pytest.mark.parametrize(
+    "start,end,steps,base", LOGSPACE_CASES + [(0, 2, 6, -2.0), (1 + 2j, 3 - 1j, 9, 10.0), (-1j, 2j, 5, 2.0)]
+)
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+@pytest.mark.parametrize("mode", ["strict", "defer_and_fuse", "compiled"])
+def test_logspace_of_complex_dtypes_matches_cpu(start, end, steps, base, dtype, mode):
+    # c10::complex arithmetic: a negative base has log |base| + i pi
+    expected = torch.logspace(start, end, steps, base, dtype=dtype)
+    make = lambda: torch.logspace(start, end, steps, base, dtype=dtype, device="tpu")  # noqa: E731
+    if mode == "compiled":
+        actual = torch.compile(make, backend="tpu")()
+    else:
+        with torch_tpu.eager_mode(mode):
+            actual = make() * 1
+    tol = 1e-6 if dtype == torch.complex64 else 1e-14
+    assert_close(actual, expected, atol=tol, rtol=tol)
 
 
 def test_logspace_tensor_endpoints_and_out():
