@@ -535,7 +535,15 @@ std::vector<Value> gelu_backward(LowerContext& ctx) {  // (grad_output, self, ap
   return {b.convert(b.binary("multiply", g, d), out0(ctx).dtype)};
 }
 
+// x * sigmoid(x); complex x as CPU's complex kernel computes it,
+// x / (1 + exp(-x)).
 std::vector<Value> silu(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  if (hlo::is_complex(ctx.tensor(0).dtype())) {
+    Value x = coerce(b, ctx.tensor(0), out0(ctx));
+    return {
+        b.binary("divide", x, b.binary("add", scalar_like(ctx, 1, x), b.unary("exponential", b.unary("negate", x))))};
+  }
   Value x = coerce(ctx.b, float_input(ctx, 0, "silu"), out0(ctx));
   return {ctx.b.binary("multiply", x, logistic(ctx.b, x))};
 }

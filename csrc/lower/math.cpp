@@ -138,7 +138,11 @@ static Value logaddexp_value(const Arith& m, const Value& a, const Value& b, boo
 }
 
 std::vector<Value> logaddexp(LowerContext& ctx) {
-  require_float(result_type(ctx, {0, 1}), "logaddexp_cpu");
+  const ElementType type = result_type(ctx, {0, 1});
+  if (hlo::is_complex(type)) {  // CPU's complex kernel; logaddexp2 has none
+    return {math::complex_log_add_exp(ctx.b, operand_as(ctx, 0, type), operand_as(ctx, 1, type))};
+  }
+  require_float(type, "logaddexp_cpu");
   return float_op(ctx, {0, 1},
                   [](const Arith& m, const std::vector<Value>& v) { return logaddexp_value(m, v[0], v[1], false); });
 }

@@ -5,6 +5,7 @@
 
 #include <limits>
 
+#include "lower/common/arith.h"
 #include "lower/common/scan.h"
 
 namespace torch_tpu::lower {
@@ -65,31 +66,11 @@ Value log_add_exp(Builder& b, const Value& a, const Value& c) {
   return b.select(any_nan, b.binary("add", a, c), r);
 }
 
-// The complex log_add_exp of the running value and the next element,
-// PyTorch's rule for complex logcumsumexp: the next element is `min` when its
-// real part is smaller, else the running value is (so of equal real parts
-// the running value wins); a NaN in either part of the running value, else
-// of the next element, makes that operand both. log(exp(min) + exp(max)) is
-// log1p(exp(min - max)) + max; NaN in min gives NaN + NaN j, equal infinite
-// real parts give min for -inf (its angle is lost) and log(exp(min) +
-// exp(max)) for +inf.
-Value complex_log_add_exp(Builder& b, const Value& running, const Value& next) {
-  Value running_nan = is_nan(b, running), next_nan = is_nan(b, next);
-  Value next_smaller = b.compare(b.real(next), b.real(running), CompareDirection::LT);
-  Value mn = b.select(running_nan, running, b.select(next_nan, next, b.select(next_smaller, next, running)));
-  Value mx = b.select(running_nan, running, b.select(next_nan, next, b.select(next_smaller, running, next)));
-  Value r = b.binary("add", b.unary("log_plus_one", b.unary("exponential", b.binary("subtract", mn, mx))), mx);
-  Value mn_re = b.real(mn), mx_re = b.real(mx);
-  Value inf = b.splat(std::numeric_limits<double>::infinity(), mn_re.type);
-  Value same_inf = b.binary("and", b.compare(mn_re, mx_re, CompareDirection::EQ),
-                            b.compare(b.unary("abs", mn_re), inf, CompareDirection::EQ));
-  Value both_exp = b.unary("log", b.binary("add", b.unary("exponential", mn), b.unary("exponential", mx)));
-  Value at_inf = b.select(b.compare(mn_re, b.splat(0, mn_re.type), CompareDirection::LT), mn, both_exp);
-  r = b.select(same_inf, at_inf, r);
-  const double nan = std::numeric_limits<double>::quiet_NaN();
-  Value nan_part = b.splat(nan, mn_re.type);
-  Value any_nan = b.binary("or", running_nan, next_nan);  // min is the NaN operand then
-  return b.select(any_nan, b.op("complex", {nan_part, nan_part}, running.type), r);
+// logcumsumexp's complex step: CPU's kernel combines each element with the
+// running value as _log_add_exp_helper(element, running), so of equal real
+// parts the running value is `min`, and a NaN in it wins.
+Value complex_log_add_exp_step(Builder& b, const Value& running, const Value& next) {
+  return math::complex_log_add_exp(b, next, running);
 }
 
 Value product(Builder& b, const Value& a, const Value& c) {
@@ -124,7 +105,8 @@ std::vector<Value> cumprod(LowerContext& ctx) { return scan_accumulating(ctx, 1,
 // logcumsumexp(self, dim): identity -inf (-inf + 0j for complex).
 std::vector<Value> logcumsumexp(LowerContext& ctx) {
   const bool complex = hlo::is_complex(ctx.out_types.at(0).dtype);
-  return scan_accumulating(ctx, -std::numeric_limits<double>::infinity(), complex ? complex_log_add_exp : log_add_exp);
+  return scan_accumulating(ctx, -std::numeric_limits<double>::infinity(),
+                           complex ? complex_log_add_exp_step : log_add_exp);
 }
 
 }  // namespace torch_tpu::lower

@@ -4,8 +4,9 @@ before, a complex input was converted to float32 there, dropping its
 imaginary part, so asin, acos, atan, asinh, atanh, sinh, cosh and exp2 of a
 complex tensor returned silently wrong values, as did var, std, var_mean and
 std_mean (a complex variance is the mean of |x - mean|^2); log2 and log10 of
-0 gave -inf + nan j; lerp with a complex weight did not compile. complex64
-and complex128, each eager mode and compiled."""
+0 gave -inf + nan j; lerp with a complex weight did not compile; logaddexp
+and silu raised CPU's old "not implemented" for complex inputs, which CPU now
+computes. complex64 and complex128, each eager mode and compiled."""
 
 import pytest
 import torch
@@ -33,6 +34,7 @@ UNARY = {
 }
 UNARY["sinc"] = torch.sinc
 UNARY["sigmoid"] = torch.sigmoid
+UNARY["silu"] = torch.nn.functional.silu  # CPU's complex kernel: x / (1 + exp(-x))
 
 REDUCTIONS = {
     "var": lambda x, y: x.var(),
@@ -127,6 +129,22 @@ def test_complex_logcumsumexp_matches_cpu_up_to_the_imaginary_parts_branch(dim, 
     finite = expected.imag.isfinite()
     assert torch.equal(actual.imag.isfinite(), finite)
     torch.testing.assert_close(torch.exp(1j * actual.imag[finite]), torch.exp(1j * expected.imag[finite]), **TOL)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_complex_logaddexp_matches_cpu_with_its_edge_cases(dtype, mode):
+    # It raised CPU's old "not implemented for 'ComplexFloat'". PyTorch's
+    # rule orders the operands by real part (the second is min when they tie)
+    # and treats NaN and equal infinite real parts apart: +inf ones give
+    # inf + nan j or inf + angle j.
+    x = _edge_values(dtype)
+    y = x.flip(1).clone()
+    y[0, :3] = torch.tensor([complex(float("inf"), 3.0), complex(float("inf"), 1.0), complex(1.0, float("nan"))])
+    x[0, :3] = torch.tensor([complex(float("inf"), 1.0), complex(float("inf"), 1.0), 2.0 + 0j])
+    expected = torch.logaddexp(x, y)
+    actual = on_tpu(torch.logaddexp, mode, x, y).cpu()
+    torch.testing.assert_close(actual, expected, equal_nan=True, **TOL)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -69,6 +69,35 @@ std::vector<Value> float_unary(LowerContext& ctx, Value (*fn)(const Arith&, cons
   return float_op(ctx, {0}, [fn](const Arith& m, const std::vector<Value>& x) { return fn(m, x[0]); });
 }
 
+// _minmax_complex orders the operands: a NaN in either part of y makes y
+// both, else one in x makes x both, else the one of smaller real part is
+// `min` (y when the real parts are equal). Then log1p(exp(min - max)) + max;
+// NaN in min gives NaN + NaN j, and equal infinite real parts give min for
+// -inf (its angle is lost) and log(exp(min) + exp(max)) for +inf.
+Value complex_log_add_exp(Builder& b, const Value& x, const Value& y) {
+  Value x_nan = is_nan(b, x), y_nan = is_nan(b, y);
+  Value x_smaller = b.compare(b.real(x), b.real(y), hlo::CompareDirection::LT);
+  Value mn = b.select(y_nan, y, b.select(x_nan, x, b.select(x_smaller, x, y)));
+  Value mx = b.select(y_nan, y, b.select(x_nan, x, b.select(x_smaller, y, x)));
+  Value r = b.binary("add", b.unary("log_plus_one", b.unary("exponential", b.binary("subtract", mn, mx))), mx);
+  Value mn_re = b.real(mn), mx_re = b.real(mx);
+  Value inf = b.splat(INFINITY, mn_re.type);
+  Value same_inf = b.binary("and", b.compare(mn_re, mx_re, hlo::CompareDirection::EQ),
+                            b.compare(b.unary("abs", mn_re), inf, hlo::CompareDirection::EQ));
+  // std::log of the sum: its modulus is infinite where either part is (C99's
+  // cabs), also beside a NaN part, which XLA's complex log would make NaN.
+  Value sum = b.binary("add", b.unary("exponential", mn), b.unary("exponential", mx));
+  Value sum_re = b.real(sum), sum_im = b.imag(sum);
+  Value infinite = b.binary("or", b.compare(b.unary("abs", sum_re), inf, hlo::CompareDirection::EQ),
+                            b.compare(b.unary("abs", sum_im), inf, hlo::CompareDirection::EQ));
+  Value log_modulus = b.select(infinite, inf, b.real(b.unary("log", sum)));
+  Value both_exp = b.op("complex", {log_modulus, b.binary("atan2", sum_im, sum_re)}, x.type);
+  Value at_inf = b.select(b.compare(mn_re, b.splat(0, mn_re.type), hlo::CompareDirection::LT), mn, both_exp);
+  r = b.select(same_inf, at_inf, r);
+  Value nan_part = b.splat(NAN, mn_re.type);
+  return b.select(b.binary("or", x_nan, y_nan), b.op("complex", {nan_part, nan_part}, x.type), r);
+}
+
 }  // namespace math
 
 }  // namespace torch_tpu::lower

@@ -91,6 +91,11 @@ std::vector<Value> float_op(LowerContext& ctx, std::initializer_list<size_t> idx
 // float_op of argument 0 alone.
 std::vector<Value> float_unary(LowerContext& ctx, Value (*fn)(const Arith&, const Value&));
 
+// log(exp(x) + exp(y)) of complex x and y as PyTorch's _log_add_exp_helper
+// computes it (ATen/native/LogAddExp.h; logaddexp's and logcumsumexp's
+// complex kernels).
+Value complex_log_add_exp(Builder& b, const Value& x, const Value& y);
+
 }  // namespace math
 
 }  // namespace torch_tpu::lower
