@@ -29,18 +29,48 @@ class JobResult:
             assert outcome == "ok", f"rank {rank}: {outcome}"
 
 
+def _descendants(pid):
+    """Every process below `pid`, from /proc's parent links. torchrun starts
+    its ranks in sessions of their own, so killing its session leaves them
+    running (and holding the output pipe open)."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    parent = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue  # gone meanwhile
+            children.setdefault(parent, []).append(int(entry))
+    found, stack = [], [pid]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            found.append(child)
+            stack.append(child)
+    return found
+
+
 def run_session(cmd, env, timeout, what):
     """Runs `cmd` in a session of its own and returns (returncode, output);
-    past `timeout` seconds the whole session (torchrun and every rank) is
-    killed and the test fails, naming `what`."""
+    past `timeout` seconds the whole session and every process below it
+    (torchrun and every rank) is killed and the test fails, naming `what`."""
     proc = subprocess.Popen(
         cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
     )
     try:
         output, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        below = _descendants(proc.pid)  # before the kill: orphans lose their parent link
         os.killpg(proc.pid, signal.SIGKILL)
-        output, _ = proc.communicate()
+        for pid in below:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        try:
+            output, _ = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            output = "(no output: a process outside the job's tree still holds its pipe)"
         raise AssertionError(f"{what} ran past {timeout}s:\n{output[-6000:]}") from None
     return proc.returncode, output
 

@@ -8,16 +8,14 @@ Every job runs under a hard timeout (tests/distributed_launch.py)."""
 import json
 import os
 import re
-import signal
 import socket
-import subprocess
 import sys
 import tempfile
 import threading
 
 import pytest
 import torch.distributed as dist
-from distributed_launch import JOBS, JobResult, run_job
+from distributed_launch import JOBS, JobResult, run_job, run_session
 
 import torch_tpu  # noqa: F401
 
@@ -58,20 +56,8 @@ def test_a_dead_rank_makes_the_others_raise():
 def test_mp_spawn():
     out_dir = tempfile.mkdtemp(prefix="tpu_dist_spawn_")
     env = dict(os.environ, DIST_RESULTS_DIR=out_dir, OMP_NUM_THREADS="1")
-    proc = subprocess.Popen(
-        [sys.executable, os.path.join(JOBS, "spawned.py")],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        output, _ = proc.communicate(timeout=240)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)  # the spawned children too
-        raise AssertionError(f"mp.spawn job ran past 240s:\n{proc.communicate()[0][-3000:]}") from None
-    assert proc.returncode == 0, output[-6000:]
+    returncode, output = run_session([sys.executable, os.path.join(JOBS, "spawned.py")], env, 240, "mp.spawn job")
+    assert returncode == 0, output[-6000:]
     results = JobResult(0, "", [])
     for rank in range(2):
         with open(os.path.join(out_dir, f"rank{rank}.json")) as f:
@@ -99,7 +85,10 @@ def test_two_nodes_on_one_machine():
             2,
             timeout=240,
             env={"TEST_NODES": "2"},
-            launcher_args=(*launcher, f"--node-rank={i}"),
+            # node 0 hosts the rendezvous store and node 1 joins it as a
+            # client: left to infer it, both try to host at 127.0.0.1 and the
+            # loser's fallback connection timed out under load
+            launcher_args=(*launcher, f"--node-rank={i}", f"--rdzv-conf=is_host={int(i == 0)},read_timeout=180"),
             out_dir=out_dir,
             ranks=[],
         )

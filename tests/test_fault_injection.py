@@ -431,6 +431,14 @@ def test_memory_allocated_counts_storages_from_their_allocation_as_cuda_does():
 # ---- processes killed or interrupted ----------------------------------------
 
 
+def _interruptible():
+    # As started from a terminal: a runner that starts the suite in the
+    # background (a shell's `&`) ignores SIGINT, the child would inherit
+    # that, and Python installs its KeyboardInterrupt handler only where
+    # SIGINT has its default action.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _python(code, env=None, **kwargs):
     full_env = dict(os.environ, **(env or {}))
     return subprocess.Popen(
@@ -439,6 +447,7 @@ def _python(code, env=None, **kwargs):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=_interruptible,
         **kwargs,
     )
 
@@ -458,7 +467,11 @@ def test_sigint_mid_loop_raises_keyboard_interrupt_and_exits_cleanly():
     assert p.stdout.readline().strip() == "ready"
     time.sleep(1.0)
     p.send_signal(signal.SIGINT)
-    out, err = p.communicate(timeout=120)
+    try:
+        out, err = p.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        raise AssertionError(f"SIGINT did not stop the loop:\n{p.communicate()[1][-3000:]}") from None
     assert p.returncode == 3, err
     assert "interrupted True" in out
 

@@ -12,56 +12,13 @@
 namespace py = pybind11;
 using torch_tpu::distributed::ProcessGroupTpu;
 
-namespace {
-
-// Python's reference to a backend, dropped with the GIL released. Destroying
-// a ProcessGroupTpu destroys its host transport, which joins the transport's
-// worker threads (ProcessGroupGloo's run loops); a worker that has just
-// finished a collective may still be releasing its callback's tensors, and
-// releasing a tensor that has a Python object takes the GIL. Dropped under
-// the GIL, the two threads wait on each other forever. c10d holds its own
-// backends the same way.
-template <typename T>
-class HeldWithoutGilOnRelease {
- public:
-  HeldWithoutGilOnRelease() = default;
-  HeldWithoutGilOnRelease(c10::intrusive_ptr<T> held) : held_(std::move(held)) {}  // NOLINT: implicit, as a holder
-  // pybind11 builds the holder from the raw pointer of an object that may
-  // already be referenced elsewhere: this constructor takes a reference.
-  explicit HeldWithoutGilOnRelease(T* raw) : held_(c10::intrusive_ptr<T>::unsafe_steal_from_new(raw)) {}
-  HeldWithoutGilOnRelease(const HeldWithoutGilOnRelease&) = default;
-  HeldWithoutGilOnRelease(HeldWithoutGilOnRelease&&) noexcept = default;
-  HeldWithoutGilOnRelease& operator=(const HeldWithoutGilOnRelease&) = default;
-  HeldWithoutGilOnRelease& operator=(HeldWithoutGilOnRelease&&) noexcept = default;
-  ~HeldWithoutGilOnRelease() {
-    if (!held_) return;
-    if (PyGILState_Check()) {
-      py::gil_scoped_release released;
-      held_.reset();
-    } else {
-      held_.reset();
-    }
-  }
-  T* get() const noexcept { return held_.get(); }
-  T& operator*() const noexcept { return *held_; }
-  T* operator->() const noexcept { return held_.get(); }
-
- private:
-  c10::intrusive_ptr<T> held_;
-};
-
-}  // namespace
-
-PYBIND11_DECLARE_HOLDER_TYPE(T, HeldWithoutGilOnRelease<T>, true)
-
 PYBIND11_MODULE(_C, m) {
   m.doc() = "torch_tpu c10d backend (tpu_dist)";
   py::module_::import("torch.distributed");
-  py::class_<ProcessGroupTpu, c10d::Backend, HeldWithoutGilOnRelease<ProcessGroupTpu>>(m, "ProcessGroupTpu")
+  py::class_<ProcessGroupTpu, c10d::Backend, c10::intrusive_ptr<ProcessGroupTpu>>(m, "ProcessGroupTpu")
       .def(py::init([](const c10::intrusive_ptr<c10d::Backend>& host, int rank, int size, bool check_calls,
                        std::vector<int64_t> program_devices) {
-             return HeldWithoutGilOnRelease<ProcessGroupTpu>(
-                 c10::make_intrusive<ProcessGroupTpu>(host, rank, size, check_calls, std::move(program_devices)));
+             return c10::make_intrusive<ProcessGroupTpu>(host, rank, size, check_calls, std::move(program_devices));
            }),
            py::arg("host"), py::arg("rank"), py::arg("size"), py::arg("check_calls") = true,
            py::arg("program_devices") = std::vector<int64_t>{})

@@ -2,6 +2,7 @@
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/ivalue_inl.h>
+#include <pybind11/pybind11.h>
 
 #include <algorithm>
 #include <functional>
@@ -316,6 +317,22 @@ ProcessGroupTpu::ProcessGroupTpu(c10::intrusive_ptr<c10d::Backend> host, int ran
   TORCH_CHECK(host_, "tpu_dist needs a host transport backend");
   TORCH_CHECK(program_devices_.empty() || static_cast<int>(program_devices_.size()) == size,
               "tpu_dist: one device per rank for the in-program transport");
+}
+
+// Destroying the host transport joins its worker threads (ProcessGroupGloo's
+// run loops). A worker that has just finished a collective may still be
+// releasing its completion callback's tensors, and releasing a tensor that
+// has a Python object takes the GIL: destroyed by a thread that holds the
+// GIL (a Python reference dropped, a DDP Reducer freed, the interpreter
+// exiting), the two threads would wait on each other forever. c10d holds its
+// own backends' Python references the same way.
+ProcessGroupTpu::~ProcessGroupTpu() {
+  if (Py_IsInitialized() && PyGILState_Check()) {
+    pybind11::gil_scoped_release released;
+    host_.reset();
+  } else {
+    host_.reset();
+  }
 }
 
 c10::intrusive_ptr<c10d::Backend> ProcessGroupTpu::split(const c10::intrusive_ptr<c10d::Store>& store,

@@ -38,6 +38,8 @@ class ProcessGroupTpu : public c10d::Backend {
  public:
   ProcessGroupTpu(c10::intrusive_ptr<c10d::Backend> host, int rank, int size, bool check_calls,
                   std::vector<int64_t> program_devices = {});
+  // Releases the host transport with the GIL released (see the definition).
+  ~ProcessGroupTpu() override;
 
   const std::string getBackendName() const override { return "tpu_dist"; }
   const c10::intrusive_ptr<c10d::Backend>& host() const { return host_; }
