@@ -651,7 +651,9 @@ def _cast(value, dtype):
     if isinstance(value, torch.Tensor):
         return value.to(dtype) if value.is_floating_point() else value
     if isinstance(value, dict):
-        return {k: _cast(v, dtype) for k, v in value.items()}
+        # torchvision's keypoint R-CNN takes float32 keypoint targets only,
+        # in a float64 model too (roi_heads' check)
+        return {k: v if k == "keypoints" else _cast(v, dtype) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return type(value)(_cast(v, dtype) for v in value)
     return value
