@@ -122,6 +122,12 @@ Value masked_sum(Builder& b, const Value& v, const Value& mask, int64_t dim) {
   return b.reduce(b.select(mask, v, zeros(b, v.type)), b.constant(0, v.dtype()), {dim}, "add");
 }
 
+// Sum over dims of |v|^2, real.
+Value squared_magnitude_sum(Builder& b, const Value& v, const std::vector<int64_t>& dims) {
+  Value sq = squared_magnitude(b, v);
+  return b.reduce(sq, b.constant(0, sq.dtype()), dims, "add");
+}
+
 Value mT(Builder& b, const Value& v) {
   std::vector<int64_t> perm;
   for (int64_t i = 0; i < v.rank(); ++i) perm.push_back(i);
@@ -783,11 +789,7 @@ std::vector<Value> geqr2_step(Builder& b, const Value& k, const Value& a, const 
   Value below = cmp(b, rows, km, CompareDirection::GT), at_k = cmp(b, rows, km, CompareDirection::EQ);
   Value alpha = entry(b, col, k);
   Value x = b.select(below, col, zeros(b, col.type));
-  auto squared_norm = [&](const Value& z) {  // |z|^2 summed over dim 1, real
-    Value sq = b.real(b.binary("multiply", z, b.conjugate(z)));
-    return b.reduce(sq, b.constant(0, sq.dtype()), {1}, "add");
-  };
-  Value xnorm2 = squared_norm(x);
+  Value xnorm2 = squared_magnitude_sum(b, x, {1});
   Value alpha_re = b.real(alpha), alpha_im = b.imag(alpha);
   const TensorType part = alpha_re.type;
   Value trivial = both(b, cmp(b, xnorm2, zeros(b, part), CompareDirection::EQ),
@@ -948,12 +950,6 @@ std::pair<Value, std::optional<Value>> complex_coupling(Builder& b, const Value&
   Value safe = b.convert(b.select(zero, b.splat(1, magnitude.type), magnitude), g.dtype());
   Value phase = b.select(zero, b.splat(1, g.type), b.binary("divide", b.conjugate(g), safe));
   return {magnitude, phase};
-}
-
-// Sum over dims of |v|^2, real.
-Value squared_magnitude_sum(Builder& b, const Value& v, const std::vector<int64_t>& dims) {
-  Value sq = b.real(b.binary("multiply", v, b.conjugate(v)));
-  return b.reduce(sq, b.constant(0, sq.dtype()), dims, "add");
 }
 
 // The conjugate transpose of [B, r, c] (the transpose for real matrices).
