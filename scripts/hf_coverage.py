@@ -31,8 +31,10 @@ its top. tests/test_hf_coverage.py runs a fast subset in-process.
 
 import argparse
 import collections
+import contextlib
 import copy
 import functools
+import inspect
 import json
 import os
 import re
@@ -124,9 +126,28 @@ TINY = {
     # Grouped routing (deepseek_v3): the experts split into n_group groups, of which topk_group are kept.
     "n_group": 2,
     "topk_group": 1,
+    # Sparse-attention indexers (deepseek_v32, glm5_next, ...): each query keeps index_topk keys, chosen in
+    # pools of index_kpool, and the output is always index_topk wide, so the default 2048 makes every tiny
+    # layer gather 2048 keys per query (11 GB for glm5_next); 8 keys in pools of 2 cover the whole sequence.
+    "index_topk": 8,
+    "index_kpool": 2,
+    "index_head_dim": 16,
+    "index_n_heads": 4,
+    # Linear-attention layers (gated delta nets: qwen3_next, glm5_next, ...): heads * head width is the layer's
+    # inner width (8192 for glm5_next's defaults) and its recurrent state is head width squared per head. Value
+    # heads must be a multiple of key heads.
+    "linear_num_heads": 4,
+    "linear_head_dim": 16,
+    "linear_num_key_heads": 2,
+    "linear_num_value_heads": 4,
+    "linear_key_head_dim": 16,
+    "linear_value_head_dim": 16,
 }
 # Fields that are lists (one entry per stage or layer) shrunk to their first entries.
-TINY_LISTS = {"depths": 2, "hidden_sizes": 2, "layer_types": 2}
+TINY_LISTS = {"depths": 2, "hidden_sizes": 2, "layer_types": 2, "mlp_layer_types": 2, "indexer_types": 2}
+# Of those, the lists of per-layer kinds: the tiny model keeps one layer of each kind it mixes (see
+# _tiny_layer_types), so a model whose first layers are dense still builds a sparse (MoE) one.
+PER_LAYER_KINDS = ("layer_types", "mlp_layer_types", "indexer_types")
 OVERRIDES = {
     # model_type: {field: value} applied after shrinking
     "gpt2": {"n_ctx": 64},
@@ -201,7 +222,7 @@ def shrink(config, depth=0):
             setattr(config, key, min(value, TINY[key]))
         elif key in TINY and isinstance(value, float) and isinstance(TINY[key], float):
             setattr(config, key, min(value, TINY[key]))
-        elif key == "layer_types" and isinstance(value, list) and len(value) > TINY_LISTS[key]:
+        elif key in PER_LAYER_KINDS and isinstance(value, list) and len(value) > TINY_LISTS[key]:
             setattr(config, key, _tiny_layer_types(value, TINY_LISTS[key]))
         elif key in TINY_LISTS and isinstance(value, list) and len(value) > TINY_LISTS[key]:
             setattr(config, key, value[: TINY_LISTS[key]])
@@ -242,6 +263,27 @@ def shrink(config, depth=0):
     return config
 
 
+def _shrink_multimodal_rope(config, model_class):
+    """Multimodal RoPE (qwen2_vl, glm4v and their kin) splits each head's rotary frequencies into temporal,
+    height and width sections, mrope_section, which must sum to the frequencies' count. Configs leave it to the
+    modeling code's default, sized for full heads ([16, 24, 24] for head_dim 128), so a tiny head (16 wide, 8
+    frequencies) needs its own split, in the same proportions, wherever the model's code reads one."""
+    from transformers import PretrainedConfig
+
+    if "mrope_section" not in inspect.getsource(sys.modules[model_class.__module__]):
+        return
+    for sub in [config] + [v for v in vars(config).values() if isinstance(v, PretrainedConfig)]:
+        rope = getattr(sub, "rope_parameters", None)
+        heads = getattr(sub, "num_attention_heads", None)
+        if not isinstance(rope, dict) or rope.get("rope_type") == "axial" or not isinstance(heads, int):
+            continue
+        head_dim = getattr(sub, "head_dim", None) or sub.hidden_size // heads
+        factor = rope.get("partial_rotary_factor", getattr(sub, "partial_rotary_factor", 1.0)) or 1.0
+        frequencies = int(head_dim * factor) // 2
+        spatial = frequencies * 3 // 8
+        rope["mrope_section"] = [frequencies - 2 * spatial, spatial, spatial]
+
+
 def build(model_type, class_name):
     import transformers
 
@@ -249,8 +291,10 @@ def build(model_type, class_name):
     for key, value in OVERRIDES.get(model_type, {}).items():
         setattr(config, key, value)
     config._attn_implementation = "eager"
+    model_class = getattr(transformers, class_name)
+    _shrink_multimodal_rope(config, model_class)
     torch.manual_seed(0)
-    model = getattr(transformers, class_name)(config)
+    model = model_class(config)
     for module in model.modules():  # dropout layers built from fields the shrinker does not know
         if isinstance(module, torch.nn.modules.dropout._DropoutNd):
             module.p = 0.0
@@ -310,7 +354,29 @@ def make_inputs(model, config, head, seed=1, layout=()):
         labels = torch.tensor([0, 1])
     if "companions" in layout:
         inputs.update(_companion_inputs(model, config, inputs, ids, g))
+    targets = TRAINING_TARGETS.get(config.model_type)
+    if targets is not None:
+        inputs.update(targets(config, g))
     return inputs, labels
+
+
+def _speech_synthesis_targets(config, g):
+    """FastSpeech 2 trains on its targets only (it raises without them): each token's duration in frames, by
+    which its length regulator repeats the token's state, and the spectrogram, pitch and energy that align to
+    them. Both sequences' durations sum to the same frame count, so the batch's spectrograms have one length.
+    In eval mode it predicts durations itself and ignores these."""
+    durations = torch.tensor([[1, 2] * (SEQ // 2), [2, 1] * (SEQ // 2)])
+    frames = int(durations[0].sum())
+    return {
+        "duration_labels": durations,
+        "spectrogram_labels": torch.randn(BATCH, frames, config.num_mel_bins, generator=g),
+        "pitch_labels": torch.randn(BATCH, SEQ, 1, generator=g),
+        "energy_labels": torch.randn(BATCH, SEQ, 1, generator=g),
+    }
+
+
+# Inputs a model's training mode requires besides its main input and labels, by model_type.
+TRAINING_TARGETS = {"fastspeech2_conformer": _speech_synthesis_targets}
 
 
 def _config_field(config, name, default):
@@ -379,6 +445,19 @@ def _to(inputs, device):
     return {k: v.to(device) for k, v in inputs.items()}
 
 
+@contextlib.contextmanager
+def _in_float64():
+    """Runs a float64 check with float64 as the default dtype too: a model that makes a tensor without naming
+    its dtype (fastspeech2_conformer's attention mask, torch.ones(shape)) would otherwise mix float32 into a
+    float64 model, which conv1d refuses on either device."""
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(previous)
+
+
 def _float64_reference(cpu, inputs):
     """A zero-argument function giving the CPU model's outputs in float64,
     computed on its first call only (a check compares several outputs)."""
@@ -386,7 +465,7 @@ def _float64_reference(cpu, inputs):
     @functools.cache
     def outputs():
         reference = copy.deepcopy(cpu).double()
-        with torch.no_grad():
+        with torch.no_grad(), _in_float64():
             return reference(**{k: v.double() if v.is_floating_point() else v for k, v in inputs.items()})
 
     return outputs
@@ -523,10 +602,11 @@ def check_train_at_a_kink_retries(model_type, class_name, config, head, cpu, tpu
             check_train(cpu, tpu, inputs, labels)
         except WrongValues as second:
             float32 = f"{second} (and with other inputs: {first})"
-            cpu, tpu = _fresh_pair(model_type, class_name, torch.float64)
-            inputs, labels = make_inputs(cpu, config, head, seed=1, layout=layout)
             try:
-                check_train(cpu, tpu, inputs, labels, dtype=torch.float64)
+                with _in_float64():
+                    cpu, tpu = _fresh_pair(model_type, class_name, torch.float64)
+                    inputs, labels = make_inputs(cpu, config, head, seed=1, layout=layout)
+                    check_train(cpu, tpu, inputs, labels, dtype=torch.float64)
             except Exception as err:  # noqa: BLE001
                 # float64 first: the report keeps 300 characters, and float64 decides.
                 raise WrongValues(f"in float64: {outcome(err)[1]}; in float32: {float32}") from None

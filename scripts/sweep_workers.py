@@ -144,7 +144,11 @@ def mean_square_loss(tensors):
     """The sweeps' loss for a model without one of its own: the sum of its
     outputs' mean squares, in their own dtype (float64 in a float64 check:
     float32 would round the loss to 1e-7 of itself, differently on each
-    device), half types in float32."""
+    device), half types in float32. Empty outputs (glm5_next's cache of
+    an indexer that saw no pooled keys) have no mean square and are left
+    out: their mean, 0 / 0, would make both devices' losses NaN."""
     import torch
 
-    return sum((t.float() if t.dtype in (torch.float16, torch.bfloat16) else t).pow(2).mean() for t in tensors)
+    return sum(
+        (t.float() if t.dtype in (torch.float16, torch.bfloat16) else t).pow(2).mean() for t in tensors if t.numel()
+    )
