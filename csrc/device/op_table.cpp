@@ -444,6 +444,8 @@ const OpSpec kLoweredOps[] = {
         .gap("LayerNormKernelImpl", floating)
         .check(check_layer_norm_parameters),
     {L::native_layer_norm_backward, "native_layer_norm_backward"},
+    {L::weight_norm_interface, "_weight_norm_interface"},
+    {L::weight_norm_interface_backward, "_weight_norm_interface_backward"},
     {L::ne, "ne.Tensor ne_.Tensor ne.Tensor_out ne.Scalar ne_.Scalar ne.Scalar_out"},
     {L::neg, "neg neg_ neg.out"},
     {L::nextafter, "nextafter nextafter_ nextafter.out"},

@@ -1,6 +1,7 @@
 // Layer normalization, forward and backward. F.layer_norm, nn.LayerNorm and
 // the autograd formula reach the device as these two ops (F.rms_norm and
-// group norm decompose into elementwise ops and reductions). Statistics are
+// group norm decompose into elementwise ops and reductions). Weight
+// normalization's fused pair follows at the end. Statistics are
 // computed in f32 for bf16/f16 inputs, as PyTorch's kernels do, and mean/rstd
 // are returned in that type with shape input.shape[:axis] + [1] * len(normalized_shape).
 #include "lower/norm.h"
@@ -121,6 +122,79 @@ std::vector<Value> native_layer_norm_backward(LowerContext& ctx) {
     throw std::invalid_argument("layer_norm_backward: defined results differ from the meta kernel's");
   }
   return results;
+}
+
+namespace {
+
+// Weight normalization along `dim`, which ATen's _weight_norm routes to the
+// fused op only when it is the first or the last dim: the norm is over every
+// other dim, kept as size 1 (shape [n, 1, ...] or [..., 1, n]).
+struct WeightNormDims {
+  std::vector<int64_t> reduced;
+  int64_t dim = 0;
+};
+
+WeightNormDims weight_norm_dims(const Value& v, int64_t dim) {
+  const int64_t rank = static_cast<int64_t>(v.shape().size());
+  if (dim < 0) dim += rank;
+  if (dim != 0 && dim != rank - 1) {
+    throw std::invalid_argument("_weight_norm_interface: dim must be the first or the last dimension, got " +
+                                std::to_string(dim));
+  }
+  WeightNormDims d;
+  d.dim = dim;
+  for (int64_t i = 0; i < rank; ++i)
+    if (i != dim) d.reduced.push_back(i);
+  return d;
+}
+
+// A per-`dim` value (norm or g, shape [n, 1, ...] or [..., 1, n]) broadcast over `shape`.
+Value along_dim(Builder& b, const Value& v, const WeightNormDims& d, const Shape& shape) {
+  return b.broadcast_in_dim(b.reshape(v, {shape[d.dim]}), shape, {d.dim});
+}
+
+}  // namespace
+
+// _weight_norm_interface(v, g, dim) -> (v * g / norm, norm), norm = ||v|| over
+// every dim but `dim`; computed in the norm's dtype (float32 for half types),
+// as aten/src/ATen/native/WeightNorm.cpp does. nn.utils.weight_norm and
+// parametrizations.weight_norm reach it through _weight_norm (wav2vec2's
+// family, HiFi-GAN vocoders).
+std::vector<Value> weight_norm_interface(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  const Value& v_in = ctx.tensor(0);
+  const WeightNormDims d = weight_norm_dims(v_in, ctx.int_arg(2));
+  const ElementType acc = ctx.out_types.at(1).dtype;
+  const Shape& shape = v_in.shape();
+  Value v = b.convert(v_in, acc);
+  Value norm = b.unary("sqrt", sum_over(b, b.binary("multiply", v, v), d.reduced));
+  Value scale = b.binary("divide", b.reshape(b.convert(ctx.tensor(1), acc), {shape[d.dim]}), norm);
+  Value w = b.binary("multiply", v, along_dim(b, scale, d, shape));
+  return {b.convert(w, ctx.out_types.at(0).dtype), b.reshape(norm, ctx.out_types.at(1).shape)};
+}
+
+// _weight_norm_interface_backward(grad_w, saved_v, saved_g, saved_norms, dim)
+// -> (grad_v, grad_g), WeightNorm.cpp's formula: with s = sum(grad_w * v) over
+// the normalized dims, grad_g = s / norm and
+// grad_v = (g / norm) * (grad_w - v * s / norm^2).
+std::vector<Value> weight_norm_interface_backward(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  const Value& v_in = ctx.tensor(1);
+  const WeightNormDims d = weight_norm_dims(v_in, ctx.int_arg(4));
+  const Shape& shape = v_in.shape();
+  const ElementType acc = accumulation_type(v_in.dtype());
+  const Shape per_dim = {shape[d.dim]};
+  Value grad_w = b.convert(ctx.tensor(0), acc);
+  Value v = b.convert(v_in, acc);
+  Value g = b.reshape(b.convert(ctx.tensor(2), acc), per_dim);
+  Value norm = b.reshape(b.convert(ctx.tensor(3), acc), per_dim);
+  Value s = sum_over(b, b.binary("multiply", grad_w, v), d.reduced);
+  Value grad_g = b.binary("divide", s, norm);
+  Value projection = b.binary("divide", s, b.binary("multiply", norm, norm));
+  Value grad_v = b.binary("multiply", along_dim(b, b.binary("divide", g, norm), d, shape),
+                          b.binary("subtract", grad_w, b.binary("multiply", v, along_dim(b, projection, d, shape))));
+  return {b.convert(grad_v, ctx.out_types.at(0).dtype),
+          b.convert(b.reshape(grad_g, ctx.out_types.at(1).shape), ctx.out_types.at(1).dtype)};
 }
 
 }  // namespace torch_tpu::lower

@@ -1,4 +1,4 @@
-// Layer normalization, forward and backward.
+// Layer normalization and weight normalization, forward and backward.
 #pragma once
 
 #include "lower/lowering.h"
@@ -7,5 +7,7 @@ namespace torch_tpu::lower {
 
 TORCH_TPU_LOWERING(native_layer_norm)
 TORCH_TPU_LOWERING(native_layer_norm_backward)
+TORCH_TPU_LOWERING(weight_norm_interface)
+TORCH_TPU_LOWERING(weight_norm_interface_backward)
 
 }  // namespace torch_tpu::lower
