@@ -611,3 +611,33 @@ def test_graph_without_tpu_inputs_that_makes_tpu_tensors_replays():
         torch.testing.assert_close(idx.cpu(), torch.arange(5))
     stats = tpu_compile.stats()
     assert stats["graph_calls"] == 3 and stats["graph_replays"] == 2, stats
+
+
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_graph_of_views_only_replays_without_a_program(requires_grad):
+    # A graph that runs no device op (a vision tower's reshapes between two
+    # graph breaks, higgs_audio_v2's) is captured as an empty program: later
+    # calls rebuild its views of the new inputs instead of tracing again.
+    def patches(x):
+        return x.view(2, 3, 4).transpose(1, 2)[:, 1:], x.unsqueeze(0).expand(2, 24)
+
+    g = torch.compile(patches, backend="tpu")
+    before = tpu_compile.stats()
+    for _ in range(4):
+        x = torch.randn(24).requires_grad_(requires_grad)
+        x_tpu = x.detach().to("tpu").requires_grad_(requires_grad)
+        outs, expected = g(x_tpu), patches(x)
+        for a, e in zip(outs, expected):
+            assert a.shape == e.shape and a.stride() == e.stride()
+            torch.testing.assert_close(a.detach().cpu(), e.detach())
+        if requires_grad:
+            sum((o * (i + 1)).sum() for i, o in enumerate(outs)).backward()
+            sum((o * (i + 1)).sum() for i, o in enumerate(expected)).backward()
+            torch.testing.assert_close(x_tpu.grad.cpu(), x.grad)
+        else:  # still views of the input: a write through one shows in x
+            outs[0][0, 0, 0] = 100.0
+            expected[0][0, 0, 0] = 100.0
+            torch.testing.assert_close(x_tpu.cpu(), x)
+    after = tpu_compile.stats()
+    assert after["graph_traces"] - before["graph_traces"] <= (2 if requires_grad else 1), after["trace_reasons"]
+    assert not any(r.startswith("not replayable") for r in after["trace_reasons"]), after["trace_reasons"]

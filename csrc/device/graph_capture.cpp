@@ -1,5 +1,6 @@
 #include "device/graph_capture.h"
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "device/generator.h"
@@ -122,7 +123,7 @@ std::optional<std::vector<c10::IValue>> CapturedGraph::replay(const std::vector<
   }
   l.checks = checks;
   if (!replica_devices.empty()) l.replica_devices = &replica_devices;
-  launch(*executable, l);
+  if (executable) launch(*executable, l);
   std::vector<c10::IValue> out;
   out.reserve(outputs.size());
   for (const Output& o : outputs) {
@@ -149,10 +150,11 @@ std::shared_ptr<CapturedGraph> end_capture(int device, const std::vector<c10::IV
                                            const std::vector<c10::IValue>& graph_outputs, std::string* why) {
   bool broken = false;
   std::unique_ptr<ProgramState> state = end_graph_capture(device, &broken);
-  if (!state) {
-    *why = "the graph ran no device op";
-    return nullptr;
-  }
+  // A graph that ran no device op (a vision tower's reshapes and permutes
+  // between two graph breaks) is captured as an empty program: its replays
+  // rebuild its views of the inputs, unless a flush split it (its ops then
+  // ran as programs of their own).
+  if (!state) state = std::make_unique<ProgramState>(device);
   return capture_program(std::move(state), broken, device, values, graph_outputs, why);
 }
 
@@ -316,12 +318,23 @@ std::shared_ptr<CapturedGraph> capture_program(std::unique_ptr<ProgramState> sta
     }
   }
 
+  // A graph that writes nothing (its outputs are inputs or views of them)
+  // needs no program: a replay only restrides the inputs. One that draws
+  // random numbers it then drops still advances its generator, as each
+  // replay would have to.
+  if (outs.empty()) {
+    const bool draws = std::any_of(state->sources.begin(), state->sources.end(),
+                                   [](const ParamSource& src) { return src.kind == ParamSource::Kind::Rng; });
+    if (draws) refuse("the graph draws random numbers it does not keep");
+    if (!state->range_checks.empty()) refuse("the graph checks indices but computes nothing");
+    if (!reason.empty()) {
+      *why = reason;
+      return nullptr;
+    }
+    return cap;
+  }
   // Run it once, now, with the recorded buffers; nothing is donated, so the
   // same executable runs the replays.
-  if (outs.empty()) {
-    *why = reason.empty() ? "the graph computes nothing" : reason;
-    return nullptr;
-  }
   for (const auto& [pred, info] : state->range_checks) {
     outs.push_back(pred);
     cap->checks.push_back(info);

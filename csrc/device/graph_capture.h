@@ -62,6 +62,8 @@ class CapturedGraph {
   // A graph holding collectives (ProgramState::Replication): its group's
   // devices, each replay being this rank's replica. Empty otherwise.
   std::vector<int64_t> replica_devices;
+  // Null for a graph that runs no device op (views, reshapes and metadata of
+  // its inputs): its replays launch nothing and return the views again.
   std::shared_ptr<pjrt::LoadedExecutable> executable;
   SignatureRecord signature;  // of the inputs (csrc/device/call_signature.h)
   std::vector<Param> params;
