@@ -641,3 +641,23 @@ def test_graph_of_views_only_replays_without_a_program(requires_grad):
     after = tpu_compile.stats()
     assert after["graph_traces"] - before["graph_traces"] <= (2 if requires_grad else 1), after["trace_reasons"]
     assert not any(r.startswith("not replayable") for r in after["trace_reasons"]), after["trace_reasons"]
+
+
+def test_cpu_tensor_made_inside_the_graph_and_copied_to_tpu_replays():
+    # Idefics3's vision embeddings build their patch mask on the host,
+    # torch.ones(shape).to(tpu, bool); the host prologue makes it before each
+    # call and the program takes it as an input, instead of an upload inside
+    # the graph that a replay could not repeat.
+    def masked(x, fill):
+        mask = torch.ones(2, 4).to(device=x.device, dtype=torch.bool)
+        mask[:, 1] = False
+        return torch.where(mask, x, fill) + torch.arange(4.0).to(x.device)
+
+    g = torch.compile(masked, backend="tpu")
+    before = tpu_compile.stats()
+    for _ in range(3):
+        x = torch.randn(2, 4)
+        torch.testing.assert_close(g(x.to("tpu"), 0.5).cpu(), masked(x, 0.5))
+    after = tpu_compile.stats()
+    assert after["graph_replays"] - before["graph_replays"] == 2, after["trace_reasons"]
+    assert not any(r.startswith("not replayable") for r in after["trace_reasons"]), after["trace_reasons"]

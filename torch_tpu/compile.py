@@ -231,7 +231,10 @@ def _check_lowerings(gm):
 def _host_prologue(gm):
     """Moves the CPU arithmetic a graph does on its CPU inputs and constants
     alone (DeBERTa's `torch.sqrt(torch.tensor(d) * scale)`, a cache's CPU
-    step counter plus one) out of the graph, into a prologue that runs on
+    step counter plus one), and the CPU tensors it makes from nothing
+    (Idefics3's `torch.ones(shape).to(tpu, bool)` patch mask, a factory
+    whose copy to tpu would be an upload the program cannot replay), out
+    of the graph, into a prologue that runs on
     the host before each call; the graph takes its results as trailing
     inputs. Left inside, that CPU work would happen outside the captured
     program, which then could not replay it. Returns the prologue, a
@@ -251,7 +254,7 @@ def _host_prologue(gm):
             continue
         inputs = node.all_input_nodes
         value = node.meta.get("val")
-        if not inputs or any(a not in on_host for a in inputs):
+        if any(a not in on_host for a in inputs):
             continue
         if not isinstance(value, torch.Tensor) or value.device.type != "cpu" or value.numel() > 1024:
             continue
