@@ -661,3 +661,23 @@ def test_cpu_tensor_made_inside_the_graph_and_copied_to_tpu_replays():
     after = tpu_compile.stats()
     assert after["graph_replays"] - before["graph_replays"] == 2, after["trace_reasons"]
     assert not any(r.startswith("not replayable") for r in after["trace_reasons"]), after["trace_reasons"]
+
+
+def test_large_mask_computed_on_the_host_from_aranges_replays():
+    # LongT5's local attention builds a block-distance mask from two CPU
+    # aranges; it reads no graph input, so the prologue computes it once,
+    # whatever its size, and the program takes its tpu copy as an input.
+    def banded(x):
+        i = torch.arange(48, dtype=torch.int32)
+        j = torch.arange(40, dtype=torch.int32)
+        near = (i[:, None] - j[None, :]).abs() < 8  # 1,920 elements
+        return x * near.to(x.device)
+
+    g = torch.compile(banded, backend="tpu")
+    before = tpu_compile.stats()
+    for _ in range(3):
+        x = torch.randn(48, 40)
+        torch.testing.assert_close(g(x.to("tpu")).cpu(), banded(x))
+    after = tpu_compile.stats()
+    assert after["graph_replays"] - before["graph_replays"] == 2, after["trace_reasons"]
+    assert not any(r.startswith("not replayable") for r in after["trace_reasons"]), after["trace_reasons"]

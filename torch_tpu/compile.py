@@ -231,14 +231,21 @@ def _check_lowerings(gm):
 def _host_prologue(gm):
     """Moves the CPU arithmetic a graph does on its CPU inputs and constants
     alone (DeBERTa's `torch.sqrt(torch.tensor(d) * scale)`, a cache's CPU
-    step counter plus one), and the CPU tensors it makes from nothing
-    (Idefics3's `torch.ones(shape).to(tpu, bool)` patch mask, a factory
-    whose copy to tpu would be an upload the program cannot replay), out
-    of the graph, into a prologue that runs on
-    the host before each call; the graph takes its results as trailing
-    inputs. Left inside, that CPU work would happen outside the captured
-    program, which then could not replay it. Returns the prologue, a
-    function from the graph's original inputs to the extra ones, or None."""
+    step counter plus one), and on CPU tensors it makes from nothing
+    (Idefics3's `torch.ones(shape).to(tpu, bool)` patch mask, LongT5's
+    block-distance mask from two aranges), out of the graph, into a prologue
+    that runs on the host before each call; the graph takes its results as
+    trailing inputs. Left inside, that CPU work and its copy to tpu would
+    happen outside the captured program, which then could not replay it.
+
+    Work that reads no graph input is the same on every call: the prologue
+    computes it once and returns the same tensors again, whatever their
+    size. Work that reads inputs is redone each call, for results up to
+    1024 elements.
+
+    Returns (prologue, constant): a function from the graph's original
+    inputs to the extra ones, and the positions among those extra inputs
+    that never change; or (None, ())."""
     graph = gm.graph
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     on_host = {
@@ -246,6 +253,7 @@ def _host_prologue(gm):
         for k, n in enumerate(placeholders)
         if isinstance(n.meta.get("val"), torch.Tensor) and n.meta["val"].device.type == "cpu"
     }
+    reads_inputs = set(on_host)  # host nodes whose value depends on a graph input
     steps = []  # (node, target, args, kwargs), in graph order
     for node in graph.nodes:
         if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
@@ -256,13 +264,19 @@ def _host_prologue(gm):
         value = node.meta.get("val")
         if any(a not in on_host for a in inputs):
             continue
-        if not isinstance(value, torch.Tensor) or value.device.type != "cpu" or value.numel() > 1024:
+        if not isinstance(value, torch.Tensor) or value.device.type != "cpu":
             continue
+        per_call = any(a in reads_inputs for a in inputs)
+        if per_call and value.numel() > 1024:
+            continue
+        if per_call:
+            reads_inputs.add(node)
         on_host[node] = ("step", len(steps))
         steps.append((node, node.target, node.args, node.kwargs))
     results = [node for node, *_ in steps if any(user not in on_host for user in node.users)]
     if not results:
-        return None
+        return None, ()
+    constant = tuple(k for k, node in enumerate(results) if node not in reads_inputs)
     anchor = placeholders[-1] if placeholders else None
     for k, node in enumerate(results):
         where = graph.inserting_after(anchor) if anchor is not None else graph.inserting_before(node)
@@ -276,18 +290,23 @@ def _host_prologue(gm):
             graph.erase_node(node)
     graph.lint()
     gm.recompile()
+    computed_once = {}  # the steps that read no input, from the first call
 
     def prologue(args):
-        values = {}
+        values = dict(computed_once)
         for node, target, node_args, node_kwargs in steps:
+            if node in values:
+                continue
             args_now, kwargs_now = torch.fx.node.map_arg(
                 (node_args, node_kwargs),
                 lambda a: args[on_host[a][1]] if on_host[a][0] == "input" else values[a],
             )
             values[node] = target(*args_now, **kwargs_now)
+            if node not in reads_inputs:
+                computed_once[node] = values[node]
         return [values[node] for node in results]
 
-    return prologue
+    return prologue, constant
 
 
 def _constants_as_inputs(gm):
@@ -503,10 +522,11 @@ def _graph_runner(gm, example_inputs, kind):
     _check_lowerings(gm)
     _stats["graphs_compiled"] += 1
     constants = _constants_as_inputs(gm)
-    prologue = _host_prologue(gm)
+    prologue, prologue_constant = _host_prologue(gm)
     moved = _host_inputs_copied_to_device(gm)
     n_inputs = len(example_inputs)
-    is_constant = range(n_inputs, n_inputs + len(constants)).__contains__
+    first_prologue_input = n_inputs + len(constants)
+    unchanging = set(range(n_inputs, first_prologue_input)) | {first_prologue_input + k for k in prologue_constant}
     constants_on_device = {}  # constants are copied once, at the first call (here a fake mode may be active)
     # The float32 matmul precision in force when the graph was compiled.
     run = _run_fused(gm, precision.get_matmul_precision(), kind)
@@ -518,7 +538,7 @@ def _graph_runner(gm, example_inputs, kind):
         if prologue is not None:
             args += prologue(args)  # reads the CPU values, before any is moved
         for position, device in moved.items():
-            if is_constant(position):
+            if position in unchanging:
                 if position not in constants_on_device:
                     constants_on_device[position] = args[position].to(device)
                 args[position] = constants_on_device[position]
