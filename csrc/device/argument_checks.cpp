@@ -485,6 +485,15 @@ void check_layer_norm_parameters(const c10::FunctionSchema&, const Args& args) {
               "mixed dtype (tpu): all inputs must share same datatype.");
 }
 
+// A tensor read as one truth value (_assert_async; CUDA's kernel and
+// is_nonzero word it so).
+void check_single_value(const c10::FunctionSchema&, const Args& args) {
+  const at::Tensor* self = tensor_at(args, 0);
+  if (!self) return;
+  TORCH_CHECK(self->numel() != 0, "Boolean value of Tensor with no values is ambiguous");
+  TORCH_CHECK(self->numel() < 2, "Boolean value of Tensor with more than one value is ambiguous");
+}
+
 // masked_fill's kernels (CPU and CUDA alike).
 void check_masked_fill_mask(const c10::FunctionSchema&, const Args& args) {
   const at::Tensor* mask = tensor_at(args, 1);

@@ -55,6 +55,7 @@ void check_addcdiv_integer_division(const c10::FunctionSchema& schema, const std
 void check_std_var_dtype(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
 void check_layer_norm_parameters(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
 void check_masked_fill_mask(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+void check_single_value(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
 void check_where_condition(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
 void check_lerp_dtypes(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
 void check_multinomial_distribution(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);

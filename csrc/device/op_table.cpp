@@ -92,6 +92,7 @@ const OpSpec kLoweredOps[] = {
     OpSpec(L::arange, "arange.start_out").check(check_arange_bounds),
     OpSpec(L::argmax, "argmax argmax.out").check(check_extreme_of_empty),
     OpSpec(L::argmin, "argmin argmin.out").check(check_extreme_of_empty),
+    OpSpec(L::assert_async, "_assert_async _assert_async.msg").check(check_single_value),
     {L::asin, "asin asin_ asin.out"},
     {L::asinh, "asinh asinh_ asinh.out"},
     {L::atan, "atan atan_ atan.out"},

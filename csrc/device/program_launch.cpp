@@ -144,7 +144,8 @@ void run_program(ProgramState& state, const RunOptions& options) {
     l.targets.push_back({&storage_buffer(c10::Storage(storage)), s.current->dtype()});
     alive.push_back(std::move(storage));
   }
-  if (outputs.empty()) return;  // nothing alive to write: checks of dead work are moot
+  // Nothing alive to write: checks of dead work are moot, an assertion is not.
+  if (outputs.empty() && !asserts_something(state.range_checks)) return;
   for (const auto& [pred, info] : state.range_checks) {
     outputs.push_back(pred);
     l.checks.push_back(info);
@@ -224,10 +225,12 @@ void verify_range_checks() {
     if (ok) continue;
     // Debug mode checks eager ops' indices before they run; the checks
     // that reach here there come from a compiled graph, waited for at its call.
+    // An assertion (_assert_async) is checked nowhere else: in Debug mode it
+    // raises at its own call, eager or compiled, as on CPU.
+    const bool debug = runtime::eager_mode() == runtime::EagerMode::Debug;
     const char* where =
-        runtime::eager_mode() == runtime::EagerMode::Debug
-            ? " (found by a compiled graph; Debug mode raises at the graph's call)"
-            : " (found at the next synchronization; TORCH_TPU_LAUNCH_BLOCKING=1 raises at the op itself)";
+        debug ? (info.assertion ? "" : " (found by a compiled graph; Debug mode raises at the graph's call)")
+              : " (found at the next synchronization; TORCH_TPU_LAUNCH_BLOCKING=1 raises at the op itself)";
     TORCH_CHECK(!info.runtime_error, info.message, where);
     TORCH_CHECK_INDEX(false, info.message, where);
   }

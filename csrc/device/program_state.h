@@ -41,7 +41,15 @@ struct ParamSource {
 struct RangeCheckInfo {
   std::string message;
   bool runtime_error = false;  // RuntimeError (gather/scatter on CPU) rather than IndexError
+  bool assertion = false;      // the op's only effect: checked even when the program keeps nothing else
 };
+
+// Whether a program must run for its checks alone.
+inline bool asserts_something(const std::vector<std::pair<hlo::Value, RangeCheckInfo>>& checks) {
+  for (const auto& check : checks)
+    if (check.second.assertion) return true;
+  return false;
+}
 
 // One program under construction and the buffers bound to its parameters.
 struct ProgramState {

@@ -306,7 +306,8 @@ void TensorProgram::bind_lowering_inputs(lower::LowerContext& ctx, const at::Gen
     bind(ctx.host_scalar_params()[k], rt.upload(host.data_ptr(), pjrt_type(s.dtype), {}, device_), source);
   }
   for (const auto& check : ctx.range_checks()) {
-    state_->range_checks.emplace_back(check.all_in_range, RangeCheckInfo{check.message, check.runtime_error});
+    state_->range_checks.emplace_back(check.all_in_range,
+                                      RangeCheckInfo{check.message, check.runtime_error, check.assertion});
   }
   if (!ctx.rng_params().empty()) {
     TpuGeneratorImpl* gen = tpu_generator(generator, device_);

@@ -261,6 +261,11 @@ void LowerContext::check_all(const Value& ok, const std::string& message, bool r
   range_checks_.push_back({all_true(b, ok), message, runtime_error});
 }
 
+void LowerContext::assert_all(const Value& ok, const std::string& message) {
+  if (ok.type.numel() == 0) return;
+  range_checks_.push_back({all_true(b, ok), message, /*runtime_error=*/true, /*assertion=*/true});
+}
+
 int64_t wrap_dim(int64_t dim, int64_t rank) {
   int64_t r = rank == 0 ? 1 : rank;
   return dim < 0 ? dim + r : dim;

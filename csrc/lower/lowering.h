@@ -153,6 +153,7 @@ class LowerContext {
     Value all_in_range;  // tensor<i1>
     std::string message;
     bool runtime_error = false;
+    bool assertion = false;  // see assert_all
   };
   void check_in_range(const Value& index, int64_t lo, int64_t hi, const std::string& message,
                       bool runtime_error = false);
@@ -161,6 +162,9 @@ class LowerContext {
   // RuntimeError with `message` (IndexError when `runtime_error` is false),
   // as the CPU kernel's own check.
   void check_all(const Value& ok, const std::string& message, bool runtime_error = true);
+  // check_all for an op whose check is its only effect (_assert_async): the
+  // program runs for it even when nothing else it computes is kept.
+  void assert_all(const Value& ok, const std::string& message);
   const std::vector<RangeCheck>& range_checks() const { return range_checks_; }
 
  private:

@@ -209,6 +209,20 @@ std::vector<Value> prod(LowerContext& ctx) {  // prod(self, dtype) / prod.dim_in
 std::vector<Value> all(LowerContext& ctx) { return logical_reduce(ctx, "and"); }
 std::vector<Value> any(LowerContext& ctx) { return logical_reduce(ctx, "or"); }
 
+// _assert_async(self) / _assert_async.msg(self, assert_msg): the one value
+// must be nonzero. CUDA's kernel checks it on the device without waiting;
+// here the check is a program output that raises at the next
+// synchronization, as an out-of-range index does, with CPU's messages.
+// (The element count is checked at the call: argument_checks.cpp.)
+std::vector<Value> assert_async(LowerContext& ctx) {
+  std::string message = "Expected Tensor with single nonzero value, but got zero";
+  if (ctx.args.size() >= 2 && ctx.args[1].kind == Arg::Kind::String) {
+    message = ctx.args[1].s.empty() ? "Assertion is failed" : ctx.args[1].s;
+  }
+  ctx.assert_all(ctx.b.convert(ctx.tensor(0), ElementType::Pred), message);
+  return {};
+}
+
 // ---- extremes -------------------------------------------------------------------
 std::vector<Value> amax(LowerContext& ctx) { return extreme(ctx, true, true); }
 std::vector<Value> amin(LowerContext& ctx) { return extreme(ctx, false, true); }
