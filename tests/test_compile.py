@@ -681,3 +681,19 @@ def test_large_mask_computed_on_the_host_from_aranges_replays():
     after = tpu_compile.stats()
     assert after["graph_replays"] - before["graph_replays"] == 2, after["trace_reasons"]
     assert not any(r.startswith("not replayable") for r in after["trace_reasons"]), after["trace_reasons"]
+
+
+def test_graph_with_nothing_on_tpu_is_not_counted_as_a_tpu_graph_call():
+    # Dynamo can leave an empty graph (or one of CPU numbers) between two
+    # breaks of a tpu model (mimi's encoder): it runs as Python, neither
+    # traced nor replayed, and only tpu graphs count as graph calls.
+    def host_only(x):
+        return x * 2
+
+    g = torch.compile(host_only, backend="tpu")
+    before = tpu_compile.stats()
+    for _ in range(3):
+        torch.testing.assert_close(g(torch.ones(3)), torch.full((3,), 2.0))
+    after = tpu_compile.stats()
+    assert after["graph_calls"] == before["graph_calls"]
+    assert after["graph_replays"] == before["graph_replays"]

@@ -33,8 +33,10 @@ _recompile_reasons = collections.Counter()  # Dynamo's, from its guard failures
 
 def stats():
     """torch.compile on tpu: graphs_compiled (Dynamo graphs handed to the tpu
-    backend; forward and backward count separately), graph_calls,
-    graph_replays (calls that ran the captured program directly),
+    backend; forward and backward count separately), graph_calls (calls of
+    graphs that run on tpu: one with no tpu tensor in or out, such as an
+    empty graph Dynamo leaves between two breaks, runs as Python and is
+    not counted), graph_replays (calls that ran the captured program directly),
     graph_traces (calls that ran the graph's ops to record its program),
     recompiles (Dynamo recompiled a function on tpu) and, per reason,
     trace_reasons and recompile_reasons."""
@@ -152,12 +154,12 @@ def _run_fused(gm, matmul_precision, kind="forward"):
         return out
 
     def run(args):
-        _stats["graph_calls"] += 1
         device = _device_of(args)
         if device is None:
             device = factory_device
         if device is None:  # nothing of the graph is on tpu
             return gm(*args)
+        _stats["graph_calls"] += 1
         _C._flush("graph_boundary")  # eager work so far runs as its own program (no wait)
         out = replay(args)
         if out is None:
