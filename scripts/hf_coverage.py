@@ -169,6 +169,8 @@ OVERRIDES = {
     "esm": {"vocab_size": 33, "pad_token_id": 1, "mask_token_id": 32},
     # Its experts per token default to None (a checkpoint names them).
     "deepseek_v2": {"num_experts_per_tok": 2},
+    # Mamba-2 heads: num_heads * head_dim = expand (2) * hidden_size, in groups that divide the heads.
+    "mamba2": {"num_heads": 4, "head_dim": 32, "n_groups": 1},
     # One input, one looped and one output layer (defaults: 8 input, 20 looped and 8 output layers).
     "dory": {
         "num_hidden_layers": 3,
@@ -227,6 +229,11 @@ def shrink(config, depth=0):
         elif key in TINY_LISTS and isinstance(value, list) and len(value) > TINY_LISTS[key]:
             setattr(config, key, value[: TINY_LISTS[key]])
     heads = getattr(config, "num_attention_heads", None)
+    # A head_dim left None (ministral, hunyuan_v1: their checkpoints set it) is read as is by the attention.
+    if "head_dim" in vars(config) and config.head_dim is None and isinstance(heads, int) and heads > 0:
+        hidden = getattr(config, "hidden_size", None)
+        if isinstance(hidden, int):
+            config.head_dim = hidden // heads
     if isinstance(heads, int) and hasattr(config, "num_key_value_heads"):
         kv = config.num_key_value_heads
         # Latent attention (kv_lora_rank) expands its keys to every head, so it needs one key head per head.
