@@ -382,8 +382,14 @@ def _speech_synthesis_targets(config, g):
     }
 
 
+def _text_token_types(config, g):
+    """Molmo2 trains only when told which tokens are text and which stand for images (it raises without):
+    the sweep's inputs are all text, type 0."""
+    return {"mm_token_type_ids": torch.zeros(BATCH, SEQ, dtype=torch.long)}
+
+
 # Inputs a model's training mode requires besides its main input and labels, by model_type.
-TRAINING_TARGETS = {"fastspeech2_conformer": _speech_synthesis_targets}
+TRAINING_TARGETS = {"fastspeech2_conformer": _speech_synthesis_targets, "molmo2": _text_token_types}
 
 
 def _config_field(config, name, default):
