@@ -622,8 +622,58 @@ def check_train_at_a_kink_retries(model_type, class_name, config, head, cpu, tpu
                     check_train(cpu, tpu, inputs, labels, dtype=torch.float64)
             except Exception as err:  # noqa: BLE001
                 # float64 first: the report keeps 300 characters, and float64 decides.
-                raise WrongValues(f"in float64: {outcome(err)[1]}; in float32: {float32}") from None
+                failure = f"in float64: {outcome(err)[1]}; in float32: {float32}"
+                if not isinstance(err, WrongValues):
+                    raise WrongValues(failure) from None
+                with _in_float64():
+                    within = _within_cpus_own_rounding(model_type, class_name, inputs, labels)
+                if within is None:
+                    raise WrongValues(failure) from None
+                raise PassInFloat64(f"float64 {within}; float32: {second}") from None
             raise PassInFloat64(f"float32: {second}") from None
+
+
+def _gradients(model, inputs, labels):
+    """A float64 training step's loss and parameter gradients, {name: tensor} on CPU."""
+    model.train()
+    loss = _loss(model, inputs, labels)
+    loss.backward()
+    grads = {name: p.grad.detach().cpu() for name, p in model.named_parameters() if p.grad is not None}
+    return {"loss": loss.detach().cpu().reshape(1), **grads}
+
+
+def _within_cpus_own_rounding(model_type, class_name, inputs, labels, margin=4.0):
+    """Where float64 still differs, whether tpu is as near CPU as CPU is to itself: an ill-conditioned model
+    (mobilenet_v2 at 32 pixels: train-mode batch norm over two samples at 1x1, gradients of 9e3 from a loss of
+    1.1) amplifies float64 rounding past the check's tolerance. CPU runs the step again on the batch in reverse
+    order, the same sums in another order; tpu passes when, for the loss and every gradient, its largest
+    difference from CPU is within `margin` times CPU's own. A lowering error lands far outside that. Returns a
+    note for the report, or None (also when reversing the batch changes the loss beyond rounding, as for a model
+    whose inputs are not batch-first)."""
+    atol, _, grad_atol, _ = TRAIN_TOLERANCES[torch.float64][:4]
+    cpu, tpu = _fresh_pair(model_type, class_name, torch.float64)
+    reordered, _ = _fresh_pair(model_type, class_name, torch.float64)
+    reordered = reordered.cpu()
+    flipped = {k: v.flip(0) if v.dim() and v.shape[0] == BATCH else v for k, v in inputs.items()}
+    try:
+        expected = _gradients(cpu, inputs, labels)
+        actual = _gradients(tpu, _to(inputs, "tpu"), labels.to("tpu") if labels is not None else None)
+        again = _gradients(reordered, flipped, labels.flip(0) if labels is not None else None)
+    except Exception:  # noqa: BLE001
+        return None
+    if set(actual) != set(expected) or set(again) != set(expected):
+        return None
+    if (again["loss"] - expected["loss"]).abs().item() > 1e-9 * expected["loss"].abs().item() + atol:
+        return None  # reversing the batch is not the same computation
+    worst = (0.0, 0.0, "")
+    for name, e in expected.items():
+        off = (actual[name] - e).abs().max().item()
+        noise = (again[name] - e).abs().max().item()
+        if off > margin * noise + (atol if name == "loss" else grad_atol):
+            return None
+        if off > worst[0]:
+            worst = (off, noise, name)
+    return f"within CPU's own rounding: {worst[2]} off by {worst[0]:.2g}, CPU reordered by {worst[1]:.2g}"
 
 
 def check_compile(cpu, tpu, inputs):
