@@ -291,8 +291,29 @@ def _shrink_multimodal_rope(config, model_class):
         rope["mrope_section"] = [frequencies - 2 * spatial, spatial, spatial]
 
 
+def _gumbel_free_softmax(logits, tau=1, hard=False, dim=-1):
+    """GroupViT's gumbel_softmax without its Gumbel noise: the noise is drawn from each device's own generator,
+    so the train check turns it off, as it does dropout. Hard assignments still pass gradients straight
+    through the soft ones."""
+    soft = (logits / tau).softmax(dim)
+    if not hard:
+        return soft
+    index = soft.max(dim, keepdim=True)[1]
+    return torch.zeros_like(logits).scatter_(dim, index, 1.0) - soft.detach() + soft
+
+
+def _without_random_draws(model_type):
+    """Turns off the random draws a model makes in train mode that no config field controls."""
+    if model_type == "groupvit":
+        from transformers.models.groupvit import modeling_groupvit
+
+        modeling_groupvit.gumbel_softmax = _gumbel_free_softmax
+
+
 def build(model_type, class_name):
     import transformers
+
+    _without_random_draws(model_type)
 
     config = shrink(transformers.AutoConfig.for_model(model_type))
     for key, value in OVERRIDES.get(model_type, {}).items():
