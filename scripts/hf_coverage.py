@@ -88,6 +88,8 @@ TINY = {
     "head_dim": 16,
     "d_kv": 16,
     "vocab_size": 128,
+    # The LM head's width where the embedding is padded past it (inkling2): it may not exceed the vocabulary.
+    "unpadded_vocab_size": 128,
     "decoder_vocab_size": 128,
     "rotary_dim": 8,
     "max_position_embeddings": 64,
