@@ -163,6 +163,9 @@ OVERRIDES = {
     "donut-swin": {"depths": [2, 2], "num_heads": [2, 4], "embed_dim": 32, "hidden_size": 64, "window_size": 4},
     # Without attention layers (its default) its cache cannot tell a sequence length.
     "bamba": {"attn_layer_indices": [1]},
+    "granitemoehybrid": {"layer_types": ["linear_attention", "full_attention"]},
+    # Attention every 8th layer from the 4th by default: here the second of two.
+    "jamba": {"attn_layer_period": 2, "attn_layer_offset": 1},
     # Its text projection must match the image embedding: B0's last stage, 320 wide.
     "align": {"projection_dim": 320},
     # The width of its head, round_filters(1280) at B0's width coefficient.
