@@ -38,7 +38,6 @@ import inspect
 import json
 import os
 import re
-import subprocess
 import sys
 import time
 
@@ -815,16 +814,7 @@ def _run_one(arch, timeout):
     model_type, head, class_name, generates = arch
     started = time.time()
     cmd = [sys.executable, __file__, "--child", f"{model_type},{head},{class_name},{int(generates)}"]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=sweep_workers.child_env())
-        line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULT ")), None)
-        if line is None:
-            tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or [f"exit code {proc.returncode}"]
-            results = {"process": ("error", f"process died (exit code {proc.returncode}): {tail[0][:200]}")}
-        else:
-            results = {k: tuple(v) for k, v in json.loads(line[7:]).items()}
-    except subprocess.TimeoutExpired:
-        results = {"process": ("error", f"timed out after {timeout} s")}
+    results = sweep_workers.run_child(cmd, timeout)
     return _record(model_type, head, class_name, round(time.time() - started, 1), results)
 
 

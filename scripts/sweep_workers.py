@@ -8,6 +8,9 @@ import concurrent.futures
 import json
 import os
 import re
+import subprocess
+import tempfile
+import time
 
 
 def child_env():
@@ -30,10 +33,64 @@ def optimization_note(merged):
     return f"Programs compiled at {flag}."
 
 
+# Resident memory one item's subprocess may use, set by run_all: 80% of the
+# machine's memory shared among the workers. glm5_next once took 19 GB at its
+# "tiny" sizes; past the limit the item is killed and recorded, where the
+# kernel's OOM killer could take the sweep (or the machine) down with it.
+memory_limit = None
+
+
+def _machine_memory():
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def _resident(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def run_child(cmd, timeout):
+    """Runs one item's subprocess and returns its results, {check: (outcome,
+    detail)}: those it printed on its RESULT line, or {"process": ("error",
+    why)} when it died, ran past `timeout` seconds, or passed memory_limit.
+    Its output goes to files, not pipes, so a child that writes a lot never
+    blocks while it is watched."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True, env=child_env())
+        deadline = time.monotonic() + timeout
+        why = None
+        while proc.poll() is None:
+            if memory_limit and _resident(proc.pid) > memory_limit:
+                why = f"killed past the memory limit, {memory_limit / 2**30:.1f} GiB per worker"
+            elif time.monotonic() > deadline:
+                why = f"timed out after {timeout} s"
+            if why:
+                proc.kill()
+                proc.wait()
+                return {"process": ("error", why)}
+            time.sleep(0.25)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
+    line = next((x for x in stdout.splitlines() if x.startswith("RESULT ")), None)
+    if line is None:
+        tail = (stderr or stdout).strip().splitlines()[-1:] or [f"exit code {proc.returncode}"]
+        return {"process": ("error", f"process died (exit code {proc.returncode}): {tail[0][:200]}")}
+    return {k: tuple(v) for k, v in json.loads(line[7:]).items()}
+
+
 def run_all(items, run_one, timeout, workers, describe, jsonl=None):
     """Runs run_one(item, timeout) for every item; returns the records in
     the order they completed. describe(record) -> (name, status) for the
     progress line."""
+    global memory_limit
+    memory_limit = int(0.8 * _machine_memory() / max(1, workers))
     records = []
     with concurrent.futures.ThreadPoolExecutor(workers) as pool:
         futures = [pool.submit(run_one, item, timeout) for item in items]
@@ -54,7 +111,7 @@ def run_all(items, run_one, timeout, workers, describe, jsonl=None):
 
 PASS_IN_FLOAT64 = "pass (float64)"
 _OUTCOMES = ("wrong values", "missing op", "error")
-_PROCESS_FAILURES = ("process died", "timed out after")
+_PROCESS_FAILURES = ("process died", "timed out after", "killed past the memory limit")
 
 
 def format_cell(outcome, detail):

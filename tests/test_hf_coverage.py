@@ -142,3 +142,20 @@ def test_a_result_as_near_a_float64_reference_as_cpus_own_passes_and_a_far_one_f
     with pytest.raises(hf_coverage.WrongValues):
         hf_coverage._close_or_as_accurate_as_cpu({"out": x["x"] + 2.0}, expected, reference, "forward")
     hf_coverage._close_or_as_accurate_as_cpu({"out": expected["out"].clone()}, expected, reference, "forward")
+
+
+def test_a_sweep_child_is_recorded_when_it_dies_times_out_or_passes_the_memory_limit(monkeypatch):
+    import sweep_workers
+
+    def child(code):
+        return [sys.executable, "-c", code]
+
+    ok = sweep_workers.run_child(child('print(\'RESULT {"forward": ["pass", ""]}\')'), timeout=60)
+    assert ok == {"forward": ("pass", "")}
+    died = sweep_workers.run_child(child("import sys; print('boom', file=sys.stderr); sys.exit(3)"), timeout=60)
+    assert died == {"process": ("error", "process died (exit code 3): boom")}
+    slow = sweep_workers.run_child(child("import time; time.sleep(60)"), timeout=1)
+    assert slow == {"process": ("error", "timed out after 1 s")}
+    monkeypatch.setattr(sweep_workers, "memory_limit", 200 * 2**20)
+    hog = "import time; x = bytearray(400 * 2**20); time.sleep(60)"  # touched pages: 400 MiB resident
+    assert sweep_workers.run_child(child(hog), timeout=60)["process"][1].startswith("killed past the memory limit")
