@@ -16,6 +16,14 @@ namespace {
 class MetaMirror {
  public:
   at::Tensor mirror(const at::Tensor& t) {
+    // A CPU scalar tensor beside tpu ones (masked_fill's value, SEW-D's
+    // torch.tensor(finfo.min)) is read on the host, as CUDA reads it; its
+    // meta kernel, a Python reference checking that `value` is a CPU scalar
+    // or on `a`'s device, must see it on the meta device too. Wrapped
+    // numbers stay: type promotion treats them apart.
+    if (t.defined() && t.device().is_cpu() && t.dim() == 0 && !t.unsafeGetTensorImpl()->is_wrapped_number()) {
+      return at::empty({}, t.options().device(at::kMeta));
+    }
     if (!is_tpu(t)) return t;
     const c10::StorageImpl* key = t.storage().unsafeGetStorageImpl();
     auto it = storages_.find(key);

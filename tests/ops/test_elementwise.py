@@ -6,7 +6,9 @@ import math
 
 import pytest
 import torch
-from reference import TOLERANCES, check_op, to_device
+from reference import TOLERANCES, assert_close, check_op, to_device
+
+import torch_tpu
 
 SHAPES = [(), (0,), (5,), (3, 4), (2, 1, 3)]
 BINARY_SHAPES = [((3, 4), (3, 4)), ((3, 1), (1, 4)), ((), (2, 3)), ((2, 3), ()), ((0, 3), (3,)), ((2, 1, 3), (4, 1))]
@@ -614,6 +616,18 @@ def test_masked_fill_with_non_bool_mask_or_dim_value_raises_like_cpu():
     x = torch.randn(3, 4)
     same_as_cpu(lambda t, k: t.masked_fill(k, 0), x, torch.ones(3, 4, dtype=torch.int64))
     same_as_cpu(lambda t, k, v: t.masked_fill(k, v), x, torch.ones(3, 4, dtype=torch.bool), torch.ones(2))
+
+
+def test_masked_fill_with_a_cpu_scalar_value_as_cuda_accepts():
+    # SEW-D fills a device tensor with torch.tensor(torch.finfo(dtype).min), a CPU scalar: CUDA accepts it.
+    x, m = torch.randn(3, 4), torch.rand(3, 4) > 0.5
+    value = torch.tensor(torch.finfo(torch.float32).min)
+    for mode in ("strict", "defer_and_fuse"):
+        with torch_tpu.eager_mode(mode):
+            got = x.to("tpu").masked_fill(m.to("tpu"), value)
+        assert_close(got, x.masked_fill(m, value))
+    compiled = torch.compile(lambda t, k: t.masked_fill(k, torch.tensor(-3.0)), backend="tpu")
+    assert_close(compiled(x.to("tpu"), m.to("tpu")), x.masked_fill(m, -3.0))
 
 
 def test_masked_fill_backward():
