@@ -253,7 +253,8 @@ def shrink(config, depth=0):
     # Dropout, stochastic depth (drop_path_rate) and layer drop draw different masks on each device;
     # the checks compare the math, so they are off.
     # Per-stage lists count too (CvT's drop_path_rate is [0.0, 0.0, 0.1]).
-    random_drops = ("dropout", "pdrop", "drop_path", "layerdrop")
+    # So is a router's jitter (switch_transformers multiplies its router input by uniform noise in train mode).
+    random_drops = ("dropout", "pdrop", "drop_path", "layerdrop", "jitter")
     for key, value in list(vars(config).items()):
         if not (any(d in key for d in random_drops) or key.endswith("drop_rate")):
             continue

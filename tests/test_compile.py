@@ -697,3 +697,26 @@ def test_graph_with_nothing_on_tpu_is_not_counted_as_a_tpu_graph_call():
     after = tpu_compile.stats()
     assert after["graph_calls"] == before["graph_calls"]
     assert after["graph_replays"] == before["graph_replays"]
+
+
+@pytest.mark.parametrize("index_from", ["host arithmetic", "an input"])
+def test_tpu_tensor_indexed_by_a_cpu_index_replays(index_from):
+    # SAM's attention indexes its relative-position table with coordinates
+    # built on the host; a CPU index tensor can also be a graph input. Both
+    # arrive on tpu before the program runs instead of being uploaded
+    # inside it.
+    def relative(table, idx):
+        if idx is None:
+            coords = torch.arange(6)
+            idx = coords[:, None] - coords[None, :] + 5
+        return table[idx].sum(-1)
+
+    g = torch.compile(relative, backend="tpu")
+    before = tpu_compile.stats()
+    for _ in range(3):
+        table = torch.randn(11, 4)
+        idx = torch.randint(0, 11, (6, 6)) if index_from == "an input" else None
+        torch.testing.assert_close(g(table.to("tpu"), idx).cpu(), relative(table, idx))
+    after = tpu_compile.stats()
+    assert after["graph_replays"] - before["graph_replays"] == 2, after["trace_reasons"]
+    assert not any(r.startswith("not replayable") for r in after["trace_reasons"]), after["trace_reasons"]

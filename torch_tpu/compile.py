@@ -359,28 +359,49 @@ def _constants_as_inputs(gm):
     return constants
 
 
+_INDEX_OPS = (
+    torch.ops.aten.index.Tensor,
+    torch.ops.aten._unsafe_index.Tensor,
+    torch.ops.aten.index_put.default,
+    torch.ops.aten._unsafe_index_put.default,
+)
+
+
+def _device_reading(user, node):
+    """The tpu device on which graph node `user` reads CPU tensor `node`: a
+    `_to_copy` to tpu, or an index op on a tpu tensor taking `node` as one of
+    its indices (CUDA accepts CPU indices); None for any other use."""
+    if user.target is torch.ops.aten._to_copy.default:
+        device = user.kwargs.get("device")
+        device = torch.device(device) if device is not None else None
+        return device if device is not None and device.type == "tpu" else None
+    if user.target in _INDEX_OPS and len(user.args) > 1 and isinstance(user.args[1], (list, tuple)):
+        indices, rest = user.args[1], [user.args[0], *user.args[2:]]
+        value = user.args[0].meta.get("val") if isinstance(user.args[0], torch.fx.Node) else None
+        if any(i is node for i in indices) and not any(a is node for a in rest):
+            if isinstance(value, torch.Tensor) and value.device.type == "tpu":
+                return value.device
+    return None
+
+
 def _host_inputs_copied_to_device(gm):
     """{placeholder position: tpu device} for the graph's CPU inputs that it
     only copies to tpu (`aten._to_copy(x, device="tpu")`; Hugging Face
     caches hold CPU scalar tensors that every forward moves to the model's
-    device). Inside a captured program that copy would be a host transfer,
-    which splits the recording and stops the graph from replaying; made
-    before the program runs, the input arrives on tpu and the `_to_copy`
-    only converts its dtype on the device."""
+    device) or indexes tpu tensors with (SAM's relative positions, built on
+    the host by the prologue). Inside a captured program that copy would be
+    a host transfer, which splits the recording and stops the graph from
+    replaying; made before the program runs, the input arrives on tpu and
+    the `_to_copy` only converts its dtype on the device."""
     moved = {}
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     for position, node in enumerate(placeholders):
         value = node.meta.get("val")
         if not isinstance(value, torch.Tensor) or value.device.type != "cpu" or not node.users:
             continue
-        devices = set()
-        for user in node.users:
-            device = user.kwargs.get("device") if user.target is torch.ops.aten._to_copy.default else None
-            devices.add(torch.device(device) if device is not None else None)
+        devices = {_device_reading(user, node) for user in node.users}
         if len(devices) == 1 and None not in devices:
-            (device,) = devices
-            if device.type == "tpu":
-                moved[position] = device
+            moved[position] = devices.pop()
     return moved
 
 
