@@ -172,11 +172,16 @@ std::vector<Value> hardsigmoid(LowerContext& ctx) {
 }
 
 // hardsigmoid_backward(grad_output, self): g / 6 where -3 < x < 3, else 0.
+// As g times 1/6 rounded to float32, in every dtype: CPU's and CUDA's
+// kernels write the constant as 1.0f / 6.0f, so a float64 gradient is 3e-8
+// (relative) from g / 6 there, and PP-LCNet's float64 training step
+// differed from CPU's by that much.
 std::vector<Value> hardsigmoid_backward(LowerContext& ctx) {
   Builder& b = ctx.b;
   Value g = input(ctx, 0), x = input(ctx, 1);
   Value inside = b.binary("and", greater(b, x, b.splat(-3, x.type)), less(b, x, b.splat(3, x.type)));
-  return result(ctx, b.select(inside, mul(b, g, b.splat(1.0 / 6.0, g.type)), b.splat(0, g.type)));
+  const double one_sixth = static_cast<double>(1.0f / 6.0f);
+  return result(ctx, b.select(inside, mul(b, g, b.splat(one_sixth, g.type)), b.splat(0, g.type)));
 }
 
 // hardswish: x * min(max(x + 3, 0), 6) / 6.

@@ -86,6 +86,15 @@ def test_hardtanh_relu6_and_threshold_on_integers(dtype):
     check_op(lambda t: F.hardtanh(t, -2.5, 2.5), x)
 
 
+def test_hard_activation_gradients_round_one_sixth_as_cpu_does():
+    # CPU's and CUDA's hardsigmoid backward multiply by 1/6 rounded to
+    # float32 in every dtype: float64 gradients agree to float64's rounding
+    # (the exact g / 6 is 3e-8 away from theirs).
+    x = torch.linspace(-4, 4, 97, dtype=torch.float64)
+    check_op(F.hardsigmoid, x, grad=True, atol=1e-15, rtol=0)
+    check_op(F.hardswish, x, grad=True, atol=1e-15, rtol=0)
+
+
 @pytest.mark.parametrize(
     "fn", [F.softplus, F.mish, F.hardswish, F.hardsigmoid, F.logsigmoid, F.glu, F.hardshrink], ids=lambda f: f.__name__
 )
