@@ -505,7 +505,7 @@ def _float64_reference(cpu, inputs):
     def outputs():
         reference = copy.deepcopy(cpu).double()
         with torch.no_grad(), _in_float64():
-            return reference(**{k: v.double() if v.is_floating_point() else v for k, v in inputs.items()})
+            return _same_draws(reference, **{k: v.double() if v.is_floating_point() else v for k, v in inputs.items()})
 
     return outputs
 
@@ -537,10 +537,18 @@ def _close_or_as_accurate_as_cpu(actual, expected, float64_reference, what):
         ) from None
 
 
+def _same_draws(model, *args, **kwargs):
+    """Calls the model with the global generators (CPU's included) reset to one seed: a model that draws on
+    the host, from torch's CPU generator, draws the same on both calls (ViLT samples its image patches with
+    torch.multinomial on CPU tensors, in eval mode too)."""
+    torch.manual_seed(0)
+    return model(*args, **kwargs)
+
+
 def check_forward(cpu, tpu, inputs):
     cpu.eval(), tpu.eval()
     with torch.no_grad():
-        actual, expected = tpu(**_to(inputs, "tpu")), cpu(**inputs)
+        actual, expected = _same_draws(tpu, **_to(inputs, "tpu")), _same_draws(cpu, **inputs)
     _close_or_as_accurate_as_cpu(actual, expected, _float64_reference(cpu, inputs), "forward")
 
 
@@ -564,7 +572,7 @@ def check_generate(cpu, tpu, inputs, config):
 
 
 def _loss(model, inputs, labels):
-    out = model(**inputs, labels=labels) if labels is not None else model(**inputs)
+    out = _same_draws(model, **inputs, labels=labels) if labels is not None else _same_draws(model, **inputs)
     if labels is not None and getattr(out, "loss", None) is not None:
         return out.loss
     return sweep_workers.mean_square_loss(_tensors(out))  # float64 in the float64 check (detr's differed in float32)
@@ -710,10 +718,10 @@ def check_compile(cpu, tpu, inputs):
     compiled = torch.compile(tpu, backend="tpu")
     on_tpu = _to(inputs, "tpu")
     with torch.no_grad():
-        expected = cpu(**inputs)
-        outputs = [compiled(**on_tpu) for _ in range(2)]
+        expected = _same_draws(cpu, **inputs)
+        outputs = [_same_draws(compiled, **on_tpu) for _ in range(2)]
         tpu_compile.reset_stats()
-        outputs.append(compiled(**on_tpu))
+        outputs.append(_same_draws(compiled, **on_tpu))
     stats = tpu_compile.stats()
     torch._dynamo.reset()
     if stats["graph_calls"] == 0:
