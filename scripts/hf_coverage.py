@@ -163,6 +163,8 @@ OVERRIDES = {
     # Without attention layers (its default) its cache cannot tell a sequence length.
     "bamba": {"attn_layer_indices": [1]},
     "granitemoehybrid": {"layer_types": ["linear_attention", "full_attention"]},
+    # Its flow and duration predictor sample noise from each device's own generator: at scale 0 they are exact.
+    "vits": {"noise_scale": 0.0, "noise_scale_duration": 0.0},
     # Attention every 8th layer from the 4th by default: here the second of two.
     "jamba": {"attn_layer_period": 2, "attn_layer_offset": 1},
     # Its text projection must match the image embedding: B0's last stage, 320 wide.
