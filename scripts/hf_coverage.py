@@ -699,8 +699,10 @@ def _within_cpus_own_rounding(model_type, class_name, inputs, labels, margin=4.0
         return None
     if set(actual) != set(expected) or set(again) != set(expected):
         return None
-    if (again["loss"] - expected["loss"]).abs().item() > 1e-9 * expected["loss"].abs().item() + atol:
-        return None  # reversing the batch is not the same computation
+    # Reversing the batch is the same computation when the losses agree to within amplified rounding (1.5e-8 of
+    # itself for timm_wrapper's resnet, whose gradients reach 3e7); a different computation differs by O(1).
+    if (again["loss"] - expected["loss"]).abs().item() > 1e-6 * expected["loss"].abs().item() + atol:
+        return None
     worst = (0.0, 0.0, "")
     for name, e in expected.items():
         off = (actual[name] - e).abs().max().item()
