@@ -720,3 +720,22 @@ def test_tpu_tensor_indexed_by_a_cpu_index_replays(index_from):
     after = tpu_compile.stats()
     assert after["graph_replays"] - before["graph_replays"] == 2, after["trace_reasons"]
     assert not any(r.startswith("not replayable") for r in after["trace_reasons"]), after["trace_reasons"]
+
+
+def test_graph_that_only_copies_to_the_host_runs_as_a_download():
+    # Between two graph breaks Dynamo can leave a graph whose one op copies
+    # a tpu tensor to CPU (VITS's): a host read, with nothing to capture or
+    # replay, and not counted as a tpu graph call.
+    def download(x):
+        return x.to("cpu", torch.float32)
+
+    g = torch.compile(download, backend="tpu")
+    before = tpu_compile.stats()
+    for _ in range(3):
+        x = torch.randn(4, 3).to(torch.float16)
+        out = g(x.to("tpu"))
+        assert out.device.type == "cpu"
+        torch.testing.assert_close(out, x.float())
+    after = tpu_compile.stats()
+    assert after["graph_calls"] == before["graph_calls"]
+    assert not any(r.startswith("not replayable") for r in after["trace_reasons"]), after["trace_reasons"]

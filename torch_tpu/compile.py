@@ -36,7 +36,8 @@ def stats():
     backend; forward and backward count separately), graph_calls (calls of
     graphs that run on tpu: one with no tpu tensor in or out, such as an
     empty graph Dynamo leaves between two breaks, runs as Python and is
-    not counted), graph_replays (calls that ran the captured program directly),
+    not counted, as is one that only copies tpu tensors to the host),
+    graph_replays (calls that ran the captured program directly),
     graph_traces (calls that ran the graph's ops to record its program),
     recompiles (Dynamo recompiled a function on tpu) and, per reason,
     trace_reasons and recompile_reasons."""
@@ -65,6 +66,19 @@ def _numbers_read_from_data(gm):
     `.item()`, a nonzero count): numbers such a graph returns may differ
     between calls with the same input signature."""
     return any(node.meta.get("unbacked_bindings") for node in gm.graph.nodes)
+
+
+def _only_copies_to_host(gm):
+    """Whether every op of `gm` copies a tensor to CPU (a `.to("cpu")` that
+    Dynamo put in a graph of its own between two breaks, as VITS's does): a
+    host read, with no program to capture or replay."""
+    ops = [n for n in gm.graph.nodes if n.op == "call_function"]
+
+    def to_host(node):
+        device = node.kwargs.get("device") if node.target is torch.ops.aten._to_copy.default else None
+        return device is not None and torch.device(device).type == "cpu"
+
+    return bool(ops) and all(to_host(n) for n in ops)
 
 
 def _debug_checks(outputs, kind):
@@ -105,6 +119,7 @@ def _run_fused(gm, matmul_precision, kind="forward"):
     captures = []  # (capture, {output position: number}), most recently replayed first
     out_type = [None]  # the graph's own return container
     numbers_are_data = _numbers_read_from_data(gm)
+    host_read = _only_copies_to_host(gm)
     # A graph with no tpu input that makes tpu tensors (Longformer's masks
     # between two graph breaks) is captured on the device it makes them on.
     factory_device = next(
@@ -157,7 +172,7 @@ def _run_fused(gm, matmul_precision, kind="forward"):
         device = _device_of(args)
         if device is None:
             device = factory_device
-        if device is None:  # nothing of the graph is on tpu
+        if device is None or host_read:  # nothing of the graph is on tpu, or it only downloads
             return gm(*args)
         _stats["graph_calls"] += 1
         _C._flush("graph_boundary")  # eager work so far runs as its own program (no wait)
