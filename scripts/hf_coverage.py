@@ -167,6 +167,11 @@ OVERRIDES = {
     "vits": {"noise_scale": 0.0, "noise_scale_duration": 0.0},
     # Attention every 8th layer from the 4th by default: here the second of two.
     "jamba": {"attn_layer_period": 2, "attn_layer_offset": 1},
+    # Its image size is a (640, 640) pair, which the shrinker's int image_size leaves alone (a sweep child ran
+    # past 900 s). 64 pixels, not 32: at 32 its five stride-2 stages end at 1x1, where train-mode batch norm over
+    # two samples makes gradients of 4e4 from a loss of 0.9, and float64 rounding shows past the check on both
+    # devices (tpu 2.5e-5 off CPU, CPU 6e-6 off itself with the batch reversed); at 64 they agree to 1e-14.
+    "textnet": {"image_size": 64},
     # Its text projection must match the image embedding: B0's last stage, 320 wide.
     "align": {"projection_dim": 320},
     # The width of its head, round_filters(1280) at B0's width coefficient.
@@ -186,6 +191,16 @@ OVERRIDES = {
         "layer_types": ["sliding_attention", "full_attention", "sliding_attention"],
     },
 }
+# VibeVoice's acoustic tokenizer (its own model, and VibeVoice's audio and semantic sub-configs): six stages
+# that double 32 filters to 2048 and downsample 3200x (its per-stage fields are tuples, which TINY_LISTS leaves
+# alone) need 9 GB at the shrinker's sizes; two stages of 8 filters, one block each, downsample 4x. Its encoder
+# adds noise to the latents, scaled by vae_std and drawn from each device's own generator: at 0 it is exact.
+_TINY_VIBEVOICE_TOKENIZER = {"num_filters": 8, "downsampling_ratios": [2, 2], "depths": [1, 1, 1], "vae_std": 0.0}
+OVERRIDES["vibevoice_acoustic_tokenizer"] = _TINY_VIBEVOICE_TOKENIZER
+OVERRIDES["vibevoice_acoustic_tokenizer_encoder"] = _TINY_VIBEVOICE_TOKENIZER
+# Its generate allows only its audio tokens and end of sequence (151652 and up by default): the last three of
+# the tiny vocabulary.
+OVERRIDES["vibevoice"] = {"audio_bos_token_id": 125, "audio_eos_token_id": 126, "audio_token_id": 127}
 SEQ = 8
 BATCH = 2
 
@@ -220,7 +235,7 @@ def _tiny_layer_types(types, n):
 
 
 def shrink(config, depth=0):
-    """Shrinks `config` in place (and its sub-configs): see TINY."""
+    """Shrinks `config` in place (and its sub-configs): see TINY, then OVERRIDES by each config's model_type."""
     from transformers import PretrainedConfig
 
     for key, value in list(vars(config).items()):
@@ -274,6 +289,8 @@ def shrink(config, depth=0):
     for key in ("mask_time_prob", "mask_feature_prob"):
         if isinstance(getattr(config, key, None), float):
             setattr(config, key, 0.0)
+    for key, value in OVERRIDES.get(getattr(config, "model_type", None), {}).items():
+        setattr(config, key, value)
     return config
 
 
@@ -323,8 +340,6 @@ def build(model_type, class_name):
     _without_random_draws(model_type)
 
     config = shrink(transformers.AutoConfig.for_model(model_type))
-    for key, value in OVERRIDES.get(model_type, {}).items():
-        setattr(config, key, value)
     config._attn_implementation = "eager"
     model_class = getattr(transformers, class_name)
     _shrink_multimodal_rope(config, model_class)
@@ -540,9 +555,10 @@ def _close_or_as_accurate_as_cpu(actual, expected, float64_reference, what):
 
 
 def _same_draws(model, *args, **kwargs):
-    """Calls the model with the global generators (CPU's included) reset to one seed: a model that draws on
-    the host, from torch's CPU generator, draws the same on both calls (ViLT samples its image patches with
-    torch.multinomial on CPU tensors, in eval mode too)."""
+    """Calls the model (or its generate) with the global generators (CPU's included) reset to one seed: a model
+    that draws on the host, from torch's CPU generator, draws the same on both calls (ViLT samples its image
+    patches with torch.multinomial on CPU tensors, in eval mode too; VibeVoice's generate starts each audio
+    latent from host noise)."""
     torch.manual_seed(0)
     return model(*args, **kwargs)
 
@@ -559,8 +575,17 @@ def check_generate(cpu, tpu, inputs, config):
     pad = config.pad_token_id if isinstance(getattr(config, "pad_token_id", None), int) else 0
     kwargs = dict(max_new_tokens=4, do_sample=False, pad_token_id=pad)
     main = {k: v[:1] for k, v in inputs.items() if k != "decoder_input_ids"}
-    expected = cpu.generate(**main, **kwargs)
-    got = tpu.generate(**_to(main, "tpu"), **kwargs).cpu()
+    generate_inputs = GENERATE_INPUTS.get(config.model_type)
+    if generate_inputs is not None:
+        main = generate_inputs(config, (cpu, tpu), main)
+    # VibeVoice draws each audio latent's starting noise on the host
+    expected = _same_draws(cpu.generate, **main, **kwargs)
+    got = _same_draws(tpu.generate, **_to(main, "tpu"), **kwargs)
+    if _tensors(expected):  # a speech synthesizer's waveforms (VibeVoice), compared at the scale of CPU's
+        scale = max(t.abs().max().item() for t in _tensors(expected))
+        _close(got, expected, "generate (waveforms)", atol=1e-4 * scale)
+        return
+    got = got.cpu()
     if not torch.equal(got, expected):
         raise WrongValues(f"generate: tokens {got.tolist()} on tpu, {expected.tolist()} on CPU")
     if "input_ids" in main:  # a left-padded batch of two
@@ -571,6 +596,29 @@ def check_generate(cpu, tpu, inputs, config):
         got = tpu.generate(input_ids=ids.to("tpu"), attention_mask=mask.to("tpu"), **kwargs).cpu()
         if not torch.equal(got, expected):
             raise WrongValues(f"generate (left-padded batch): {got.tolist()} on tpu, {expected.tolist()} on CPU")
+
+
+def _composer_conditioned_features(config, models, inputs):
+    """Pop2Piano generates MIDI tokens from embedded audio features (batch, frames, d_model), conditioned on a
+    composer: its generate takes input_features, not input_ids, and reads the composer's feature token from the
+    generation config's composer_to_feature_token, which its checkpoints ship (one token per composer,
+    composer_vocab_size of them) and a config built from scratch lacks."""
+    tokens = {f"composer{i + 1}": 1000 + i for i in range(config.composer_vocab_size)}
+    for model in models:
+        model.generation_config.composer_to_feature_token = tokens
+    g = torch.Generator().manual_seed(2)
+    return {"input_features": torch.randn(1, SEQ, config.d_model, generator=g)}
+
+
+def _with_attention_mask(config, models, inputs):
+    """VibeVoice's generate counts each prompt's length from its attention mask, which it requires (a processor
+    always returns one)."""
+    return {**inputs, "attention_mask": torch.ones_like(inputs["input_ids"])}
+
+
+# Inputs a model's generate takes instead of the first row of its forward's, by model_type: (config, models,
+# that row) -> generate's keyword arguments, after setting what the models' generation configs need.
+GENERATE_INPUTS = {"pop2piano": _composer_conditioned_features, "vibevoice": _with_attention_mask}
 
 
 def _loss(model, inputs, labels):

@@ -122,6 +122,55 @@ def test_per_stage_drop_rates_are_turned_off_too():
     assert list(config.drop_rate) == [0.0] * 3
 
 
+def test_a_sub_config_gets_the_overrides_of_its_own_model_type():
+    # VibeVoice's audio tower is an acoustic tokenizer config: at the shrinker's sizes alone (six stages doubling
+    # to 2048 filters, tuples it leaves alone) a sweep child passed 9 GB. Its overrides reach it inside VibeVoice
+    # as they reach the tokenizer built by itself, noise scale included.
+    transformers = pytest.importorskip("transformers")
+    config = hf_coverage.shrink(transformers.AutoConfig.for_model("vibevoice"))
+    for tokenizer in (config.audio_config, config.semantic_model_config):
+        assert tokenizer.num_filters == 8 and list(tokenizer.downsampling_ratios) == [2, 2]
+        assert tokenizer.vae_std == 0.0
+    assert config.audio_token_id < hf_coverage.TINY["vocab_size"]
+    alone = hf_coverage.shrink(transformers.AutoConfig.for_model("vibevoice_acoustic_tokenizer"))
+    assert list(alone.depths) == [1, 1, 1]
+
+
+def test_a_model_whose_generate_takes_other_inputs_gets_them():
+    # Pop2Piano's generate takes embedded audio features and a composer its generation config must map to a
+    # feature token; a config built from scratch has no such map.
+    pytest.importorskip("transformers")
+    config, model = hf_coverage.build("pop2piano", "Pop2PianoForConditionalGeneration")
+    inputs = hf_coverage.GENERATE_INPUTS["pop2piano"](config, (model,), {})
+    assert inputs["input_features"].shape == (1, hf_coverage.SEQ, config.d_model)
+    assert len(model.generation_config.composer_to_feature_token) == config.composer_vocab_size
+    tokens = model.eval().generate(**inputs, max_new_tokens=2, do_sample=False)
+    assert tokens.shape[0] == 1
+
+
+class _Synthesizer(torch.nn.Module):
+    """A generate that returns waveforms from noise drawn on the host, as VibeVoice's does."""
+
+    def __init__(self, gain=1.0):
+        super().__init__()
+        self.gain = gain
+
+    def generate(self, input_ids, attention_mask=None, **kwargs):
+        noise = torch.randn(input_ids.shape[0], 8).to(input_ids.device)
+        return [noise * 1e-5 * self.gain]
+
+
+def test_generated_waveforms_are_compared_at_their_own_scale_with_the_same_host_draws():
+    import torch_tpu  # noqa: F401
+
+    config = type("Config", (), {"model_type": "synthesizer", "pad_token_id": 0})()
+    inputs = {"input_ids": torch.ones(2, 4, dtype=torch.long)}
+    hf_coverage.check_generate(_Synthesizer(), _Synthesizer(), inputs, config)
+    # Waveforms of 1e-5 that are 1% off: within any absolute tolerance, not within their own scale's.
+    with pytest.raises(hf_coverage.WrongValues, match="waveforms"):
+        hf_coverage.check_generate(_Synthesizer(), _Synthesizer(gain=1.01), inputs, config)
+
+
 class _Cancelling(torch.nn.Module):
     """(x + 1e7) - 1e7: float32 keeps x only to about 1 (its rounding), float64 exactly."""
 
