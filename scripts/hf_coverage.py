@@ -528,27 +528,17 @@ def _float64_reference(cpu, inputs):
 
 
 def _close_or_as_accurate_as_cpu(actual, expected, float64_reference, what):
-    """_close; where that fails, tpu's float32 outputs still pass if each is
-    within twice CPU's own float32 error of a float64 reference (the CPU
-    model in float64): Dynamo's accuracy check (torch._dynamo.utils.same with
-    fp64_ref) takes the same criterion, on RMSE; this takes the largest
-    error. A model whose float32 result is ill-conditioned differs between
-    devices by its own rounding (cpmant squares activations grown by random
-    weights in float32 layer norms: CPU's logits are 3.5e-4 from float64's,
-    tpu's 2.1e-4, and they differ from each other by 4.8e-4 of 26); a
-    lowering error lands far from the reference (`float64_reference()`, see
-    _float64_reference). Raised as PassInFloat64."""
+    """_close; where that fails, tpu's float32 outputs still pass if each is within twice CPU's own float32 error
+    of a float64 reference (sweep_workers.worst_against_float64). A model whose float32 result is ill-conditioned
+    differs between devices by its own rounding (cpmant squares activations grown by random weights in float32
+    layer norms: CPU's logits are 3.5e-4 from float64's, tpu's 2.1e-4, and they differ from each other by 4.8e-4
+    of 26). `float64_reference()` gives the reference (see _float64_reference). Raised as PassInFloat64."""
     try:
         _close(actual, expected, what)
     except WrongValues as err:
-        errors = []
-        for x, y, z in zip(_tensors(actual), _tensors(expected), _tensors(float64_reference())):
-            tpu_error = (x.cpu().double() - z).abs().max().item()
-            cpu_error = (y.double() - z).abs().max().item()
-            if not tpu_error <= 2 * cpu_error:
-                raise
-            errors.append((tpu_error, cpu_error))
-        worst = max(errors, key=lambda e: e[0] / max(e[1], 1e-300))
+        worst = sweep_workers.worst_against_float64(_tensors(actual), _tensors(expected), _tensors(float64_reference()))
+        if worst is None:
+            raise
         raise PassInFloat64(
             f"{what}: tpu {worst[0]:.2g} from a float64 reference, CPU's own float32 {worst[1]:.2g}; {err}"
         ) from None

@@ -31,6 +31,7 @@ tests/test_model_zoo.py runs a fast subset in-process.
 
 import argparse
 import collections
+import copy
 import itertools
 import json
 import os
@@ -614,11 +615,30 @@ def check_eval(cpu, tpu, make_inputs):
     a, e = _tensors(actual), _tensors(expected)
     if len(a) != len(e):
         raise WrongValues(f"eval output: {len(a)} tensors on tpu, {len(e)} on CPU")
-    for i, (x, y) in enumerate(zip(a, e)):
-        if x.shape != y.shape:
-            raise WrongValues(f"eval output tensor {i}: shape {tuple(x.shape)} on tpu, {tuple(y.shape)} on CPU")
-        # Random deep nets in eval mode grow activations to 1e4 and beyond.
-        _close_to_scale(x, y, f"eval output tensor {i}", atol=1e-5, rtol=1e-4)
+    try:
+        for i, (x, y) in enumerate(zip(a, e)):
+            if x.shape != y.shape:
+                raise WrongValues(f"eval output tensor {i}: shape {tuple(x.shape)} on tpu, {tuple(y.shape)} on CPU")
+            # Random deep nets in eval mode grow activations to 1e4 and beyond.
+            _close_to_scale(x, y, f"eval output tensor {i}", atol=1e-5, rtol=1e-4)
+    except WrongValues as err:
+        _as_accurate_as_cpu(actual, expected, cpu, inputs, err)
+
+
+def _as_accurate_as_cpu(actual, expected, cpu, inputs, err):
+    """Where tpu's eval outputs differ from CPU's past the tolerance, they still pass if each is within twice CPU's
+    own float32 error of the CPU model's outputs in float64 (sweep_workers.worst_against_float64), raised as
+    PassInFloat64; else `err` is raised. Mask R-CNN's masks are sigmoids of logits near 440 pasted into the image:
+    float32 rounding in its RoI features (5e-5 of them) moves them by 5e-4 on tpu, and by 4e-4 on CPU, from
+    float64's."""
+    reference = copy.deepcopy(cpu).double()
+    with torch.no_grad():
+        outputs = _call(reference, _cast(inputs, torch.float64), "cpu", False)
+    reference = _in_cpus_order_of_near_ties(outputs, expected)  # detections in CPU's order, as tpu's are
+    worst = sweep_workers.worst_against_float64(_tensors(actual), _tensors(expected), _tensors(reference))
+    if worst is None:
+        raise err
+    raise PassInFloat64(f"tpu {worst[0]:.2g} from a float64 reference, CPU's own float32 {worst[1]:.2g}; {err}")
 
 
 # (loss atol, loss rtol, gradient and weight rtol to the tensor's scale) per dtype
@@ -674,7 +694,7 @@ def outcome(err):
 
 
 class PassInFloat64(Exception):
-    """The train check agrees in float64 where float32 rounding did not."""
+    """A check agrees in float64 where float32 rounding did not."""
 
 
 def _fresh_pair(source, name, category, dtype=torch.float32):
@@ -827,10 +847,14 @@ def write_report(records, path, seconds, workers, command, merged=False):
         mine = [r for r in built if r["source"] == source]
         if mine:
             ok = sum(passed(r) for r in mine)
-            in_float64 = sum(r["results"].get("train", ("", ""))[1].startswith("in float64") for r in mine)
+            notes = []
+            for check, what in (("train", "train equal"), ("eval", "are as accurate as CPU in eval")):
+                count = sum(r["results"].get(check, ("", ""))[1].startswith("in float64") for r in mine)
+                if count:
+                    notes.append(f"{count} of them {what} in float64 only (see the {check} column)")
             lines.append(
                 f"- **{source}: {ok} of {len(mine)} models pass both checks ({100 * ok / len(mine):.1f}%)**"
-                + (f"; {in_float64} of them train equal in float64 only (see the train column)" if in_float64 else "")
+                + "".join(f"; {note}" for note in notes)
             )
     lines.append(f"- excluded (cannot be built here): {len(records) - len(built)}, listed at the end")
     per_check = collections.Counter()

@@ -209,3 +209,28 @@ def mean_square_loss(tensors):
     return sum(
         (t.float() if t.dtype in (torch.float16, torch.bfloat16) else t).pow(2).mean() for t in tensors if t.numel()
     )
+
+
+def worst_against_float64(actual, expected, reference):
+    """Whether tpu's float32 outputs are as accurate as CPU's: given the tensors of
+    each (in order) and of a float64 reference (the CPU model in float64), the
+    worst (tpu error, CPU error) pair, by their ratio, if every tpu tensor's
+    largest error from the reference is within twice CPU's own; None if one is
+    not, or if the shapes disagree. Dynamo's accuracy check
+    (torch._dynamo.utils.same with fp64_ref) takes the same criterion on RMSE;
+    this takes the largest error. An ill-conditioned float32 result differs
+    between devices by its own rounding; a lowering error lands far from the
+    reference."""
+    if not (len(actual) == len(expected) == len(reference)):
+        return None
+    errors = []
+    for x, y, z in zip(actual, expected, reference):
+        if not (x.shape == y.shape == z.shape):
+            return None
+        z = z.detach().cpu().double()
+        tpu_error = (x.detach().cpu().double() - z).abs().max().item() if z.numel() else 0.0
+        cpu_error = (y.detach().cpu().double() - z).abs().max().item() if z.numel() else 0.0
+        if not tpu_error <= 2 * cpu_error:
+            return None
+        errors.append((tpu_error, cpu_error))
+    return max(errors, key=lambda e: e[0] / max(e[1], 1e-300), default=(0.0, 0.0))

@@ -128,3 +128,25 @@ def test_detections_that_differ_beyond_a_tie_stay_where_they_are():
     assert aligned[0]["labels"].tolist() == [2, 1]
     with pytest.raises(model_zoo.WrongValues):
         model_zoo._close_to_scale(aligned[0]["boxes"], cpu[0]["boxes"], "boxes", atol=1e-5, rtol=1e-4)
+
+
+class _Cancelling(torch.nn.Module):
+    """(x + 1e7) - 1e7: float32 keeps x only to about 1 (its rounding), float64 exactly."""
+
+    def forward(self, x):
+        return (x + 1e7) - 1e7
+
+
+def test_eval_outputs_as_near_a_float64_reference_as_cpus_own_pass_and_far_ones_fail():
+    # Mask R-CNN's masks: float32 rounding moves them by 5e-4 on both devices, past the eval tolerance, and
+    # tpu's are as near the float64 model's as CPU's are. One as exact as float64 passes with a note; one
+    # farther than twice CPU's own error is wrong.
+    model, x = _Cancelling(), torch.linspace(-3, 3, 64)
+    inputs = ((x,), {})
+    expected = model(x)
+    assert (expected - x).abs().max() > 0.1  # CPU's float32 error
+    err = model_zoo.WrongValues("eval output tensor 0")
+    with pytest.raises(model_zoo.PassInFloat64, match="from a float64 reference"):
+        model_zoo._as_accurate_as_cpu(x.clone(), expected, model, inputs, err)
+    with pytest.raises(model_zoo.WrongValues, match="eval output tensor 0"):
+        model_zoo._as_accurate_as_cpu(x + 2.0, expected, model, inputs, err)

@@ -68,6 +68,15 @@ def _numbers_read_from_data(gm):
     return any(node.meta.get("unbacked_bindings") for node in gm.graph.nodes)
 
 
+def _copy_target_device(node):
+    """The device a graph node's `aten._to_copy` copies to; None for another
+    op, or a copy that keeps its input's device (a dtype conversion)."""
+    if node.target is not torch.ops.aten._to_copy.default:
+        return None
+    device = node.kwargs.get("device")
+    return torch.device(device) if device is not None else None
+
+
 def _only_copies_to_host(gm):
     """Whether every op of `gm` copies a tensor to CPU (a `.to("cpu")` that
     Dynamo put in a graph of its own between two breaks, as VITS's does): a
@@ -75,8 +84,8 @@ def _only_copies_to_host(gm):
     ops = [n for n in gm.graph.nodes if n.op == "call_function"]
 
     def to_host(node):
-        device = node.kwargs.get("device") if node.target is torch.ops.aten._to_copy.default else None
-        return device is not None and torch.device(device).type == "cpu"
+        device = _copy_target_device(node)
+        return device is not None and device.type == "cpu"
 
     return bool(ops) and all(to_host(n) for n in ops)
 
@@ -387,8 +396,7 @@ def _device_reading(user, node):
     `_to_copy` to tpu, or an index op on a tpu tensor taking `node` as one of
     its indices (CUDA accepts CPU indices); None for any other use."""
     if user.target is torch.ops.aten._to_copy.default:
-        device = user.kwargs.get("device")
-        device = torch.device(device) if device is not None else None
+        device = _copy_target_device(user)
         return device if device is not None and device.type == "tpu" else None
     if user.target in _INDEX_OPS and len(user.args) > 1 and isinstance(user.args[1], (list, tuple)):
         indices, rest = user.args[1], [user.args[0], *user.args[2:]]
