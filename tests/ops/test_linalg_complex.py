@@ -5,13 +5,12 @@ inverses and determinants built on it), least squares, the Cholesky family (A = 
 solves and inverse, and info for a matrix that is not positive definite) and
 the triangular solves, Householder QR (LAPACK's complex reflectors: R's
 diagonal real, tau complex), matrix_exp, the Hermitian eigenproblem and the
-SVD (Jacobi rotations with a phase) compute on complex64 and complex128
-matrices, against CPU, with gradients, in each eager mode and compiled.
-Eigenvectors and singular vectors are unique up to a phase per column, so
-those are compared through what does not depend on it. LDL factors real
-matrices only: a complex matrix raises NotImplementedError naming the op.
-Before, every one of them dropped the imaginary part and returned wrong
-values."""
+SVD (Jacobi rotations with a phase), and LDL (csytrf's and chetrf's
+Bunch-Kaufman pivoting, and their solves) compute on complex64 and
+complex128 matrices, against CPU, with gradients, in each eager mode and
+compiled. Eigenvectors and singular vectors are unique up to a phase per
+column, so those are compared through what does not depend on it. Before,
+every one of them dropped the imaginary part and returned wrong values."""
 
 import pytest
 import torch
@@ -120,10 +119,50 @@ def test_pivoting_follows_lapacks_complex_magnitude():
     assert_close(lu, expected_lu, **TOL)
 
 
-def test_ldl_of_a_complex_matrix_raises_naming_the_op():
-    a = complex_matrix(3, 3, dtype=torch.complex64).to("tpu")
-    with pytest.raises(NotImplementedError, match="linalg.ldl_factor: complex matrices are not supported on tpu"):
-        torch.linalg.ldl_factor(a + a.mT).__repr__()
+def ldl(a, b, hermitian):
+    """LDL factors of `a` (csytrf, or chetrf when hermitian) and the solve of
+    a X = b with them (csytrs, chetrs)."""
+    factors = torch.linalg.ldl_factor_ex(a, hermitian=hermitian)
+    return factors.LD, factors.pivots, factors.info, torch.linalg.ldl_solve(*factors[:2], b, hermitian=hermitian)
+
+
+@pytest.mark.parametrize("mode", ["strict", "defer_and_fuse", "compiled"])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("hermitian", [False, True], ids=["symmetric", "hermitian"])
+def test_ldl_of_complex_matrices_matches_lapacks_factors_pivots_and_solves(hermitian, dtype, mode):
+    # 24 random matrices of 6: Bunch-Kaufman takes 1x1 pivots, interchanges and 2x2 blocks on them, each matrix its
+    # own sequence. Symmetric (A = L D L^T) or Hermitian (A = L D L^H); the upper triangle holds other values, and
+    # a Hermitian diagonal an imaginary part, which LAPACK does not read.
+    g = torch.Generator().manual_seed(4)
+    a = torch.randn(24, 6, 6, dtype=dtype, generator=g)
+    a = a + (a.mH if hermitian else a.mT)
+    if hermitian:
+        a = a + 1j * torch.diag_embed(torch.ones(6, dtype=a.real.dtype))
+    a = a + torch.triu(torch.full_like(a, 5 - 2j), diagonal=1)
+    b = torch.randn(24, 6, 2, dtype=dtype, generator=g)
+    expected = ldl(a, b, hermitian)
+    assert (expected[1] < 0).any() and (expected[1] != torch.arange(1, 7, dtype=torch.int32)).any()
+    fn = torch.compile(ldl, backend="tpu") if mode == "compiled" else ldl
+    with torch_tpu.eager_mode("strict" if mode == "compiled" else mode):
+        actual = fn(a.to("tpu"), b.to("tpu"), hermitian)
+    assert torch.equal(actual[1].cpu(), expected[1])  # every interchange and 2x2 block as LAPACK's
+    assert torch.equal(actual[2].cpu(), expected[2])
+    assert_close(actual[0], expected[0], **TOL)
+    assert_close(actual[3], expected[3], atol=1e-3, rtol=1e-3)
+
+
+def test_complex_ldl_reports_a_zero_column_and_conjugates_only_when_hermitian():
+    a = complex_matrix(3, 4, 4, dtype=torch.complex128)
+    a = a + a.mT
+    a[1, :, 2] = 0
+    a[1, 2, :] = 0
+    symmetric = torch.linalg.ldl_factor_ex(a)
+    assert symmetric.info.tolist() == [0, 3, 0]
+    assert_close(torch.linalg.ldl_factor_ex(a.to("tpu")), symmetric, **TOL)
+    # The same lower triangle read as Hermitian factors another matrix.
+    hermitian = torch.linalg.ldl_factor_ex(a, hermitian=True)
+    assert not torch.allclose(hermitian.LD, symmetric.LD)
+    assert_close(torch.linalg.ldl_factor_ex(a.to("tpu"), hermitian=True), hermitian, **TOL)
 
 
 def hermitian_with_noise(a):
