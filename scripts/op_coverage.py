@@ -343,6 +343,10 @@ def main():
         keys, elapsed = sorted(harness.opinfos()), saved["elapsed"]
         cache_at_start = saved.get("cache_at_start")
     if full:
+        # Every OpInfo the sweep ran, those without a runnable sample on tpu
+        # (CUDA-only ones: _scaled_mm, flash attention) as an empty list, so
+        # --update can tell a full sweep's results from a targeted run's.
+        results = {key: results.get(key, []) for key in keys}
         with open(saved_path, "w") as f:
             json.dump({"results": results, "crashes": crashes, "elapsed": elapsed, "cache_at_start": cache_at_start}, f)
     rows, totals, blocked, overloads, expected = summarize(results, keys)
