@@ -32,6 +32,7 @@ tests/test_model_zoo.py runs a fast subset in-process.
 import argparse
 import collections
 import copy
+import gc
 import itertools
 import json
 import os
@@ -720,7 +721,27 @@ def _fresh_pair(source, name, category, dtype=torch.float32):
     return cpu, tpu.to(dtype).to("tpu")
 
 
-def check_train_at_a_kink_retries(source, name, category, cpu, tpu, make_inputs):
+def _train_difference(models, make_inputs, seed, dtype=torch.float32):
+    """check_train on the pair `models` ([cpu, tpu]): its difference as text, or None where it passes. Only the
+    text outlives the call: the exception's traceback would keep check_train's frame, and with it the models'
+    gradients, alive through a retry."""
+    try:
+        check_train(*models, make_inputs, seed=seed, dtype=dtype)
+    except WrongValues as err:
+        return str(err)
+    return None
+
+
+def _replace_pair(models, source, name, category, dtype=torch.float32):
+    """Fresh models in place of the pair `models`, the old pair released first: a model of 644M parameters
+    (regnet_y_128gf), held on both devices with its gradients, is 10 GB, and a retry that built its fresh pair
+    beside the old one passed the machine's 24 GB."""
+    models.clear()
+    gc.collect()
+    models.extend(_fresh_pair(source, name, category, dtype))
+
+
+def check_train_at_a_kink_retries(source, name, category, models, make_inputs):
     """check_train on seed 1's inputs; if they differ, once more on fresh
     models and seed 2's. A ReLU (or max) input within rounding of its kink
     sends a gradient one way on one device and the other way on the other,
@@ -733,22 +754,24 @@ def check_train_at_a_kink_retries(source, name, category, cpu, tpu, make_inputs)
     per channel (a pooled 1 x 1 map at batch 2) or a deep random net
     amplifies float32 rounding past any useful float32 tolerance, and a
     lowering error shows in float64 as well. Agreement there is reported as
-    "pass (float64)", with the float32 difference."""
+    "pass (float64)", with the float32 difference.
+
+    `models` is the [cpu, tpu] pair; each retry replaces it (see _replace_pair)."""
+    first = _train_difference(models, make_inputs, seed=1)
+    if first is None:
+        return
+    _replace_pair(models, source, name, category)
+    second = _train_difference(models, make_inputs, seed=2)
+    if second is None:
+        return
+    float32 = f"{second} (and with other inputs: {first})"
+    _replace_pair(models, source, name, category, torch.float64)
     try:
-        check_train(cpu, tpu, make_inputs, seed=1)
-    except WrongValues as first:
-        cpu, tpu = _fresh_pair(source, name, category)
-        try:
-            check_train(cpu, tpu, make_inputs, seed=2)
-        except WrongValues as second:
-            float32 = f"{second} (and with other inputs: {first})"
-            cpu, tpu = _fresh_pair(source, name, category, torch.float64)
-            try:
-                check_train(cpu, tpu, make_inputs, seed=1, dtype=torch.float64)
-            except Exception as err:  # noqa: BLE001
-                # float64 first: the report keeps 300 characters, and float64 decides.
-                raise WrongValues(f"in float64: {outcome(err)[1]}; in float32: {float32}") from None
-            raise PassInFloat64(f"float32: {second}") from None
+        check_train(*models, make_inputs, seed=1, dtype=torch.float64)
+    except Exception as err:  # noqa: BLE001
+        # float64 first: the report keeps 300 characters, and float64 decides.
+        raise WrongValues(f"in float64: {outcome(err)[1]}; in float32: {float32}") from None
+    raise PassInFloat64(f"float32: {second}")
 
 
 def run_model(source, name, category):
@@ -766,13 +789,16 @@ def run_model(source, name, category):
     except Exception as err:  # noqa: BLE001  (any failure to build is recorded)
         return {"build": ("cannot build", f"{type(err).__name__}: {err}".splitlines()[0][:300])}
     results = {}
+    models = [cpu, tpu]  # the only reference to the pair, which the train check's retries replace
+    del cpu, tpu
+    steps = (
+        ("eval", lambda: check_eval(*models, make_inputs)),
+        ("train", lambda: check_train_at_a_kink_retries(source, name, category, models, make_inputs)),
+    )
     with torch_tpu.matmul_precision("highest"):
-        train = lambda cpu, tpu, make_inputs: check_train_at_a_kink_retries(  # noqa: E731
-            source, name, category, cpu, tpu, make_inputs
-        )
-        for check, step in (("eval", check_eval), ("train", train)):
+        for check, step in steps:
             try:
-                step(cpu, tpu, make_inputs)
+                step()
                 results[check] = ("pass", "")
             except PassInFloat64 as note:
                 results[check] = ("pass", f"in float64 ({note})"[:300])

@@ -150,3 +150,32 @@ def test_eval_outputs_as_near_a_float64_reference_as_cpus_own_pass_and_far_ones_
         model_zoo._as_accurate_as_cpu(x.clone(), expected, model, inputs, err)
     with pytest.raises(model_zoo.WrongValues, match="eval output tensor 0"):
         model_zoo._as_accurate_as_cpu(x + 2.0, expected, model, inputs, err)
+
+
+def test_each_train_retry_releases_the_pair_it_replaces(monkeypatch):
+    # regnet_y_128gf (644M parameters, 10 GB with gradients on both devices) was killed for memory when a retry
+    # built its fresh pair while the failed pair, kept alive by the caller and by the exception's traceback, still
+    # held its gradients. Every pair must be gone before the next is built.
+    import gc
+    import weakref
+
+    alive = []
+
+    def fresh_pair(source, name, category, dtype=torch.float32):
+        gc.collect()
+        assert not [ref for ref in alive if ref() is not None], "a fresh pair built beside the old one"
+        pair = [torch.nn.Linear(2, 2).to(dtype), torch.nn.Linear(2, 2).to(dtype)]
+        alive.extend(weakref.ref(m) for m in pair)
+        return pair
+
+    def check_train(cpu, tpu, make_inputs, seed=1, dtype=torch.float32):
+        held = (cpu, tpu)  # as the real check's frame holds the models and their gradients  # noqa: F841
+        if dtype == torch.float32:
+            raise model_zoo.WrongValues(f"seed {seed} differs")
+
+    monkeypatch.setattr(model_zoo, "_fresh_pair", fresh_pair)
+    monkeypatch.setattr(model_zoo, "check_train", check_train)
+    models = fresh_pair("torchvision", "any", "classification")
+    with pytest.raises(model_zoo.PassInFloat64, match="seed 2 differs"):
+        model_zoo.check_train_at_a_kink_retries("torchvision", "any", "classification", models, None)
+    assert len(alive) == 6 and models[0].weight.dtype == torch.float64
