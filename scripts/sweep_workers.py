@@ -215,22 +215,29 @@ def worst_against_float64(actual, expected, reference):
     """Whether tpu's float32 outputs are as accurate as CPU's: given the tensors of
     each (in order) and of a float64 reference (the CPU model in float64), the
     worst (tpu error, CPU error) pair, by their ratio, if every tpu tensor's
-    largest error from the reference is within twice CPU's own; None if one is
-    not, or if the shapes disagree. Dynamo's accuracy check
-    (torch._dynamo.utils.same with fp64_ref) takes the same criterion on RMSE;
-    this takes the largest error. An ill-conditioned float32 result differs
-    between devices by its own rounding; a lowering error lands far from the
-    reference."""
+    largest error from the reference is within twice CPU's own plus 1e-5 of
+    the reference's magnitude; None if one is not, or if the shapes disagree.
+
+    Dynamo's accuracy check (torch._dynamo.utils.same with fp64_ref) takes the
+    same criterion, on RMSE, with an absolute 1e-5 (its tolerance over 10);
+    this takes the largest error, and the 1e-5 relative to the output's
+    magnitude, since random deep nets' outputs reach 1e4. The slack matters
+    where CPU happens to be nearly exact: Mask R-CNN's ten detection scores,
+    near 1, are 2.1e-6 from float64's on CPU and 9.2e-6 on tpu. An
+    ill-conditioned float32 result differs between devices by its own
+    rounding; a lowering error lands far from the reference."""
     if not (len(actual) == len(expected) == len(reference)):
         return None
     errors = []
     for x, y, z in zip(actual, expected, reference):
         if not (x.shape == y.shape == z.shape):
             return None
+        if not z.numel():
+            continue
         z = z.detach().cpu().double()
-        tpu_error = (x.detach().cpu().double() - z).abs().max().item() if z.numel() else 0.0
-        cpu_error = (y.detach().cpu().double() - z).abs().max().item() if z.numel() else 0.0
-        if not tpu_error <= 2 * cpu_error:
+        tpu_error = (x.detach().cpu().double() - z).abs().max().item()
+        cpu_error = (y.detach().cpu().double() - z).abs().max().item()
+        if not tpu_error <= 2 * cpu_error + 1e-5 * z.abs().max().item():
             return None
         errors.append((tpu_error, cpu_error))
     return max(errors, key=lambda e: e[0] / max(e[1], 1e-300), default=(0.0, 0.0))

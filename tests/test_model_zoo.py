@@ -179,3 +179,16 @@ def test_each_train_retry_releases_the_pair_it_replaces(monkeypatch):
     with pytest.raises(model_zoo.PassInFloat64, match="seed 2 differs"):
         model_zoo.check_train_at_a_kink_retries("torchvision", "any", "classification", models, None)
     assert len(alive) == 6 and models[0].weight.dtype == torch.float64
+
+
+def test_tpu_is_as_accurate_as_cpu_within_twice_its_error_plus_a_slack_of_the_outputs_scale():
+    reference = torch.tensor([0.5, 0.9, 100.0], dtype=torch.float64)
+    cpu = reference.float()  # exact: CPU's own error is 0
+    # Off by 9e-6 where the outputs reach 100: within 1e-5 of their magnitude (Mask R-CNN's scores, CPU exact).
+    near = cpu + torch.tensor([9e-6, 0.0, 0.0])
+    assert sweep_workers.worst_against_float64([near], [cpu], [reference]) is not None
+    # Off by 2e-3: a lowering error, however exact CPU is.
+    far = cpu + torch.tensor([2e-3, 0.0, 0.0])
+    assert sweep_workers.worst_against_float64([far], [cpu], [reference]) is None
+    # Shapes that disagree never pass.
+    assert sweep_workers.worst_against_float64([cpu[:2]], [cpu], [reference]) is None
