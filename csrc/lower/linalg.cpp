@@ -1,8 +1,9 @@
 // Linear algebra in the input's precision: float32 or float64, and complex64
-// or complex128; half types compute in float32. LAPACK's conventions (what PyTorch's CPU kernels return):
-// Cholesky and triangular solves map to stablehlo.cholesky and
-// stablehlo.triangular_solve; LU with partial pivoting (getrf), Householder QR
-// (geqrf/orgqr) and Bunch-Kaufman LDL^T (sytrf/sytrs) are stablehlo.while
+// or complex128; half types compute in float32. LAPACK's conventions (what
+// PyTorch's CPU kernels return): Cholesky and triangular solves map to
+// stablehlo.cholesky and stablehlo.triangular_solve; LU with partial pivoting
+// (getrf), Householder QR (geqrf/orgqr) and Bunch-Kaufman LDL^T (sytrf/sytrs,
+// and hetrf/hetrs for Hermitian complex matrices) are stablehlo.while
 // loops over the columns; solvers, inverses and determinants are built from
 // those. Batch dims are flattened to one leading dim B. Loop bodies select
 // with row/column masks instead of slicing at a loop-variable index, so every
