@@ -19,6 +19,7 @@
 #include <stdexcept>
 
 #include "lower/common/output_mask.h"
+#include "lower/common/reduction.h"
 
 namespace torch_tpu::lower {
 
@@ -44,7 +45,7 @@ Value per_channel(Builder& b, const Value& v, const Shape& shape, ElementType dt
   return b.broadcast_in_dim(b.convert(v, dtype), shape, {1});
 }
 
-Value sum_stat(Builder& b, const Value& v) { return b.reduce(v, b.constant(0, v.dtype()), stat_dims(v.rank()), "add"); }
+Value sum_stat(Builder& b, const Value& v) { return reduce_with(b, v, stat_dims(v.rank()), "add"); }
 
 Value invstd_of(Builder& b, const Value& var, double eps) {
   return b.unary("rsqrt", b.binary("add", var, b.splat(eps, var.type)));

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "lower/common/output_mask.h"
+#include "lower/common/reduction.h"
 
 namespace torch_tpu::lower {
 
@@ -195,7 +196,7 @@ std::vector<Value> convolution_backward(LowerContext& ctx) {
     const TensorType t = results.next_type();
     std::vector<int64_t> dims{0};
     for (int64_t d = 2; d < g.rank(); ++d) dims.push_back(d);
-    results.push(b.convert(b.reduce(g, b.constant(0, acc), dims, "add"), t.dtype));
+    results.push(b.convert(reduce_with(b, g, dims, "add"), t.dtype));
   }
   return results.finish();
 }

@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "lower/common/output_mask.h"
+#include "lower/common/reduction.h"
 
 namespace torch_tpu::lower {
 
@@ -39,7 +40,7 @@ Value per_channel(Builder& b, const Value& v, const GroupShape& s, ElementType d
   return b.broadcast_in_dim(b.convert(v, dtype), s.channels(), {1});
 }
 
-Value sum_last(Builder& b, const Value& v) { return b.reduce(v, b.constant(0, v.dtype()), {2}, "add"); }
+Value sum_last(Builder& b, const Value& v) { return reduce_with(b, v, {2}, "add"); }
 
 Value mean_last(Builder& b, const Value& v, int64_t count) {
   Value sum = sum_last(b, v);
@@ -87,7 +88,7 @@ std::vector<Value> native_group_norm_backward(LowerContext& ctx) {
   Value mean = per_group(b, b.convert(ctx.tensor(2), acc), s);
   Value rstd = per_group(b, b.convert(ctx.tensor(3), acc), s);
   Value x_hat = b.reshape(b.binary("multiply", b.binary("subtract", x, mean), rstd), s.channels());
-  auto sum_n_hw = [&](const Value& v) { return b.reduce(v, b.constant(0, acc), {0, 2}, "add"); };
+  auto sum_n_hw = [&](const Value& v) { return reduce_with(b, v, {0, 2}, "add"); };
 
   if (results.wanted(0)) {
     const TensorType t = results.next_type();

@@ -8,6 +8,8 @@
 
 #include <stdexcept>
 
+#include "lower/common/reduction.h"
+
 namespace torch_tpu::lower {
 
 namespace {
@@ -46,9 +48,7 @@ Value inner_to_full(Builder& b, const Value& v, const NormDims& d, const Shape& 
   return b.broadcast_in_dim(b.convert(v, dtype), shape, d.inner);
 }
 
-Value sum_over(Builder& b, const Value& v, const std::vector<int64_t>& dims) {
-  return b.reduce(v, b.constant(0, v.dtype()), dims, "add");
-}
+Value sum_over(Builder& b, const Value& v, const std::vector<int64_t>& dims) { return reduce_with(b, v, dims, "add"); }
 
 }  // namespace
 

@@ -29,7 +29,9 @@ int64_t reduced_count(const Value& x, const std::vector<int64_t>& dims);
 std::vector<int64_t> kept_dims(int64_t rank, const std::vector<int64_t>& dims);
 Shape kept_shape(const Value& x, const std::vector<int64_t>& dims);
 
-// stablehlo.reduce with `combiner`'s identity; no dims: `x` itself.
+// stablehlo.reduce with `combiner`'s identity; no dims: `x` itself. A float
+// sum adds in blocks where the trailing reduced dims hold many elements, so
+// that its error does not grow with the count (see reduction.cpp).
 Value reduce_with(Builder& b, const Value& x, const std::vector<int64_t>& dims, const std::string& combiner);
 
 // max/min that propagate NaN (PyTorch's amax, max, maximum): XLA's
