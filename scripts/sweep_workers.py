@@ -211,19 +211,30 @@ def mean_square_loss(tensors):
     )
 
 
-def worst_against_float64(actual, expected, reference):
+def largest_error(x, reference):
+    """The largest elementwise distance of `x` from `reference` (float64)."""
+    return (x.detach().cpu().double() - reference).abs().max().item()
+
+
+def rms_error(x, reference):
+    """The root mean square distance of `x` from `reference` (float64)."""
+    return (x.detach().cpu().double() - reference).pow(2).mean().sqrt().item()
+
+
+def worst_against_float64(actual, expected, reference, error=largest_error):
     """Whether tpu's float32 outputs are as accurate as CPU's: given the tensors of
     each (in order) and of a float64 reference (the CPU model in float64), the
     worst (tpu error, CPU error) pair, by their ratio, if every tpu tensor's
-    largest error from the reference is within twice CPU's own plus 1e-5 of
-    the reference's magnitude; None if one is not, or if the shapes disagree.
+    error from the reference (`error`: the largest, or rms_error) is within
+    twice CPU's own plus 1e-5 of the reference's magnitude; None if one is
+    not, or if the shapes disagree.
 
     Dynamo's accuracy check (torch._dynamo.utils.same with fp64_ref) takes the
     same criterion, on RMSE, with an absolute 1e-5 (its tolerance over 10);
-    this takes the largest error, and the 1e-5 relative to the output's
-    magnitude, since random deep nets' outputs reach 1e4. The slack matters
-    where CPU happens to be nearly exact: Mask R-CNN's ten detection scores,
-    near 1, are 2.1e-6 from float64's on CPU and 9.2e-6 on tpu. An
+    the default here takes the largest error, and the 1e-5 relative to the
+    output's magnitude, since random deep nets' outputs reach 1e4. The slack
+    matters where CPU happens to be nearly exact: Mask R-CNN's ten detection
+    scores, near 1, are 2.1e-6 from float64's on CPU and 9.2e-6 on tpu. An
     ill-conditioned float32 result differs between devices by its own
     rounding; a lowering error lands far from the reference."""
     if not (len(actual) == len(expected) == len(reference)):
@@ -235,8 +246,7 @@ def worst_against_float64(actual, expected, reference):
         if not z.numel():
             continue
         z = z.detach().cpu().double()
-        tpu_error = (x.detach().cpu().double() - z).abs().max().item()
-        cpu_error = (y.detach().cpu().double() - z).abs().max().item()
+        tpu_error, cpu_error = error(x, z), error(y, z)
         if not tpu_error <= 2 * cpu_error + 1e-5 * z.abs().max().item():
             return None
         errors.append((tpu_error, cpu_error))
