@@ -315,6 +315,14 @@ TIMEOUT_FACTOR = {
     "fasterrcnn_resnet50_fpn_v2": 3,
 }
 
+# Models that need more than the sweep's memory share (80% of the machine's
+# memory over the workers), given 95% of it when run by a single worker
+# (sweep_workers.large_memory_limit). regnet_y_128gf has 644M parameters: its
+# train check holds them with their gradients on both devices (10.4 GB), and
+# where its float32 step differs, the float64 reference's as well (another
+# 10.4 GB): 21.2 GiB at its peak, measured.
+LARGE_MEMORY = {"regnet_y_128gf"}
+
 
 class WrongValues(Exception):
     pass
@@ -754,14 +762,16 @@ def _train_difference(models, make_inputs, seed, dtype=torch.float32):
 def _train_as_accurate_as_cpu(models, initial, losses, make_inputs, seed):
     """Whether the pair's train step (on seed's inputs, taken from the weights of `initial`, the CPU model before
     it; `losses` (tpu, cpu)) is as accurate on tpu as on CPU: `initial` in float64 takes the same step as the
-    reference, and tpu's loss, gradients and parameters after SGD must each be within twice CPU's own float32
-    error of it, in root mean square (sweep_workers.worst_against_float64 with rms_error: Dynamo's train
-    accuracy check). The worst (tpu, CPU) error pair, or None.
+    reference, and tpu's loss, gradients and parameters after SGD must each be as near it as CPU's own float32
+    ones are, by Dynamo's train accuracy check: in root mean square, within twice CPU's error, three times for
+    tensors of under 1000 elements and 1 x 1 convolution weights (sweep_workers.worst_against_float64 with
+    rms_error and dynamos_multiplier). The worst (tpu, CPU) error pair, or None.
 
     Root mean square, not the largest error as in eval: a gradient's largest error is where an activation
     within rounding of a ReLU kink went the other way, on either device. s3d's step: CPU's own gradients are
     up to 1.6% of their scale off float64's; tpu's largest error in one tensor is 3.3 times CPU's there, its
-    root mean square 1.4 times, and 1.7 times at worst.
+    root mean square 1.4 times, and 1.7 times at worst. regnet_y_128gf's squeeze-excitation biases (8
+    elements, fed by a pooled map) are 1.3% off on CPU and 3.7% on tpu: within three times.
 
     This runs the float64 model on CPU only. Taking the float64 step on both devices instead is the stricter
     check, but XLA:CPU has no fast float64 convolution (its Eigen kernels take float16 and float32): ssd300_vgg16's
@@ -778,7 +788,9 @@ def _train_as_accurate_as_cpu(models, initial, losses, make_inputs, seed):
     if any((a is None) != (e is None) or (e is None) != (r is None) for a, e, r in triples):
         return None
     present = [t for t in triples if t[0] is not None]
-    return sweep_workers.worst_against_float64(*map(list, zip(*present)), error=sweep_workers.rms_error)
+    return sweep_workers.worst_against_float64(
+        *map(list, zip(*present)), error=sweep_workers.rms_error, multiplier=sweep_workers.dynamos_multiplier
+    )
 
 
 def _replace_pair(models, source, name, category, dtype=torch.float32):
@@ -882,7 +894,7 @@ def _run_one(model, timeout):
     timeout *= TIMEOUT_FACTOR.get(name, 1)
     started = time.time()
     cmd = [sys.executable, __file__, "--child", f"{source},{name},{category}"]
-    results = sweep_workers.run_child(cmd, timeout)
+    results = sweep_workers.run_child(cmd, timeout, large=name in LARGE_MEMORY)
     return _record(source, name, category, round(time.time() - started, 1), results)
 
 

@@ -38,6 +38,10 @@ def optimization_note(merged):
 # "tiny" sizes; past the limit the item is killed and recorded, where the
 # kernel's OOM killer could take the sweep (or the machine) down with it.
 memory_limit = None
+# An item known to need more than that (model_zoo.LARGE_MEMORY) may use 95% of
+# the machine's memory when it is the sweep's only worker: nothing of the sweep
+# runs beside it. With more workers it gets the share, and is killed past it.
+large_memory_limit = None
 
 
 def _machine_memory():
@@ -55,19 +59,21 @@ def _resident(pid):
     return 0
 
 
-def run_child(cmd, timeout):
+def run_child(cmd, timeout, large=False):
     """Runs one item's subprocess and returns its results, {check: (outcome,
     detail)}: those it printed on its RESULT line, or {"process": ("error",
-    why)} when it died, ran past `timeout` seconds, or passed memory_limit.
+    why)} when it died, ran past `timeout` seconds, or passed memory_limit
+    (large_memory_limit for a `large` item, where it is set).
     Its output goes to files, not pipes, so a child that writes a lot never
     blocks while it is watched."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True, env=child_env())
         deadline = time.monotonic() + timeout
+        limit = (large and large_memory_limit) or memory_limit
         why = None
         while proc.poll() is None:
-            if memory_limit and _resident(proc.pid) > memory_limit:
-                why = f"killed past the memory limit, {memory_limit / 2**30:.1f} GiB per worker"
+            if limit and _resident(proc.pid) > limit:
+                why = f"killed past the memory limit, {limit / 2**30:.1f} GiB per worker"
             elif time.monotonic() > deadline:
                 why = f"timed out after {timeout} s"
             if why:
@@ -89,8 +95,9 @@ def run_all(items, run_one, timeout, workers, describe, jsonl=None):
     """Runs run_one(item, timeout) for every item; returns the records in
     the order they completed. describe(record) -> (name, status) for the
     progress line."""
-    global memory_limit
+    global memory_limit, large_memory_limit
     memory_limit = int(0.8 * _machine_memory() / max(1, workers))
+    large_memory_limit = int(0.95 * _machine_memory()) if workers == 1 else None
     records = []
     with concurrent.futures.ThreadPoolExecutor(workers) as pool:
         futures = [pool.submit(run_one, item, timeout) for item in items]
@@ -221,21 +228,38 @@ def rms_error(x, reference):
     return (x.detach().cpu().double() - reference).pow(2).mean().sqrt().item()
 
 
-def worst_against_float64(actual, expected, reference, error=largest_error):
+def twice(reference):
+    """worst_against_float64's default bound: tpu's error within twice CPU's."""
+    return 2.0
+
+
+def dynamos_multiplier(reference):
+    """The bound Dynamo's accuracy check sets on float32 results
+    (torch._dynamo.utils.same, get_multiplier): tpu's error within twice
+    CPU's, three times for a tensor of under 1000 elements or a 1 x 1
+    convolution's weight (4-d, its last two dims 1), where "noise might
+    dominate our error metric": one activation past a ReLU kink moves a small
+    tensor's root mean square a long way."""
+    small = reference.numel() < 1000 or (reference.dim() == 4 and tuple(reference.shape[-2:]) == (1, 1))
+    return 3.0 if small else 2.0
+
+
+def worst_against_float64(actual, expected, reference, error=largest_error, multiplier=twice):
     """Whether tpu's float32 outputs are as accurate as CPU's: given the tensors of
     each (in order) and of a float64 reference (the CPU model in float64), the
     worst (tpu error, CPU error) pair, by their ratio, if every tpu tensor's
     error from the reference (`error`: the largest, or rms_error) is within
-    twice CPU's own plus 1e-5 of the reference's magnitude; None if one is
-    not, or if the shapes disagree.
+    `multiplier(reference tensor)` times CPU's own (twice, by default) plus
+    1e-5 of the reference's magnitude; None if one is not, or if the shapes
+    disagree.
 
-    Dynamo's accuracy check (torch._dynamo.utils.same with fp64_ref) takes the
-    same criterion, on RMSE, with an absolute 1e-5 (its tolerance over 10);
-    the default here takes the largest error, and the 1e-5 relative to the
-    output's magnitude, since random deep nets' outputs reach 1e4. The slack
-    matters where CPU happens to be nearly exact: Mask R-CNN's ten detection
-    scores, near 1, are 2.1e-6 from float64's on CPU and 9.2e-6 on tpu. An
-    ill-conditioned float32 result differs between devices by its own
+    Dynamo's accuracy check (torch._dynamo.utils.same with fp64_ref) is
+    rms_error with dynamos_multiplier and an absolute 1e-5 (its tolerance over
+    10); the default here takes the largest error, and the slack is relative
+    to the output's magnitude, since random deep nets' outputs reach 1e4. The
+    slack matters where CPU happens to be nearly exact: Mask R-CNN's ten
+    detection scores, near 1, are 2.1e-6 from float64's on CPU and 9.2e-6 on
+    tpu. An ill-conditioned float32 result differs between devices by its own
     rounding; a lowering error lands far from the reference."""
     if not (len(actual) == len(expected) == len(reference)):
         return None
@@ -247,7 +271,7 @@ def worst_against_float64(actual, expected, reference, error=largest_error):
             continue
         z = z.detach().cpu().double()
         tpu_error, cpu_error = error(x, z), error(y, z)
-        if not tpu_error <= 2 * cpu_error + 1e-5 * z.abs().max().item():
+        if not tpu_error <= multiplier(z) * cpu_error + 1e-5 * z.abs().max().item():
             return None
         errors.append((tpu_error, cpu_error))
     return max(errors, key=lambda e: e[0] / max(e[1], 1e-300), default=(0.0, 0.0))

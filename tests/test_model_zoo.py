@@ -57,9 +57,22 @@ def test_outcomes_name_the_missing_op_or_the_error():
     assert model_zoo.outcome(RuntimeError("boom\nmore")) == ("error", "RuntimeError: boom")
 
 
-def test_models_given_a_longer_timeout_are_in_the_zoo():
+def test_models_given_a_longer_timeout_or_more_memory_are_in_the_zoo():
     names = {name for _, name, _ in model_zoo.all_models()}
     assert set(model_zoo.TIMEOUT_FACTOR) <= names, set(model_zoo.TIMEOUT_FACTOR) - names
+    assert model_zoo.LARGE_MEMORY <= names, model_zoo.LARGE_MEMORY - names
+
+
+def test_a_large_item_may_pass_the_workers_share_of_memory_only_as_the_only_worker(monkeypatch):
+    # A child that holds 400 MB, against a share of 200 MB: killed, unless it is a large item and the sweep runs
+    # one worker (large_memory_limit set).
+    cmd = [sys.executable, "-c", "import time; b = b'x' * (400 << 20); time.sleep(3); print('RESULT {}')"]
+    monkeypatch.setattr(sweep_workers, "memory_limit", 200 << 20)
+    monkeypatch.setattr(sweep_workers, "large_memory_limit", None)
+    assert "memory limit" in sweep_workers.run_child(cmd, 60, large=True)["process"][1]
+    monkeypatch.setattr(sweep_workers, "large_memory_limit", 1 << 30)
+    assert "memory limit" in sweep_workers.run_child(cmd, 60)["process"][1]
+    assert sweep_workers.run_child(cmd, 60, large=True) == {}
 
 
 def test_merged_report_keeps_earlier_rows_and_replaces_rerun_ones(tmp_path):
@@ -256,3 +269,16 @@ def test_in_root_mean_square_one_flipped_element_passes_and_a_systematic_error_d
     assert sweep_workers.worst_against_float64([flipped], [cpu], [reference], error=rms) is not None
     systematic = reference.float() + 0.01
     assert sweep_workers.worst_against_float64([systematic], [cpu], [reference], error=rms) is None
+
+
+def test_dynamos_bound_is_three_times_for_small_tensors_and_1x1_kernels_and_twice_otherwise():
+    # regnet_y_128gf's squeeze-excitation bias: 8 elements, 1.3% off float64 on CPU and 3.7% on tpu (one
+    # activation past a kink): within Dynamo's bound for small tensors, not within twice.
+    reference = torch.ones(8, dtype=torch.float64)
+    cpu, tpu = (reference + 0.013).float(), (reference + 0.037).float()
+    rms = sweep_workers.rms_error
+    assert sweep_workers.worst_against_float64([tpu], [cpu], [reference], error=rms) is None
+    bound = sweep_workers.dynamos_multiplier
+    assert sweep_workers.worst_against_float64([tpu], [cpu], [reference], error=rms, multiplier=bound) is not None
+    assert bound(torch.zeros(8, 528, 1, 1)) == 3.0 and bound(torch.zeros(8, 528, 3, 3)) == 2.0
+    assert bound(torch.zeros(1000)) == 2.0
