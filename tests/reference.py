@@ -98,3 +98,21 @@ def check_op(fn, *inputs, atol=None, rtol=None, grad=False, **kwargs):
                 assert t.grad is not None, f"input {i} got no gradient on tpu"
                 assert_close(t.grad, c.grad, atol, rtol, msg=f"gradient of input {i}")
     return actual
+
+
+def in_mode(mode, fn):
+    """`fn` as `mode` runs it: eagerly in that eager mode ("strict", "debug",
+    "defer_and_fuse"), its work finished before the mode ends, or compiled
+    ("compiled")."""
+    import torch_tpu
+
+    if mode == "compiled":
+        return torch.compile(fn, backend="tpu")
+
+    def run(*args):
+        with torch_tpu.eager_mode(mode):
+            out = fn(*args)
+            torch_tpu.sync()
+            return out
+
+    return run

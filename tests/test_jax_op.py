@@ -11,6 +11,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from jax.experimental import pallas as pl
+from reference import in_mode
 
 import torch_tpu
 import torch_tpu.compile as tpu_compile
@@ -26,20 +27,6 @@ def _fresh_dynamo():
     tpu_compile.reset_stats()
     yield
     torch._dynamo.reset()
-
-
-def in_mode(mode, fn):
-    """`fn` as the mode runs it: eagerly in that eager mode, or compiled."""
-    if mode == "compiled":
-        return torch.compile(fn, backend="tpu")
-
-    def run(*args):
-        with torch_tpu.eager_mode(mode):
-            out = fn(*args)
-            torch_tpu.sync()
-            return out
-
-    return run
 
 
 # ---- a fused RMSNorm written in jnp, inside a torch model ------------------

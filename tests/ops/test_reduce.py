@@ -6,7 +6,7 @@ import math
 
 import pytest
 import torch
-from reference import assert_close, check_op
+from reference import assert_close, check_op, in_mode
 from reference import make_input as make
 
 FLOATS = [torch.float32, torch.bfloat16]
@@ -398,21 +398,6 @@ def test_cumsum_dtype_in_place_out_and_edge_shapes():
 # ---- long sums: as accurate as CPU's ---------------------------------------------
 
 
-def _in_mode(fn, mode):
-    """fn run eagerly in Strict or DeferAndFuse mode, or compiled."""
-    import torch_tpu
-
-    if mode == "compiled":
-        return torch.compile(fn, backend="tpu")
-
-    def run(*args):
-        with torch_tpu.eager_mode(mode):
-            out = fn(*args)
-            return out.cpu() if isinstance(out, torch.Tensor) else tuple(o.cpu() for o in out)
-
-    return run
-
-
 def _relative_error(actual, reference):
     return ((actual.cpu().double() - reference) / reference).abs().max().item()
 
@@ -432,5 +417,5 @@ def test_a_long_sum_of_fused_values_is_as_accurate_as_cpus(mode):
     for fn in (squares_per_channel, mean_square):
         reference = fn(x)
         cpu_error = _relative_error(fn(x.float()), reference)
-        tpu_error = _relative_error(_in_mode(fn, mode)(x.float().to("tpu")), reference)
+        tpu_error = _relative_error(in_mode(mode, fn)(x.float().to("tpu")), reference)
         assert tpu_error <= 3 * cpu_error + 1e-8, (fn.__name__, tpu_error, cpu_error)
