@@ -301,7 +301,6 @@ TIMEOUT_FACTOR = {
     "densenet169": 3,
     "densenet201": 3,
     "rexnet_100": 3,
-    "convmixer_768_32": 3,  # 32 blocks of 768 channels, 7 x 7 depthwise: over 300 s of compute on both devices
     "keypointrcnn_resnet50_fpn": 3,
     "maskrcnn_resnet50_fpn": 3,
     "maskrcnn_resnet50_fpn_v2": 6,
