@@ -197,7 +197,7 @@ def test_each_train_retry_releases_the_pair_it_replaces(monkeypatch):
         pair[0].seed = next(seeds)
         return pair
 
-    def not_as_accurate_as_cpu(models, initial, losses, make_inputs, seed):
+    def not_as_accurate_as_cpu(models, initial, losses, make_inputs, seed, cpu_rng_state):
         assert seed == 2 and initial is not models[0]
         initial.double()  # the float64 reference, as the real check makes it
         alive.append(weakref.ref(initial))
@@ -282,3 +282,32 @@ def test_dynamos_bound_is_three_times_for_small_tensors_and_1x1_kernels_and_twic
     assert sweep_workers.worst_against_float64([tpu], [cpu], [reference], error=rms, multiplier=bound) is not None
     assert bound(torch.zeros(8, 528, 1, 1)) == 3.0 and bound(torch.zeros(8, 528, 3, 3)) == 2.0
     assert bound(torch.zeros(1000)) == 2.0
+
+
+def test_the_float64_reference_step_draws_what_the_cpu_step_drew():
+    # An R-CNN samples its training proposals with randperm on the CPU generator: the float64 reference must take
+    # the CPU model's draws, or it differs from both devices and hides a tpu error behind CPU's.
+    import copy
+
+    class Sampled(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = torch.nn.Linear(64, 1)
+
+        def forward(self, x):
+            rows = torch.randperm(len(x), device=x.device)[:8]  # tpu draws from its own generator
+            return self.linear(x[rows])
+
+    def make_inputs(seed):
+        return (torch.randn(64, 64, generator=torch.Generator().manual_seed(seed)),), {}
+
+    torch.manual_seed(0)
+    model = Sampled()
+    initial, cpu, twin = (copy.deepcopy(model) for _ in range(3))
+    state = torch.get_rng_state()
+    cpu_loss = model_zoo._train_step(cpu, make_inputs(2), "cpu")
+    torch.set_rng_state(state)
+    twin_loss = model_zoo._train_step(twin, make_inputs(2), "cpu")  # tpu's side, as exact as CPU's
+    torch.manual_seed(1)  # the generator moves on, as the pair's other draws move it
+    worst = model_zoo._train_as_accurate_as_cpu([cpu, twin], initial, (twin_loss, cpu_loss), make_inputs, 2, state)
+    assert worst is not None and worst[0] < 1e-6, worst
