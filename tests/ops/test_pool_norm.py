@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from reference import assert_close, check_op
+from reference import assert_close, check_op, in_mode
 
 BF16_TOL = dict(atol=2e-2, rtol=2e-2)
 
@@ -449,8 +449,6 @@ def test_native_batch_norm_legit_no_stats_in_evaluation_mode_raises():
 def test_batch_norm_statistics_over_a_large_channel_are_as_accurate_as_cpus(mode):
     # s3d's BatchNorm3d channels hold 50,176 values at batch 2: their variance summed one square after another
     # on XLA:CPU was 2.7e-6 off (CPU: 1e-7), which moved activations past ReLU kinks that CPU kept.
-    import torch_tpu
-
     x = torch.randn(2, 4, 8, 56, 56, dtype=torch.float64) * 2 + 3
     weight = torch.rand(4, dtype=torch.float64) + 0.5
     grad = torch.randn_like(x)
@@ -463,9 +461,7 @@ def test_batch_norm_statistics_over_a_large_channel_are_as_accurate_as_cpus(mode
 
     reference = step(x, weight)
     cpu = step(x.float(), weight.float())
-    run = torch.compile(step, backend="tpu") if mode == "compiled" else step
-    with torch_tpu.eager_mode("strict" if mode == "compiled" else mode):
-        tpu = [v.cpu() for v in run(x.float().to("tpu"), weight.float().to("tpu"))]
+    tpu = [v.cpu() for v in in_mode(mode, step)(x.float().to("tpu"), weight.float().to("tpu"))]
     for name, a, c, r in zip(("output", "input gradient", "weight gradient"), tpu, cpu, reference):
         tpu_error = (a.double() - r).abs().max().item()
         cpu_error = (c.double() - r).abs().max().item()
