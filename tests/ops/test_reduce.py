@@ -398,6 +398,34 @@ def test_cumsum_dtype_in_place_out_and_edge_shapes():
 # ---- long sums: as accurate as CPU's ---------------------------------------------
 
 
+# Sums over trailing dims of 4096 elements or more go in blocks (csrc/lower/common/reduction.cpp): the same
+# results as CPU, kept dims in place, for every way the dims can fall: trailing, BatchNorm's (a leading dim
+# too), everything, a count with no divisor to block by (4099 is prime), and a reduced dim that is not trailing.
+BLOCKED_SUMS = [
+    ((4, 8192), -1),
+    ((2, 3, 64, 64), (2, 3)),
+    ((2, 3, 64, 64), (0, 2, 3)),
+    ((8192,), None),
+    ((3, 4099), 1),
+    ((2, 4096, 3), 1),
+]
+
+
+@pytest.mark.parametrize("shape,dim", BLOCKED_SUMS)
+def test_long_sums_added_in_blocks_match_cpu(shape, dim):
+    x = make(shape)
+    check_op(lambda t: t.sum(dim), x, grad=True)
+    check_op(lambda t: t.mean(dim, keepdim=True), x, grad=True)
+    check_op(lambda t: torch.var_mean(t, dim), x)
+    check_op(lambda t: torch.logsumexp(t, dim if dim is not None else tuple(range(t.dim()))), x)
+    check_op(lambda t: t.sum(dim), make(shape, torch.bfloat16))
+    check_op(lambda t: t.sum(dim), make(shape, torch.int64))
+    # inf and -inf in different blocks still make NaN, and NaN anywhere stays
+    y = x.clone().flatten()
+    y[0], y[-1], y[len(y) // 2] = float("inf"), float("-inf"), float("nan")
+    check_nan(lambda t: t.sum(dim), y.view(shape))
+
+
 def _relative_error(actual, reference):
     return ((actual.cpu().double() - reference) / reference).abs().max().item()
 
