@@ -702,11 +702,6 @@ def _compare_train(models, losses, dtype):
         _close_to_scale(q, p, f"{name} after SGD", atol=rtol / 10, rtol=rtol)
 
 
-def check_train(cpu, tpu, make_inputs, seed=1, dtype=torch.float32):
-    """One train step on both devices: loss, gradients and parameters after SGD compared."""
-    _compare_train((cpu, tpu), _train_both((cpu, tpu), make_inputs, seed, dtype), dtype)
-
-
 def _cast(value, dtype):
     if isinstance(value, torch.Tensor):
         return value.to(dtype) if value.is_floating_point() else value
@@ -758,7 +753,7 @@ def _train_difference(models, make_inputs, seed, dtype=torch.float32):
     return None, losses
 
 
-def _train_as_accurate_as_cpu(models, initial, losses, make_inputs, seed, cpu_rng_state=None):
+def _train_as_accurate_as_cpu(models, initial, losses, make_inputs, seed, cpu_rng_state):
     """Whether the pair's train step (on seed's inputs, taken from the weights of `initial`, the CPU model before
     it; `losses` (tpu, cpu)) is as accurate on tpu as on CPU: `initial` in float64 takes the same step as the
     reference, drawing what the CPU model drew (from `cpu_rng_state`, the CPU generator's state before its step:
@@ -778,8 +773,7 @@ def _train_as_accurate_as_cpu(models, initial, losses, make_inputs, seed, cpu_rn
     check, but XLA:CPU has no fast float64 convolution (its Eigen kernels take float16 and float32): ssd300_vgg16's
     float64 step took 455 s on tpu, its float32 one 11 s."""
     reference = initial.double()
-    if cpu_rng_state is not None:
-        torch.set_rng_state(cpu_rng_state)
+    torch.set_rng_state(cpu_rng_state)
     reference_loss = _train_step(reference, _cast(make_inputs(seed), torch.float64), "cpu")
 
     def step_of(model, loss):
@@ -806,7 +800,8 @@ def _replace_pair(models, source, name, category, dtype=torch.float32):
 
 
 def check_train_at_a_kink_retries(source, name, category, models, make_inputs):
-    """check_train on seed 1's inputs; if they differ, once more on fresh
+    """One train step on both devices, compared (_train_difference), on seed
+    1's inputs; if they differ, once more on fresh
     models and seed 2's. A ReLU (or max) input within rounding of its kink
     sends a gradient one way on one device and the other way on the other,
     both right in float32; such a tie is rare, so other inputs pass, while a

@@ -227,19 +227,19 @@ def test_a_train_step_as_near_a_float64_step_as_cpus_own_passes_and_a_far_one_fa
 
     for moved, passes in ((0.0, True), (1e-2, False)):
         models = [copy.deepcopy(model), copy.deepcopy(model).to("tpu")]
-        initial = copy.deepcopy(model)
+        initial, state = copy.deepcopy(model), torch.get_rng_state()
         _, losses = model_zoo._train_difference(models, make_inputs, seed=2)
         with torch.no_grad():
             models[1][2].weight.grad.add_(moved)
-        worst = model_zoo._train_as_accurate_as_cpu(models, initial, losses, make_inputs, seed=2)
+        worst = model_zoo._train_as_accurate_as_cpu(models, initial, losses, make_inputs, 2, state)
         assert (worst is not None) == passes, (moved, worst)
         assert initial[0].weight.dtype == torch.float64  # the reference, in float64
     # A gradient on one device only never passes.
     models = [copy.deepcopy(model), copy.deepcopy(model).to("tpu")]
-    initial = copy.deepcopy(model)
+    initial, state = copy.deepcopy(model), torch.get_rng_state()
     _, losses = model_zoo._train_difference(models, make_inputs, seed=2)
     models[1][0].bias.grad = None
-    assert model_zoo._train_as_accurate_as_cpu(models, initial, losses, make_inputs, seed=2) is None
+    assert model_zoo._train_as_accurate_as_cpu(models, initial, losses, make_inputs, 2, state) is None
 
 
 def test_tpu_is_as_accurate_as_cpu_within_twice_its_error_plus_a_slack_of_the_outputs_scale():
