@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Sets up and runs the test suite against another torch release than the
+# default (requirements.txt's pin), leaving the default .venv and build/
+# untouched:
+#
+#   TORCH_VERSION=2.15.0 bash scripts/test.sh [pytest args]
+#   bash scripts/torch_version.sh 2.14.1 [pytest args]
+#
+# The C++ core links against one torch, and its extension is built into the
+# source tree (torch_tpu/_C*.so), so each release gets a copy of the tree in
+# .torch-versions/VERSION/ with its own .venv and build/, made by the same
+# scripts/setup.sh with requirements.txt's torch pin replaced. The copy is
+# refreshed from this tree on every run; its venv and build are kept, so a
+# second run installs nothing and rebuilds only what changed.
+#
+# PyPI's torch 2.14 and 2.15 wheels are CUDA builds: the first set-up
+# downloads several GB of CUDA libraries (they load without a GPU), which is
+# why the default run (CI) stays on the CPU wheel.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+version=${1:?usage: torch_version.sh VERSION [pytest args]}
+shift
+copy=.torch-versions/$version
+mkdir -p "$copy"
+# Tracked and untracked (not ignored) files: what a commit of this tree
+# would hold; the copy's .venv and build/ are ignored by git, so they stay.
+git ls-files -z --cached --others --exclude-standard |
+  xargs -0 sh -c 'for f; do [ -e "$f" ] && printf "%s\0" "$f"; done' sh |
+  tar --null -T - -cf - | tar -xf - -C "$copy"
+sed -i "s/^torch==.*/torch==$version/" "$copy/requirements.txt"
+cd "$copy"
+TORCH_VERSION= exec bash scripts/test.sh "$@"
