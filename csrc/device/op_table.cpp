@@ -8,6 +8,8 @@
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
+#include <mutex>
+#include <set>
 #include <sstream>
 
 #include "device/argument_checks.h"
@@ -15,6 +17,7 @@
 #include "device/data_dependent_kernels.h"
 #include "device/debug_checks.h"
 #include "device/index_arguments.h"
+#include "device/jagged_arguments.h"
 #include "device/lowered_kernel.h"
 #include "device/meta_inference.h"
 #include "device/missing_meta_kernels.h"
@@ -34,6 +37,7 @@
 #include "lower/im2col.h"
 #include "lower/index.h"
 #include "lower/index_reduce.h"
+#include "lower/jagged.h"
 #include "lower/linalg.h"
 #include "lower/loss.h"
 #include "lower/math.h"
@@ -665,6 +669,29 @@ const OpSpec kLoweredOps[] = {
     OpSpec(L::zero, "zero_").overlap(WriteOverlap::OneValue),
 };
 
+// Other libraries' operators, rows like ATen's but named with their
+// namespace, registered when the library is imported (register_library_ops,
+// called from torch_tpu/integrations/): their meta kernels are the
+// library's own. fbgemm_gpu's jagged operators, which TorchRec's
+// KeyedJaggedTensor and embedding modules call (csrc/lower/jagged.h).
+const OpSpec kLibraryOps[] = {
+    {L::asynchronous_complete_cumsum, "fbgemm::asynchronous_complete_cumsum"},
+    {L::asynchronous_exclusive_cumsum, "fbgemm::asynchronous_exclusive_cumsum"},
+    {L::asynchronous_inclusive_cumsum, "fbgemm::asynchronous_inclusive_cumsum"},
+    OpSpec(L::dense_to_jagged_forward, "fbgemm::dense_to_jagged_forward").normalize(fill_jagged_total_length),
+    {L::jagged_1d_to_dense, "fbgemm::jagged_1d_to_dense"},
+    {L::jagged_2d_to_dense, "fbgemm::jagged_2d_to_dense"},
+    {L::jagged_to_padded_dense_backward, "fbgemm::jagged_to_padded_dense_backward"},
+    {L::jagged_to_padded_dense_forward, "fbgemm::jagged_to_padded_dense_forward"},
+    {L::offsets_range, "fbgemm::offsets_range"},
+    OpSpec(L::permute_1D_sparse_data, "fbgemm::permute_1D_sparse_data").normalize(fill_permuted_lengths_sum),
+    OpSpec(L::permute_2D_sparse_data, "fbgemm::permute_2D_sparse_data").normalize(fill_permuted_lengths_sum),
+    {L::segment_sum_csr, "fbgemm::segment_sum_csr"},
+};
+
+std::mutex library_ops_mutex;
+std::vector<std::string> registered_library_ops;  // guarded by library_ops_mutex
+
 }  // namespace
 
 std::vector<std::string> lowered_op_names() {
@@ -673,8 +700,29 @@ std::vector<std::string> lowered_op_names() {
     std::istringstream in(entry.overloads);
     for (std::string name; in >> name;) names.push_back("aten::" + name);
   }
+  std::lock_guard<std::mutex> lock(library_ops_mutex);
+  names.insert(names.end(), registered_library_ops.begin(), registered_library_ops.end());
   return names;
 }
+
+void register_library_ops(const std::string& ns) {
+  std::lock_guard<std::mutex> lock(library_ops_mutex);
+  static std::set<std::string> registered;
+  if (!registered.insert(ns).second) return;
+  // Lives as long as the process: the library's kernels stay registered.
+  auto* library = new torch::Library(torch::Library::IMPL, ns, c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
+  const std::string prefix = ns + "::";
+  for (const auto& entry : kLibraryOps) {
+    std::istringstream in(entry.overloads);
+    for (std::string name; in >> name;) {
+      if (name.rfind(prefix, 0) != 0) continue;
+      library->impl(name.substr(prefix.size()).c_str(),
+                    torch::CppFunction::makeFromBoxedFunctor(std::make_unique<LoweredKernel>(&entry)));
+      registered_library_ops.push_back(name);
+    }
+  }
+}
+
 
 void register_missing_meta_kernels() {
   // Registered now, at import, not statically: whether PyTorch has a Meta

@@ -12,6 +12,9 @@ std::vector<std::string> lowered_op_names();  // op_table.cpp
 // op_table.cpp: the Meta kernels PyTorch lacks for lowered ops (OpSpec::meta),
 // registered where it has none; once, at import, after torch's own.
 void register_missing_meta_kernels();
+// op_table.cpp: the device's kernels for namespace `ns`'s operators (fbgemm),
+// once, when that library is imported (torch_tpu/integrations/).
+void register_library_ops(const std::string& ns);
 
 // tensor_program.cpp: DeferAndFuse's pending programs run now.
 void flush_deferred(const char* reason);

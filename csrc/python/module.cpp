@@ -45,6 +45,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("_set_cpu_fallback", &torch_tpu::device::set_cpu_fallback);
   m.def("_cpu_fallback_enabled", &torch_tpu::device::cpu_fallback_enabled);
   m.def("_lowered_ops", &torch_tpu::device::lowered_op_names);
+  m.def("_register_library_ops", &torch_tpu::device::register_library_ops);
   m.def("_set_matmul_precision", &torch_tpu::runtime::set_matmul_precision);
   m.def("_get_matmul_precision", &torch_tpu::runtime::matmul_precision_torch_name);
   m.def("_set_eager_mode", [](const std::string& name) {

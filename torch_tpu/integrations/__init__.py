@@ -21,6 +21,8 @@ only if) the program imports it, so importing torch_tpu stays cheap.
   on CPU where its C++ extension cannot load, so `import torchvision` and
   its models work next to the CPU torch wheel
   (`torch_tpu/integrations/torchvision_ops.py`).
+- fbgemm_gpu (and TorchRec through it): its jagged operators on tpu
+  (`torch_tpu/integrations/fbgemm.py`).
 """
 
 import importlib.abc
@@ -76,6 +78,7 @@ def install():
         accelerate_dynamo,
         accelerate_fp16,
         accelerate_state,
+        fbgemm,
         torchvision_ops,
         transformers_trainer,
     )
@@ -84,5 +87,6 @@ def install():
     accelerate_dynamo.install(_when_imported)
     accelerate_fp16.install(_when_imported)
     accelerate_state.install(_when_imported)
+    fbgemm.install(_when_imported)
     transformers_trainer.install(_when_imported)
     torchvision_ops.install(_when_imported)
