@@ -65,6 +65,10 @@ from . import integrations, pallas  # noqa: E402,F401  (pallas imports JAX only 
 _distributed.install()
 integrations.install()
 
+from . import multiprocessing as _multiprocessing  # noqa: E402
+
+_multiprocessing.install()  # a tpu tensor on a torch.multiprocessing Queue arrives as a host copy
+
 __all__ = [
     "cpu_fallback",
     "metrics",

@@ -35,6 +35,7 @@ def device_count():
 
 
 def is_initialized():
+    """As torch.cuda.is_initialized: False in a child forked after the parent used tpu."""
     return _C._initialized()
 
 
@@ -283,4 +284,7 @@ def is_bf16_supported(including_emulation=True):
 
 
 def _is_in_bad_fork():
-    return False
+    """Whether this process was forked after its parent used tpu: its first
+    tpu call raises, as CUDA's does (torch.manual_seed and DataLoader
+    workers ask this before touching the device)."""
+    return _C._is_in_bad_fork()

@@ -336,6 +336,11 @@ void release_device_bytes(int device, size_t nbytes) {
 }
 
 void delete_storage_buffer(void* ctx) {
+  // A child forked after the plugin started leaks what it inherited: its
+  // buffers cannot be released through the plugin, whose threads fork did
+  // not copy (that would wait forever), and a lock here may have been held
+  // by a parent thread at the fork.
+  if (runtime::DeviceRuntime::in_bad_fork()) return;
   auto* sb = static_cast<StorageBuffer*>(ctx);
   {
     StorageAddresses& a = storage_addresses();
@@ -358,6 +363,7 @@ std::atomic<uintptr_t> next_address{uintptr_t{1} << 44};
 
 c10::DataPtr TpuAllocator::allocate(size_t nbytes) {
   static std::atomic<uint64_t> next_id{1};
+  runtime::DeviceRuntime::get();  // raises in a child forked after the plugin started
   const int device = c10::impl::getDeviceGuardImpl(c10::DeviceType::PrivateUse1)->getDevice().index();
   TORCH_CHECK(device >= 0 && device < kMaxDevices, "tpu: device index ", device, " out of range");
   reserve_device_bytes(device, nbytes);

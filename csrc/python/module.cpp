@@ -27,7 +27,9 @@ PYBIND11_MODULE(_C, m) {
   m.def("_configure", [](const std::string& plugin_path, int num_devices, const std::string& error) {
     DeviceRuntime::get().configure(plugin_path, num_devices, error);
   });
-  m.def("_initialized", []() { return DeviceRuntime::get().initialized(); });
+  // As torch.cuda.is_initialized: false in a child forked after the parent started the plugin.
+  m.def("_initialized", []() { return !DeviceRuntime::in_bad_fork() && DeviceRuntime::get().initialized(); });
+  m.def("_is_in_bad_fork", &DeviceRuntime::in_bad_fork);
   m.def("_wait_in_flight", []() {
     py::gil_scoped_release release;
     DeviceRuntime::get().wait_in_flight();

@@ -1,8 +1,10 @@
 #include "device_runtime.h"
 
+#include <pthread.h>
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <unordered_set>
@@ -21,14 +23,29 @@ std::string plugin_file_identity(const std::string& path) {
   return path + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtime);
 }
 
+// Set in a child forked after the client was created (pthread_atfork runs
+// the handler in the child, single-threaded, before fork returns there).
+std::atomic<bool> forked_after_start{false};
+
+void mark_forked_child() { forked_after_start.store(true, std::memory_order_relaxed); }
+
+[[noreturn]] void raise_in_forked_child() {
+  throw std::runtime_error(
+      "Cannot re-initialize tpu in forked subprocess. To use tpu with multiprocessing, you must use the 'spawn' "
+      "start method");
+}
+
 }  // namespace
 
 DeviceRuntime& DeviceRuntime::get() {
   // Leaked on purpose: buffers may be released during interpreter shutdown,
   // after static destructors would have torn the client down.
   static DeviceRuntime* runtime = new DeviceRuntime();
+  if (forked_after_start.load(std::memory_order_relaxed)) raise_in_forked_child();
   return *runtime;
 }
+
+bool DeviceRuntime::in_bad_fork() { return forked_after_start.load(std::memory_order_relaxed); }
 
 void DeviceRuntime::configure(const std::string& plugin_path, int num_devices, const std::string& error) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -54,6 +71,10 @@ pjrt::Client& DeviceRuntime::client() {
                          std::to_string(plugin->api_major()) + "." + std::to_string(plugin->api_minor()) + " " +
                          std::to_string(client_->devices().size()) + " devices " + plugin_file_identity(plugin_path_);
     pending_outputs_.resize(client_->devices().size());
+    // A child forked before this point starts its own client; one forked
+    // after it holds this one's state without the threads that serve it.
+    static std::once_flag at_fork;
+    std::call_once(at_fork, [] { pthread_atfork(nullptr, nullptr, &mark_forked_child); });
   }
   return *client_;
 }

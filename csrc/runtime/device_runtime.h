@@ -19,7 +19,14 @@ using BufferPtr = std::shared_ptr<pjrt::Buffer>;
 
 class DeviceRuntime {
  public:
+  // Every use of the device passes here (ops, allocation, copies, sync), so
+  // here a child forked after this process started the plugin raises, as
+  // CUDA does, instead of waiting forever on the plugin's threads, which
+  // fork did not copy.
   static DeviceRuntime& get();
+  // True in such a child. Storages it inherited are leaked, never released
+  // through the plugin (torch.tpu._is_in_bad_fork).
+  static bool in_bad_fork();
 
   // Set by Python before first use: which plugin, how many CPU devices.
   // `error` (non-empty) is raised at first use instead of loading.
