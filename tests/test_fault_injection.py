@@ -428,6 +428,68 @@ def test_memory_allocated_counts_storages_from_their_allocation_as_cuda_does():
     assert torch.tpu.memory_allocated() == before
 
 
+def _mem_available():
+    with open("/proc/meminfo") as f:
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:"))
+
+
+# The scenario holds `held` bytes of resident CPU memory, so what the host
+# has available falls, then asks tpu for more than is available but less
+# than the device's total (what the check compared against before, so that
+# the kernel's OOM killer took the process). torch.empty takes no host
+# memory until written, so even where the check were missing nothing past
+# what is free would be touched.
+HOST_MEMORY_SCENARIO = """
+    import torch, torch_tpu
+
+    def mem_available():
+        with open("/proc/meminfo") as f:
+            return next(int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:"))
+
+    with torch_tpu.eager_mode({mode!r}):
+        kept = torch.arange(1000.0, device="tpu") * 2
+        assert kept.sum().item() == 999000.0
+        held = torch.ones({held} // 4)  # written, so resident
+        total = torch.tpu.mem_get_info()[1]
+        available = mem_available()
+        ask = (available + total) // 2
+        assert available < ask < total - torch.tpu.memory_allocated(), (available, ask, total)
+        try:
+            torch.empty(ask // 4, device="tpu")
+            print("one allocation: no error")
+        except torch.OutOfMemoryError as e:
+            print("one allocation:", str(e).split(".")[0])
+        # Many smaller ones, never written, reach the same bound.
+        small, pieces = 8 * 2**20, []
+        try:
+            while len(pieces) * small < ask:
+                pieces.append(torch.empty(small, dtype=torch.uint8, device="tpu"))
+            print("small allocations: no error")
+        except torch.OutOfMemoryError:
+            print("small allocations: raised", len(pieces) * small <= mem_available() + 2**30)
+        del pieces
+        free, total_now = torch.tpu.mem_get_info()
+        print("mem_get_info", free <= mem_available() + 2**30, total_now == total)
+        print("intact", (kept + 1).sum().item())
+"""
+
+
+@pytest.mark.parametrize("mode", ["strict", "defer_and_fuse"])
+def test_an_allocation_past_what_the_host_has_available_raises_out_of_memory(mode):
+    held = 3 * 2**30
+    if _mem_available() < 3 * held:
+        pytest.skip(f"needs {3 * held} bytes available, the machine has {_mem_available()}")
+    code = textwrap.dedent(HOST_MEMORY_SCENARIO.format(mode=mode, held=held))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.splitlines() == [
+        "one allocation: tpu out of memory",
+        "small allocations: raised True",
+        "mem_get_info True True",
+        "intact 1000000.0",
+    ], r.stdout + r.stderr[-3000:]
+
+
 # ---- processes killed or interrupted ----------------------------------------
 
 

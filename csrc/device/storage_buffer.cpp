@@ -1,12 +1,11 @@
 #include "storage_buffer.h"
 
-#include <unistd.h>
-
 #include <atomic>
 #include <cstdio>
 #include <unordered_map>
 #include <vector>
 
+#include "device/host_memory.h"
 #include "runtime/metrics.h"
 
 namespace torch_tpu::device {
@@ -122,6 +121,14 @@ PJRT_Buffer_Type pjrt_type(hlo::ElementType t) {
   return PJRT_Buffer_Type_INVALID;
 }
 
+namespace {
+
+// Bytes of live storages that hold no buffer yet (torch.empty, outputs of
+// pending DeferAndFuse programs): promised, but not yet taken from the host.
+std::atomic<int64_t> bytes_without_buffer{0};
+
+}  // namespace
+
 std::recursive_mutex& buffers_mutex() {
   static auto* m = new std::recursive_mutex();  // never destroyed: storages die at exit
   return *m;
@@ -136,6 +143,10 @@ runtime::BufferPtr StorageBuffer::current(hlo::ElementType* element_type) const 
 
 void StorageBuffer::set(runtime::BufferPtr b, hlo::ElementType t) {
   std::lock_guard<std::recursive_mutex> lock(buffers_mutex());
+  if ((buffer == nullptr) != (b == nullptr)) {
+    bytes_without_buffer.fetch_add(b ? -static_cast<int64_t>(nbytes) : static_cast<int64_t>(nbytes),
+                                   std::memory_order_relaxed);
+  }
   buffer = std::move(b);
   dtype = t;
   lost.reset();  // a value written whole replaces what was lost
@@ -235,22 +246,27 @@ constexpr int kMaxDevices = 64;
 std::atomic<int64_t> allocated_bytes[kMaxDevices];
 
 // What one device can hold: the plugin's limit where it reports one (TPU,
-// GPU); the XLA:CPU plugin reports none, and its devices share host memory.
+// GPU); the XLA:CPU plugin reports none, and its devices share host memory
+// (host_memory_total: physical memory or the cgroup's limit).
 int64_t device_capacity(int device, bool* shared_host) {
   static std::once_flag once;
   static std::vector<int64_t> limits;
-  static int64_t host_bytes = 0;
   std::call_once(once, [] {
     auto& client = runtime::DeviceRuntime::get().client();
     for (size_t d = 0; d < client.devices().size(); ++d) {
       auto stats = client.memory_stats(d);
       limits.push_back(stats.available && stats.bytes_limit > 0 ? stats.bytes_limit : 0);
     }
-    host_bytes = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<int64_t>(sysconf(_SC_PAGE_SIZE));
   });
   const int64_t limit = device < static_cast<int>(limits.size()) ? limits[device] : 0;
   *shared_host = limit == 0;
-  return limit > 0 ? limit : host_bytes;
+  return limit > 0 ? limit : host_memory_total();
+}
+
+// What the host can still give storages: what it has available less what
+// storages without a buffer yet will take when written.
+int64_t host_bytes_free() {
+  return std::max<int64_t>(host_memory_available() - bytes_without_buffer.load(std::memory_order_relaxed), 0);
 }
 
 std::string format_bytes(double bytes) {
@@ -291,7 +307,9 @@ int64_t bytes_in_use(int device, bool shared_host) {
 std::pair<int64_t, int64_t> device_memory_info(int device) {
   bool shared_host = false;
   const int64_t capacity = device_capacity(device, &shared_host);
-  return {std::max<int64_t>(allowed_bytes(device, capacity) - bytes_in_use(device, shared_host), 0), capacity};
+  int64_t free = std::max<int64_t>(allowed_bytes(device, capacity) - bytes_in_use(device, shared_host), 0);
+  if (shared_host) free = std::min(free, host_bytes_free());  // what reserve_device_bytes would let through
+  return {free, capacity};
 }
 
 void set_memory_fraction(int device, double fraction) {
@@ -306,10 +324,31 @@ double get_memory_fraction(int device) {
 
 namespace {
 
+// Reading the host's free memory costs about 10 microseconds, ten times an
+// op's dispatch, so it is read only where it can matter: at an allocation
+// of this size or more (writing its bytes costs far more than the read),
+// and once this much has been allocated in smaller ones since the last
+// read, so small allocations cannot creep unseen more than this past what
+// is free (the kernel keeps a larger reserve than that).
+constexpr int64_t kHostReadEveryBytes = int64_t{16} << 20;
+std::atomic<int64_t> allocated_since_host_read{0};
+
+// Whether the host is to be read before allocating `nbytes`.
+bool host_read_due(int64_t nbytes) {
+  if (nbytes >= kHostReadEveryBytes) return true;
+  if (allocated_since_host_read.fetch_add(nbytes, std::memory_order_relaxed) + nbytes < kHostReadEveryBytes) {
+    return false;
+  }
+  allocated_since_host_read.store(0, std::memory_order_relaxed);
+  return true;
+}
+
 // Storages count from their allocation, as CUDA's allocator counts them
 // (torch.empty allocates), whether or not a buffer exists yet: a tensor
 // the device cannot hold raises at the call that asked for it, not at some
-// later op that first writes it.
+// later op that first writes it. On the XLA:CPU plugin that is what the
+// host can still give, not its total: past that the kernel's OOM killer
+// would take the process instead of an OutOfMemoryError.
 void reserve_device_bytes(int device, size_t nbytes) {
   if (nbytes == 0) return;
   bool shared_host = false;
@@ -325,7 +364,18 @@ void reserve_device_bytes(int device, size_t nbytes) {
                              " (set_per_process_memory_fraction) and "
                        : std::string(", of which "),
                    format_bytes(static_cast<double>(in_use)), " is allocated by live tpu tensors.");
+  if (shared_host && host_read_due(static_cast<int64_t>(nbytes))) {
+    const int64_t host_free = host_bytes_free();
+    TORCH_CHECK_WITH(OutOfMemoryError, static_cast<int64_t>(nbytes) <= host_free,
+                     "tpu out of memory. Tried to allocate ", format_bytes(static_cast<double>(nbytes)),
+                     ". tpu:", device,
+                     " allocates from host memory (shared by every device of the XLA:CPU plugin), of which ",
+                     format_bytes(static_cast<double>(host_free)), " of ", format_bytes(static_cast<double>(capacity)),
+                     " is free (MemAvailable, within the cgroup's memory limit where one is set); ",
+                     format_bytes(static_cast<double>(in_use)), " is allocated by live tpu tensors.");
+  }
   allocated_bytes[device].fetch_add(static_cast<int64_t>(nbytes));
+  bytes_without_buffer.fetch_add(static_cast<int64_t>(nbytes), std::memory_order_relaxed);
   runtime::metrics().add_live_bytes(static_cast<int64_t>(nbytes));
 }
 
@@ -342,6 +392,7 @@ void delete_storage_buffer(void* ctx) {
   // by a parent thread at the fork.
   if (runtime::DeviceRuntime::in_bad_fork()) return;
   auto* sb = static_cast<StorageBuffer*>(ctx);
+  if (!sb->buffer) bytes_without_buffer.fetch_sub(static_cast<int64_t>(sb->nbytes), std::memory_order_relaxed);
   {
     StorageAddresses& a = storage_addresses();
     std::lock_guard<std::mutex> lock(a.mutex);
