@@ -1,6 +1,7 @@
 """A DLRM-style click model (embedding bags, bottom and top MLPs, dot
-interaction) trained on synthetic click logs. Plain PyTorch: TorchRec does
-not install here, and nn.EmbeddingBag is what its tables compute.
+interaction) trained on synthetic click logs, in plain PyTorch
+(nn.EmbeddingBag is what TorchRec's tables compute; train_torchrec.py is the
+same model built from TorchRec).
 
     python examples/dlrm/train.py                 # on tpu, tiny default size
     python examples/dlrm/train.py --device cpu    # the same run on native CPU
