@@ -1,4 +1,4 @@
-"""`pip install torch_tpu[hf]` (or `[jax]`, `[rec]`, `[vision]`) installs what the test setup
+"""`pip install torch_tpu[hf]` (or `[jax]`, `[ray]`, `[rec]`, `[vision]`) installs what the test setup
 installs: each extra of pyproject.toml pins each package at requirements.txt's
 version, and that is the version the tests run against."""
 
@@ -15,13 +15,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def _pins(lines):
     pins = {}
     for line in lines:
-        match = re.fullmatch(r"\s*([A-Za-z0-9_.-]+)==([^\s#]+)\s*(#.*)?", line.strip())
+        match = re.fullmatch(r"\s*([A-Za-z0-9_.-]+)(?:\[[\w,.-]+\])?==([^\s#]+)\s*(#.*)?", line.strip())
         if match:
             pins[match[1].lower()] = match[2]
     return pins
 
 
-@pytest.mark.parametrize("name", ["hf", "jax", "rec", "vision"])
+@pytest.mark.parametrize("name", ["hf", "jax", "ray", "rec", "vision"])
 def test_extra_pins_the_versions_the_tests_install(name):
     with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
         extra = tomllib.load(f)["project"]["optional-dependencies"][name]
