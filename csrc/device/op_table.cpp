@@ -686,6 +686,7 @@ const OpSpec kLibraryOps[] = {
     {L::offsets_range, "fbgemm::offsets_range"},
     OpSpec(L::permute_1D_sparse_data, "fbgemm::permute_1D_sparse_data").normalize(fill_permuted_lengths_sum),
     OpSpec(L::permute_2D_sparse_data, "fbgemm::permute_2D_sparse_data").normalize(fill_permuted_lengths_sum),
+    {L::permute_pooled_embs, "fbgemm::permute_pooled_embs fbgemm::permute_pooled_embs_auto_grad"},
     {L::segment_sum_csr, "fbgemm::segment_sum_csr"},
 };
 

@@ -278,4 +278,27 @@ std::vector<Value> segment_sum_csr(LowerContext& ctx) {
   return {b.slice(sums, {0}, {segments}, {1})};
 }
 
+// permute_pooled_embs(pooled_embs, offset_dim_list, permute_list,
+// inv_offset_dim_list, inv_permute_list): the columns of pooled embeddings
+// [B, dims...] regrouped by feature, feature i of the result being feature
+// permute_list[i] of the input (columns offset_dim_list[p] to [p + 1]).
+std::vector<Value> permute_pooled_embs(LowerContext& ctx) {
+  Builder& b = ctx.b;
+  Value pooled = ctx.tensor(0);
+  const TensorType& out = ctx.out_types.at(0);
+  const int64_t columns = out.shape.at(1);
+  Value offsets = as_index(b, ctx.tensor(1)), permute = as_index(b, ctx.tensor(2));
+  const int64_t features = offsets.shape().at(0) - 1, permuted = permute.shape().at(0);
+  if (out.numel() == 0 || features <= 0 || permuted == 0) return {b.convert(pooled, out.dtype)};
+  Value widths =
+      b.binary("subtract", b.slice(offsets, {1}, {features + 1}, {1}), b.slice(offsets, {0}, {features}, {1}));
+  Value permuted_widths = take(b, widths, permute);
+  Value ends = prefix_sum(b, permuted_widths, 0);
+  Value starts = b.binary("subtract", ends, permuted_widths);
+  Value feature = segment_of_position(b, ends, columns);
+  Value within = b.binary("subtract", b.iota({ElementType::S64, {columns}}, 0), take(b, starts, feature));
+  Value source = b.binary("add", take(b, offsets, take(b, permute, feature)), within);
+  return {b.gather_slices(pooled, 1, b.reshape(source, {columns, 1}))};
+}
+
 }  // namespace torch_tpu::lower

@@ -1,8 +1,9 @@
 // fbgemm's jagged-tensor operators (the `fbgemm` namespace of fbgemm_gpu),
-// which TorchRec's KeyedJaggedTensor, EmbeddingBagCollection and
+// which TorchRec's KeyedJaggedTensor, KeyedTensor, EmbeddingBagCollection and
 // EmbeddingCollection call: prefix sums of lengths, jagged <-> padded dense,
-// permuting features of sparse data, segment ranges and sums. Semantics are
-// fbgemm's CPU kernels' (fbgemm_gpu/src/sparse_ops/sparse_ops_cpu.cpp,
+// permuting the features of sparse data and of pooled embeddings, segment
+// ranges and sums. Semantics are fbgemm's CPU kernels'
+// (fbgemm_gpu/src/sparse_ops/sparse_ops_cpu.cpp,
 // jagged_tensor_ops/jagged_tensor_ops_cpu.cpp); argument indices follow their
 // schemas. A result size that depends on values (the permuted total length)
 // arrives as an argument the device layer fills from the host
@@ -24,6 +25,7 @@ TORCH_TPU_LOWERING(jagged_to_padded_dense_forward)
 TORCH_TPU_LOWERING(offsets_range)
 TORCH_TPU_LOWERING(permute_1D_sparse_data)
 TORCH_TPU_LOWERING(permute_2D_sparse_data)
+TORCH_TPU_LOWERING(permute_pooled_embs)
 TORCH_TPU_LOWERING(segment_sum_csr)
 
 }  // namespace torch_tpu::lower

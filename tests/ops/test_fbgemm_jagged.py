@@ -5,6 +5,9 @@ compiled graphs, with the CPU fallback off and nothing counted as falling
 back. Gather and scatter only move values, so results are compared exactly;
 segment_sum_csr sums integers here, exact too."""
 
+import subprocess
+import sys
+
 import pytest
 import torch
 from reference import in_mode, to_device
@@ -121,6 +124,17 @@ CASES = {
         (torch.tensor([8, 3, 4, 0], dtype=torch.int32), LENGTHS, torch.arange(total), _values(total)),
     ),
     "offsets_range": (lambda o: fbgemm.offsets_range(o, total), (_offsets(LENGTHS)[:-1].contiguous(),)),
+    # Pooled embeddings of features 2, 3 and 1 wide, reordered 3rd, 1st, 2nd.
+    "permute_pooled_embs": (
+        lambda e, o, p, io, ip: fbgemm.permute_pooled_embs(e, o, p, io, ip),
+        (
+            _values(4, 6),
+            torch.tensor([0, 2, 5, 6]),
+            torch.tensor([2, 0, 1]),
+            torch.tensor([0, 1, 3, 6]),
+            torch.tensor([1, 2, 0]),
+        ),
+    ),
     "segment_sum_csr": (
         lambda s, v: fbgemm.segment_sum_csr(2, s, v),
         (torch.tensor([0, 1, 1, 4, 5], dtype=torch.int32), torch.arange(10.0)),
@@ -199,6 +213,29 @@ def test_dense_to_jagged_gradient_equals_cpu(mode):
 
     inputs = (_values(9, 3, 4), _offsets(LENGTHS), _values(total, 4))
     _check(grad_of, *inputs, mode=mode)
+
+
+@pytest.mark.parametrize("mode", ["strict", "defer_and_fuse"])
+def test_permute_pooled_embs_gradient_equals_cpu(mode):
+    def grad_of(embs, offsets, permute, inv_offsets, inv_permute, weight):
+        embs = embs.detach().requires_grad_()
+        out = fbgemm.permute_pooled_embs_auto_grad(embs, offsets, permute, inv_offsets, inv_permute)
+        (out * weight).sum().backward()
+        return out.detach(), embs.grad
+
+    lists = (torch.tensor([0, 2, 5, 6]), torch.tensor([2, 0, 1]), torch.tensor([0, 1, 3, 6]), torch.tensor([1, 2, 0]))
+    _check(grad_of, _values(4, 6), *lists, _values(4, 6), mode=mode)
+
+
+def test_registered_only_once_fbgemm_gpu_is_imported():
+    script = (
+        "import torch, torch_tpu\n"
+        "assert not any(n.startswith('fbgemm::') for n in torch_tpu.lowered_ops())\n"
+        "import fbgemm_gpu\n"
+        "assert 'fbgemm::permute_2D_sparse_data' in torch_tpu.lowered_ops()\n"
+    )
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
 
 
 def test_registered_for_the_device():
