@@ -8,7 +8,8 @@
 // end: positions with nothing to write (padding, cut rows) go there.
 #include "lower/jagged.h"
 
-#include <algorithm>
+#include <stdexcept>
+#include <string>
 
 #include "lower/common/indexing.h"
 #include "lower/common/scan.h"
@@ -53,8 +54,22 @@ struct PaddedLayout {
   Value valid;  // i1
 };
 
-PaddedLayout padded_layout(Builder& b, const std::vector<std::optional<Value>>& offsets, const Shape& padded) {
+// Each inner offsets vector has one entry per row of the level above, plus
+// one: fbgemm's CPU kernels check it (RuntimeError), here by the next
+// synchronization since the count above is a value.
+PaddedLayout padded_layout(LowerContext& ctx, const std::vector<std::optional<Value>>& offsets, const Shape& padded) {
+  Builder& b = ctx.b;
   const TensorType index{ElementType::S64, padded};
+  for (size_t level = 1; level < offsets.size(); ++level) {
+    const Value& above = offsets[level - 1].value();
+    const int64_t rows = offsets[level]->shape().at(0), n = above.shape().at(0);
+    if (n == 0) continue;
+    Value last = b.reshape(as_index(b, b.slice(above, {n - 1}, {n}, {1})), {});
+    ctx.check_all(
+        b.compare(b.binary("add", last, b.constant_int(1, ElementType::S64)), b.constant_int(rows, ElementType::S64),
+                  CompareDirection::EQ),
+        "x_offsets[" + std::to_string(level) + "].numel(), " + std::to_string(rows) + " != num_lengths_expected + 1");
+  }
   PaddedLayout layout{b.iota(index, 0), b.splat(1, {ElementType::Pred, padded})};
   for (size_t level = 0; level < offsets.size(); ++level) {
     Value off = as_index(b, offsets[level].value());
@@ -88,13 +103,14 @@ Value broadcast_valid(Builder& b, const PaddedLayout& layout, const Shape& padde
 }
 
 // The padded dense tensor `out` of jagged `values`, `padding` where no value is.
-Value padded_from_jagged(Builder& b, const Value& values, const std::vector<std::optional<Value>>& offsets,
+Value padded_from_jagged(LowerContext& ctx, const Value& values, const std::vector<std::optional<Value>>& offsets,
                          const TensorType& out, const Value& padding) {
+  Builder& b = ctx.b;
   const Value fill = b.broadcast_in_dim(padding, out.shape, {});
   const int64_t inner = values.rank() > 1 ? product(values.shape(), 1) : 1;
   if (out.numel() == 0 || values.type.numel() == 0) return fill;
   const Shape padded(out.shape.begin(), out.shape.begin() + 1 + static_cast<int64_t>(offsets.size()));
-  const PaddedLayout layout = padded_layout(b, offsets, padded);
+  const PaddedLayout layout = padded_layout(ctx, offsets, padded);
   Value flat = b.reshape(values, {values.type.numel()});
   Value gathered = take(b, flat, element_positions(b, layout.row, padded, inner));
   Value valid = b.reshape(broadcast_valid(b, layout, padded, inner), out.shape);
@@ -103,13 +119,20 @@ Value padded_from_jagged(Builder& b, const Value& values, const std::vector<std:
 
 // The jagged values `out` [L, inner...] of the padded dense tensor `dense`:
 // zero where no dense element maps (rows cut by max_length).
-Value jagged_from_padded(Builder& b, const Value& dense, const std::vector<std::optional<Value>>& offsets,
+Value jagged_from_padded(LowerContext& ctx, const Value& dense, const std::vector<std::optional<Value>>& offsets,
                          const TensorType& out) {
+  // As fbgemm's CPU kernel checks; std::runtime_error reaches Python as RuntimeError.
+  const int64_t outer = dense.shape().at(0), rows = offsets.at(0)->shape().at(0) - 1;
+  if (outer != rows) {
+    throw std::runtime_error("outer_dense_size, " + std::to_string(outer) + " != x_offsets[0].numel() - 1, " +
+                             std::to_string(rows));
+  }
+  Builder& b = ctx.b;
   const Value zero = b.splat(0, out);
   const int64_t total = out.shape.at(0), inner = product(out.shape, 1);
   if (out.numel() == 0 || dense.type.numel() == 0) return zero;
   const Shape padded(dense.shape().begin(), dense.shape().begin() + 1 + static_cast<int64_t>(offsets.size()));
-  const PaddedLayout layout = padded_layout(b, offsets, padded);
+  const PaddedLayout layout = padded_layout(ctx, offsets, padded);
   Shape shape = padded;
   shape.push_back(inner);
   const Value spare = s64_splat(b, total * inner, shape);
@@ -211,7 +234,7 @@ std::vector<Value> asynchronous_inclusive_cumsum(LowerContext& ctx) {
 std::vector<Value> jagged_to_padded_dense_forward(LowerContext& ctx) {
   Builder& b = ctx.b;
   const TensorType& out = ctx.out_types.at(0);
-  return {padded_from_jagged(b, ctx.tensor(0), ctx.args.at(1).tensors, out,
+  return {padded_from_jagged(ctx, ctx.tensor(0), ctx.args.at(1).tensors, out,
                              b.convert(b.constant(ctx.double_arg(3), ElementType::F64), out.dtype))};
 }
 
@@ -219,27 +242,27 @@ std::vector<Value> jagged_to_padded_dense_forward(LowerContext& ctx) {
 // padded gradient's elements back at their values' rows, 0 for values cut
 // by max_length.
 std::vector<Value> jagged_to_padded_dense_backward(LowerContext& ctx) {
-  return {jagged_from_padded(ctx.b, ctx.tensor(0), ctx.args.at(1).tensors, ctx.out_types.at(0))};
+  return {jagged_from_padded(ctx, ctx.tensor(0), ctx.args.at(1).tensors, ctx.out_types.at(0))};
 }
 
 // dense_to_jagged_forward(dense, x_offsets[], total_L): the dense elements
 // that sit inside the jagged rows.
 std::vector<Value> dense_to_jagged_forward(LowerContext& ctx) {
-  return {jagged_from_padded(ctx.b, ctx.tensor(0), ctx.args.at(1).tensors, ctx.out_types.at(0))};
+  return {jagged_from_padded(ctx, ctx.tensor(0), ctx.args.at(1).tensors, ctx.out_types.at(0))};
 }
 
 // jagged_1d_to_dense(values, offsets, max_sequence_length, padding_value).
 std::vector<Value> jagged_1d_to_dense(LowerContext& ctx) {
   Builder& b = ctx.b;
   const TensorType& out = ctx.out_types.at(0);
-  return {padded_from_jagged(b, ctx.tensor(0), {ctx.tensor(1)}, out, b.constant_int(ctx.int_arg(3), out.dtype))};
+  return {padded_from_jagged(ctx, ctx.tensor(0), {ctx.tensor(1)}, out, b.constant_int(ctx.int_arg(3), out.dtype))};
 }
 
 // jagged_2d_to_dense(values, offsets, max_sequence_length): zero padding.
 std::vector<Value> jagged_2d_to_dense(LowerContext& ctx) {
   Builder& b = ctx.b;
   const TensorType& out = ctx.out_types.at(0);
-  return {padded_from_jagged(b, ctx.tensor(0), {ctx.tensor(1)}, out, b.constant(0, out.dtype))};
+  return {padded_from_jagged(ctx, ctx.tensor(0), {ctx.tensor(1)}, out, b.constant(0, out.dtype))};
 }
 
 std::vector<Value> permute_1D_sparse_data(LowerContext& ctx) { return permute_sparse_data(ctx, false); }

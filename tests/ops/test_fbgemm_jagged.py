@@ -5,6 +5,7 @@ compiled graphs, with the CPU fallback off and nothing counted as falling
 back. Gather and scatter only move values, so results are compared exactly;
 segment_sum_csr sums integers here, exact too."""
 
+import re
 import subprocess
 import sys
 
@@ -244,10 +245,45 @@ def test_registered_for_the_device():
         assert torch._C._dispatch_has_kernel_for_dispatch_key(f"fbgemm::{name}", "PrivateUse1")
 
 
+def _raises_as_on_cpu(fn, *inputs, match):
+    """fn raises on CPU and on tpu alike (on tpu by the next synchronization
+    where the check reads values)."""
+    with pytest.raises(RuntimeError, match=match):
+        fn(*inputs)
+    with pytest.raises(RuntimeError, match=match):
+        fn(*to_device(list(inputs), "tpu")).cpu()
+
+
 def test_bad_arguments_raise_as_on_cpu():
     values, offsets = _values(total, 4), _offsets(LENGTHS)
     # One offsets tensor per jagged dim, one max length each.
-    with pytest.raises(RuntimeError) as on_cpu:
-        fbgemm.jagged_to_padded_dense_forward(values, [offsets], [3, 3], 0.0)
-    with pytest.raises(type(on_cpu.value)):
-        fbgemm.jagged_to_padded_dense_forward(values.to("tpu"), [offsets.to("tpu")], [3, 3], 0.0)
+    _raises_as_on_cpu(
+        lambda v, o: fbgemm.jagged_to_padded_dense_forward(v, [o], [3, 3], 0.0),
+        values,
+        offsets,
+        match=re.escape("max_lengths.size(), 2 != num_jagged_dim, 1"),
+    )
+    # The dense tensor's rows are the outer offsets' rows.
+    _raises_as_on_cpu(
+        lambda d, o: fbgemm.jagged_to_padded_dense_backward(d, [o], total),
+        _values(8, 3, 4),
+        offsets,
+        match=r"outer_dense_size, 8 != x_offsets\[0\].numel\(\) - 1, 9",
+    )
+    # An inner offsets vector has an entry per row of the level above, plus one.
+    short = torch.tensor([0, 1, 3])
+    inner_count = r"x_offsets\[1\].numel\(\), 3 != num_lengths_expected \+ 1"
+    _raises_as_on_cpu(
+        lambda v, o0, o1: fbgemm.jagged_to_padded_dense_forward(v, [o0, o1], [2, 2], 0.0),
+        _values(3, 2),
+        short,
+        short,
+        match=inner_count,
+    )
+    _raises_as_on_cpu(
+        lambda d, o0, o1: fbgemm.dense_to_jagged_forward(d, [o0, o1], 3),
+        _values(2, 2, 2, 2),
+        short,
+        short,
+        match=inner_count,
+    )
