@@ -50,6 +50,10 @@ fake_kernels.install()
 precision.install()
 modes.install()
 
+from . import dynamo_device_interface  # noqa: E402
+
+dynamo_device_interface.install()  # Dynamo's interface to tpu, ours when Dynamo loads
+
 
 def _install_compile_backend():
     from . import compile as _compile_backend

@@ -7,8 +7,9 @@ per graph call, which the shared compilation cache (memory, then disk)
 compiles once per input shapes. So compiled code can never disagree with
 eager about what an op means.
 
-`torch.compile(model)` with no backend named picks "tpu" when the example
-inputs live on tpu and Inductor otherwise.
+`torch.compile(model)` with no backend named picks "tpu" for graphs that
+take or make tpu tensors and Inductor otherwise; options naming Inductor's
+tpu code generator ({"tpu_backend": "pallas"}) pick Inductor's Pallas path.
 """
 
 import collections
@@ -654,7 +655,7 @@ def tpu_backend(gm, example_inputs, mode=None, options=None):
     if options:
         warnings.warn(
             f"torch.compile options {sorted(options)} configure Inductor; graphs on tpu run as XLA "
-            "programs and ignore them",
+            f"programs and ignore them (options={{'{INDUCTOR_TPU_OPTION}': 'pallas'}} selects Inductor's tpu path)",
             stacklevel=2,
         )
     _note_recompile()
@@ -665,10 +666,27 @@ def _on_tpu(example_inputs):
     return any(isinstance(x, torch.Tensor) and x.device.type == "tpu" for x in example_inputs)
 
 
+def _makes_tpu_tensors(gm):
+    """Whether a Dynamo graph makes tpu tensors (create_block_mask(...,
+    device="tpu") takes none): its nodes' example values say where."""
+    return any(
+        isinstance(v := n.meta.get("example_value", n.meta.get("val")), torch.Tensor) and v.device.type == "tpu"
+        for n in gm.graph.nodes
+    )
+
+
+# Inductor's own option naming its tpu code generator (torch._inductor.config
+# .tpu_backend, whose only value is "pallas"): a call that passes it asks for
+# Inductor's Pallas path on tpu graphs instead of ours.
+INDUCTOR_TPU_OPTION = "tpu_backend"
+
+
 def device_aware_backend(gm, example_inputs, mode=None, options=None):
-    """Default backend: tpu for graphs whose inputs are on tpu, Inductor
-    (with the call's mode or options) otherwise."""
-    if _on_tpu(example_inputs):
+    """Default backend: tpu for graphs that take or make tpu tensors, Inductor
+    (with the call's mode or options) otherwise, and for tpu graphs too when
+    the options name Inductor's tpu code generator (README, torch.compile)."""
+    wants_inductor_on_tpu = bool(options) and INDUCTOR_TPU_OPTION in options
+    if not wants_inductor_on_tpu and (_on_tpu(example_inputs) or _makes_tpu_tensors(gm)):
         return tpu_backend(gm, example_inputs, mode=mode, options=options)
     return torch._TorchCompileInductorWrapper(mode, options, None)(gm, example_inputs)
 

@@ -1,0 +1,1 @@
+"""`tpu_torch_pallas`: the custom-kernel registry Inductor's Pallas code generator calls."""
