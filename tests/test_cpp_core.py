@@ -1,5 +1,6 @@
 """The C++ tests of the layers below the device (tests/cpp/: hlo/ as text,
-pjrt/ against the plugin the suite runs on), built by scripts/setup.sh as
+pjrt/ against the plugin the suite runs on, runtime/'s SHA-256 and HMAC
+against their published vectors), built by scripts/setup.sh as
 build/core_tests. A missing binary is a failed build, not a skipped test."""
 
 import os
@@ -23,7 +24,7 @@ def run_core_tests(prefix):
     return result.stdout
 
 
-@pytest.mark.parametrize("group", ["hlo", "pjrt"])
+@pytest.mark.parametrize("group", ["hlo", "pjrt", "runtime"])
 def test_core_tests_pass(group):
     out = run_core_tests(group + ".")
     ran = [line.split()[1] for line in out.splitlines() if line.startswith("ok ")]
