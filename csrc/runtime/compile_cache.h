@@ -2,6 +2,12 @@
 // then serialized executables on disk (TORCH_TPU_CACHE_DIR, default
 // ~/.cache/torch_tpu; "off" disables the disk tier), so no process compiles
 // a program another already compiled on the same plugin.
+//
+// An executable is native code the process runs: the disk tier loads only
+// entries signed (HMAC-SHA256) with the user's own key, kept 0600 in
+// TORCH_TPU_CACHE_KEY_FILE or $XDG_CONFIG_HOME/torch_tpu/cache_key
+// (~/.config/...), from a directory only the user owns and can write.
+// docs/threat_model.md says what that does and does not protect against.
 #pragma once
 
 #include <atomic>
@@ -30,7 +36,11 @@ class CompileCache {
  public:
   // Reads TORCH_TPU_CACHE_DIR / TORCH_TPU_CACHE_MAX_BYTES (disk tier) and
   // TORCH_TPU_CACHE_MAX_PROGRAMS (memory tier, default 2048 executables).
+  // Creates the directory (0700) and the key (0600) where missing; a
+  // directory another user owns or can write, or a key file another user
+  // owns or can read, turns the disk tier off with a warning.
   CompileCache();
+  ~CompileCache();
 
   // `platform` names the plugin build (platform, version, XLA version); it is
   // part of every key, so executables never cross plugins.
@@ -51,9 +61,10 @@ class CompileCache {
   static void set_warning_handler(std::function<void(const std::string&)> handler);
 
  private:
-  std::shared_ptr<pjrt::LoadedExecutable> load_from_disk(pjrt::Client& client, const std::string& path,
+  // `name`: the entry's file name in the directory.
+  std::shared_ptr<pjrt::LoadedExecutable> load_from_disk(pjrt::Client& client, const std::string& name,
                                                          const std::string& identity);
-  void store_on_disk(const std::string& path, const std::string& identity, const pjrt::LoadedExecutable& exe);
+  void store_on_disk(const std::string& name, const std::string& identity, const pjrt::LoadedExecutable& exe);
   void evict_if_needed(int64_t written_bytes);
 
   // The memory tier, least recently used first in `lru_`. Bounded: every
@@ -71,6 +82,10 @@ class CompileCache {
   std::list<const std::string*> lru_;
   size_t max_programs_;
   std::string dir_;
+  // The directory, opened once after its owner and mode were checked:
+  // entries are opened relative to it, never through the path again.
+  int dir_fd_ = -1;
+  std::string key_;  // signs and checks every entry
   int64_t max_bytes_;
   // The disk tier's bytes at the last directory scan plus this process's
   // writes since (-1: not scanned yet); see evict_if_needed.
