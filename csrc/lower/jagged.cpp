@@ -54,9 +54,10 @@ struct PaddedLayout {
   Value valid;  // i1
 };
 
-// Each inner offsets vector has one entry per row of the level above, plus
-// one: fbgemm's CPU kernels check it (RuntimeError), here by the next
-// synchronization since the count above is a value.
+// The layout of `padded` over jagged values cut by `offsets`. Each inner
+// offsets vector must have one entry per row of the level above, plus one:
+// fbgemm's CPU kernels check it (RuntimeError); here the check raises by the
+// next synchronization, since the count above is a value.
 PaddedLayout padded_layout(LowerContext& ctx, const std::vector<std::optional<Value>>& offsets, const Shape& padded) {
   Builder& b = ctx.b;
   const TensorType index{ElementType::S64, padded};
