@@ -58,9 +58,9 @@ def _run(tmp_path, code, env=None):
     return stdout
 
 
-# Runs the child's first tpu call, reports what it raised, and exits the
-# way the test asks: os._exit (as multiprocessing's children do) or a normal
-# interpreter exit that frees the tensors inherited from the parent.
+# Forks one child per first call: each reports what its call raised, and
+# exits the way the test asks: os._exit (as multiprocessing's children do)
+# or a normal interpreter exit, which frees the tensors it inherited.
 FORK_SCENARIO = """
     import os, sys
     import torch, torch_tpu
@@ -71,33 +71,29 @@ FORK_SCENARIO = """
     assert y.item() == 30.0
     pending = x + 1  # launched, maybe not yet read
 
-    def first_call():
-        {first_call}
-
-    child_out = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(child_out[0])
-        w = os.fdopen(child_out[1], "w")
-        print("bad fork", torch.tpu._is_in_bad_fork(), "initialized", torch.tpu.is_initialized(), file=w)
-        try:
-            first_call()
-            print("no error", file=w)
-        except RuntimeError as e:
-            print("raised", type(e).__name__, str(e).splitlines()[0], file=w)
-        try:
-            first_call()  # and again: still the same error, never a hang
-        except RuntimeError as e:
-            print("again", str(e).splitlines()[0], file=w)
-        w.close()
-        if {normal_exit!r}:
-            sys.exit(0)
-        os._exit(0)
-    os.close(child_out[1])
-    print(os.fdopen(child_out[0]).read(), end="")
-    _, status = os.waitpid(pid, 0)
-    print("child exit", os.waitstatus_to_exitcode(status))
-    # The parent is untouched by its child.
+    for name, source in {calls!r}.items():
+        first_call = eval("lambda: " + source)
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(read_end)
+            out = os.fdopen(write_end, "w")
+            print(name, "bad fork", torch.tpu._is_in_bad_fork(), "initialized", torch.tpu.is_initialized(), file=out)
+            for attempt in ("first", "again"):  # still the same error the second time, never a hang
+                try:
+                    first_call()
+                    print(name, attempt, "no error", file=out)
+                except RuntimeError as e:
+                    print(name, attempt, type(e).__name__, str(e).splitlines()[0], file=out)
+            out.close()
+            if {normal_exit!r}:
+                sys.exit(0)
+            os._exit(0)
+        os.close(write_end)
+        print(os.fdopen(read_end).read(), end="")
+        _, status = os.waitpid(pid, 0)
+        print(name, "exit", os.waitstatus_to_exitcode(status))
+    # The parent is untouched by its children.
     print("parent", torch.tpu._is_in_bad_fork(), (pending * x).sum().item())
 """
 
@@ -108,28 +104,35 @@ FIRST_CALLS = {
     "a new tensor": 'torch.ones(3, device="tpu")',
     "a copy to tpu": 'torch.ones(3).to("tpu")',
     "synchronize": "torch.tpu.synchronize()",
-    "a device's random state": "torch.tpu.manual_seed(1); torch.randn(2, device='tpu')",
+    "a device's random state": "(torch.tpu.manual_seed(1), torch.randn(2, device='tpu'))",
 }
 
 
+def _expected_fork_report(calls):
+    lines = []
+    for name in calls:
+        lines += [
+            f"{name} bad fork True initialized False",
+            f"{name} first RuntimeError {BAD_FORK_ERROR}",
+            f"{name} again RuntimeError {BAD_FORK_ERROR}",
+            f"{name} exit 0",
+        ]
+    return lines + ["parent False 70.0"]
+
+
 @pytest.mark.parametrize("mode", ["strict", "defer_and_fuse"])
-@pytest.mark.parametrize("first_call", sorted(FIRST_CALLS))
-def test_a_child_forked_after_tpu_use_raises_cudas_error_at_its_first_call(tmp_path, mode, first_call):
-    out = _run(tmp_path, FORK_SCENARIO.format(mode=mode, first_call=FIRST_CALLS[first_call], normal_exit=False))
-    lines = out.splitlines()
-    assert lines[0] == "bad fork True initialized False", out
-    assert lines[1] == f"raised RuntimeError {BAD_FORK_ERROR}", out
-    assert lines[2] == f"again {BAD_FORK_ERROR}", out
-    assert lines[3] == "child exit 0", out
-    assert lines[4] == "parent False 70.0", out
+def test_a_child_forked_after_tpu_use_raises_cudas_error_at_its_first_call(tmp_path, mode):
+    out = _run(tmp_path, FORK_SCENARIO.format(mode=mode, calls=FIRST_CALLS, normal_exit=False))
+    assert out.splitlines() == _expected_fork_report(FIRST_CALLS), out
 
 
 @pytest.mark.parametrize("mode", ["strict", "defer_and_fuse"])
 def test_a_forked_child_that_exits_normally_leaves_its_inherited_tensors_alone(tmp_path, mode):
-    # The interpreter's exit frees x, y and pending: their device buffers
-    # belong to the parent's plugin, which the child cannot call into.
-    out = _run(tmp_path, FORK_SCENARIO.format(mode=mode, first_call=FIRST_CALLS["a read to host"], normal_exit=True))
-    assert out.splitlines()[3:] == ["child exit 0", "parent False 70.0"], out
+    # The interpreter's exit frees x, y and pending, whose device buffers
+    # belong to the parent's plugin.
+    calls = {"a read to host": FIRST_CALLS["a read to host"]}
+    out = _run(tmp_path, FORK_SCENARIO.format(mode=mode, calls=calls, normal_exit=True))
+    assert out.splitlines() == _expected_fork_report(calls), out
 
 
 def test_a_child_forked_before_tpu_use_uses_tpu(tmp_path):
@@ -272,27 +275,30 @@ def test_a_tpu_tensor_sent_through_a_queue_arrives_with_its_values(tmp_path):
     ], out
 
 
-def test_a_tensor_on_the_second_device_arrives_on_the_second_device(tmp_path):
+def test_a_tensor_on_the_second_device_arrives_on_the_second_device_as_queue_item_and_process_argument(tmp_path):
     out = _run(
         tmp_path,
         """
         import torch, torch_tpu
         import torch.multiprocessing as mp
 
-        def receiver(inbox, outbox):
+        def receiver(inbox, outbox, argument):
+            outbox.put((str(argument.device), argument.cpu().tolist()))
             t = inbox.get(timeout=120)
             outbox.put((str(t.device), t.cpu().tolist()))
 
         if __name__ == "__main__":
             ctx = mp.get_context("spawn")
             inbox, outbox = ctx.Queue(), ctx.Queue()
-            p = ctx.Process(target=receiver, args=(inbox, outbox), daemon=True)
+            # A spawned Process's arguments are pickled the same way.
+            argument = torch.tensor([5, 6], device="tpu:1")
+            p = ctx.Process(target=receiver, args=(inbox, outbox, argument), daemon=True)
             p.start()
             inbox.put(torch.arange(3, device="tpu:1") - 1)
-            device, values = outbox.get(timeout=180)
+            print(*outbox.get(timeout=180))
+            print(*outbox.get(timeout=60))
             p.join(timeout=60)
-            print(device, values)
         """,
         env={"TORCH_TPU_NUM_DEVICES": "2"},
     )
-    assert out.splitlines() == ["tpu:1 [-1, 0, 1]"], out
+    assert out.splitlines() == ["tpu:1 [5, 6]", "tpu:1 [-1, 0, 1]"], out

@@ -1,12 +1,16 @@
 """tpu tensors through torch.multiprocessing, as host copies.
 
 A PJRT buffer has no handle another process can open (what CUDA IPC gives
-CUDA tensors), so a tpu tensor, Parameter or storage that is pickled by
-multiprocessing (a Queue's put, a spawned Process's arguments) travels as a
-CPU copy of its values, itself in shared memory as any CPU tensor, and the
-receiving process rebuilds it on the same tpu device index, keeping the
-class and requires_grad. The two sides then hold separate copies: a write on
-one is not seen by the other, unlike CUDA tensors shared through IPC.
+CUDA tensors), so a tpu tensor, Parameter or storage that multiprocessing
+pickles (a Queue's put, a spawned Process's arguments) travels as a copy of
+its bytes inside the pickle, and the receiving process rebuilds it on the
+same tpu device index, keeping the class and requires_grad. The two sides
+then hold separate copies: a write on one is not seen by the other, unlike
+CUDA tensors shared through IPC.
+
+The bytes travel inline, not as a CPU tensor in shared memory: that would
+hand the receiver a file descriptor of a host copy nothing keeps alive once
+pickled (a spawned Process's arguments reach the child after the pickling).
 
 torch's own reducer would ask the tpu storage for a shared-memory file
 descriptor; that raises in the Queue's feeder thread, which only prints it,
@@ -19,8 +23,19 @@ import torch
 import torch.multiprocessing.reductions as _torch_reductions
 
 
-def _rebuild_tpu_tensor(cls, host, device_index, requires_grad):
-    t = host.to(torch.device("tpu", device_index))
+def _host_bytes(cpu_tensor):
+    values = cpu_tensor.resolve_conj().resolve_neg().contiguous()
+    return values.reshape(-1).view(torch.uint8).numpy().tobytes()
+
+
+def _from_host_bytes(raw, dtype, shape):
+    if not raw:
+        return torch.empty(shape, dtype=dtype)
+    return torch.frombuffer(bytearray(raw), dtype=torch.uint8).view(dtype).reshape(shape)
+
+
+def _rebuild_tpu_tensor(cls, raw, dtype, shape, device_index, requires_grad):
+    t = _from_host_bytes(raw, dtype, shape).to(torch.device("tpu", device_index))
     if cls is torch.nn.Parameter:
         # Parameter's constructor takes requires_grad, so integer Parameters
         # (which cannot require grad) rebuild too.
@@ -34,18 +49,23 @@ def _reduce_tensor(tensor):
         # non-leaf that requires grad (autograd cannot cross processes).
         return _torch_reductions.reduce_tensor(tensor)
     torch.utils.hooks.warn_if_has_hooks(tensor)
-    host = tensor.detach().cpu()
-    return (_rebuild_tpu_tensor, (type(tensor), host, tensor.device.index, tensor.requires_grad))
+    raw = _host_bytes(tensor.detach().cpu())
+    args = (type(tensor), raw, tensor.dtype, tuple(tensor.shape), tensor.device.index, tensor.requires_grad)
+    return (_rebuild_tpu_tensor, args)
 
 
-def _rebuild_tpu_storage(host, device_index):
-    return host.to(device=torch.device("tpu", device_index))
+def _rebuild_tpu_storage(raw, device_index):
+    device = torch.device("tpu", device_index)
+    if not raw:
+        return torch.UntypedStorage(0, device=device)
+    return _from_host_bytes(raw, torch.uint8, (len(raw),)).untyped_storage().to(device=device)
 
 
 def _reduce_storage(storage):
     if storage.device.type != "tpu":
         return _torch_reductions.reduce_storage(storage)
-    return (_rebuild_tpu_storage, (storage.cpu(), storage.device.index))
+    raw = _host_bytes(torch.empty(0, dtype=torch.uint8).set_(storage.cpu()))
+    return (_rebuild_tpu_storage, (raw, storage.device.index))
 
 
 def install():

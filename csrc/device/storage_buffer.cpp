@@ -386,10 +386,10 @@ void release_device_bytes(int device, size_t nbytes) {
 }
 
 void delete_storage_buffer(void* ctx) {
-  // A child forked after the plugin started leaks what it inherited: its
-  // buffers cannot be released through the plugin, whose threads fork did
-  // not copy (that would wait forever), and a lock here may have been held
-  // by a parent thread at the fork.
+  // A child forked after the plugin started leaks what it inherited: the
+  // buffers belong to the parent's plugin, whose threads (and whatever
+  // they held locked) fork did not copy, and a lock here may have been
+  // held by a parent thread at the fork.
   if (runtime::DeviceRuntime::in_bad_fork()) return;
   auto* sb = static_cast<StorageBuffer*>(ctx);
   if (!sb->buffer) bytes_without_buffer.fetch_sub(static_cast<int64_t>(sb->nbytes), std::memory_order_relaxed);
