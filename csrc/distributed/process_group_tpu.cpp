@@ -11,10 +11,58 @@
 #include <sstream>
 
 namespace torch_tpu::distributed {
-namespace {
 
 using c10d::ReduceOp;
 using c10d::Work;
+
+// The first failure of a group's transport (see the header): once recorded,
+// every call of the group raises.
+class TransportFailure {
+ public:
+  // Records `error`, raised by the transport in `op`, unless one came first.
+  void record(const char* op, const std::exception_ptr& error) {
+    std::string what = std::string(op) + ": " + message_of(error);
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (what_.empty()) what_ = std::move(what);
+  }
+  bool failed() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return !what_.empty();
+  }
+  // NCCL raises DistBackendError once its communicator was aborted.
+  void check() const {
+    std::string what;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      what = what_;
+    }
+    if (what.empty()) return;
+    C10_THROW_ERROR(DistBackendError,
+                    c10::str("tpu_dist: this group cannot run collectives any more: a collective failed in its "
+                             "transport earlier (",
+                             what,
+                             "). Its ranks no longer agree on which collective comes next; destroy the group "
+                             "(dist.destroy_process_group) and create a new one to go on."));
+  }
+
+ private:
+  static std::string message_of(const std::exception_ptr& error) {
+    try {
+      std::rethrow_exception(error);
+    } catch (const c10::Error& e) {
+      return e.what_without_backtrace();
+    } catch (const std::exception& e) {
+      return e.what();
+    } catch (...) {
+      return "an unknown error";
+    }
+  }
+
+  mutable std::mutex mutex_;
+  std::string what_;  // empty until a collective failed
+};
+
+namespace {
 
 bool on_tpu(const at::Tensor& t) { return t.defined() && t.device().type() == c10::DeviceType::PrivateUse1; }
 
@@ -134,6 +182,53 @@ c10::intrusive_ptr<Work> finished(std::vector<at::Tensor> results) {
   return Work::create_from_future(future);
 }
 
+// Waits for the transport's Work of `op`; its failure poisons the group
+// before it propagates. (An argument error gloo raises when the collective
+// is issued, before anything is sent, leaves the group usable, as in gloo.)
+void await(TransportFailure& failure, const char* op, const c10::intrusive_ptr<Work>& work) {
+  try {
+    work->wait();
+  } catch (...) {
+    failure.record(op, std::current_exception());
+    throw;
+  }
+}
+
+// The Work of a collective that the transport's completion callback
+// completes. Work::create_from_future's would not do: its wait() returns
+// once the future is set, with a value or an error alike, so a collective
+// that failed (a peer killed mid-transfer) returned from a blocking
+// all_reduce as if done, its tensors never written. Here wait() rethrows the
+// failure (with or without a timeout), and the future carries it to the
+// callbacks chained on it (DDP's and FSDP's).
+class TransportWork : public Work {
+ public:
+  TransportWork(c10d::OpType type, std::vector<at::Tensor> results)
+      : Work(-1, type),
+        future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))),
+        results_(std::move(results)) {}
+
+  void complete(const std::exception_ptr& error) {
+    finish(error);
+    if (error) {
+      future_->setError(error);
+    } else {
+      future_->markCompleted(c10::IValue(results_));
+    }
+  }
+  bool wait(std::chrono::milliseconds timeout) override {
+    Work::wait(timeout);  // rethrows the failure
+    future_->wait();      // set right after finish(): readable once wait() returns
+    return true;
+  }
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+  std::vector<at::Tensor> result() override { return results_; }
+
+ private:
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+  std::vector<at::Tensor> results_;
+};
+
 // A collective still running on the host transport. The Work handed back
 // completes, and its future is set, once the transport is done and the
 // results are written back into the tpu tensors, by the transport's
@@ -143,32 +238,37 @@ c10::intrusive_ptr<Work> finished(std::vector<at::Tensor> results) {
 // Work or chain on its future before they read. Meanwhile the calling
 // thread goes on issuing device work (the backward pass), so communication
 // overlaps computation; a blocking call (async_op=False) waits at once.
-c10::intrusive_ptr<Work> finish_async(c10::intrusive_ptr<Work> transport, std::shared_ptr<Staging> staging,
-                                      std::vector<at::Tensor> results, std::function<void()> finish = {}) {
+// A failed transfer poisons the group (`failure`) and leaves the tensors
+// untouched; a failure writing the results back is this rank's alone.
+c10::intrusive_ptr<Work> finish_async(const std::shared_ptr<TransportFailure>& failure, const char* op,
+                                      c10d::OpType type, c10::intrusive_ptr<Work> transport,
+                                      std::shared_ptr<Staging> staging, std::vector<at::Tensor> results,
+                                      std::function<void()> finish = {}) {
   c10::intrusive_ptr<c10::ivalue::Future> done;
   try {
     done = transport->getFuture();
   } catch (const c10::Error&) {  // a transport Work without one: completes here
-    transport->wait();
+    await(*failure, op, transport);
     if (finish) finish();
     staging->write_back();
     return finished(std::move(results));
   }
-  auto result = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
-  done->addCallback([transport, staging, result, results, finish](c10::ivalue::Future& f) {
+  auto work = c10::make_intrusive<TransportWork>(type, std::move(results));
+  done->addCallback([transport, staging, work, failure, op, finish](c10::ivalue::Future& f) {
     if (f.hasError()) {
-      result->setError(f.exception_ptr());
+      failure->record(op, f.exception_ptr());  // before anyone waiting on `work` issues the next call
+      work->complete(f.exception_ptr());
       return;
     }
     try {
       if (finish) finish();
       staging->write_back_from_callback();
-      result->markCompleted(c10::IValue(results));
+      work->complete(nullptr);
     } catch (...) {
-      result->setError(std::current_exception());
+      work->complete(std::current_exception());
     }
   });
-  return Work::create_from_future(result);
+  return work;
 }
 
 // A reduction (allreduce, its coalesced form, reduce) on the host copies:
@@ -177,8 +277,9 @@ c10::intrusive_ptr<Work> finish_async(c10::intrusive_ptr<Work> transport, std::s
 // transport and returns its Work. Only a rank that `receives` the result
 // writes it back.
 template <typename Options, typename Run>
-c10::intrusive_ptr<Work> host_reduction(std::vector<at::Tensor>& tensors, const Options& opts, int size, bool receives,
-                                        Run run) {
+c10::intrusive_ptr<Work> host_reduction(const std::shared_ptr<TransportFailure>& failure, const char* op_name,
+                                        c10d::OpType type, std::vector<at::Tensor>& tensors, const Options& opts,
+                                        int size, bool receives, Run run) {
   auto staging = std::make_shared<Staging>(rewrites_inputs(opts.reduceOp));
   auto host = staging->inout(tensors);
   premultiply(host, opts.reduceOp);
@@ -186,23 +287,24 @@ c10::intrusive_ptr<Work> host_reduction(std::vector<at::Tensor>& tensors, const 
   host_opts.reduceOp = transport_op(opts.reduceOp);
   auto work = run(host, host_opts);
   if (!receives) {
-    work->wait();
+    await(*failure, op_name, work);
     return finished(tensors);
   }
   const ReduceOp op = opts.reduceOp;
-  return finish_async(std::move(work), staging, tensors, [host, op, size]() mutable { average(host, op, size); });
+  return finish_async(failure, op_name, type, std::move(work), staging, tensors,
+                      [host, op, size]() mutable { average(host, op, size); });
 }
 
 // A gather into lists of outputs (allgather and its coalesced form) on the
-// host copies; `run` issues it.
+// host copies; `run` issues it and returns its Work.
 template <typename Run>
-c10::intrusive_ptr<Work> host_gather(std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
-                                     Run run) {
+c10::intrusive_ptr<Work> host_gather(TransportFailure& failure, std::vector<std::vector<at::Tensor>>& outputs,
+                                     std::vector<at::Tensor>& inputs, Run run) {
   Staging staging;
   auto host_in = staging.in(inputs);
   std::vector<std::vector<at::Tensor>> host_out;
   for (auto& list : outputs) host_out.push_back(staging.out(list));
-  run(host_out, host_in);
+  await(failure, "allgather", run(host_out, host_in));
   staging.write_back();
   std::vector<at::Tensor> results;
   for (auto& list : outputs) results.insert(results.end(), list.begin(), list.end());
@@ -213,10 +315,17 @@ c10::intrusive_ptr<Work> host_gather(std::vector<std::vector<at::Tensor>>& outpu
 // be posted before any completes); its results go back on wait().
 class StagedWork : public Work {
  public:
-  StagedWork(c10::intrusive_ptr<Work> host, Staging staging) : host_(std::move(host)), staging_(std::move(staging)) {}
+  StagedWork(c10::intrusive_ptr<Work> host, Staging staging, std::shared_ptr<TransportFailure> failure)
+      : host_(std::move(host)), staging_(std::move(staging)), failure_(std::move(failure)) {}
 
   bool wait(std::chrono::milliseconds timeout) override {
-    bool done = host_->wait(timeout);
+    bool done = false;
+    try {
+      done = host_->wait(timeout);
+    } catch (...) {
+      failure_->record("send/recv", std::current_exception());
+      throw;
+    }
     std::call_once(written_, [this] { staging_.write_back(); });
     return done;
   }
@@ -229,6 +338,7 @@ class StagedWork : public Work {
  private:
   c10::intrusive_ptr<Work> host_;
   Staging staging_;
+  std::shared_ptr<TransportFailure> failure_;
   std::once_flag written_;
 };
 
@@ -312,6 +422,7 @@ ProcessGroupTpu::ProcessGroupTpu(c10::intrusive_ptr<c10d::Backend> host, int ran
                                  std::vector<int64_t> program_devices)
     : Backend(rank, size),
       host_(std::move(host)),
+      failure_(std::make_shared<TransportFailure>()),
       check_calls_(check_calls),
       program_devices_(std::move(program_devices)) {
   TORCH_CHECK(host_, "tpu_dist needs a host transport backend");
@@ -376,7 +487,7 @@ void ProcessGroupTpu::check_same_call(const char* op_name, const std::vector<at:
   std::vector<std::vector<at::Tensor>> all(1);
   for (int r = 0; r < size_; ++r) all[0].push_back(at::empty_like(mine));
   std::vector<at::Tensor> inputs{mine};
-  host_->allgather(all, inputs)->wait();
+  await(*failure_, op_name, host_->allgather(all, inputs));
   for (int r = 1; r < size_; ++r) {
     if (!at::equal(all[0][r], all[0][0])) {
       TORCH_CHECK(false,
@@ -389,6 +500,7 @@ void ProcessGroupTpu::check_same_call(const char* op_name, const std::vector<at:
 
 c10::intrusive_ptr<Work> ProcessGroupTpu::broadcast(std::vector<at::Tensor>& tensors,
                                                     const c10d::BroadcastOptions& opts) {
+  failure_->check();
   if (tensors.size() == 1 && in_program(tensors[0])) {
     check_same_call("broadcast", tensors, true, true);
     static auto broadcast = device_op<BroadcastSignature>("torch_tpu::collective_broadcast_");
@@ -398,13 +510,14 @@ c10::intrusive_ptr<Work> ProcessGroupTpu::broadcast(std::vector<at::Tensor>& ten
   check_same_call("broadcast", tensors, true);
   Staging staging;
   auto host = staging.inout(tensors);
-  host_->broadcast(host, opts)->wait();
+  await(*failure_, "broadcast", host_->broadcast(host, opts));
   staging.write_back();
   return finished(tensors);
 }
 
 c10::intrusive_ptr<Work> ProcessGroupTpu::allreduce(std::vector<at::Tensor>& tensors,
                                                     const c10d::AllreduceOptions& opts) {
+  failure_->check();
   std::string op;
   double factor = 1;
   if (tensors.size() == 1 && in_program(tensors[0]) && program_reduce(opts.reduceOp, tensors[0], &op, &factor)) {
@@ -414,33 +527,37 @@ c10::intrusive_ptr<Work> ProcessGroupTpu::allreduce(std::vector<at::Tensor>& ten
     return finished(tensors);
   }
   check_same_call("allreduce", tensors, true);
-  return host_reduction(tensors, opts, size_, true,
+  return host_reduction(failure_, "allreduce", c10d::OpType::ALLREDUCE, tensors, opts, size_, true,
                         [&](auto& host, auto& host_opts) { return host_->allreduce(host, host_opts); });
 }
 
 c10::intrusive_ptr<Work> ProcessGroupTpu::allreduce_coalesced(std::vector<at::Tensor>& tensors,
                                                               const c10d::AllreduceCoalescedOptions& opts) {
+  failure_->check();
   check_same_call("allreduce", tensors, true);
-  return host_reduction(tensors, opts, size_, true,
+  return host_reduction(failure_, "allreduce", c10d::OpType::ALLREDUCE_COALESCED, tensors, opts, size_, true,
                         [&](auto& host, auto& host_opts) { return host_->allreduce_coalesced(host, host_opts); });
 }
 
 c10::intrusive_ptr<Work> ProcessGroupTpu::reduce(std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts) {
+  failure_->check();
   check_same_call("reduce", tensors, true);
-  return host_reduction(tensors, opts, size_, rank_ == opts.rootRank,
+  return host_reduction(failure_, "reduce", c10d::OpType::REDUCE, tensors, opts, size_, rank_ == opts.rootRank,
                         [&](auto& host, auto& host_opts) { return host_->reduce(host, host_opts); });
 }
 
 c10::intrusive_ptr<Work> ProcessGroupTpu::allgather(std::vector<std::vector<at::Tensor>>& outputs,
                                                     std::vector<at::Tensor>& inputs,
                                                     const c10d::AllgatherOptions& opts) {
+  failure_->check();
   check_same_call("allgather", inputs, true);
-  return host_gather(outputs, inputs,
-                     [&](auto& host_out, auto& host_in) { host_->allgather(host_out, host_in, opts)->wait(); });
+  return host_gather(*failure_, outputs, inputs,
+                     [&](auto& host_out, auto& host_in) { return host_->allgather(host_out, host_in, opts); });
 }
 
 c10::intrusive_ptr<Work> ProcessGroupTpu::_allgather_base(at::Tensor& output, at::Tensor& input,
                                                           const c10d::AllgatherOptions& opts) {
+  failure_->check();
   if (in_program(input) && in_program(output)) {
     check_same_call("allgather", {input}, true, true);
     static auto all_gather = device_op<IntoSignature>("torch_tpu::collective_all_gather_into");
@@ -451,21 +568,24 @@ c10::intrusive_ptr<Work> ProcessGroupTpu::_allgather_base(at::Tensor& output, at
   auto staging = std::make_shared<Staging>();
   at::Tensor host_in = staging->in(input);
   at::Tensor host_out = staging->out(output);
-  return finish_async(host_->_allgather_base(host_out, host_in, opts), staging, {output});
+  return finish_async(failure_, "allgather", c10d::OpType::_ALLGATHER_BASE,
+                      host_->_allgather_base(host_out, host_in, opts), staging, {output});
 }
 
 c10::intrusive_ptr<Work> ProcessGroupTpu::allgather_coalesced(std::vector<std::vector<at::Tensor>>& outputs,
                                                               std::vector<at::Tensor>& inputs,
                                                               const c10d::AllgatherOptions& opts) {
+  failure_->check();
   check_same_call("allgather", inputs, true);
-  return host_gather(outputs, inputs, [&](auto& host_out, auto& host_in) {
-    host_->allgather_coalesced(host_out, host_in, opts)->wait();
+  return host_gather(*failure_, outputs, inputs, [&](auto& host_out, auto& host_in) {
+    return host_->allgather_coalesced(host_out, host_in, opts);
   });
 }
 
 c10::intrusive_ptr<Work> ProcessGroupTpu::allgather_into_tensor_coalesced(std::vector<at::Tensor>& outputs,
                                                                           std::vector<at::Tensor>& inputs,
                                                                           const c10d::AllgatherOptions& opts) {
+  failure_->check();
   // One pair (functional collectives' all_gather_into_tensor) is the base
   // form: in-program where the group is.
   if (outputs.size() == 1 && inputs.size() == 1) return _allgather_base(outputs[0], inputs[0], opts);
@@ -473,19 +593,20 @@ c10::intrusive_ptr<Work> ProcessGroupTpu::allgather_into_tensor_coalesced(std::v
   Staging staging;
   auto host_in = staging.in(inputs);
   auto host_out = staging.out(outputs);
-  host_->allgather_into_tensor_coalesced(host_out, host_in, opts)->wait();
+  await(*failure_, "allgather", host_->allgather_into_tensor_coalesced(host_out, host_in, opts));
   staging.write_back();
   return finished(outputs);
 }
 
 c10::intrusive_ptr<Work> ProcessGroupTpu::gather(std::vector<std::vector<at::Tensor>>& outputs,
                                                  std::vector<at::Tensor>& inputs, const c10d::GatherOptions& opts) {
+  failure_->check();
   check_same_call("gather", inputs, true);
   Staging staging;
   auto host_in = staging.in(inputs);
   std::vector<std::vector<at::Tensor>> host_out;
   for (auto& list : outputs) host_out.push_back(staging.out(list));
-  host_->gather(host_out, host_in, opts)->wait();
+  await(*failure_, "gather", host_->gather(host_out, host_in, opts));
   staging.write_back();
   std::vector<at::Tensor> results;
   for (auto& list : outputs) results.insert(results.end(), list.begin(), list.end());
@@ -495,12 +616,13 @@ c10::intrusive_ptr<Work> ProcessGroupTpu::gather(std::vector<std::vector<at::Ten
 c10::intrusive_ptr<Work> ProcessGroupTpu::scatter(std::vector<at::Tensor>& outputs,
                                                   std::vector<std::vector<at::Tensor>>& inputs,
                                                   const c10d::ScatterOptions& opts) {
+  failure_->check();
   check_same_call("scatter", outputs, true);
   Staging staging;
   std::vector<std::vector<at::Tensor>> host_in;
   for (auto& list : inputs) host_in.push_back(staging.in(list));
   auto host_out = staging.out(outputs);
-  host_->scatter(host_out, host_in, opts)->wait();
+  await(*failure_, "scatter", host_->scatter(host_out, host_in, opts));
   staging.write_back();
   return finished(outputs);
 }
@@ -508,6 +630,7 @@ c10::intrusive_ptr<Work> ProcessGroupTpu::scatter(std::vector<at::Tensor>& outpu
 c10::intrusive_ptr<Work> ProcessGroupTpu::reduce_scatter(std::vector<at::Tensor>& outputs,
                                                          std::vector<std::vector<at::Tensor>>& inputs,
                                                          const c10d::ReduceScatterOptions& opts) {
+  failure_->check();
   check_same_call("reduce_scatter", outputs, true);
   Staging staging(rewrites_inputs(opts.reduceOp));
   std::vector<std::vector<at::Tensor>> host_in;
@@ -518,7 +641,7 @@ c10::intrusive_ptr<Work> ProcessGroupTpu::reduce_scatter(std::vector<at::Tensor>
   auto host_out = staging.out(outputs);
   c10d::ReduceScatterOptions host_opts = opts;
   host_opts.reduceOp = transport_op(opts.reduceOp);
-  host_->reduce_scatter(host_out, host_in, host_opts)->wait();
+  await(*failure_, "reduce_scatter", host_->reduce_scatter(host_out, host_in, host_opts));
   average(host_out, opts.reduceOp, size_);
   staging.write_back();
   return finished(outputs);
@@ -526,6 +649,7 @@ c10::intrusive_ptr<Work> ProcessGroupTpu::reduce_scatter(std::vector<at::Tensor>
 
 c10::intrusive_ptr<Work> ProcessGroupTpu::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                                                                const c10d::ReduceScatterOptions& opts) {
+  failure_->check();
   std::string op;
   double factor = 1;
   if (in_program(input) && in_program(output) && program_reduce(opts.reduceOp, input, &op, &factor)) {
@@ -544,13 +668,14 @@ c10::intrusive_ptr<Work> ProcessGroupTpu::_reduce_scatter_base(at::Tensor& outpu
   auto work = host_->_reduce_scatter_base(host_out[0], host_in[0], host_opts);
   const ReduceOp reduce_op = opts.reduceOp;
   const int size = size_;
-  return finish_async(std::move(work), staging, {output},
-                      [host_out, reduce_op, size]() mutable { average(host_out, reduce_op, size); });
+  return finish_async(failure_, "reduce_scatter", c10d::OpType::_REDUCE_SCATTER_BASE, std::move(work), staging,
+                      {output}, [host_out, reduce_op, size]() mutable { average(host_out, reduce_op, size); });
 }
 
 c10::intrusive_ptr<Work> ProcessGroupTpu::reduce_scatter_tensor_coalesced(std::vector<at::Tensor>& outputs,
                                                                           std::vector<at::Tensor>& inputs,
                                                                           const c10d::ReduceScatterOptions& opts) {
+  failure_->check();
   // One pair (functional collectives' reduce_scatter_tensor): the base form.
   if (outputs.size() == 1 && inputs.size() == 1) return _reduce_scatter_base(outputs[0], inputs[0], opts);
   check_same_call("reduce_scatter", inputs, true);
@@ -560,7 +685,7 @@ c10::intrusive_ptr<Work> ProcessGroupTpu::reduce_scatter_tensor_coalesced(std::v
   auto host_out = staging.out(outputs);
   c10d::ReduceScatterOptions host_opts = opts;
   host_opts.reduceOp = transport_op(opts.reduceOp);
-  host_->reduce_scatter_tensor_coalesced(host_out, host_in, host_opts)->wait();
+  await(*failure_, "reduce_scatter", host_->reduce_scatter_tensor_coalesced(host_out, host_in, host_opts));
   average(host_out, opts.reduceOp, size_);
   staging.write_back();
   return finished(outputs);
@@ -570,6 +695,7 @@ c10::intrusive_ptr<Work> ProcessGroupTpu::alltoall_base(at::Tensor& output, at::
                                                         std::vector<int64_t>& output_splits,
                                                         std::vector<int64_t>& input_splits,
                                                         const c10d::AllToAllOptions& opts) {
+  failure_->check();
   // In-program: equal splits (none given, or each dim 0 / size, as
   // functional collectives spell them), so every rank's call has one shape.
   auto equal = [&](const std::vector<int64_t>& splits, const at::Tensor& t) {
@@ -588,13 +714,14 @@ c10::intrusive_ptr<Work> ProcessGroupTpu::alltoall_base(at::Tensor& output, at::
   Staging staging;
   at::Tensor host_in = staging.in(input);
   at::Tensor host_out = staging.out(output);
-  host_->alltoall_base(host_out, host_in, output_splits, input_splits, opts)->wait();
+  await(*failure_, "alltoall", host_->alltoall_base(host_out, host_in, output_splits, input_splits, opts));
   staging.write_back();
   return finished({output});
 }
 
 c10::intrusive_ptr<Work> ProcessGroupTpu::alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
                                                    const c10d::AllToAllOptions& opts) {
+  failure_->check();
   check_same_call("alltoall", inputs, false);
   // gloo's list alltoall needs tensors of one size; NCCL's (and so
   // dist.all_to_all on CUDA) does not: run it as one alltoall_base over
@@ -616,7 +743,7 @@ c10::intrusive_ptr<Work> ProcessGroupTpu::alltoall(std::vector<at::Tensor>& outp
   }
   at::Tensor host_in = at::cat(flat).to(at::kCPU);
   at::Tensor host_out = at::empty({total}, host_in.options());
-  host_->alltoall_base(host_out, host_in, out_splits, in_splits, opts)->wait();
+  await(*failure_, "alltoall", host_->alltoall_base(host_out, host_in, out_splits, in_splits, opts));
   int64_t offset = 0;
   for (auto& t : outputs) {
     t.copy_(host_out.narrow(0, offset, t.numel()).view(t.sizes()));
@@ -626,29 +753,42 @@ c10::intrusive_ptr<Work> ProcessGroupTpu::alltoall(std::vector<at::Tensor>& outp
 }
 
 c10::intrusive_ptr<Work> ProcessGroupTpu::send(std::vector<at::Tensor>& tensors, int dst, int tag) {
+  failure_->check();
   Staging staging;
   auto host = staging.in(tensors);
-  return c10::make_intrusive<StagedWork>(host_->send(host, dst, tag), std::move(staging));
+  return c10::make_intrusive<StagedWork>(host_->send(host, dst, tag), std::move(staging), failure_);
 }
 
 c10::intrusive_ptr<Work> ProcessGroupTpu::recv(std::vector<at::Tensor>& tensors, int src, int tag) {
+  failure_->check();
   Staging staging;
   auto host = staging.out(tensors);
   auto work = host_->recv(host, src, tag);
-  return c10::make_intrusive<StagedWork>(std::move(work), std::move(staging));
+  return c10::make_intrusive<StagedWork>(std::move(work), std::move(staging), failure_);
 }
 
 c10::intrusive_ptr<Work> ProcessGroupTpu::recvAnysource(std::vector<at::Tensor>& tensors, int tag) {
+  failure_->check();
   Staging staging;
   auto host = staging.out(tensors);
   auto work = host_->recvAnysource(host, tag);
-  return c10::make_intrusive<StagedWork>(std::move(work), std::move(staging));
+  return c10::make_intrusive<StagedWork>(std::move(work), std::move(staging), failure_);
 }
 
-c10::intrusive_ptr<Work> ProcessGroupTpu::barrier(const c10d::BarrierOptions& opts) { return host_->barrier(opts); }
+c10::intrusive_ptr<Work> ProcessGroupTpu::barrier(const c10d::BarrierOptions& opts) {
+  failure_->check();
+  return finish_async(failure_, "barrier", c10d::OpType::BARRIER, host_->barrier(opts), std::make_shared<Staging>(),
+                      {});
+}
 
 void ProcessGroupTpu::monitoredBarrier(const c10d::BarrierOptions& opts, bool wait_all_ranks) {
-  host_->monitoredBarrier(opts, wait_all_ranks);
+  failure_->check();
+  try {
+    host_->monitoredBarrier(opts, wait_all_ranks);
+  } catch (...) {
+    failure_->record("monitored_barrier", std::current_exception());
+    throw;
+  }
 }
 
 // Collectives run to completion as they are issued, so a coalesced block is
@@ -663,6 +803,9 @@ void ProcessGroupTpu::setTimeout(std::chrono::milliseconds timeout) {
   host_->setTimeout(timeout);
 }
 void ProcessGroupTpu::abort() { host_->abort(); }
+c10d::ErrorType ProcessGroupTpu::getError() {
+  return failure_->failed() ? c10d::ErrorType::COMM_ERROR : c10d::ErrorType::SUCCESS;
+}
 void ProcessGroupTpu::shutdown() { host_->shutdown(); }
 
 }  // namespace torch_tpu::distributed

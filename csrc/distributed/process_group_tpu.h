@@ -25,14 +25,24 @@
 // ran; the ranks' replicas then meet before entering the plugin
 // (device/program_launch.h), since a replica left alone there would end the
 // process.
+//
+// A collective that fails in the transport (a peer died, the timeout passed,
+// gloo saw mismatched data) raises at its call, or at wait() of its Work,
+// and leaves the tpu tensors as they were. The ranks then no longer agree on
+// where each is in the sequence of collectives, so the group is poisoned:
+// every later call raises DistBackendError at once, naming the first
+// failure, as gloo and NCCL do once a collective failed.
 #pragma once
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 
 #include <chrono>
 #include <functional>
+#include <memory>
 
 namespace torch_tpu::distributed {
+
+class TransportFailure;
 
 class ProcessGroupTpu : public c10d::Backend {
  public:
@@ -114,6 +124,8 @@ class ProcessGroupTpu : public c10d::Backend {
   }
   void abort() override;
   void shutdown() override;
+  // COMM_ERROR once a collective of this group failed in the transport.
+  c10d::ErrorType getError() override;
 
  private:
   // Raises on every rank when the ranks' fingerprints of this call differ.
@@ -123,6 +135,8 @@ class ProcessGroupTpu : public c10d::Backend {
   bool in_program(const at::Tensor& t) const;
 
   c10::intrusive_ptr<c10d::Backend> host_;
+  // Shared with the completion callbacks of collectives still in flight.
+  std::shared_ptr<TransportFailure> failure_;
   bool check_calls_;
   std::vector<int64_t> program_devices_;
   GroupFactory split_factory_;
