@@ -70,6 +70,7 @@ FORK_SCENARIO = """
     y = (x * 2).sum()
     assert y.item() == 30.0
     pending = x + 1  # launched, maybe not yet read
+    torch_tpu.device_module._device_count_cache = None  # as if nothing had asked for the count yet
 
     for name, source in {calls!r}.items():
         first_call = eval("lambda: " + source)
@@ -79,6 +80,7 @@ FORK_SCENARIO = """
             os.close(read_end)
             out = os.fdopen(write_end, "w")
             print(name, "bad fork", torch.tpu._is_in_bad_fork(), "initialized", torch.tpu.is_initialized(), file=out)
+            print(name, "devices", torch.tpu.device_count(), torch.tpu.is_available(), file=out)
             for attempt in ("first", "again"):  # still the same error the second time, never a hang
                 try:
                     first_call()
@@ -113,6 +115,7 @@ def _expected_fork_report(calls):
     for name in calls:
         lines += [
             f"{name} bad fork True initialized False",
+            f"{name} devices 1 True",  # as torch.cuda's, without asking the plugin
             f"{name} first RuntimeError {BAD_FORK_ERROR}",
             f"{name} again RuntimeError {BAD_FORK_ERROR}",
             f"{name} exit 0",

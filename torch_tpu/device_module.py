@@ -1,6 +1,7 @@
 """`torch.tpu`: the device module PyTorch finds for the `tpu` device."""
 
 import contextlib
+import os
 
 import torch
 
@@ -32,6 +33,17 @@ def device_count():
     if _device_count_cache is None:
         _device_count_cache = _C._device_count()
     return _device_count_cache
+
+
+def _count_devices_before_fork():
+    # A child forked after this process started the plugin cannot ask it
+    # (_is_in_bad_fork); it reports this count, as torch.cuda.device_count
+    # does in such a child.
+    if _C._initialized():
+        device_count()
+
+
+os.register_at_fork(before=_count_devices_before_fork)
 
 
 def is_initialized():
