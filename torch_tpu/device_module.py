@@ -179,9 +179,11 @@ def memory_allocated(device=None):
 def mem_get_info(device=None):
     """(free, total) bytes of a device, as torch.cuda.mem_get_info: total is
     the plugin's memory limit (host memory on the XLA:CPU plugin, whose
-    devices share it), free what live tpu tensors leave of it (within
-    `set_per_process_memory_fraction`'s share); the same accounting that
-    raises torch.OutOfMemoryError."""
+    devices share it: physical memory or the cgroup's limit), free what live
+    tpu tensors leave of it (within `set_per_process_memory_fraction`'s
+    share) and, on the XLA:CPU plugin, no more than the host has available
+    now less what tensors not yet written will take; the same bound past
+    which an allocation raises torch.OutOfMemoryError."""
     index = _index(device)
     if not 0 <= index < device_count():
         raise AssertionError("Invalid device id")
