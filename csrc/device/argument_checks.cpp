@@ -3,6 +3,7 @@
 #include <ATen/MemoryOverlap.h>
 #include <ATen/native/LinearAlgebraUtils.h>
 #include <ATen/native/TypeProperties.h>
+#include <ATen/native/UpSample.h>
 
 #include <cmath>
 #include <string>
@@ -88,6 +89,17 @@ void check_inplace_castable(const c10::FunctionSchema& schema, const Args& args)
   if (writes_self(schema, args)) check_castable_to_self(promoted_type(schema, args), args);
 }
 
+// div with a rounding mode of complex numbers: no kernel on CPU or CUDA
+// (PyTorch's Python meta kernel raises RuntimeError instead).
+void check_rounding_division_real(const c10::FunctionSchema&, const Args& args) {
+  if (args.size() < 3 || !args[2].isString() || !args[0].isTensor()) return;
+  const at::ScalarType common = args[1].isTensor() ? at::result_type(args[0].toTensor(), args[1].toTensor())
+                                                   : at::result_type(args[0].toTensor(), args[1].toScalar());
+  const bool floor = args[2].toStringRef() == "floor";
+  TORCH_CHECK_NOT_IMPLEMENTED(!at::isComplexType(common), "\"", floor ? "div_floor_cpu" : "div_trunc_cpu",
+                              "\" not implemented for '", common, "'");
+}
+
 // div_ as true division: integers divide into the default float type.
 void check_inplace_division_castable(const c10::FunctionSchema& schema, const Args& args) {
   if (!writes_self(schema, args)) return;
@@ -169,9 +181,10 @@ void check_complex_parts(const c10::FunctionSchema&, const Args& args) {
 }
 
 // clamp with neither bound: CPU's RuntimeError (the Python meta kernel raises ValueError).
-void check_clamp_bounds(const c10::FunctionSchema&, const Args& args) {
+void check_clamp_bounds(const c10::FunctionSchema& schema, const Args& args) {
   if (args.size() < 3) return;
   TORCH_CHECK(!(args[1].isNone() && args[2].isNone()), "torch.clamp: At least one of 'min' or 'max' must not be None");
+  check_real_clamp(schema, args);
 }
 
 // ---- matrix products: ATen's own checks and messages -----------------------------
@@ -303,7 +316,30 @@ void check_convolution_types(const c10::FunctionSchema&, const Args& args) {
               input->sizes(), " instead");
   const bool transposed = args.size() > 6 && args[6].isBool() && args[6].toBool();
   const int64_t groups = args.size() > 8 && args[8].isInt() ? args[8].toInt() : 1;
-  if (input->dim() >= 2 && groups > 0) {
+  // _convolution's parameter checks, before any shape: PyTorch's Python meta
+  // kernel divides by the stride, and XLA refuses a non-positive dilation.
+  auto any_below = [&](size_t i, int64_t bound) {
+    if (i >= args.size() || !args[i].isIntList()) return false;
+    for (int64_t v : args[i].toIntVector()) {
+      if (v < bound) return true;
+    }
+    return false;
+  };
+  TORCH_CHECK(!any_below(3, 1), "non-positive stride is not supported");
+  TORCH_CHECK(!any_below(5, 1), "dilation should be greater than zero");
+  TORCH_CHECK(groups > 0, "non-positive groups is not supported");
+  if (weight->dim() >= 1) {
+    TORCH_CHECK(weight->size(0) >= groups, "Given groups=", groups, ", expected weight to be at least ", groups,
+                " at dimension 0, but got weight of size ", weight->sizes(), " instead");
+    TORCH_CHECK(weight->size(0) % groups == 0, "Given groups=", groups, ", expected weight to be divisible by ", groups,
+                " at dimension 0, but got weight of size [", weight->sizes(), "] instead");
+  }
+  if (!transposed && bias && weight->dim() >= 1) {
+    TORCH_CHECK(bias->dim() == 1 && bias->size(0) == weight->size(0), "Given weight of size ", weight->sizes(),
+                ", expected bias to be 1-dimensional with ", weight->size(0), " elements, but got bias of size ",
+                bias->sizes(), " instead");
+  }
+  if (input->dim() >= 2) {
     if (!transposed) {
       TORCH_CHECK(input->size(1) == weight->size(1) * groups, "Given groups=", groups, ", weight of size ",
                   weight->sizes(), ", expected input", input->sizes(), " to have ", weight->size(1) * groups,
@@ -346,12 +382,31 @@ void check_arange_bounds(const c10::FunctionSchema&, const Args& args) {
   }
 }
 
-// index_add's meta function (native/TensorAdvancedIndexing.cpp).
+// index_add's meta function (index_func_meta_impl, native/TensorAdvancedIndexing.cpp):
+// PyTorch's Python meta kernel checks none of it, and a zero-size self
+// reaches no lowering that could.
 void check_index_add_types(const c10::FunctionSchema&, const Args& args) {
-  const at::Tensor *self = tensor_at(args, 0), *source = tensor_at(args, 3);
-  if (!self || !source) return;
+  const at::Tensor *self = tensor_at(args, 0), *index = tensor_at(args, 2), *source = tensor_at(args, 3);
+  if (!self || !index || !source || !args[1].isInt()) return;
+  const int64_t dim = c10::maybe_wrap_dim(args[1].toInt(), self->dim());
+  TORCH_CHECK_INDEX(index->dim() <= 1, "index_add_(): Index is supposed to be a vector");
+  TORCH_CHECK(index->scalar_type() == at::kLong || index->scalar_type() == at::kInt,
+              "index_add_(): Expected dtype int32/int64 for index but got: ", index->scalar_type());
   TORCH_CHECK(self->scalar_type() == source->scalar_type(), "index_add_(): self (", self->scalar_type(),
               ") and source (", source->scalar_type(), ") must have the same scalar type");
+  TORCH_CHECK(dim == 0 || dim < source->dim(), "index_add_(): Indexing dim ", dim,
+              " is out of bounds of the source tensor with dim ", source->dim());
+  TORCH_CHECK(index->numel() == (source->dim() == 0 ? 1 : source->size(dim)), "index_add_(): Number of indices (",
+              index->numel(), ") should be equal to source.size(dim) (", source->dim() == 0 ? 1 : source->size(dim),
+              ")");
+  std::vector<int64_t> self_sizes = self->sizes().vec(), source_sizes = source->sizes().vec();
+  if (source->dim() != 0 && self->dim() != 0) {
+    self_sizes.erase(self_sizes.begin() + dim);
+    source_sizes.erase(source_sizes.begin() + dim);
+  }
+  TORCH_CHECK(self_sizes == source_sizes,
+              "source tensor shape must match self tensor shape, excluding the specified dimension. Got self.shape = ",
+              self->sizes(), " source.shape = ", source->sizes());
 }
 
 namespace {
@@ -389,10 +444,171 @@ void check_nll_target_type(const c10::FunctionSchema&, const Args& args) {
               "expected target dtype to be Long or Byte, but got ", target->scalar_type());
 }
 
+// nll_loss_forward's meta function (native/LossNLL.cpp): RuntimeError where
+// PyTorch's Python decomposition asserts (AssertionError).
+void check_nll_loss_shapes(const c10::FunctionSchema&, const Args& args) {
+  const at::Tensor *self = tensor_at(args, 0), *target = tensor_at(args, 1), *weight = tensor_at(args, 2);
+  if (!self || !target) return;
+  TORCH_CHECK(self->dim() > 0 && self->dim() <= 2, "input tensor should be 1D or 2D");
+  TORCH_CHECK(target->dim() <= 1, "0D or 1D target tensor expected, multi-target not supported");
+  const bool no_batch_dim = self->dim() == 1 && target->dim() == 0;
+  TORCH_CHECK(no_batch_dim || self->size(0) == target->size(0), "size mismatch (got input: ", self->sizes(),
+              ", target: ", target->sizes(), ")");
+  const int64_t classes = self->size(-1);
+  TORCH_CHECK(!weight || (weight->dim() == 1 && weight->numel() == classes),
+              "weight tensor should be defined either for all ", classes,
+              " classes or no classes but got weight tensor of shape: ", weight ? weight->sizes() : at::IntArrayRef{});
+}
+
+// maximum, minimum, fmax, fmin (native/BinaryOps.cpp): no order on complex numbers.
+void check_real_operands(const c10::FunctionSchema& schema, const Args& args) {
+  const at::Tensor *self = tensor_at(args, 0), *other = tensor_at(args, 1);
+  if (!self || !other) return;
+  TORCH_CHECK(!self->is_complex() && !other->is_complex(), schema.name().substr(6),
+              " not implemented for complex tensors.");
+}
+
+// clamp and the activations made of it (relu, hardtanh): no order on
+// complex numbers (native/TensorCompare.cpp); XLA's compiler aborts on one.
+void check_real_clamp(const c10::FunctionSchema&, const Args& args) {
+  const at::Tensor* self = tensor_at(args, 0);
+  TORCH_CHECK_NOT_IMPLEMENTED(!self || !self->is_complex(), "clamp is not supported for complex types");
+}
+
+// sort and topk (native/Sorting.cpp): no order on complex numbers.
+void check_sortable(const c10::FunctionSchema& schema, const Args& args) {
+  const at::Tensor* self = tensor_at(args, 0);
+  const bool topk = schema.name() == "aten::topk";
+  TORCH_CHECK(!self || !self->is_complex(), topk ? "topk" : "Sort", " does not support complex dtypes on tpu");
+}
+
+// binary_cross_entropy's iterator takes input and target of one dtype
+// (TensorIterator's check_all_same_dtype).
+void check_bce_dtypes(const c10::FunctionSchema&, const Args& args) {
+  const at::Tensor *self = tensor_at(args, 0), *target = tensor_at(args, 1);
+  if (!self || !target) return;
+  TORCH_CHECK(self->scalar_type() == target->scalar_type(), "Found dtype ", target->scalar_type(), " but expected ",
+              self->scalar_type());
+}
+
+// mse, smooth_l1 and huber losses dispatch on the iterator's common dtype,
+// so an integer input beside a float target computes (native/Loss.cpp).
+void check_loss_common_dtype(const c10::FunctionSchema& schema, const Args& args) {
+  const at::Tensor *self = tensor_at(args, 0), *target = tensor_at(args, 1);
+  if (!self || !target) return;
+  const at::ScalarType common = at::result_type(*self, *target);
+  std::string kernel = schema.name().substr(6);  // aten::mse_loss -> mse_cpu
+  kernel = kernel.substr(0, kernel.rfind("_loss")) + "_cpu";
+  TORCH_CHECK_NOT_IMPLEMENTED(at::isFloatingType(common), "\"", kernel, "\" not implemented for '", common, "'");
+}
+
+// kthvalue (native/Sorting.cpp): the reduced dim must hold a value before k
+// is checked against it.
+void check_kthvalue_dim(const c10::FunctionSchema&, const Args& args) {
+  const at::Tensor* self = tensor_at(args, 0);
+  if (!self || args.size() < 3 || !args[2].isInt() || self->dim() == 0) return;
+  const int64_t dim = c10::maybe_wrap_dim(args[2].toInt(), self->dim());
+  TORCH_CHECK_INDEX(self->size(dim) > 0, "kthvalue(): Expected reduction dim ", dim, " to have non-zero size.");
+}
+
+// Advanced indexing (AdvancedIndex, native/TensorAdvancedIndexing.cpp): the
+// index tensors broadcast together, and an empty indexed dim admits no
+// index; both are known from shapes, so they raise at the call on CUDA too.
+void check_advanced_index_shapes(const c10::FunctionSchema&, const Args& args) {
+  const at::Tensor* self = tensor_at(args, 0);
+  if (!self || args.size() < 2 || !args[1].isList()) return;
+  auto list = args[1].toList();
+  std::vector<at::Tensor> indices;
+  std::vector<int64_t> dims;  // the dim of self each index tensor indexes
+  int64_t dim = 0;
+  bool has_mask = false;
+  for (size_t i = 0; i < list.size(); ++i) {
+    c10::IValue e = list.get(i);
+    if (e.isNone() || !e.toTensor().defined()) {
+      ++dim;
+      continue;
+    }
+    const at::Tensor& idx = e.toTensor();
+    const bool mask = idx.scalar_type() == at::kBool || idx.scalar_type() == at::kByte;
+    has_mask = has_mask || mask;
+    if (!mask) {
+      indices.push_back(idx);
+      dims.push_back(dim);
+    }
+    dim += mask ? idx.dim() : 1;
+  }
+  if (has_mask || indices.empty()) return;  // a lone mask (index_put_) selects within its own shape
+  std::vector<int64_t> shape;               // the broadcast shape so far, trailing dims aligned
+  for (const at::Tensor& idx : indices) {
+    const auto sizes = idx.sizes();
+    if (sizes.size() > shape.size()) shape.insert(shape.begin(), sizes.size() - shape.size(), 1);
+    for (size_t k = 0; k < sizes.size(); ++k) {
+      int64_t& have = shape[shape.size() - sizes.size() + k];
+      if (have == 1) {
+        have = sizes[k];
+      } else if (sizes[k] != 1 && sizes[k] != have) {
+        std::string shapes;
+        for (size_t j = 0; j < indices.size(); ++j) shapes += (j ? ", " : "") + c10::str(indices[j].sizes());
+        TORCH_CHECK_INDEX(false, "shape mismatch: indexing tensors could not be broadcast together with shapes ",
+                          shapes);
+      }
+    }
+  }
+  const int64_t selected = c10::multiply_integers(shape);
+  for (int64_t d : dims) {
+    TORCH_CHECK_INDEX(d >= self->dim() || self->size(d) != 0 || selected == 0,
+                      "index is out of bounds for dimension with size 0");
+  }
+}
+
+// index_select and gather over an empty dim: no index can be in range, and
+// CPU and CUDA say so from the shapes.
+void check_index_select_dim(const c10::FunctionSchema&, const Args& args) {
+  const at::Tensor *self = tensor_at(args, 0), *index = tensor_at(args, 2);
+  if (!self || !index || !args[1].isInt() || self->dim() == 0) return;
+  const int64_t dim = c10::maybe_wrap_dim(args[1].toInt(), self->dim());
+  TORCH_CHECK(index->numel() == 0 || self->size(dim) > 0, "index_select(): self indexing axis dim should be positive");
+}
+
+void check_gather_dim(const c10::FunctionSchema&, const Args& args) {
+  const at::Tensor *self = tensor_at(args, 0), *index = tensor_at(args, 2);
+  if (!self || !index || !args[1].isInt() || self->dim() == 0) return;
+  const int64_t dim = c10::maybe_wrap_dim(args[1].toInt(), self->dim());
+  TORCH_CHECK(index->numel() == 0 || self->size(dim) > 0, "index is out of bounds for dimension ", dim, " with size 0");
+}
+
+// upsample_*{1,2,3}d (native/UpSample.h): every input and output size
+// positive. PyTorch's Python meta kernels skip it (bilinear, bicubic) or fail
+// on it with TypeError (nearest); the lowerings have nothing to resample.
+void check_upsample_sizes(const c10::FunctionSchema&, const Args& args) {
+  const at::Tensor* self = tensor_at(args, 0);
+  if (!self || args.size() < 2 || !args[1].isIntList()) return;
+  const std::vector<int64_t> output_size = args[1].toIntVector();
+  switch (output_size.size()) {
+    case 1:
+      at::native::upsample_1d_common_check(self->sizes(), output_size);
+      break;
+    case 2:
+      at::native::upsample_2d_common_check(self->sizes(), output_size);
+      break;
+    case 3:
+      at::native::upsample_3d_common_check(self->sizes(), output_size);
+      break;
+    default:
+      return;
+  }
+  // An empty batch passes; an empty channel dim does not.
+  const auto sizes = self->sizes();
+  TORCH_CHECK(self->numel() != 0 || c10::multiply_integers(sizes.begin() + 1, sizes.end()) != 0, "Non-empty ",
+              sizes.size(), "D data tensor expected but got a tensor with sizes ", sizes);
+}
+
 // index_copy's and index_fill's meta functions.
 void check_index_copy_types(const c10::FunctionSchema&, const Args& args) {
-  const at::Tensor *self = tensor_at(args, 0), *source = tensor_at(args, 3);
+  const at::Tensor *self = tensor_at(args, 0), *index = tensor_at(args, 2), *source = tensor_at(args, 3);
   if (!self || !source) return;
+  TORCH_CHECK(!index || index->scalar_type() == at::kLong, "index_copy_(): Expected a long tensor for index, but got ",
+              index->scalar_type());
   TORCH_CHECK(self->scalar_type() == source->scalar_type(),
               "index_copy_(): self and source expected to have the same dtype, but got (self) ", self->scalar_type(),
               " and (source) ", source->scalar_type());
@@ -425,6 +641,7 @@ void check_scan_dtype(const c10::FunctionSchema& schema, const Args& args) {
 bool floating(at::ScalarType t) { return at::isFloatingType(t); }
 bool floating_or_complex(at::ScalarType t) { return at::isFloatingType(t) || at::isComplexType(t); }
 bool not_bool(at::ScalarType t) { return t != at::kBool; }
+bool real_not_bool(at::ScalarType t) { return t != at::kBool && !at::isComplexType(t); }
 bool not_floating(at::ScalarType t) { return !at::isFloatingType(t); }
 
 // upsample_nearest{1,2,3}d and their _exact twins: the kernel each names.
@@ -503,6 +720,18 @@ void check_masked_fill_mask(const c10::FunctionSchema&, const Args& args) {
 }
 
 // where's (native/TensorCompare.cpp).
+// where's uint8 condition: CPU and CUDA read it as bool, with a deprecation
+// warning (native/TensorCompare.cpp); PyTorch's meta kernel refuses it.
+void normalize_where_condition(Args& args) {
+  if (args.empty() || !args[0].isTensor()) return;
+  const at::Tensor& condition = args[0].toTensor();
+  if (!condition.defined() || condition.scalar_type() != at::kByte) return;
+  TORCH_WARN_ONCE(
+      "where received a uint8 condition tensor. This behavior is deprecated and will be removed in a future version "
+      "of PyTorch. Use a boolean condition instead.");
+  args[0] = condition.to(at::kBool);
+}
+
 void check_where_condition(const c10::FunctionSchema&, const Args& args) {
   const at::Tensor* condition = tensor_at(args, 0);
   if (!condition) return;
@@ -571,7 +800,8 @@ void check_arguments(const OpSpec& spec, const c10::FunctionSchema& schema, cons
   check_write_overlap(spec.write_overlap, schema, args);
   if (spec.dtype_gap.kernel) {
     const at::Tensor* self = tensor_at(args, 0);
-    if (self && !spec.dtype_gap.supported(self->scalar_type())) {
+    const bool passes = spec.dtype_gap.empty_passes && self && self->numel() == 0;
+    if (self && !passes && !spec.dtype_gap.supported(self->scalar_type())) {
       TORCH_CHECK_NOT_IMPLEMENTED(false, "\"", spec.dtype_gap.kernel, "\" not implemented for '", self->scalar_type(),
                                   "'");
     }

@@ -26,6 +26,7 @@ bool writes_argument(const c10::Argument& a);
 // ---- the checks rows name (OpSpec::checks); each says what it follows ----
 void check_inplace_castable(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
 void check_inplace_division_castable(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+void check_rounding_division_real(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
 void check_index_dtypes(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
 void check_index_select_dtype(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
 void check_extreme_of_empty(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
@@ -45,6 +46,17 @@ void check_index_add_types(const c10::FunctionSchema& schema, const std::vector<
 void check_index_put(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
 void check_put_types(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
 void check_nll_target_type(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+void check_nll_loss_shapes(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+void check_real_operands(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+void check_upsample_sizes(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+void check_real_clamp(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+void check_sortable(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+void check_bce_dtypes(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+void check_loss_common_dtype(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+void check_kthvalue_dim(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+void check_advanced_index_shapes(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+void check_index_select_dim(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+void check_gather_dim(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
 void check_index_copy_types(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
 void check_index_fill_index(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
 void check_topk_k(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
@@ -57,6 +69,7 @@ void check_layer_norm_parameters(const c10::FunctionSchema& schema, const std::v
 void check_masked_fill_mask(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
 void check_single_value(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
 void check_where_condition(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+void normalize_where_condition(std::vector<c10::IValue>& args);
 void check_lerp_dtypes(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
 void check_multinomial_distribution(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
 void check_amp_update_scale(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
@@ -65,6 +78,7 @@ void check_amp_update_scale(const c10::FunctionSchema& schema, const std::vector
 bool floating(at::ScalarType t);
 bool floating_or_complex(at::ScalarType t);
 bool not_bool(at::ScalarType t);
+bool real_not_bool(at::ScalarType t);
 bool not_floating(at::ScalarType t);
 
 }  // namespace torch_tpu::device

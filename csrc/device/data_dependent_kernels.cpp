@@ -82,8 +82,11 @@ bool equal(const at::Tensor& self, const at::Tensor& other) {
 at::Tensor bincount(const at::Tensor& self, const std::optional<at::Tensor>& weights, int64_t minlength) {
   TORCH_CHECK_NOT_IMPLEMENTED(at::isIntegralType(self.scalar_type(), /*includeBool=*/false),
                               "\"bincount_tpu\" not implemented for '", self.scalar_type(), "'");
-  TORCH_CHECK(self.dim() == 1, "bincount only supports 1-d non-negative integral inputs.");
   TORCH_CHECK(minlength >= 0, "minlength should be >= 0");
+  // CPU's and CUDA's kernels return int64 zeros for an empty input before
+  // they look at the weights, whatever their dtype or length.
+  if (self.dim() == 1 && self.numel() == 0) return at::zeros({minlength}, self.options().dtype(at::kLong));
+  TORCH_CHECK(self.dim() == 1, "bincount only supports 1-d non-negative integral inputs.");
   const bool weighted = weights && weights->defined();
   TORCH_CHECK(!weighted || (weights->dim() == 1 && weights->size(0) == self.size(0)),
               "weights should be 1-d and have the same length as input");

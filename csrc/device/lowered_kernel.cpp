@@ -170,6 +170,53 @@ Arg to_arg(TensorProgram& prog, const c10::Argument& schema_arg, const c10::IVal
   return a;
 }
 
+// Whether every tensor the op makes or writes has no elements: then there is
+// nothing to compute, and no lowering sees a zero-size result (a resampling
+// or a gather over an empty dim has no positions to read). The meta kernel
+// has already raised what CPU raises for such a call.
+bool makes_only_empty_tensors(const OpSpec& spec, const c10::FunctionSchema& schema,
+                              const std::vector<c10::IValue>& args, const MetaResult& meta) {
+  for (const auto& ret : meta.returns) {
+    for (const TensorMeta& m : ret) {
+      if (m.defined && c10::multiply_integers(m.sizes) != 0) return false;
+    }
+  }
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!writes_argument(schema.arguments()[i]) && !spec.writes_unmarked(i)) continue;
+    std::vector<at::Tensor> written;
+    collect_tensors(args[i], written);
+    for (const at::Tensor& t : written) {
+      if (t.defined() && t.numel() != 0) return false;
+    }
+  }
+  return true;
+}
+
+// The op's returns when it makes only empty tensors: fresh empty tensors,
+// the written arguments, the meta kernel's numbers.
+std::vector<c10::IValue> empty_returns(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args,
+                                       const MetaResult& meta, int device) {
+  std::vector<c10::IValue> returns;
+  for (size_t r = 0; r < schema.returns().size(); ++r) {
+    const int alias = aliased_argument(schema, r);
+    if (!meta.values[r].isNone()) {
+      returns.push_back(meta.values[r]);
+    } else if (alias >= 0) {
+      returns.push_back(args[alias]);
+    } else if (meta.return_is_list[r]) {
+      std::vector<at::Tensor> outs;
+      for (const TensorMeta& m : meta.returns[r]) outs.push_back(empty_tpu(m.sizes, m.strides, m.dtype, device));
+      returns.push_back(outs);
+    } else if (!meta.returns[r][0].defined) {
+      returns.push_back(at::Tensor());
+    } else {
+      const TensorMeta& m = meta.returns[r][0];
+      returns.push_back(empty_tpu(m.sizes, m.strides, m.dtype, device));
+    }
+  }
+  return returns;
+}
+
 }  // namespace
 
 void LoweredKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySet /*ks*/, torch::jit::Stack* stack) {
@@ -214,6 +261,11 @@ void LoweredKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
       real.resize_(m.sizes);
       if (real.strides() != m.strides) real.as_strided_(m.sizes, m.strides, real.storage_offset());
     }
+  }
+
+  if (makes_only_empty_tensors(*spec_, schema, args, meta)) {
+    for (auto& r : empty_returns(schema, args, meta, device)) stack->push_back(std::move(r));
+    return;
   }
 
   // 3. Lower.

@@ -268,6 +268,29 @@ void histogram(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   if (one_dimensional) stack->emplace_back(at::empty({counts[0] + 1}, edges[0].options()));
 }
 
+// upsample_nearest{1,2,3}d and _upsample_nearest_exact{1,2,3}d: PyTorch's
+// Python meta kernels (torch 2.13) raise TypeError for an empty batch (they
+// hand torch._check an int); CPU's checks are the row's (argument_checks.h:
+// check_upsample_sizes). The result: (N, C, *output_size) in the input's
+// suggested memory format, as CPU's kernels make it.
+void upsample_nearest(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const auto& schema_args = op.schema().arguments();
+  std::vector<c10::IValue> args(stack->end() - schema_args.size(), stack->end());
+  torch::jit::drop(*stack, schema_args.size());
+  const at::Tensor& self = args[0].toTensor();
+  std::vector<int64_t> sizes{self.size(0), self.size(1)};
+  for (const c10::SymInt& s : args[1].toSymIntVector()) sizes.push_back(s.guard_int(__FILE__, __LINE__));
+  const at::MemoryFormat format = self.suggest_memory_format();
+  for (size_t i = 0; i < schema_args.size(); ++i) {
+    if (!schema_args[i].is_out()) continue;
+    at::Tensor out = args[i].toTensor();
+    out.resize_(sizes, format);
+    stack->emplace_back(out);
+    return;
+  }
+  stack->emplace_back(at::empty(sizes, self.options().memory_format(format)));
+}
+
 }  // namespace
 
 torch::CppFunction missing_meta_kernel(MetaSource source) {
@@ -288,6 +311,8 @@ torch::CppFunction missing_meta_kernel(MetaSource source) {
       return torch::CppFunction::makeFromBoxedFunction<grouped_mm>();
     case MetaSource::Histogram:
       return torch::CppFunction::makeFromBoxedFunction<histogram>();
+    case MetaSource::UpsampleNearest:
+      return torch::CppFunction::makeFromBoxedFunction<upsample_nearest>();
     case MetaSource::PyTorch:
       break;
   }
@@ -300,6 +325,8 @@ BoxedMetaKernel replacement_meta_kernel(MetaSource source) {
       return lstm_cell;
     case MetaSource::GroupedMm:
       return grouped_mm;
+    case MetaSource::UpsampleNearest:
+      return upsample_nearest;
     default:
       return nullptr;
   }

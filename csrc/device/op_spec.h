@@ -30,6 +30,9 @@ using ArgCheck = void (*)(const c10::FunctionSchema& schema, const std::vector<c
 struct DtypeGap {
   const char* kernel = nullptr;  // nullptr: no gap
   bool (*supported)(at::ScalarType) = nullptr;
+  // The kernels return an empty result for an empty self before they
+  // dispatch on its dtype (softmax, batch_norm): no gap there.
+  bool empty_passes = false;
 };
 
 // What a tensor the op writes may overlap (beyond no internal overlap).
@@ -45,6 +48,7 @@ enum class WriteOverlap {
 // LstmCell replaces PyTorch's own: its Python meta kernel (torch 2.13) reads
 // `.device` of the biases, which are None for nn.LSTM(bias=False). GroupedMm
 // too: PyTorch's admits only CUDA's bfloat16, the device takes CPU's dtypes.
+// UpsampleNearest too: PyTorch's raises TypeError for an empty batch.
 enum class MetaSource {
   PyTorch,
   LikeSelf,
@@ -54,7 +58,8 @@ enum class MetaSource {
   GruCellBackward,
   LstmCell,
   GroupedMm,
-  Histogram
+  Histogram,
+  UpsampleNearest
 };
 
 struct OpSpec {
@@ -107,6 +112,9 @@ struct OpSpec {
   }
   constexpr OpSpec gap(const char* kernel, bool (*supported)(at::ScalarType)) const {
     return with(&OpSpec::dtype_gap, DtypeGap{kernel, supported});
+  }
+  constexpr OpSpec gap_unless_empty(const char* kernel, bool (*supported)(at::ScalarType)) const {
+    return with(&OpSpec::dtype_gap, DtypeGap{kernel, supported, true});
   }
   constexpr OpSpec overlap(WriteOverlap w) const { return with(&OpSpec::write_overlap, w); }
   constexpr OpSpec reads_values() const { return with(&OpSpec::checks_read_values, true); }

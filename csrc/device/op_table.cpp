@@ -109,7 +109,8 @@ const OpSpec kLoweredOps[] = {
     {L::batch_norm_with_update, "_batch_norm_with_update"},
     OpSpec(L::bernoulli, "bernoulli bernoulli_.float bernoulli_.Tensor").check(check_bernoulli_probability_dtype),
     OpSpec(L::binary_cross_entropy, "binary_cross_entropy binary_cross_entropy.out")
-        .gap("binary_cross_entropy", floating),
+        .gap("binary_cross_entropy", floating)
+        .check(check_bce_dtypes),
     {L::binary_cross_entropy_backward, "binary_cross_entropy_backward binary_cross_entropy_backward.grad_input"},
     OpSpec(L::bitwise_and, "bitwise_and.Tensor bitwise_and_.Tensor bitwise_and.Tensor_out")
         .check(check_inplace_castable),
@@ -143,8 +144,10 @@ const OpSpec kLoweredOps[] = {
         .check(check_clamp_bounds)
         .check(check_inplace_castable),
     OpSpec(L::clamp_max, "clamp_max clamp_max_ clamp_max.out clamp_max.Tensor clamp_max_.Tensor clamp_max.Tensor_out")
+        .check(check_real_clamp)
         .check(check_inplace_castable),
     OpSpec(L::clamp_min, "clamp_min clamp_min_ clamp_min.out clamp_min.Tensor clamp_min_.Tensor clamp_min.Tensor_out")
+        .check(check_real_clamp)
         .check(check_inplace_castable),
     {L::col2im, "col2im col2im.out"},
     OpSpec(L::complex, "complex complex.out").check(check_complex_parts),
@@ -164,6 +167,7 @@ const OpSpec kLoweredOps[] = {
     OpSpec(L::cumsum, "cumsum cumsum_ cumsum.out").check(check_scan_dtype),
     {L::digamma, "digamma digamma_ digamma.out"},
     OpSpec(L::div, "div.Tensor div_.Tensor div.out div.Tensor_mode div_.Tensor_mode div.out_mode")
+        .check(check_rounding_division_real)
         .check(check_inplace_division_castable)
         .floats_in(),
     OpSpec(L::dot, "dot dot.out").check(check_dot),
@@ -194,8 +198,8 @@ const OpSpec kLoweredOps[] = {
     {L::flip, "flip flip.out"},
     {L::floor, "floor floor_ floor.out"},
     OpSpec(L::floor_divide, "floor_divide floor_divide_.Tensor floor_divide.out").gap("div_floor", not_bool),
-    {L::fmax, "fmax fmax.out"},
-    {L::fmin, "fmin fmin.out"},
+    OpSpec(L::fmax, "fmax fmax.out").check(check_real_operands),
+    OpSpec(L::fmin, "fmin fmin.out").check(check_real_operands),
     OpSpec(L::fmod, "fmod.Tensor fmod_.Tensor fmod.Tensor_out").check(check_inplace_castable),
     OpSpec(L::foreach_abs, "_foreach_abs _foreach_abs_").foreach_op(),
     OpSpec(L::foreach_add,
@@ -280,7 +284,7 @@ const OpSpec kLoweredOps[] = {
     OpSpec(L::fused_adam, "_fused_adam_ _fused_adam_.tensor_lr").meta_from(MetaSource::UpdatesInPlace),
     OpSpec(L::fused_adamw, "_fused_adamw_ _fused_adamw_.tensor_lr").meta_from(MetaSource::UpdatesInPlace),
     OpSpec(L::fused_sgd, "_fused_sgd_ _fused_sgd_.tensor_lr").meta_from(MetaSource::UpdatesInPlace),
-    OpSpec(L::gather, "gather gather.out").debug(check_dim_index_range),
+    OpSpec(L::gather, "gather gather.out").check(check_gather_dim).debug(check_dim_index_range),
     {L::gcd, "gcd gcd_ gcd.out"},
     {L::ge, "ge.Tensor ge_.Tensor ge.Tensor_out ge.Scalar ge_.Scalar ge.Scalar_out"},
     {L::gelu, "gelu gelu_ gelu.out"},
@@ -300,11 +304,11 @@ const OpSpec kLoweredOps[] = {
     {L::hardsigmoid_backward, "hardsigmoid_backward hardsigmoid_backward.grad_input"},
     {L::hardswish, "hardswish hardswish_ hardswish.out"},
     {L::hardswish_backward, "hardswish_backward hardswish_backward.out"},
-    {L::hardtanh, "hardtanh hardtanh_ hardtanh.out"},
+    OpSpec(L::hardtanh, "hardtanh hardtanh_ hardtanh.out").check(check_real_clamp),
     {L::hardtanh_backward, "hardtanh_backward hardtanh_backward.grad_input"},
     {L::hash_tensor, "hash_tensor hash_tensor.out"},
     {L::heaviside, "heaviside heaviside_ heaviside.out"},
-    {L::huber_loss, "huber_loss huber_loss.out"},
+    OpSpec(L::huber_loss, "huber_loss huber_loss.out").check(check_loss_common_dtype),
     {L::huber_loss_backward, "huber_loss_backward huber_loss_backward.out"},
     {L::histc, "histc histc.out"},
     OpSpec(L::histogram_bin_ct, "histogram.bin_ct").meta_from(MetaSource::Histogram),
@@ -320,6 +324,7 @@ const OpSpec kLoweredOps[] = {
     OpSpec(L::index, "index.Tensor index.Tensor_out")
         .normalize(normalize_index_arguments)
         .check(check_index_dtypes)
+        .check(check_advanced_index_shapes)
         .debug(check_advanced_index_ranges),
     OpSpec(L::index_add, "index_add index_add_ index_add.out")
         .check(check_index_add_types)
@@ -332,10 +337,12 @@ const OpSpec kLoweredOps[] = {
     OpSpec(L::index_put, "_index_put_impl_")
         .normalize(normalize_index_put_arguments)
         .check(check_index_put)
+        .check(check_advanced_index_shapes)
         .debug(check_advanced_index_ranges),
     {L::index_reduce, "index_reduce index_reduce_ index_reduce.out"},
     OpSpec(L::index_select, "index_select index_select.out")
         .check(check_index_select_dtype)
+        .check(check_index_select_dim)
         .debug(check_dim_index_range_index_error),
     {L::isin,
      "isin.Tensor_Tensor isin.Tensor_Tensor_out isin.Tensor_Scalar isin.Tensor_Scalar_out isin.Scalar_Tensor "
@@ -344,7 +351,9 @@ const OpSpec kLoweredOps[] = {
     {L::isnan, "isnan"},
     {L::isneginf, "isneginf isneginf.out"},
     {L::isposinf, "isposinf isposinf.out"},
-    {L::kthvalue, "kthvalue kthvalue.values"},
+    OpSpec(L::kthvalue, "kthvalue kthvalue.values")
+        .gap_unless_empty("kthvalue_cpu", real_not_bool)
+        .check(check_kthvalue_dim),
     {L::lcm, "lcm lcm_ lcm.out"},
     {L::le, "le.Tensor le_.Tensor le.Tensor_out le.Scalar le_.Scalar le.Scalar_out"},
     {L::leaky_relu, "leaky_relu leaky_relu_ leaky_relu.out"},
@@ -381,7 +390,7 @@ const OpSpec kLoweredOps[] = {
     {L::log_normal, "log_normal_ log_normal log_normal.out"},
     {L::log_sigmoid_backward, "log_sigmoid_backward log_sigmoid_backward.grad_input"},
     {L::log_sigmoid_forward, "log_sigmoid_forward log_sigmoid_forward.output"},
-    OpSpec(L::log_softmax, "_log_softmax _log_softmax.out").gap("log_softmax", floating),
+    OpSpec(L::log_softmax, "_log_softmax _log_softmax.out").gap_unless_empty("log_softmax", floating),
     {L::log_softmax_backward, "_log_softmax_backward_data _log_softmax_backward_data.out"},
     {L::logaddexp, "logaddexp logaddexp.out"},
     {L::logaddexp2, "logaddexp2 logaddexp2.out"},
@@ -408,18 +417,18 @@ const OpSpec kLoweredOps[] = {
      "max_pool2d_with_indices_backward max_pool2d_with_indices_backward.grad_input max_pool3d_with_indices_backward "
      "max_pool3d_with_indices_backward.grad_input"},
     {L::max_unpool, "max_unpool2d max_unpool2d.out max_unpool3d max_unpool3d.out"},
-    {L::maximum, "maximum maximum.out"},
+    OpSpec(L::maximum, "maximum maximum.out").check(check_real_operands),
     {L::mean, "mean mean.dim mean.out"},
     {L::median_all, "median"},
     {L::median_dim, "median.dim median.dim_values"},
     {L::min_all, "min min.unary_out"},
     {L::min_dim, "min.dim min.dim_min"},
-    {L::minimum, "minimum minimum.out"},
+    OpSpec(L::minimum, "minimum minimum.out").check(check_real_operands),
     {L::mish, "mish mish_ mish.out"},
     {L::mish_backward, "mish_backward"},
     OpSpec(L::mm, "mm mm.out").gap("mm", not_bool).check(check_mm),
     {L::mode, "mode mode.values"},
-    OpSpec(L::mse_loss, "mse_loss mse_loss.out").gap("mse", floating),
+    OpSpec(L::mse_loss, "mse_loss mse_loss.out").check(check_loss_common_dtype),
     {L::mse_loss_backward, "mse_loss_backward mse_loss_backward.grad_input"},
     OpSpec(L::mul, "mul.Tensor mul_.Tensor mul.out mul.Scalar mul_.Scalar").check(check_inplace_castable).floats_in(),
     {L::multi_margin_loss, "multi_margin_loss multi_margin_loss.out"},
@@ -435,11 +444,13 @@ const OpSpec kLoweredOps[] = {
     {L::nanmedian_dim, "nanmedian.dim nanmedian.dim_values"},
     {L::nansum, "nansum nansum.out"},
     OpSpec(L::native_batch_norm, "native_batch_norm _native_batch_norm_legit")
+        .gap_unless_empty("batch_norm", floating)
         .writes({3, 4})
         .correct(empty_statistics_in_evaluation),
     {L::native_batch_norm_backward, "native_batch_norm_backward batch_norm_backward"},
-    {L::native_batch_norm_no_stats, "_native_batch_norm_legit.no_stats"},
-    {L::native_batch_norm_no_training, "_native_batch_norm_legit_no_training"},
+    OpSpec(L::native_batch_norm_no_stats, "_native_batch_norm_legit.no_stats").gap_unless_empty("batch_norm", floating),
+    OpSpec(L::native_batch_norm_no_training, "_native_batch_norm_legit_no_training")
+        .gap_unless_empty("batch_norm", floating),
     {L::native_dropout, "native_dropout"},
     {L::native_dropout_backward, "native_dropout_backward"},
     // Replaces the composite math_group_norm PyTorch would run on PrivateUse1.
@@ -456,7 +467,12 @@ const OpSpec kLoweredOps[] = {
     {L::nextafter, "nextafter nextafter_ nextafter.out"},
     {L::nll_loss_backward,
      "nll_loss_backward nll_loss_backward.grad_input nll_loss2d_backward nll_loss2d_backward.grad_input"},
-    OpSpec(L::nll_loss_forward, "nll_loss_forward nll_loss_forward.output nll_loss2d_forward nll_loss2d_forward.output")
+    OpSpec(L::nll_loss_forward, "nll_loss_forward nll_loss_forward.output")
+        .gap("nll_loss_out_frame", floating)
+        .check(check_nll_loss_shapes)
+        .check(check_nll_target_type),
+    OpSpec(L::nll_loss_forward, "nll_loss2d_forward nll_loss2d_forward.output")
+        .gap("nll_loss2d_forward_out_frame", floating)
         .check(check_nll_target_type),
     {L::nonzero_static, "nonzero_static nonzero_static.out"},
     {L::norm,
@@ -487,7 +503,7 @@ const OpSpec kLoweredOps[] = {
     {L::reflection_pad_backward,
      "reflection_pad1d_backward reflection_pad1d_backward.grad_input reflection_pad2d_backward "
      "reflection_pad2d_backward.grad_input reflection_pad3d_backward reflection_pad3d_backward.grad_input"},
-    {L::relu, "relu relu_"},
+    OpSpec(L::relu, "relu relu_").check(check_real_clamp),
     OpSpec(L::remainder, "remainder.Tensor remainder_.Tensor remainder.Tensor_out remainder.Scalar_Tensor")
         .check(check_inplace_castable),
     {L::renorm, "renorm renorm_ renorm.out"},
@@ -527,15 +543,15 @@ const OpSpec kLoweredOps[] = {
     {L::sin, "sin sin_ sin.out"},
     {L::sinc, "sinc sinc_ sinc.out"},
     {L::sinh, "sinh sinh_ sinh.out"},
-    OpSpec(L::smooth_l1_loss, "smooth_l1_loss smooth_l1_loss.out").gap("smooth_l1", floating),
+    OpSpec(L::smooth_l1_loss, "smooth_l1_loss smooth_l1_loss.out").check(check_loss_common_dtype),
     {L::smooth_l1_loss_backward, "smooth_l1_loss_backward smooth_l1_loss_backward.grad_input"},
-    OpSpec(L::softmax, "_softmax _softmax.out").gap("softmax", floating).check(check_dim_of_self),
+    OpSpec(L::softmax, "_softmax _softmax.out").gap_unless_empty("softmax", floating).check(check_dim_of_self),
     {L::softmax_backward, "_softmax_backward_data _softmax_backward_data.out"},
     {L::softplus, "softplus softplus.out"},
     {L::softplus_backward, "softplus_backward softplus_backward.grad_input"},
     {L::softshrink, "softshrink softshrink.out"},
     {L::softshrink_backward, "softshrink_backward softshrink_backward.grad_input"},
-    OpSpec(L::sort, "sort sort.values sort.stable sort.values_stable").check(check_dim_of_self),
+    OpSpec(L::sort, "sort sort.values sort.stable sort.values_stable").check(check_dim_of_self).check(check_sortable),
     {L::special_airy_ai, "special_airy_ai special_airy_ai.out"},
     {L::special_bessel_j0, "special_bessel_j0 special_bessel_j0.out"},
     {L::special_bessel_j1, "special_bessel_j1 special_bessel_j1.out"},
@@ -624,7 +640,7 @@ const OpSpec kLoweredOps[] = {
     {L::thnn_fused_lstm_cell_backward_impl, "_thnn_fused_lstm_cell_backward_impl"},
     {L::threshold, "threshold threshold_ threshold.out"},
     {L::threshold_backward, "threshold_backward threshold_backward.grad_input"},
-    OpSpec(L::topk, "topk topk.values").check(check_topk_k),
+    OpSpec(L::topk, "topk topk.values").check(check_sortable).check(check_topk_k),
     {L::trace, "trace trace.out"},
     {L::triangular_solve, "triangular_solve triangular_solve.X"},
     {L::tril, "tril tril_ tril.out"},
@@ -632,29 +648,34 @@ const OpSpec kLoweredOps[] = {
     {L::trunc, "trunc trunc_ trunc.out"},
     {L::unfold_backward, "unfold_backward unfold_backward.out"},
     OpSpec(L::uniform, "uniform_").gap("check_uniform_bounds", floating_or_complex),
-    {L::upsample_bicubic, "upsample_bicubic2d upsample_bicubic2d.out"},
-    {L::upsample_bicubic_aa, "_upsample_bicubic2d_aa _upsample_bicubic2d_aa.out"},
+    OpSpec(L::upsample_bicubic, "upsample_bicubic2d upsample_bicubic2d.out").check(check_upsample_sizes),
+    OpSpec(L::upsample_bicubic_aa, "_upsample_bicubic2d_aa _upsample_bicubic2d_aa.out").check(check_upsample_sizes),
     {L::upsample_bicubic_aa_backward, "_upsample_bicubic2d_aa_backward _upsample_bicubic2d_aa_backward.grad_input"},
     {L::upsample_bicubic_backward, "upsample_bicubic2d_backward upsample_bicubic2d_backward.grad_input"},
-    {L::upsample_bilinear_aa, "_upsample_bilinear2d_aa _upsample_bilinear2d_aa.out"},
+    OpSpec(L::upsample_bilinear_aa, "_upsample_bilinear2d_aa _upsample_bilinear2d_aa.out").check(check_upsample_sizes),
     {L::upsample_bilinear_aa_backward, "_upsample_bilinear2d_aa_backward _upsample_bilinear2d_aa_backward.grad_input"},
-    {L::upsample_linear,
-     "upsample_linear1d upsample_linear1d.out upsample_bilinear2d upsample_bilinear2d.out upsample_trilinear3d "
-     "upsample_trilinear3d.out"},
+    OpSpec(L::upsample_linear,
+           "upsample_linear1d upsample_linear1d.out upsample_bilinear2d upsample_bilinear2d.out upsample_trilinear3d "
+           "upsample_trilinear3d.out")
+        .check(check_upsample_sizes),
     {L::upsample_linear_backward,
      "upsample_linear1d_backward upsample_linear1d_backward.grad_input upsample_bilinear2d_backward "
      "upsample_bilinear2d_backward.grad_input upsample_trilinear3d_backward upsample_trilinear3d_backward.grad_input"},
     OpSpec(L::upsample_nearest,
            "upsample_nearest1d upsample_nearest1d.out upsample_nearest2d upsample_nearest2d.out upsample_nearest3d "
            "upsample_nearest3d.out")
-        .check(check_upsample_nearest_dtype),
+        .check(check_upsample_sizes)
+        .check(check_upsample_nearest_dtype)
+        .meta_from(MetaSource::UpsampleNearest),
     {L::upsample_nearest_backward,
      "upsample_nearest1d_backward upsample_nearest1d_backward.grad_input upsample_nearest2d_backward "
      "upsample_nearest2d_backward.grad_input upsample_nearest3d_backward upsample_nearest3d_backward.grad_input"},
     OpSpec(L::upsample_nearest_exact,
            "_upsample_nearest_exact1d _upsample_nearest_exact1d.out _upsample_nearest_exact2d "
            "_upsample_nearest_exact2d.out _upsample_nearest_exact3d _upsample_nearest_exact3d.out")
-        .check(check_upsample_nearest_dtype),
+        .check(check_upsample_sizes)
+        .check(check_upsample_nearest_dtype)
+        .meta_from(MetaSource::UpsampleNearest),
     {L::upsample_nearest_exact_backward,
      "_upsample_nearest_exact1d_backward _upsample_nearest_exact1d_backward.grad_input "
      "_upsample_nearest_exact2d_backward _upsample_nearest_exact2d_backward.grad_input "
@@ -662,7 +683,7 @@ const OpSpec kLoweredOps[] = {
     OpSpec(L::var, "var.correction var.correction_out").check(check_std_var_dtype),
     OpSpec(L::var_mean, "var_mean.correction var_mean.correction_out").check(check_std_var_dtype),
     OpSpec(L::vdot, "vdot vdot.out").check(check_dot),
-    OpSpec(L::where, "where.self where.self_out").check(check_where_condition),
+    OpSpec(L::where, "where.self where.self_out").normalize(normalize_where_condition).check(check_where_condition),
     {L::xlogy,
      "xlogy.Tensor xlogy_.Tensor xlogy.OutTensor xlogy.Scalar_Other xlogy_.Scalar_Other xlogy.OutScalar_Other "
      "xlogy.Scalar_Self xlogy.OutScalar_Self"},
@@ -723,7 +744,6 @@ void register_library_ops(const std::string& ns) {
     }
   }
 }
-
 
 void register_missing_meta_kernels() {
   // Registered now, at import, not statically: whether PyTorch has a Meta

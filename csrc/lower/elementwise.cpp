@@ -224,6 +224,10 @@ std::vector<Value> div(LowerContext& ctx) {
   const Arg& divisor = ctx.args.at(1);
   const bool scalar_divisor = divisor.kind != Arg::Kind::Tensor || !divisor.tensor || divisor.tensor->type.numel() == 1;
   TensorType t = compute_type(ctx, mode == "trunc" && !scalar_divisor ? common : accumulation_type(common));
+  // CPU and CUDA round no complex quotient (XLA's remainder of complex
+  // numbers crashes its compiler).
+  if (!mode.empty() && hlo::is_complex(t.dtype))
+    not_implemented_for(mode == "floor" ? "div_floor_cpu" : "div_trunc_cpu", t.dtype);
   Value a = operand(ctx, 0, t), d = operand(ctx, 1, t);
   if (hlo::is_float(t.dtype)) {
     if (mode == "floor") return result(ctx, div_floor_float(b, a, d));
@@ -246,13 +250,15 @@ std::vector<Value> div(LowerContext& ctx) {
 
 std::vector<Value> remainder(LowerContext& ctx) {
   TensorType t = compute_type(ctx, accumulation_type(result_type(ctx, {0, 1})));
-  if (t.dtype == ElementType::Pred) not_implemented_for("remainder", t.dtype);
+  // No kernel for bool or complex on CPU and CUDA (XLA's remainder of
+  // complex numbers crashes its compiler).
+  if (t.dtype == ElementType::Pred || hlo::is_complex(t.dtype)) not_implemented_for("remainder_cpu", t.dtype);
   return result(ctx, python_remainder(ctx.b, operand(ctx, 0, t), operand(ctx, 1, t)));
 }
 
 std::vector<Value> fmod(LowerContext& ctx) {
   TensorType t = compute_type(ctx, accumulation_type(result_type(ctx, {0, 1})));
-  if (t.dtype == ElementType::Pred) not_implemented_for("fmod", t.dtype);
+  if (t.dtype == ElementType::Pred || hlo::is_complex(t.dtype)) not_implemented_for("fmod_cpu", t.dtype);
   return result(ctx, ctx.b.binary("remainder", operand(ctx, 0, t), operand(ctx, 1, t)));
 }
 

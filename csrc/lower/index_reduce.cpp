@@ -354,14 +354,18 @@ Value counted(Builder& b, const Value& idx, int64_t padding_idx) {
 }
 
 // Rows scattered by bag: out[bag[i], :] (r)= rows[i, :].
+// Rows of no features (a weight of width 0) have nothing to move; XLA's
+// gather takes no slice of an empty dim.
 Value scatter_rows(Builder& b, const Value& base, const Value& bag, const Value& rows, Reduce r) {
   const int64_t n = rows.shape()[0], d = rows.shape()[1];
+  if (d == 0) return base;
   Value along = b.broadcast_in_dim(bag, {n, d}, {0});
   return scatter_points(b, base, point_coordinates(b, {n, d}, 0, along), rows, r);
 }
 
 Value gather_rows(Builder& b, const Value& table, const Value& idx) {
   const int64_t n = idx.shape()[0], d = table.shape()[1];
+  if (d == 0) return zeros(b, {table.dtype(), {n, d}});
   return b.gather_points(table, point_coordinates(b, {n, d}, 0, b.broadcast_in_dim(idx, {n, d}, {0})));
 }
 
@@ -430,7 +434,7 @@ std::vector<Value> embedding_bag(LowerContext& ctx) {
     Value first =
         scatter_rows(b, b.splat(static_cast<double>(n), {ElementType::S64, {bags, dim}}), bag, pos, Reduce::Min);
     Value padded_idx = b.pad(idx, b.constant_int(-1, ElementType::S64), {0}, {1}, {0});  // position n: none
-    max_indices = b.gather_points(padded_idx, b.reshape(first, {bags, dim, 1}));
+    if (dim > 0) max_indices = b.gather_points(padded_idx, b.reshape(first, {bags, dim, 1}));
     Value empty = b.broadcast_in_dim(b.compare(count, zeros(b, count.type), CompareDirection::EQ), {bags, dim}, {0});
     result = b.select(empty, zeros(b, m.type), m);
   } else {

@@ -128,32 +128,14 @@ std::optional<int64_t> optional_int(const LowerContext& ctx, size_t i) {
 }
 
 // Adaptive pooling window of output `o` over `in` elements into `out`: PyTorch's
-// [floor(o * in / out), ceil((o + 1) * in / out)). As a matrix [out, in] of 1/len.
-Value adaptive_matrix(Builder& b, int64_t in, int64_t out, ElementType dtype) {
-  std::vector<double> m(out * in, 0.0);
+// [floor(o * in / out), ceil((o + 1) * in / out)), each element weighted 1/len.
+spatial::Rows adaptive_rows(int64_t in, int64_t out) {
+  spatial::Rows rows(static_cast<size_t>(out));
   for (int64_t o = 0; o < out; ++o) {
     const int64_t start = (o * in) / out, end = ((o + 1) * in + out - 1) / out;
-    for (int64_t h = start; h < end; ++h) m[o * in + h] = 1.0 / static_cast<double>(end - start);
+    for (int64_t h = start; h < end; ++h) rows[o].push_back({h, 1.0 / static_cast<double>(end - start)});
   }
-  return b.reshape(spatial::constant_vector(b, m, dtype), {out, in});
-}
-
-// Contracts dim `d` of x with dim `contract` of the [out, in] matrix m and puts
-// the matrix's other dim at position d.
-Value apply_along(LowerContext& ctx, const Value& x, const Value& m, int64_t d, int64_t contract) {
-  Builder& b = ctx.b;
-  const int64_t kept = 1 - contract;
-  Shape shape{m.shape()[kept]};
-  for (int64_t i = 0; i < x.rank(); ++i) {
-    if (i != d) shape.push_back(x.shape()[i]);
-  }
-  // Averaging weights are not a user matmul: full precision on every plugin.
-  Value y = b.dot_general(m, x, {}, {}, {contract}, {d}, {x.dtype(), shape}, "HIGHEST");
-  std::vector<int64_t> perm;
-  for (int64_t i = 1; i <= d; ++i) perm.push_back(i);
-  perm.push_back(0);
-  for (int64_t i = d + 1; i < x.rank(); ++i) perm.push_back(i);
-  return b.transpose(y, perm);
+  return rows;
 }
 
 // Backward of adaptive average pooling over the trailing `n` dims.
@@ -165,7 +147,7 @@ std::vector<Value> adaptive_avg_pool_backward(LowerContext& ctx, size_t n) {
   Value g = b.convert(ctx.tensor(0), acc);
   const int64_t first = g.rank() - static_cast<int64_t>(n);
   for (int64_t d = first; d < g.rank(); ++d) {
-    g = apply_along(ctx, g, adaptive_matrix(b, out.shape[d], g.shape()[d], acc), d, 0);
+    g = spatial::apply_rows_transposed(b, g, d, adaptive_rows(out.shape[d], g.shape()[d]), out.shape[d]);
   }
   return {b.convert(g, out.dtype)};
 }
@@ -257,12 +239,14 @@ Value scatter_add_planes(Builder& b, const Value& grad, const Value& indices, co
 std::vector<Value> max_pool_with_indices(LowerContext& ctx) {
   Builder& b = ctx.b;
   const Value& x = ctx.tensor(0);
-  require_floating_input(x.dtype(), "max_pool");
   const TensorType& out = ctx.out_types.at(0);
   const PoolParams p = pool_params(ctx, x, 1, 4);
+  // CPU and CUDA pool every real dtype but bool.
+  if (!hlo::is_float(x.dtype()) && !hlo::is_integer(x.dtype()))
+    not_implemented_for(p.n == 2 ? "max_pool2d" : "max_pool3d", x.dtype());
   if (out.numel() == 0) return {zeros(b, out), zeros(b, ctx.out_types.at(1))};
   const hlo::Window w = pool_windows(p, x.shape(), out.shape);
-  const Value lowest = b.constant(-std::numeric_limits<double>::infinity(), x.dtype());
+  const Value lowest = reduce_init(b, "maximum", x.dtype());
   // Padding takes the init index, larger than any real one, so real elements win ties.
   const Value no_index = b.constant_int(std::numeric_limits<int64_t>::max(), ElementType::S64);
   auto body = [](Builder& rb, const std::vector<Value>& a) {
@@ -420,7 +404,7 @@ std::vector<Value> adaptive_avg_pool(LowerContext& ctx) {
     return {b.convert(adaptive_avg_pool3d_in_turn(b, x, out), out.dtype)};
   const int64_t first = x.rank() - static_cast<int64_t>(ctx.ints(1).size());
   for (int64_t d = first; d < x.rank(); ++d) {
-    x = apply_along(ctx, x, adaptive_matrix(b, x.shape()[d], out.shape[d], acc), d, 1);
+    x = spatial::apply_rows(b, x, d, adaptive_rows(x.shape()[d], out.shape[d]));
   }
   return {b.convert(x, out.dtype)};
 }

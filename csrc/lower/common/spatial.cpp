@@ -39,47 +39,27 @@ Value take_along(Builder& b, const Value& x, int64_t d, const std::vector<int64_
   return b.gather_slices(x, d, b.reshape(constant_indices(b, idx), {n, 1}));
 }
 
-Value contract_along(Builder& b, const Value& x, const std::vector<double>& m, int64_t rows, int64_t cols, int64_t d,
-                     int64_t contract, std::optional<ElementType> weight_dtype) {
-  const int64_t kept_size = contract == 1 ? rows : cols;
-  Shape out_shape = x.shape();
-  out_shape[d] = kept_size;
-  if (x.type.numel() == 0 || kept_size == 0 || x.shape()[d] == 0) return b.splat(0, {x.dtype(), out_shape});
-  Value mat = b.reshape(b.convert(constant_vector(b, m, weight_dtype.value_or(x.dtype())), x.dtype()), {rows, cols});
-  // dot_general puts x's free dims first, then the matrix's kept dim.
-  Shape shape;
-  std::vector<int64_t> perm;
-  for (int64_t i = 0; i < x.rank(); ++i) {
-    if (i != d) shape.push_back(x.shape()[i]);
-  }
-  shape.push_back(kept_size);
-  Value r = b.dot_general(x, mat, {}, {}, {d}, {contract}, {x.dtype(), shape}, "HIGHEST");
-  for (int64_t i = 0, free = 0; i < x.rank(); ++i) perm.push_back(i == d ? x.rank() - 1 : free++);
-  return b.transpose(r, perm);
-}
-
 namespace {
 
-// Matrices up to this many entries are applied densely (one dot_general, the
-// fastest form on XLA); larger ones as one gather (or scatter-add) per tap.
-constexpr int64_t kDenseLimit = int64_t{1} << 16;
+// Tap k of every row: its index and weight, and whether the row has a k-th
+// tap at all (a row with fewer taps reads nothing there).
+struct Tap {
+  std::vector<int64_t> idx;
+  std::vector<double> w;
+  std::vector<double> present;  // 1 or 0
+  bool all_present = true;
+};
 
-std::vector<double> dense(const Rows& rows, int64_t in) {
-  std::vector<double> m(rows.size() * static_cast<size_t>(in), 0.0);
-  for (size_t o = 0; o < rows.size(); ++o) {
-    for (const auto& [i, w] : rows[o]) m[o * in + i] += w;
-  }
-  return m;
-}
-
-// Tap k of every row (index, weight); rows with fewer taps add weight 0.
-void tap(const Rows& rows, size_t k, std::vector<int64_t>& idx, std::vector<double>& w) {
-  idx.clear();
-  w.clear();
+Tap tap(const Rows& rows, size_t k) {
+  Tap t;
   for (const auto& row : rows) {
-    idx.push_back(k < row.size() ? row[k].first : 0);
-    w.push_back(k < row.size() ? row[k].second : 0.0);
+    const bool has = k < row.size();
+    t.idx.push_back(has ? row[k].first : 0);
+    t.w.push_back(has ? row[k].second : 0.0);
+    t.present.push_back(has ? 1.0 : 0.0);
+    t.all_present = t.all_present && has;
   }
+  return t;
 }
 
 size_t widest(const Rows& rows) {
@@ -88,43 +68,49 @@ size_t widest(const Rows& rows) {
   return k;
 }
 
-Value weights_along(Builder& b, const std::vector<double>& w, ElementType dtype, ElementType compute,
-                    const Shape& shape, int64_t d) {
-  return b.broadcast_in_dim(b.convert(constant_vector(b, w, dtype), compute), shape, {d});
+Value along(Builder& b, const std::vector<double>& v, ElementType dtype, const Shape& shape, int64_t d) {
+  return b.broadcast_in_dim(constant_vector(b, v, dtype), shape, {d});
+}
+
+// `term` where the row has tap k, else 0: a row never reads (or, transposed,
+// writes) a position that is not one of its taps, so a NaN or an infinity
+// reaches only the outputs whose taps read it, as in PyTorch's kernels.
+Value where_present(Builder& b, const Tap& t, const Value& term, int64_t d) {
+  if (t.all_present) return term;
+  Value present =
+      b.compare(along(b, t.present, term.dtype(), term.shape(), d), b.splat(0, term.type), hlo::CompareDirection::NE);
+  return b.select(present, term, b.splat(0, term.type));
 }
 
 }  // namespace
 
+// Applied one tap at a time (a gather and a multiply-add), never as a dense
+// [out, in] matrix: the matrix's zeros would multiply every input, and
+// 0 * inf or 0 * NaN would spread a non-finite value to every output.
 Value apply_rows(Builder& b, const Value& x, int64_t d, const Rows& rows, std::optional<ElementType> weight_dtype) {
-  const int64_t out = static_cast<int64_t>(rows.size()), in = x.shape()[d];
-  if (out * in <= kDenseLimit) return contract_along(b, x, dense(rows, in), out, in, d, 1, weight_dtype);
+  const int64_t out = static_cast<int64_t>(rows.size());
   Shape shape = x.shape();
   shape[d] = out;
   Value sum = b.splat(0, {x.dtype(), shape});
-  std::vector<int64_t> idx;
-  std::vector<double> w;
+  if (x.type.numel() == 0 || out == 0) return sum;
   for (size_t k = 0; k < widest(rows); ++k) {
-    tap(rows, k, idx, w);
-    Value term = b.binary("multiply", take_along(b, x, d, idx),
-                          weights_along(b, w, weight_dtype.value_or(x.dtype()), x.dtype(), shape, d));
-    sum = b.binary("add", sum, term);
+    const Tap t = tap(rows, k);
+    Value w = b.convert(along(b, t.w, weight_dtype.value_or(x.dtype()), shape, d), x.dtype());
+    sum = b.binary("add", sum, where_present(b, t, b.binary("multiply", take_along(b, x, d, t.idx), w), d));
   }
   return sum;
 }
 
 Value apply_rows_transposed(Builder& b, const Value& g, int64_t d, const Rows& rows, int64_t in) {
   const int64_t out = static_cast<int64_t>(rows.size());
-  if (out * in <= kDenseLimit) return contract_along(b, g, dense(rows, in), out, in, d, 0);
   Shape shape = g.shape();
   shape[d] = in;
   Value sum = b.splat(0, {g.dtype(), shape});
-  if (g.type.numel() == 0 || out == 0) return sum;
-  std::vector<int64_t> idx;
-  std::vector<double> w;
+  if (g.type.numel() == 0 || out == 0 || in == 0) return sum;
   for (size_t k = 0; k < widest(rows); ++k) {
-    tap(rows, k, idx, w);
-    Value upd = b.binary("multiply", g, weights_along(b, w, g.dtype(), g.dtype(), g.shape(), d));
-    Value indices = b.reshape(constant_indices(b, idx), {out, 1});
+    const Tap t = tap(rows, k);
+    Value upd = where_present(b, t, b.binary("multiply", g, along(b, t.w, g.dtype(), g.shape(), d)), d);
+    Value indices = b.reshape(constant_indices(b, t.idx), {out, 1});
     sum = b.scatter_slices(sum, d, indices, upd, hlo::accumulate);
   }
   return sum;
