@@ -270,6 +270,8 @@ def test_a_key_file_owned_by_another_user_is_refused(tmp_path):
 
 
 def test_processes_creating_the_key_at_once_agree_on_it(tmp_path):
+    # Whether their creations overlap depends on timing here; the race itself
+    # is repeated in tests/cpp/cache_key_test.cpp (threads, 20 rounds).
     cache, key = tmp_path / "cache", tmp_path / "config" / "cache_key"
     env = dict(os.environ, TORCH_TPU_CACHE_DIR=str(cache), TORCH_TPU_CACHE_KEY_FILE=str(key))
     procs = [

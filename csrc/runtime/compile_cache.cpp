@@ -344,15 +344,14 @@ std::string create_key(const std::string& path) {
   return "";
 }
 
-// The user's key, created where missing: "" and the key, or why none.
-std::string load_key(const std::string& path, std::string* key) {
+}  // namespace
+
+std::string load_cache_key(const std::string& path, std::string* key) {
   if (path.empty()) return "no home directory to keep it in";
   if (std::string why = read_key(path, key); why != "missing") return why;
   if (std::string why = create_key(path); !why.empty()) return why;
   return read_key(path, key);
 }
-
-}  // namespace
 
 void CompileCache::set_warning_handler(std::function<void(const std::string&)> handler) {
   warning_handler() = std::move(handler);
@@ -370,7 +369,7 @@ CompileCache::CompileCache() : dir_(default_directory()) {
     return;
   }
   const std::string key_file = key_path();
-  if (const std::string why = load_key(key_file, &key_); !why.empty()) {
+  if (const std::string why = load_cache_key(key_file, &key_); !why.empty()) {
     warning_handler()("cannot use " + (key_file.empty() ? std::string("a file") : key_file) +
                       " as the compilation cache's key (" + why + "); disk tier off");
     close(dir_fd_);

@@ -32,6 +32,12 @@ struct CacheStats {
   double compile_seconds = 0;
 };
 
+// The key that signs disk entries, read from `path`, or made there (32
+// random bytes, 0600, directories 0700) where missing; processes making it
+// at once all end up with the one that was linked into place first.
+// Returns "" and the key, or why the file is refused.
+std::string load_cache_key(const std::string& path, std::string* key);
+
 class CompileCache {
  public:
   // Reads TORCH_TPU_CACHE_DIR / TORCH_TPU_CACHE_MAX_BYTES (disk tier) and
