@@ -1,6 +1,7 @@
 #include "device/argument_checks.h"
 
 #include <ATen/MemoryOverlap.h>
+#include <ATen/native/BinaryOps.h>
 #include <ATen/native/LinearAlgebraUtils.h>
 #include <ATen/native/TypeProperties.h>
 #include <ATen/native/UpSample.h>
@@ -87,6 +88,17 @@ void check_castable_to_self(at::ScalarType result, const Args& args) {
 // not check it when the other operand is a wrapped number).
 void check_inplace_castable(const c10::FunctionSchema& schema, const Args& args) {
   if (writes_self(schema, args)) check_castable_to_self(promoted_type(schema, args), args);
+}
+
+// sub and rsub of bools (ATen's sub_check): RuntimeError, where PyTorch's
+// Python meta kernel raises ValueError.
+void check_subtraction_operands(const c10::FunctionSchema&, const Args& args) {
+  if (args.size() < 2 || !args[0].isTensor()) return;
+  if (args[1].isTensor()) {
+    at::native::sub_check(args[0].toTensor(), args[1].toTensor());
+  } else if (args[1].isScalar()) {
+    at::native::sub_check(args[0].toTensor(), args[1].toScalar());
+  }
 }
 
 // div with a rounding mode of complex numbers: no kernel on CPU or CUDA

@@ -26,6 +26,7 @@ bool writes_argument(const c10::Argument& a);
 // ---- the checks rows name (OpSpec::checks); each says what it follows ----
 void check_inplace_castable(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
 void check_inplace_division_castable(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+void check_subtraction_operands(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
 void check_rounding_division_real(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
 void check_index_dtypes(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
 void check_index_select_dtype(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);

@@ -170,15 +170,19 @@ Arg to_arg(TensorProgram& prog, const c10::Argument& schema_arg, const c10::IVal
   return a;
 }
 
-// Whether every tensor the op makes or writes has no elements: then there is
-// nothing to compute, and no lowering sees a zero-size result (a resampling
-// or a gather over an empty dim has no positions to read). The meta kernel
-// has already raised what CPU raises for such a call.
+// Whether the op makes or writes tensors and every one has no elements:
+// then there is nothing to compute, and no lowering sees a zero-size result
+// (a resampling or a gather over an empty dim has no positions to read).
+// The meta kernel has already raised what CPU raises for such a call. An op
+// that makes nothing (_assert_async) runs for its check.
 bool makes_only_empty_tensors(const OpSpec& spec, const c10::FunctionSchema& schema,
                               const std::vector<c10::IValue>& args, const MetaResult& meta) {
+  bool makes_any = false;
   for (const auto& ret : meta.returns) {
     for (const TensorMeta& m : ret) {
-      if (m.defined && c10::multiply_integers(m.sizes) != 0) return false;
+      if (!m.defined) continue;
+      makes_any = true;
+      if (c10::multiply_integers(m.sizes) != 0) return false;
     }
   }
   for (size_t i = 0; i < args.size(); ++i) {
@@ -186,10 +190,12 @@ bool makes_only_empty_tensors(const OpSpec& spec, const c10::FunctionSchema& sch
     std::vector<at::Tensor> written;
     collect_tensors(args[i], written);
     for (const at::Tensor& t : written) {
-      if (t.defined() && t.numel() != 0) return false;
+      if (!t.defined()) continue;
+      makes_any = true;
+      if (t.numel() != 0) return false;
     }
   }
-  return true;
+  return makes_any;
 }
 
 // The op's returns when it makes only empty tensors: fresh empty tensors,

@@ -519,7 +519,7 @@ const OpSpec kLoweredOps[] = {
     {L::rrelu_with_noise, "rrelu_with_noise rrelu_with_noise_ rrelu_with_noise.out"},
     {L::rrelu_with_noise_backward, "rrelu_with_noise_backward rrelu_with_noise_backward.out"},
     {L::rsqrt, "rsqrt rsqrt_ rsqrt.out"},
-    OpSpec(L::rsub, "rsub.Tensor").floats_in(),
+    OpSpec(L::rsub, "rsub.Tensor").check(check_subtraction_operands).floats_in(),
     {L::scaled_dot_product_fused_attention, "_scaled_dot_product_fused_attention_overrideable"},
     OpSpec(L::scaled_dot_product_fused_attention_backward, "_scaled_dot_product_fused_attention_overrideable_backward")
         .meta_from(MetaSource::FusedAttentionBackward),
@@ -628,7 +628,10 @@ const OpSpec kLoweredOps[] = {
     {L::sqrt, "sqrt sqrt_ sqrt.out"},
     OpSpec(L::std, "std.correction std.correction_out").check(check_std_var_dtype),
     OpSpec(L::std_mean, "std_mean.correction std_mean.correction_out").check(check_std_var_dtype),
-    OpSpec(L::sub, "sub.Tensor sub_.Tensor sub.out").check(check_inplace_castable).floats_in(),
+    OpSpec(L::sub, "sub.Tensor sub_.Tensor sub.out")
+        .check(check_subtraction_operands)
+        .check(check_inplace_castable)
+        .floats_in(),
     {L::sum, "sum sum.dim_IntList sum.IntList_out"},
     OpSpec(L::take, "take take.out").overlap(WriteOverlap::Disjoint),
     {L::tan, "tan tan_ tan.out"},
