@@ -52,9 +52,10 @@ def assert_raised_and_left_alone(outcome):
 
 
 def assert_poisoned(record):
-    """The collective after a failed one raises at once, naming the failure."""
-    nxt = record["next"]
-    assert nxt["raised"] and error_type(nxt) == "DistBackendError" and POISONED in nxt["error"], record
+    """The collective after a failed one raises at once, naming the failure,
+    and so do a barrier, a broadcast and an all_gather after it."""
+    for outcome in (record["next"], *record["later"].values()):
+        assert outcome["raised"] and error_type(outcome) == "DistBackendError" and POISONED in outcome["error"], record
 
 
 @pytest.mark.parametrize("path", ["sync", "async"])
@@ -79,6 +80,7 @@ def test_a_peer_killed_mid_all_reduce_makes_the_survivor_raise(path):
             assert_poisoned(survivor)
         else:  # complete before the kill: the next call finds the peer gone
             assert survivor["next"]["raised"] and error_type(survivor["next"]) in RAISES, survivor
+            assert all(later["raised"] and POISONED in later["error"] for later in survivor["later"].values()), survivor
 
 
 @pytest.mark.parametrize("check_calls", [0, 1])
@@ -124,6 +126,7 @@ def test_a_mismatch_checked_raises_on_every_rank_before_any_data_moves(kind):
         assert "Detected mismatch between collectives" in outcome["error"], outcome
         nxt = run[rank]["next"]
         assert not nxt["raised"] and nxt["contents"] == "reduced", run
+        assert not any(later["raised"] for later in run[rank]["later"].values()), run
 
 
 @pytest.mark.parametrize("check_calls", [0, 1])

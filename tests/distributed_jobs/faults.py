@@ -102,6 +102,18 @@ class Rank:
             outcome["contents"] = _contents(t, 2.0, 1.0)
         return outcome
 
+    def later_collectives(self):
+        """Other kinds of call after that: barrier, broadcast, all_gather."""
+        torch, dist, device = self.torch, self.dist, self.device
+        calls = {
+            "barrier": lambda: dist.barrier(),
+            "broadcast": lambda: dist.broadcast(torch.ones(4, device=device), src=0),
+            "all_gather": lambda: dist.all_gather_into_tensor(
+                torch.empty(8, device=device), torch.ones(4, device=device)
+            ),
+        }
+        return {name: _attempt(call) for name, call in calls.items()}
+
     def write(self):
         with open(os.path.join(self.args.out, f"rank{self.rank}.json"), "w") as f:
             json.dump(self.record, f)
@@ -143,6 +155,7 @@ def kill_rank(args):
     outcome["contents"] = _contents(x, 2.0, 1.0)
     r.record["collective"] = outcome
     r.record["next"] = r.next_collective()
+    r.record["later"] = r.later_collectives()
     r.write()
 
 
@@ -161,6 +174,7 @@ def stall_rank(args):
     outcome["contents"] = _contents(x, 2.0, 1.0)
     r.record["collective"] = outcome
     r.record["next"] = r.next_collective()
+    r.record["later"] = r.later_collectives()
     r.write()
 
 
@@ -180,6 +194,7 @@ def mismatch_rank(args):
     outcome["contents"] = _contents(x, 2, 1)
     r.record["collective"] = outcome
     r.record["next"] = r.next_collective()
+    r.record["later"] = r.later_collectives()
     r.write()
 
 
@@ -189,6 +204,7 @@ def in_program_stall(args):
     call and the next one."""
     import torch
     import torch.distributed as dist
+    from torch._C._distributed_c10d import AllgatherOptions
 
     import torch_tpu  # noqa: F401
     from torch_tpu.distributed.threaded import run_ranks
@@ -211,6 +227,13 @@ def in_program_stall(args):
         record["next"] = _attempt(lambda: backend.allreduce([y], opts).wait())
         if not record["next"]["raised"]:
             record["next"]["contents"] = _contents(y, 2.0, 1.0)
+        record["later"] = {
+            "barrier": _attempt(lambda: backend.barrier(dist.BarrierOptions()).wait()),
+            "broadcast": _attempt(lambda: backend.broadcast([y], dist.BroadcastOptions()).wait()),
+            "all_gather": _attempt(
+                lambda: backend._allgather_base(torch.empty(8, device="tpu"), y, AllgatherOptions()).wait()
+            ),
+        }
         return record
 
     return run_ranks(2, body, timeout=timedelta(seconds=TIMEOUT_S))
