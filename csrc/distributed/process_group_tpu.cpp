@@ -25,10 +25,6 @@ class TransportFailure {
     std::lock_guard<std::mutex> lock(mutex_);
     if (what_.empty()) what_ = std::move(what);
   }
-  bool failed() const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return !what_.empty();
-  }
   // NCCL raises DistBackendError once its communicator was aborted.
   void check() const {
     std::string what;
@@ -803,9 +799,6 @@ void ProcessGroupTpu::setTimeout(std::chrono::milliseconds timeout) {
   host_->setTimeout(timeout);
 }
 void ProcessGroupTpu::abort() { host_->abort(); }
-c10d::ErrorType ProcessGroupTpu::getError() {
-  return failure_->failed() ? c10d::ErrorType::COMM_ERROR : c10d::ErrorType::SUCCESS;
-}
 void ProcessGroupTpu::shutdown() { host_->shutdown(); }
 
 }  // namespace torch_tpu::distributed

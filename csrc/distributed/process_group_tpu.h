@@ -124,8 +124,6 @@ class ProcessGroupTpu : public c10d::Backend {
   }
   void abort() override;
   void shutdown() override;
-  // COMM_ERROR once a collective of this group failed in the transport.
-  c10d::ErrorType getError() override;
 
  private:
   // Raises on every rank when the ranks' fingerprints of this call differ.
