@@ -29,6 +29,7 @@ def run_faults(scenario, *args, timeout=300, check_calls=1):
     lines = [line for line in output.splitlines() if line.startswith("RESULTS ")]
     assert returncode == 0 and lines, f"faults.py failed (exit {returncode}):\n{output[-6000:]}"
     runs = json.loads(lines[-1][len("RESULTS ") :])
+    assert not any(run.get("hung") for run in runs), runs
     label = f"{scenario} {' '.join(args)}"
     for i, run in enumerate(runs):
         summary = {}

@@ -33,6 +33,7 @@ ELEMENTS = 8 * 1024 * 1024  # 32 MiB of float32
 TIMEOUT_S = 5  # the group timeout of the stall and mismatch runs
 KILL_RUN_TIMEOUT_S = 20  # a kill run's group timeout: well past its detection
 STALL_S = TIMEOUT_S + 4
+RUN_TIMEOUT_S = 120  # one run's processes; past it they are killed and the run is marked hung
 WAITING_KILL_S = 1.0  # the survivor has long staged its input and waits for the peer
 
 
@@ -262,8 +263,17 @@ def launch(args, run_args, check_calls):
         env_r = dict(env, RANK=str(rank), LOCAL_RANK=str(rank))
         cmd = [sys.executable, os.path.abspath(__file__), "--rank-of", args.scenario, "--out", out, *run_args]
         procs.append(subprocess.Popen(cmd, env=env_r, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-    outputs = [p.communicate()[0] for p in procs]
-    run = {"returncodes": [p.returncode for p in procs]}
+    deadline = time.time() + RUN_TIMEOUT_S
+    outputs, hung = [], False
+    for p in procs:
+        try:
+            outputs.append(p.communicate(timeout=max(1.0, deadline - time.time()))[0])
+        except subprocess.TimeoutExpired:
+            hung = True
+            for q in procs:
+                q.kill()
+            outputs.append(p.communicate()[0])
+    run = {"returncodes": [p.returncode for p in procs], "hung": hung}
     for rank in range(2):
         path = os.path.join(out, f"rank{rank}.json")
         if os.path.exists(path):
