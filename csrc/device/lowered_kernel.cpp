@@ -171,10 +171,10 @@ Arg to_arg(TensorProgram& prog, const c10::Argument& schema_arg, const c10::IVal
 }
 
 // Whether the op makes or writes tensors and every one has no elements:
-// then there is nothing to compute, and no lowering sees a zero-size result
-// (a resampling or a gather over an empty dim has no positions to read).
-// The meta kernel has already raised what CPU raises for such a call. An op
-// that makes nothing (_assert_async) runs for its check.
+// then there is nothing to compute, and no program with a zero-size result
+// reaches XLA (a gather over an empty dim, whose slice XLA refuses). The
+// checks and the meta kernel have already raised what CPU raises for such a
+// call. An op that makes nothing (_assert_async) runs for its check.
 bool makes_only_empty_tensors(const OpSpec& spec, const c10::FunctionSchema& schema,
                               const std::vector<c10::IValue>& args, const MetaResult& meta) {
   bool makes_any = false;
@@ -269,11 +269,6 @@ void LoweredKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
     }
   }
 
-  if (makes_only_empty_tensors(*spec_, schema, args, meta)) {
-    for (auto& r : empty_returns(schema, args, meta, device)) stack->push_back(std::move(r));
-    return;
-  }
-
   // 3. Lower.
   TensorProgram prog(device);
   std::vector<lower::TensorType> out_types;
@@ -303,6 +298,13 @@ void LoweredKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
     TORCH_CHECK_NOT_IMPLEMENTED(false, e.what());
   } catch (const lower::ScalarOverflow& e) {
     TORCH_CHECK(false, e.what());
+  }
+  // The lowering ran for what it checks (a dtype without a kernel raises for
+  // empty tensors too, as CPU's dispatch does); the program it built is
+  // dropped unlaunched (TensorProgram's destructor rewinds a pending one).
+  if (makes_only_empty_tensors(*spec_, schema, args, meta)) {
+    for (auto& r : empty_returns(schema, args, meta, device)) stack->push_back(std::move(r));
+    return;
   }
   prog.bind_lowering_inputs(ctx, generator);
 
