@@ -88,12 +88,15 @@ def test_a_peer_killed_mid_all_reduce_makes_the_survivor_raise(path):
 @pytest.mark.parametrize("path", ["sync", "async"])
 def test_a_stalled_peer_makes_both_ranks_raise(path, check_calls):
     """Rank 1 comes to the all_reduce after the group's 5 s timeout: rank 0
-    raises at the timeout, rank 1 when it comes; both groups are poisoned."""
+    raises at the timeout, rank 1 when it comes; both groups are poisoned.
+    Then both destroy the group and create a new one, which reduces."""
     (run,) = run_faults("stall", "--path", path, check_calls=check_calls)
     assert run["returncodes"] == [0, 0], run
     for rank in ("0", "1"):
         assert_raised_and_left_alone(run[rank]["collective"])
         assert_poisoned(run[rank])
+        recreated = run[rank]["recreated"]
+        assert not recreated["raised"] and recreated["contents"] == "reduced", run
 
 
 @pytest.mark.parametrize("kind", ["shape", "dtype"])

@@ -86,6 +86,7 @@ class Rank:
             self.device, backend = torch.device("cpu"), "gloo"
         timeout = KILL_RUN_TIMEOUT_S if args.scenario == "kill" else TIMEOUT_S
         dist.init_process_group(backend, timeout=timedelta(seconds=timeout))
+        self.backend = backend
         self.record = {"rank": self.rank}
 
     def all_reduce(self, t):
@@ -114,6 +115,17 @@ class Rank:
             ),
         }
         return {name: _attempt(call) for name, call in calls.items()}
+
+    def recreated_group(self):
+        """The way on after a failure: destroy the group, create a new one
+        (waiting for the late rank), all_reduce on it."""
+        dist, torch = self.dist, self.torch
+        dist.destroy_process_group()
+        dist.init_process_group(self.backend, timeout=timedelta(seconds=60))
+        t = torch.ones(4, device=self.device)
+        outcome = _attempt(lambda: dist.all_reduce(t))
+        outcome["contents"] = _contents(t, 2.0, 1.0)
+        return outcome
 
     def write(self):
         with open(os.path.join(self.args.out, f"rank{self.rank}.json"), "w") as f:
@@ -176,6 +188,7 @@ def stall_rank(args):
     r.record["collective"] = outcome
     r.record["next"] = r.next_collective()
     r.record["later"] = r.later_collectives()
+    r.record["recreated"] = r.recreated_group()
     r.write()
 
 
