@@ -66,7 +66,11 @@ def test_index_add_into_an_empty_tensor_checks_the_source_shape():
 
 def test_index_add_with_float_indices_raises_runtime_error():
     like_cpu(
-        lambda x, i, s: x.index_add_(0, i, s), torch.zeros(3, 2), torch.tensor([0.0, 1.0]), torch.ones(2, 2), modes=EAGER
+        lambda x, i, s: x.index_add_(0, i, s),
+        torch.zeros(3, 2),
+        torch.tensor([0.0, 1.0]),
+        torch.ones(2, 2),
+        modes=EAGER,
     )
 
 
@@ -330,3 +334,110 @@ def test_gradients_of_a_nan_stay_where_they_are():
         return x.grad
 
     assert_close(grad_of(x.detach().to("tpu")), grad_of(x.detach()))
+
+
+# ---- found by the fuzz with other seeds (scripts/fuzz_ops.py --seed 1) -------------
+
+
+@pytest.mark.parametrize("op", [torch.abs, torch.sign, lambda x: torch.sqrt(x.abs())], ids=["abs", "sign", "sqrt"])
+def test_unsigned_abs_and_sign_compute(op):
+    # XLA's abs and sign take signed types only: the program failed to compile.
+    like_cpu(op, torch.tensor([[0, 3, 250]], dtype=torch.uint8))
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [torch.lt, torch.ge, lambda a, b: torch.sign(a), lambda a, b: torch.max(a, 1)[0]],
+    ids=["lt", "ge", "sign", "max_dim"],
+)
+def test_comparisons_of_complex_numbers_raise(fn):
+    like_cpu(fn, torch.randn(2, 3).to(torch.complex64), torch.randn(3), modes=EAGER)
+
+
+def test_sgn_of_complex_numbers_still_computes():
+    z = torch.randn(2, 3, dtype=torch.complex64)
+    assert_close(torch.sgn(z.to("tpu")), torch.sgn(z), atol=1e-6, rtol=1e-6)
+
+
+def test_norm_parameters_of_another_dtype_raise():
+    x = torch.randn(3, 4)
+    like_cpu(
+        lambda x, m, v: F.batch_norm(x, m, v, training=False),
+        x,
+        torch.zeros(4, dtype=torch.int32),
+        torch.ones(4),
+        modes=EAGER,
+    )
+    like_cpu(lambda x, w: F.group_norm(x, 2, w), torch.randn(1, 4, 3), torch.ones(4, dtype=torch.int32), modes=EAGER)
+    like_cpu(F.nll_loss, torch.randn(3, 5), torch.tensor([0, 1, 2]), torch.ones(5, dtype=torch.float64), modes=EAGER)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x, i, s: torch.scatter_add(x, 1, i, s),
+        lambda x, i, s: torch.scatter(x, 1, i, s),
+        lambda x, i, s: torch.scatter_reduce(x, 1, i, s, "amax"),
+    ],
+    ids=["scatter_add", "scatter", "scatter_reduce"],
+)
+def test_scattering_into_an_empty_dim_raises_at_the_call(fn):
+    like_cpu(fn, torch.zeros(2, 0), torch.zeros(2, 3, dtype=torch.int64), torch.ones(2, 3), modes=EAGER)
+
+
+def test_adaptive_avg_pool_of_an_empty_spatial_dim_raises():
+    like_cpu(lambda x: F.adaptive_avg_pool2d(x, 2), torch.zeros(1, 4, 0, 4), modes=EAGER)
+
+
+def test_index_select_and_index_copy_raise_index_error_for_bad_index_shapes():
+    like_cpu(
+        lambda x, i: torch.index_select(x, 0, i), torch.zeros(3, 5), torch.zeros(1, 2, dtype=torch.int64), modes=EAGER
+    )
+    like_cpu(
+        lambda x, i, s: x.index_copy_(0, i, s),
+        torch.zeros(1, 2, 2),
+        torch.zeros(1, dtype=torch.int64),
+        torch.ones(1, 2),
+        modes=EAGER,
+    )
+    like_cpu(
+        lambda x, i, s: x.index_copy_(0, i, s),
+        torch.zeros(1, 4),
+        torch.zeros(1, 2, dtype=torch.int64),
+        torch.ones(1, 4),
+        modes=EAGER,
+    )
+
+
+def test_convolution_padding_past_int64_raises_runtime_error():
+    like_cpu(lambda x, w: F.conv1d(x, w, padding=2**63 - 1), torch.randn(2, 4, 4), torch.randn(3, 4, 3), modes=EAGER)
+
+
+def test_a_bias_that_does_not_broadcast_raises_at_the_call():
+    # Under DeferAndFuse the program failed to compile at the next sync.
+    like_cpu(torch.addmm, torch.zeros(2), torch.zeros(1, 2), torch.zeros(2, 1), modes=EAGER)
+    like_cpu(F.linear, torch.zeros(1, 3), torch.zeros(2, 3), torch.zeros(2, 2), modes=EAGER)
+    like_cpu(torch.addmm, torch.ones(3), torch.ones(2, 2), torch.ones(2, 3))
+
+
+def test_index_put_values_must_broadcast_to_the_indexing_result():
+    i = torch.tensor([0, 1, 2])
+    like_cpu(lambda x, i, v: x.index_put_((i,), v), torch.zeros(4, 4), i, torch.zeros(4, 4), modes=EAGER)
+    like_cpu(lambda x, i, v: x.index_put_((i,), v), torch.zeros(4, 4), i, torch.ones(4))
+
+
+def test_masked_assignment_of_one_value_converts_it_as_masked_fill():
+    def assign(x, m, v):
+        x[m] = v
+        return x
+
+    mask = torch.tensor([[True, False], [False, True]])
+    like_cpu(assign, torch.zeros(2, 2), mask, torch.tensor(2.5, dtype=torch.float64), modes=EAGER)
+    like_cpu(assign, torch.zeros(2, 2, dtype=torch.bool), mask, torch.tensor(1.0), modes=EAGER)
+
+
+def test_subtracting_bools_raises_runtime_error_as_cpu():
+    # PyTorch's Python meta kernel raised ValueError (compiled graphs call aten.sub directly).
+    for fn in (torch.ops.aten.sub.Tensor, torch.ops.aten.rsub.Tensor):
+        like_cpu(fn, torch.ones(3, dtype=torch.bool), torch.ones(3), modes=EAGER)
+        like_cpu(fn, torch.ones(3, dtype=torch.bool), torch.ones(3, dtype=torch.bool), modes=EAGER)

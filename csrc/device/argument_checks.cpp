@@ -6,7 +6,9 @@
 #include <ATen/native/TypeProperties.h>
 #include <ATen/native/UpSample.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "device/storage_buffer.h"
@@ -236,6 +238,17 @@ void check_addmm(const c10::FunctionSchema&, const Args& args) {
   TORCH_CHECK(mat1.dim() == 2, "mat1 must be a matrix, got ", mat1.dim(), "-D tensor");
   TORCH_CHECK(mat2.dim() == 2, "mat2 must be a matrix, got ", mat2.dim(), "-D tensor");
   check_mat1_mat2_shapes(mat1, mat2);
+  // addmm's self expands to the product's shape (CPU's expand_size; PyTorch's
+  // Python meta kernel leaves it to the kernel, and XLA's broadcast fails).
+  const int64_t target[2] = {mat1.size(0), mat2.size(1)};
+  TORCH_CHECK(self.dim() <= 2, "expand: the number of sizes provided (2) must be greater or equal to the number of ",
+              "dimensions in the tensor (", self.dim(), ")");
+  for (int64_t k = 0; k < self.dim(); ++k) {
+    const int64_t d = 2 - self.dim() + k;
+    TORCH_CHECK(self.size(k) == 1 || self.size(k) == target[d], "The expanded size of the tensor (", target[d],
+                ") must match the existing size (", self.size(k), ") at non-singleton dimension ", d,
+                ".  Target sizes: [", target[0], ", ", target[1], "].  Tensor sizes: ", self.sizes());
+  }
 }
 
 namespace {
@@ -339,6 +352,13 @@ void check_convolution_types(const c10::FunctionSchema&, const Args& args) {
   };
   TORCH_CHECK(!any_below(3, 1), "non-positive stride is not supported");
   TORCH_CHECK(!any_below(5, 1), "dilation should be greater than zero");
+  if (args.size() > 4 && args[4].isIntList()) {
+    const std::vector<int64_t> padding = args[4].toIntVector();
+    for (size_t d = 0; d < padding.size(); ++d) {
+      TORCH_CHECK(padding[d] <= std::numeric_limits<int64_t>::max() / 2, "Given padding=", padding[d], " at dimension ",
+                  d, " , expected padding to be at most ", std::numeric_limits<int64_t>::max() / 2);
+    }
+  }
   TORCH_CHECK(groups > 0, "non-positive groups is not supported");
   if (weight->dim() >= 1) {
     TORCH_CHECK(weight->size(0) >= groups, "Given groups=", groups, ", expected weight to be at least ", groups,
@@ -423,10 +443,28 @@ void check_index_add_types(const c10::FunctionSchema&, const Args& args) {
 
 namespace {
 
+// Whether _index_put_impl_ runs as masked_fill_(mask, value.item()) on CPU
+// and CUDA (canDispatchToMaskedFill): one boolean mask, one value, no
+// accumulation. The value then converts to self's dtype like any number.
+bool index_put_is_masked_fill(const Args& args) {
+  const at::Tensor* values = tensor_at(args, 2);
+  if (!values || values->numel() != 1 || args.size() < 4 || !args[3].isBool() || args[3].toBool()) return false;
+  std::vector<at::Tensor> indices;
+  collect_tensors(args[1], indices);
+  int64_t defined = 0;
+  bool mask = false;
+  for (const at::Tensor& idx : indices) {
+    if (!idx.defined()) continue;
+    ++defined;
+    mask = idx.scalar_type() == at::kBool;
+  }
+  return defined == 1 && mask;
+}
+
 // index_put's iterator (make_index_put_iterator).
 void check_index_put_types(const c10::FunctionSchema&, const Args& args) {
   const at::Tensor *self = tensor_at(args, 0), *values = tensor_at(args, 2);
-  if (!self || !values) return;
+  if (!self || !values || index_put_is_masked_fill(args)) return;
   TORCH_CHECK(values->scalar_type() == self->scalar_type(),
               "Index put requires the source and destination dtypes match, got ", self->scalar_type(),
               " for the destination and ", values->scalar_type(), " for the source.");
@@ -470,6 +508,8 @@ void check_nll_loss_shapes(const c10::FunctionSchema&, const Args& args) {
   TORCH_CHECK(!weight || (weight->dim() == 1 && weight->numel() == classes),
               "weight tensor should be defined either for all ", classes,
               " classes or no classes but got weight tensor of shape: ", weight ? weight->sizes() : at::IntArrayRef{});
+  TORCH_CHECK(!weight || weight->scalar_type() == self->scalar_type(), "expected scalar type ", self->scalar_type(),
+              " but found ", weight->scalar_type());
 }
 
 // maximum, minimum, fmax, fmin (native/BinaryOps.cpp): no order on complex numbers.
@@ -526,7 +566,7 @@ void check_kthvalue_dim(const c10::FunctionSchema&, const Args& args) {
 // Advanced indexing (AdvancedIndex, native/TensorAdvancedIndexing.cpp): the
 // index tensors broadcast together, and an empty indexed dim admits no
 // index; both are known from shapes, so they raise at the call on CUDA too.
-void check_advanced_index_shapes(const c10::FunctionSchema&, const Args& args) {
+void check_advanced_index_shapes(const c10::FunctionSchema& schema, const Args& args) {
   const at::Tensor* self = tensor_at(args, 0);
   if (!self || args.size() < 2 || !args[1].isList()) return;
   auto list = args[1].toList();
@@ -571,6 +611,28 @@ void check_advanced_index_shapes(const c10::FunctionSchema&, const Args& args) {
     TORCH_CHECK_INDEX(d >= self->dim() || self->size(d) != 0 || selected == 0,
                       "index is out of bounds for dimension with size 0");
   }
+  // index_put's values broadcast to the indexing result: the indices' shape
+  // where the indexed dims were (first, when they are not adjacent), with the
+  // dims no index tensor takes.
+  const at::Tensor* values =
+      schema.arguments().size() > 2 && schema.arguments()[2].name() == "values" ? tensor_at(args, 2) : nullptr;
+  if (!values || dim > self->dim()) return;
+  bool adjacent = true;
+  for (size_t i = 1; i < dims.size(); ++i) adjacent = adjacent && dims[i] == dims[i - 1] + 1;
+  std::vector<int64_t> result;
+  for (int64_t d = 0; d < self->dim(); ++d) {
+    const bool indexed = std::find(dims.begin(), dims.end(), d) != dims.end();
+    if (indexed && d == dims[0] && adjacent) result.insert(result.end(), shape.begin(), shape.end());
+    if (!indexed) result.push_back(self->size(d));
+  }
+  if (!adjacent) result.insert(result.begin(), shape.begin(), shape.end());
+  bool fits = values->dim() <= static_cast<int64_t>(result.size());
+  for (int64_t k = 0; fits && k < values->dim(); ++k) {
+    const int64_t v = values->size(values->dim() - 1 - k), r = result[result.size() - 1 - k];
+    fits = v == 1 || v == r;
+  }
+  TORCH_CHECK(fits, "shape mismatch: value tensor of shape ", values->sizes(),
+              " cannot be broadcast to indexing result of shape ", c10::IntArrayRef(result));
 }
 
 // index_select and gather over an empty dim: no index can be in range, and
@@ -579,6 +641,7 @@ void check_index_select_dim(const c10::FunctionSchema&, const Args& args) {
   const at::Tensor *self = tensor_at(args, 0), *index = tensor_at(args, 2);
   if (!self || !index || !args[1].isInt() || self->dim() == 0) return;
   const int64_t dim = c10::maybe_wrap_dim(args[1].toInt(), self->dim());
+  TORCH_CHECK_INDEX(index->dim() <= 1, "index_select(): Index is supposed to be a vector");
   TORCH_CHECK(index->numel() == 0 || self->size(dim) > 0, "index_select(): self indexing axis dim should be positive");
 }
 
@@ -587,6 +650,63 @@ void check_gather_dim(const c10::FunctionSchema&, const Args& args) {
   if (!self || !index || !args[1].isInt() || self->dim() == 0) return;
   const int64_t dim = c10::maybe_wrap_dim(args[1].toInt(), self->dim());
   TORCH_CHECK(index->numel() == 0 || self->size(dim) > 0, "index is out of bounds for dimension ", dim, " with size 0");
+}
+
+// Ops with no order on (or no sign of) complex numbers that PyTorch's meta
+// kernels let through, with CPU's exception type and words.
+void check_not_complex(const c10::FunctionSchema& schema, const Args& args) {
+  const std::string& name = schema.name();
+  for (size_t i = 0; i < 2 && i < args.size(); ++i) {
+    const bool complex = args[i].isTensor() ? args[i].toTensor().defined() && args[i].toTensor().is_complex()
+                                            : args[i].isScalar() && args[i].toScalar().isComplex();
+    if (!complex) continue;
+    if (name == "aten::sign") {
+      TORCH_CHECK_NOT_IMPLEMENTED(false, "Unlike NumPy, torch.sign is not intended to support complex numbers. ",
+                                  "Please use torch.sgn instead.");
+    }
+    if (name == "aten::max" || name == "aten::min")
+      TORCH_CHECK(false, name.substr(6), "(): does not support complex input");
+    const at::ScalarType t = args[i].isTensor() ? args[i].toTensor().scalar_type() : at::kComplexDouble;
+    TORCH_CHECK_NOT_IMPLEMENTED(false, "\"", name.substr(6), "_cpu\" not implemented for '", t, "'");
+  }
+}
+
+// batch_norm's and group_norm's parameters (weight, bias, running stats):
+// the input's dtype, or float beside a reduced-precision input (CPU's
+// mixed-dtype rule, native/mixed_data_type.h).
+void check_norm_parameter_dtypes(const c10::FunctionSchema& schema, const Args& args) {
+  const at::Tensor* input = tensor_at(args, 0);
+  if (!input || !at::isFloatingType(input->scalar_type())) return;
+  const bool group = schema.name() == "aten::native_group_norm";
+  const size_t last = group ? 2 : 4;  // group_norm: weight, bias; batch_norm: + running mean, var
+  const bool reduced = input->scalar_type() == at::kHalf || input->scalar_type() == at::kBFloat16;
+  for (size_t i = 1; i <= last && i < args.size(); ++i) {
+    const at::Tensor* p = tensor_at(args, i);
+    if (!p || p->scalar_type() == input->scalar_type()) continue;
+    if (reduced && p->scalar_type() == at::kFloat) continue;
+    TORCH_CHECK(false, "expected scalar type ", input->scalar_type(), " but found ", p->scalar_type());
+  }
+}
+
+// scatter, scatter_add, scatter_reduce into an empty dim: no index can be in
+// range, and CPU says so at the call.
+void check_scatter_dim(const c10::FunctionSchema&, const Args& args) {
+  const at::Tensor *self = tensor_at(args, 0), *index = tensor_at(args, 2);
+  if (!self || !index || !args[1].isInt() || self->dim() == 0) return;
+  const int64_t dim = c10::maybe_wrap_dim(args[1].toInt(), self->dim());
+  TORCH_CHECK(index->numel() == 0 || self->size(dim) > 0, "index is out of bounds for dimension ", dim, " with size 0");
+}
+
+// adaptive_avg_pool{2,3}d (native/AdaptiveAveragePooling.cpp): every
+// non-batch dim holds something.
+void check_adaptive_pool_input(const c10::FunctionSchema& schema, const Args& args) {
+  const at::Tensor* self = tensor_at(args, 0);
+  if (!self || args.size() < 2 || !args[1].isIntList()) return;
+  const int64_t spatial = static_cast<int64_t>(args[1].toIntVector().size());
+  for (int64_t d = self->dim() - spatial; d < self->dim(); ++d) {
+    TORCH_CHECK(d < 0 || self->size(d) > 0, schema.name().substr(7), "(): Expected input to have non-zero size for ",
+                "non-batch dimensions, but input has sizes ", self->sizes(), " with dimension ", d, " being empty");
+  }
 }
 
 // upsample_*{1,2,3}d (native/UpSample.h): every input and output size
@@ -619,6 +739,12 @@ void check_upsample_sizes(const c10::FunctionSchema&, const Args& args) {
 void check_index_copy_types(const c10::FunctionSchema&, const Args& args) {
   const at::Tensor *self = tensor_at(args, 0), *index = tensor_at(args, 2), *source = tensor_at(args, 3);
   if (!self || !source) return;
+  // index_copy's meta function's order (native/TensorAdvancedIndexing.cpp).
+  TORCH_CHECK_INDEX(!index || index->dim() < 2, "index_copy_(): Index should have dimension 1 or 0 (got ",
+                    index ? index->dim() : 0, ")");
+  TORCH_CHECK_INDEX(source->dim() == self->dim() || source->dim() == 0 || self->dim() == 0,
+                    "index_copy_(): When source and destination are not scalars, their dimensionality must match. ",
+                    "Source dimensionality (", source->dim(), "), destination dimensionality (", self->dim(), ")");
   TORCH_CHECK(!index || index->scalar_type() == at::kLong, "index_copy_(): Expected a long tensor for index, but got ",
               index->scalar_type());
   TORCH_CHECK(self->scalar_type() == source->scalar_type(),

@@ -71,8 +71,9 @@ const OpSpec kLoweredOps[] = {
     {L::acosh, "acosh acosh_ acosh.out"},
     {L::amp_foreach_non_finite_check_and_unscale, "_amp_foreach_non_finite_check_and_unscale_"},
     OpSpec(L::amp_update_scale, "_amp_update_scale_").check(check_amp_update_scale),
-    {L::adaptive_avg_pool,
-     "_adaptive_avg_pool2d _adaptive_avg_pool2d.out _adaptive_avg_pool3d _adaptive_avg_pool3d.out"},
+    OpSpec(L::adaptive_avg_pool,
+           "_adaptive_avg_pool2d _adaptive_avg_pool2d.out _adaptive_avg_pool3d _adaptive_avg_pool3d.out")
+        .check(check_adaptive_pool_input),
     {L::adaptive_avg_pool2d_backward, "_adaptive_avg_pool2d_backward _adaptive_avg_pool2d_backward.out"},
     {L::adaptive_avg_pool3d_backward, "_adaptive_avg_pool3d_backward _adaptive_avg_pool3d_backward.out"},
     {L::adaptive_max_pool, "adaptive_max_pool2d adaptive_max_pool2d.out adaptive_max_pool3d adaptive_max_pool3d.out"},
@@ -286,7 +287,7 @@ const OpSpec kLoweredOps[] = {
     OpSpec(L::fused_sgd, "_fused_sgd_ _fused_sgd_.tensor_lr").meta_from(MetaSource::UpdatesInPlace),
     OpSpec(L::gather, "gather gather.out").check(check_gather_dim).debug(check_dim_index_range),
     {L::gcd, "gcd gcd_ gcd.out"},
-    {L::ge, "ge.Tensor ge_.Tensor ge.Tensor_out ge.Scalar ge_.Scalar ge.Scalar_out"},
+    OpSpec(L::ge, "ge.Tensor ge_.Tensor ge.Tensor_out ge.Scalar ge_.Scalar ge.Scalar_out").check(check_not_complex),
     {L::gelu, "gelu gelu_ gelu.out"},
     {L::gelu_backward, "gelu_backward gelu_backward.grad_input"},
     {L::geometric, "geometric_ geometric geometric.out"},
@@ -297,7 +298,7 @@ const OpSpec kLoweredOps[] = {
     {L::grid_sampler_backward,
      "grid_sampler_2d_backward grid_sampler_2d_backward.out grid_sampler_3d_backward grid_sampler_3d_backward.out"},
     OpSpec(L::grouped_mm, "_grouped_mm").meta_from(MetaSource::GroupedMm),
-    {L::gt, "gt.Tensor gt_.Tensor gt.Tensor_out gt.Scalar gt_.Scalar gt.Scalar_out"},
+    OpSpec(L::gt, "gt.Tensor gt_.Tensor gt.Tensor_out gt.Scalar gt_.Scalar gt.Scalar_out").check(check_not_complex),
     {L::hardshrink, "hardshrink hardshrink.out"},
     {L::hardshrink_backward, "hardshrink_backward hardshrink_backward.grad_input"},
     {L::hardsigmoid, "hardsigmoid hardsigmoid_ hardsigmoid.out"},
@@ -355,7 +356,7 @@ const OpSpec kLoweredOps[] = {
         .gap_unless_empty("kthvalue_cpu", real_not_bool)
         .check(check_kthvalue_dim),
     {L::lcm, "lcm lcm_ lcm.out"},
-    {L::le, "le.Tensor le_.Tensor le.Tensor_out le.Scalar le_.Scalar le.Scalar_out"},
+    OpSpec(L::le, "le.Tensor le_.Tensor le.Tensor_out le.Scalar le_.Scalar le.Scalar_out").check(check_not_complex),
     {L::leaky_relu, "leaky_relu leaky_relu_ leaky_relu.out"},
     {L::leaky_relu_backward, "leaky_relu_backward leaky_relu_backward.grad_input"},
     OpSpec(L::lerp, "lerp.Scalar lerp_.Scalar lerp.Scalar_out lerp.Tensor lerp_.Tensor lerp.Tensor_out")
@@ -403,14 +404,14 @@ const OpSpec kLoweredOps[] = {
     {L::logit_backward, "logit_backward logit_backward.grad_input"},
     {L::logspace, "logspace.out"},
     {L::logsumexp, "logsumexp logsumexp.out"},
-    {L::lt, "lt.Tensor lt_.Tensor lt.Tensor_out lt.Scalar lt_.Scalar lt.Scalar_out"},
+    OpSpec(L::lt, "lt.Tensor lt_.Tensor lt.Tensor_out lt.Scalar lt_.Scalar lt.Scalar_out").check(check_not_complex),
     {L::lu_unpack, "lu_unpack lu_unpack.out"},
     OpSpec(L::masked_fill, "masked_fill.Scalar masked_fill_.Scalar masked_fill.Tensor masked_fill_.Tensor")
         .check(check_masked_fill_mask)
         .overlap(WriteOverlap::OneValue),
     {L::masked_scatter, "masked_scatter masked_scatter_ masked_scatter.out"},
     {L::max_all, "max max.unary_out"},
-    {L::max_dim, "max.dim max.dim_max"},
+    OpSpec(L::max_dim, "max.dim max.dim_max").check(check_not_complex),
     {L::max_pool_with_indices,
      "max_pool2d_with_indices max_pool2d_with_indices.out max_pool3d_with_indices max_pool3d_with_indices.out"},
     {L::max_pool_with_indices_backward,
@@ -422,7 +423,7 @@ const OpSpec kLoweredOps[] = {
     {L::median_all, "median"},
     {L::median_dim, "median.dim median.dim_values"},
     {L::min_all, "min min.unary_out"},
-    {L::min_dim, "min.dim min.dim_min"},
+    OpSpec(L::min_dim, "min.dim min.dim_min").check(check_not_complex),
     OpSpec(L::minimum, "minimum minimum.out").check(check_real_operands),
     {L::mish, "mish mish_ mish.out"},
     {L::mish_backward, "mish_backward"},
@@ -445,16 +446,18 @@ const OpSpec kLoweredOps[] = {
     {L::nansum, "nansum nansum.out"},
     OpSpec(L::native_batch_norm, "native_batch_norm _native_batch_norm_legit")
         .gap_unless_empty("batch_norm", floating)
+        .check(check_norm_parameter_dtypes)
         .writes({3, 4})
         .correct(empty_statistics_in_evaluation),
     {L::native_batch_norm_backward, "native_batch_norm_backward batch_norm_backward"},
     OpSpec(L::native_batch_norm_no_stats, "_native_batch_norm_legit.no_stats").gap_unless_empty("batch_norm", floating),
     OpSpec(L::native_batch_norm_no_training, "_native_batch_norm_legit_no_training")
-        .gap_unless_empty("batch_norm", floating),
+        .gap_unless_empty("batch_norm", floating)
+        .check(check_norm_parameter_dtypes),
     {L::native_dropout, "native_dropout"},
     {L::native_dropout_backward, "native_dropout_backward"},
     // Replaces the composite math_group_norm PyTorch would run on PrivateUse1.
-    {L::native_group_norm, "native_group_norm"},
+    OpSpec(L::native_group_norm, "native_group_norm").check(check_norm_parameter_dtypes),
     {L::native_group_norm_backward, "native_group_norm_backward"},
     OpSpec(L::native_layer_norm, "native_layer_norm")
         .gap("LayerNormKernelImpl", floating)
@@ -524,9 +527,12 @@ const OpSpec kLoweredOps[] = {
     OpSpec(L::scaled_dot_product_fused_attention_backward, "_scaled_dot_product_fused_attention_overrideable_backward")
         .meta_from(MetaSource::FusedAttentionBackward),
     OpSpec(L::scatter, "scatter.src scatter_.src scatter.src_out scatter.value scatter_.value scatter.value_out")
+        .check(check_scatter_dim)
         .debug(check_dim_index_range),
-    OpSpec(L::scatter_add, "scatter_add scatter_add_ scatter_add.out").debug(check_dim_index_range),
-    {L::scatter_reduce, "scatter_reduce.two scatter_reduce_.two scatter_reduce.two_out"},
+    OpSpec(L::scatter_add, "scatter_add scatter_add_ scatter_add.out")
+        .check(check_scatter_dim)
+        .debug(check_dim_index_range),
+    OpSpec(L::scatter_reduce, "scatter_reduce.two scatter_reduce_.two scatter_reduce.two_out").check(check_scatter_dim),
     OpSpec(L::scatter_with_reduce,
            "scatter.reduce scatter_.reduce scatter.reduce_out scatter.value_reduce scatter_.value_reduce "
            "scatter.value_reduce_out")
@@ -536,7 +542,9 @@ const OpSpec kLoweredOps[] = {
     {L::segment_reduce_backward, "_segment_reduce_backward _segment_reduce_backward.out"},
     {L::sigmoid, "sigmoid sigmoid_ sigmoid.out"},
     {L::sigmoid_backward, "sigmoid_backward sigmoid_backward.grad_input"},
-    {L::sign, "sign sign_ sign.out sgn sgn_ sgn.out"},  // sgn == sign for real dtypes
+    // sgn == sign for real dtypes; only sgn takes complex numbers.
+    OpSpec(L::sign, "sign sign_ sign.out").check(check_not_complex),
+    {L::sign, "sgn sgn_ sgn.out"},
     {L::signbit, "signbit signbit.out"},
     {L::silu, "silu silu_ silu.out"},
     {L::silu_backward, "silu_backward silu_backward.grad_input"},

@@ -409,6 +409,8 @@ std::vector<Value> abs(LowerContext& ctx) {
   if (hlo::is_complex(x.dtype())) {  // |a + bi| is real: complex64 -> float32, complex128 -> float64
     return {coerce(ctx.b, ctx.b.op("abs", {x}, {hlo::complex_part_type(x.dtype()), x.shape()}), out0(ctx))};
   }
+  // XLA's abs takes signed types only; an unsigned value is its own magnitude.
+  if (hlo::is_unsigned(x.dtype())) return result(ctx, same_dtype_input(ctx, "abs"));
   return result(ctx, ctx.b.unary("abs", same_dtype_input(ctx, "abs")));
 }
 std::vector<Value> neg(LowerContext& ctx) { return result(ctx, ctx.b.unary("negate", same_dtype_input(ctx, "neg"))); }
@@ -433,6 +435,9 @@ std::vector<Value> sign(LowerContext& ctx) {
   const Value& x = ctx.tensor(0);
   check_out_dtype(ctx, x);
   if (x.dtype() == ElementType::Pred) return result(ctx, x);
+  if (hlo::is_unsigned(x.dtype())) {  // XLA's sign takes signed types only
+    return result(ctx, ctx.b.convert(ctx.b.compare(x, scalar_like(ctx, 0, x), CompareDirection::NE), x.dtype()));
+  }
   Value s = ctx.b.unary("sign", x);
   // PyTorch's sign is (0 < x) - (x < 0): 0 for NaN.
   if (hlo::is_float(x.dtype())) s = ctx.b.select(is_nan(ctx.b, x), scalar_like(ctx, 0, x), s);

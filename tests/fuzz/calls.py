@@ -454,7 +454,8 @@ def _masked_fill(d):
 
 @op("masked_select")
 def _masked_select(d):
-    return torch.masked_select, [d.tensor("x", ["N", "C"]), d.mask("m", ["N", "C"])]
+    # CUDA's masked_select indexes with the mask, so a CPU mask is accepted.
+    return torch.masked_select, [d.tensor("x", ["N", "C"]), d.mask("m", ["N", "C"], cpu_ok=True)]
 
 
 @op("where")
@@ -538,7 +539,7 @@ def _index_fill(d):
 
 @op("take")
 def _take(d):
-    return torch.take, [d.tensor("x", ["N", "C"]), d.index("i", ["L"], 6)]
+    return torch.take, [d.tensor("x", ["N", "C"]), d.index("i", ["L"], d.n("N") * d.n("C"))]
 
 
 @op("cat")
