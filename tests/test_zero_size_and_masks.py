@@ -441,3 +441,18 @@ def test_subtracting_bools_raises_runtime_error_as_cpu():
     for fn in (torch.ops.aten.sub.Tensor, torch.ops.aten.rsub.Tensor):
         like_cpu(fn, torch.ones(3, dtype=torch.bool), torch.ones(3), modes=EAGER)
         like_cpu(fn, torch.ones(3, dtype=torch.bool), torch.ones(3, dtype=torch.bool), modes=EAGER)
+
+
+def test_index_fill_of_an_empty_dim_raises_at_the_call():
+    like_cpu(lambda x, i: x.index_fill_(1, i, 3.0), torch.zeros(3, 0), torch.tensor([0, 1, 2]), modes=EAGER)
+    like_cpu(lambda x, i: x.index_fill_(1, i, 3.0), torch.zeros(3, 0), torch.tensor([], dtype=torch.int64))
+
+
+def test_bincount_of_uint8_counts_values_not_a_mask():
+    # The uint8 values went to index_put_ as a boolean mask (IndexError).
+    like_cpu(lambda x, w: torch.bincount(x, w), torch.tensor([1, 3, 1], dtype=torch.uint8), torch.ones(3), modes=EAGER)
+    like_cpu(torch.bincount, torch.tensor([1, 3, 1], dtype=torch.uint8), modes=EAGER)
+
+
+def test_searchsorted_of_complex_values_raises_not_implemented():
+    like_cpu(torch.searchsorted, torch.zeros(2, 4), torch.zeros(2, 3, dtype=torch.complex64), modes=EAGER)

@@ -753,9 +753,15 @@ void check_index_copy_types(const c10::FunctionSchema&, const Args& args) {
 }
 
 void check_index_fill_index(const c10::FunctionSchema&, const Args& args) {
-  const at::Tensor* index = tensor_at(args, 2);
+  const at::Tensor *self = tensor_at(args, 0), *index = tensor_at(args, 2);
   if (!index) return;
   TORCH_CHECK_INDEX(index->scalar_type() == at::kLong, "index_fill_(): Expected dtype int64 for index.");
+  // No index is in range of an empty dim (CPU fails restriding self for it).
+  if (self && self->dim() > 0 && args[1].isInt()) {
+    const int64_t dim = c10::maybe_wrap_dim(args[1].toInt(), self->dim());
+    TORCH_CHECK(index->numel() == 0 || self->size(dim) > 0, "index_fill_(): index out of range for dimension ", dim,
+                " with size 0");
+  }
 }
 
 // topk's meta function.

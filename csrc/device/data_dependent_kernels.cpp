@@ -103,7 +103,9 @@ at::Tensor bincount(const at::Tensor& self, const std::optional<at::Tensor>& wei
   at::Tensor counts = at::zeros({length}, self.options().dtype(dtype));
   if (self.numel() == 0) return counts;
   const at::Tensor values = weighted ? weights->to(dtype) : at::ones({self.numel()}, self.options().dtype(dtype));
-  return std::get<0>(one_op.results(std::make_tuple(counts.index_put_({self}, values, /*accumulate=*/true))));
+  // As int64: a uint8 index tensor would be read as a mask.
+  return std::get<0>(
+      one_op.results(std::make_tuple(counts.index_put_({self.to(at::kLong)}, values, /*accumulate=*/true))));
 }
 
 at::Tensor repeat_interleave_tensor(const at::Tensor& repeats, std::optional<int64_t> output_size) {

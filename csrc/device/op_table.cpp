@@ -537,7 +537,8 @@ const OpSpec kLoweredOps[] = {
            "scatter.reduce scatter_.reduce scatter.reduce_out scatter.value_reduce scatter_.value_reduce "
            "scatter.value_reduce_out")
         .debug(check_dim_index_range),
-    {L::searchsorted, "searchsorted.Tensor searchsorted.Tensor_out searchsorted.Scalar searchsorted.Scalar_out"},
+    OpSpec(L::searchsorted, "searchsorted.Tensor searchsorted.Tensor_out searchsorted.Scalar searchsorted.Scalar_out")
+        .check(check_not_complex),
     {L::segment_reduce, "segment_reduce segment_reduce.out"},
     {L::segment_reduce_backward, "_segment_reduce_backward _segment_reduce_backward.out"},
     {L::sigmoid, "sigmoid sigmoid_ sigmoid.out"},
