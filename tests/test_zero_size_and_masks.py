@@ -456,3 +456,18 @@ def test_bincount_of_uint8_counts_values_not_a_mask():
 
 def test_searchsorted_of_complex_values_raises_not_implemented():
     like_cpu(torch.searchsorted, torch.zeros(2, 4), torch.zeros(2, 3, dtype=torch.complex64), modes=EAGER)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: F.avg_pool2d(x, 2),
+        lambda x: F.avg_pool2d(x, 3, 1, 1, count_include_pad=False),
+        lambda x: F.avg_pool2d(x, 2, divisor_override=3),
+        lambda x: F.avg_pool3d(x.unsqueeze(0), 2),
+    ],
+    ids=["avg_pool2d", "no_pad_count", "divisor_override", "avg_pool3d"],
+)
+def test_avg_pool_of_int64_truncates_as_cpu(fn):
+    # It raised NotImplementedError where CPU computes.
+    like_cpu(fn, torch.randint(-9, 9, (1, 2, 5, 5)))

@@ -116,7 +116,9 @@ Value avg_divisor(Builder& b, const PoolParams& p, const Shape& in, const Tensor
       const int64_t end = std::min(start + p.kernel[i], in[d] + p.padding[i]);
       counts.push_back(include_pad ? end - start : std::min(end, in[d]) - std::max<int64_t>(start, 0));
     }
-    Value c = b.broadcast_in_dim(spatial::constant_vector(b, counts, out.dtype), out.shape, {d});
+    // Counts are small integers, exact in float64 and in any dtype they convert to.
+    Value c =
+        b.broadcast_in_dim(b.convert(spatial::constant_vector(b, counts, ElementType::F64), out.dtype), out.shape, {d});
     divisor = b.binary("multiply", divisor, c);
   }
   return divisor;
@@ -282,9 +284,11 @@ struct AvgPoolInput {
   Value x;
   PoolParams p;
 };
-AvgPoolInput avg_pool_input(LowerContext& ctx, const char* op, size_t kernel_size) {
+// CPU's avg_pool forward also averages int64 (integer sums, divided with
+// truncation toward zero, as XLA's integer divide does).
+AvgPoolInput avg_pool_input(LowerContext& ctx, const char* op, size_t kernel_size, bool takes_int64 = false) {
   const TensorType& out = ctx.out_types.at(0);
-  require_floating_input(out.dtype, op);
+  if (!(takes_int64 && out.dtype == ElementType::S64)) require_floating_input(out.dtype, op);
   const ElementType acc = accumulation_type(out.dtype);
   Value x = ctx.b.convert(ctx.tensor(0), acc);
   return {out, acc, x, pool_params(ctx, x, kernel_size, 0)};
@@ -295,7 +299,7 @@ AvgPoolInput avg_pool_input(LowerContext& ctx, const char* op, size_t kernel_siz
 // avg_pool{2,3}d(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override?)
 std::vector<Value> avg_pool(LowerContext& ctx) {
   Builder& b = ctx.b;
-  const auto [out, acc, x, p] = avg_pool_input(ctx, "avg_pool", 1);
+  const auto [out, acc, x, p] = avg_pool_input(ctx, "avg_pool", 1, /*takes_int64=*/true);
   if (out.numel() == 0) return {zeros(b, out)};
   Value sum = crop(b, sum_windows(b, x, pool_windows(p, x.shape(), out.shape)), out.shape);
   const TensorType acc_out{acc, out.shape};
