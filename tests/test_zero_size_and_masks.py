@@ -471,3 +471,16 @@ def test_searchsorted_of_complex_values_raises_not_implemented():
 def test_avg_pool_of_int64_truncates_as_cpu(fn):
     # It raised NotImplementedError where CPU computes.
     like_cpu(fn, torch.randint(-9, 9, (1, 2, 5, 5)))
+
+
+def test_dtype_checks_come_before_the_missing_kernel_as_on_cpu():
+    # lerp and addmm check their operands' dtypes before dispatching on self's.
+    like_cpu(torch.lerp, torch.ones(4, 4, dtype=torch.int32), torch.ones(4, 4), torch.ones(4), modes=EAGER)
+    like_cpu(torch.addmm, torch.ones(3, dtype=torch.bool), torch.ones(3, 5), torch.ones(5, 3), modes=EAGER)
+    like_cpu(torch.lerp, torch.ones(4, dtype=torch.int32), torch.ones(4, dtype=torch.int32), 0.5, modes=EAGER)
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int32, torch.bool])
+def test_avg_pool_of_other_integers_raises_not_implemented(dtype):
+    like_cpu(lambda x: F.avg_pool2d(x, 2), torch.ones(1, 2, 4, 4, dtype=dtype), modes=EAGER)
+    like_cpu(lambda x: F.avg_pool3d(x, 2), torch.ones(1, 2, 4, 4, 4, dtype=dtype), modes=EAGER)

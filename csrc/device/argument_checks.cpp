@@ -786,6 +786,7 @@ bool floating(at::ScalarType t) { return at::isFloatingType(t); }
 bool floating_or_complex(at::ScalarType t) { return at::isFloatingType(t) || at::isComplexType(t); }
 bool not_bool(at::ScalarType t) { return t != at::kBool; }
 bool real_not_bool(at::ScalarType t) { return t != at::kBool && !at::isComplexType(t); }
+bool floating_or_int64(at::ScalarType t) { return at::isFloatingType(t) || t == at::kLong; }
 bool not_floating(at::ScalarType t) { return !at::isFloatingType(t); }
 
 // upsample_nearest{1,2,3}d and their _exact twins: the kernel each names.
@@ -940,19 +941,26 @@ void collect_tensors(const c10::IValue& v, std::vector<at::Tensor>& out) {
 
 bool writes_argument(const c10::Argument& a) { return a.alias_info() && a.alias_info()->isWrite(); }
 
+namespace {
+
+void check_dtype_gap(const DtypeGap& gap, const Args& args) {
+  if (!gap.kernel) return;
+  const at::Tensor* self = tensor_at(args, 0);
+  const bool passes = gap.empty_passes && self && self->numel() == 0;
+  if (self && !passes && !gap.supported(self->scalar_type())) {
+    TORCH_CHECK_NOT_IMPLEMENTED(false, "\"", gap.kernel, "\" not implemented for '", self->scalar_type(), "'");
+  }
+}
+
+}  // namespace
+
 void check_arguments(const OpSpec& spec, const c10::FunctionSchema& schema, const Args& args) {
   check_write_overlap(spec.write_overlap, schema, args);
-  if (spec.dtype_gap.kernel) {
-    const at::Tensor* self = tensor_at(args, 0);
-    const bool passes = spec.dtype_gap.empty_passes && self && self->numel() == 0;
-    if (self && !passes && !spec.dtype_gap.supported(self->scalar_type())) {
-      TORCH_CHECK_NOT_IMPLEMENTED(false, "\"", spec.dtype_gap.kernel, "\" not implemented for '", self->scalar_type(),
-                                  "'");
-    }
-  }
+  if (!spec.dtype_gap.after_checks) check_dtype_gap(spec.dtype_gap, args);
   for (ArgCheck check : spec.checks) {
     if (check) check(schema, args);
   }
+  if (spec.dtype_gap.after_checks) check_dtype_gap(spec.dtype_gap, args);
 }
 
 }  // namespace torch_tpu::device

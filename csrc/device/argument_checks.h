@@ -84,6 +84,7 @@ bool floating(at::ScalarType t);
 bool floating_or_complex(at::ScalarType t);
 bool not_bool(at::ScalarType t);
 bool real_not_bool(at::ScalarType t);
+bool floating_or_int64(at::ScalarType t);
 bool not_floating(at::ScalarType t);
 
 }  // namespace torch_tpu::device

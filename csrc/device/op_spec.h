@@ -33,6 +33,9 @@ struct DtypeGap {
   // The kernels return an empty result for an empty self before they
   // dispatch on its dtype (softmax, batch_norm): no gap there.
   bool empty_passes = false;
+  // The kernels dispatch after their meta function's checks (lerp, addmm):
+  // the row's checks raise first.
+  bool after_checks = false;
 };
 
 // What a tensor the op writes may overlap (beyond no internal overlap).
@@ -115,6 +118,9 @@ struct OpSpec {
   }
   constexpr OpSpec gap_unless_empty(const char* kernel, bool (*supported)(at::ScalarType)) const {
     return with(&OpSpec::dtype_gap, DtypeGap{kernel, supported, true});
+  }
+  constexpr OpSpec gap_after_checks(const char* kernel, bool (*supported)(at::ScalarType)) const {
+    return with(&OpSpec::dtype_gap, DtypeGap{kernel, supported, false, true});
   }
   constexpr OpSpec overlap(WriteOverlap w) const { return with(&OpSpec::write_overlap, w); }
   constexpr OpSpec reads_values() const { return with(&OpSpec::checks_read_values, true); }

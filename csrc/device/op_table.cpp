@@ -86,7 +86,7 @@ const OpSpec kLoweredOps[] = {
         .check(check_inplace_castable)
         .floats_in(),
     OpSpec(L::addcmul, "addcmul addcmul_ addcmul.out").check(check_inplace_castable).floats_in(),
-    OpSpec(L::addmm, "addmm addmm_ addmm.out").gap("addmm", not_bool).check(check_addmm),
+    OpSpec(L::addmm, "addmm addmm_ addmm.out").gap_after_checks("addmm", not_bool).check(check_addmm),
     OpSpec(L::addmv, "addmv addmv_ addmv.out").check(check_addmv),
     {L::all, "all all.dim all.dims all.out all.all_out all.dims_out"},
     OpSpec(L::amax, "amax amax.out").check(check_extreme_of_empty),
@@ -103,7 +103,8 @@ const OpSpec kLoweredOps[] = {
     {L::atan, "atan atan_ atan.out"},
     OpSpec(L::atan2, "atan2 atan2_ atan2.out").check(check_inplace_castable),
     {L::atanh, "atanh atanh_ atanh.out"},
-    {L::avg_pool, "avg_pool2d avg_pool2d.out avg_pool3d avg_pool3d.out"},
+    OpSpec(L::avg_pool, "avg_pool2d avg_pool2d.out").gap("avg_pool2d", floating_or_int64),
+    OpSpec(L::avg_pool, "avg_pool3d avg_pool3d.out").gap("avg_pool3d_out_frame", floating_or_int64),
     {L::avg_pool_backward,
      "avg_pool2d_backward avg_pool2d_backward.grad_input avg_pool3d_backward avg_pool3d_backward.grad_input"},
     {L::baddbmm, "baddbmm baddbmm_ baddbmm.out"},
@@ -360,7 +361,7 @@ const OpSpec kLoweredOps[] = {
     {L::leaky_relu, "leaky_relu leaky_relu_ leaky_relu.out"},
     {L::leaky_relu_backward, "leaky_relu_backward leaky_relu_backward.grad_input"},
     OpSpec(L::lerp, "lerp.Scalar lerp_.Scalar lerp.Scalar_out lerp.Tensor lerp_.Tensor lerp.Tensor_out")
-        .gap("lerp", floating_or_complex)
+        .gap_after_checks("lerp", floating_or_complex)
         .check(check_lerp_dtypes)
         .check(check_inplace_castable)
         .floats_in(),
