@@ -484,3 +484,41 @@ def test_dtype_checks_come_before_the_missing_kernel_as_on_cpu():
 def test_avg_pool_of_other_integers_raises_not_implemented(dtype):
     like_cpu(lambda x: F.avg_pool2d(x, 2), torch.ones(1, 2, 4, 4, dtype=dtype), modes=EAGER)
     like_cpu(lambda x: F.avg_pool3d(x, 2), torch.ones(1, 2, 4, 4, 4, dtype=dtype), modes=EAGER)
+
+
+def test_masked_select_takes_bool_masks_only():
+    like_cpu(torch.masked_select, torch.ones(4, 2), torch.ones(4, 2, dtype=torch.uint8), modes=EAGER)
+    like_cpu(torch.masked_select, torch.ones(4, 2), torch.rand(4, 2) > 0.5)
+
+
+@pytest.mark.parametrize(
+    "fn", [torch.atan2, torch.bitwise_and, torch.bitwise_xor], ids=["atan2", "bitwise_and", "bitwise_xor"]
+)
+def test_complex_operands_without_a_kernel_raise_not_implemented(fn):
+    # bitwise_and of an int and a complex tensor failed to compile (DeferAndFuse: at the next sync).
+    like_cpu(fn, torch.ones(1, 3, dtype=torch.int32), torch.ones(3, dtype=torch.complex64), modes=EAGER)
+
+
+def test_binary_cross_entropy_checks_dtypes_before_its_kernel():
+    like_cpu(F.binary_cross_entropy, torch.rand(2, 5).to(torch.complex64), torch.rand(2, 5), modes=EAGER)
+
+
+def test_index_copy_with_too_few_indices_raises_index_error():
+    like_cpu(
+        lambda x, i, s: x.index_copy_(0, i, s),
+        torch.zeros(2, 2),
+        torch.zeros(1, dtype=torch.int64),
+        torch.ones(2, 2),
+        modes=EAGER,
+    )
+
+
+def test_embedding_bag_over_an_empty_table_raises_at_the_call():
+    # Under DeferAndFuse the program failed to compile at the next sync.
+    like_cpu(
+        lambda i, w, o: F.embedding_bag(i, w, o),
+        torch.tensor([0, 0]),
+        torch.zeros(0, 3),
+        torch.tensor([0, 1]),
+        modes=EAGER,
+    )

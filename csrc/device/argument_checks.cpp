@@ -709,6 +709,15 @@ void check_adaptive_pool_input(const c10::FunctionSchema& schema, const Args& ar
   }
 }
 
+// _embedding_bag over a weight of no rows: no index is in its range, and
+// CPU says so at the call (XLA refuses the gather of an empty table).
+void check_embedding_bag_rows(const c10::FunctionSchema&, const Args& args) {
+  const at::Tensor *weight = tensor_at(args, 0), *indices = tensor_at(args, 1);
+  if (!weight || !indices || weight->dim() == 0) return;
+  TORCH_CHECK(indices->numel() == 0 || weight->size(0) > 0,
+              "Index 0 of input is not in the valid range [0, 0): the weight has no rows");
+}
+
 // upsample_*{1,2,3}d (native/UpSample.h): every input and output size
 // positive. PyTorch's Python meta kernels skip it (bilinear, bicubic) or fail
 // on it with TypeError (nearest); the lowerings have nothing to resample.
@@ -747,6 +756,11 @@ void check_index_copy_types(const c10::FunctionSchema&, const Args& args) {
                     "Source dimensionality (", source->dim(), "), destination dimensionality (", self->dim(), ")");
   TORCH_CHECK(!index || index->scalar_type() == at::kLong, "index_copy_(): Expected a long tensor for index, but got ",
               index->scalar_type());
+  if (index && source->dim() > 0 && args[1].isInt()) {
+    const int64_t dim = c10::maybe_wrap_dim(args[1].toInt(), source->dim());
+    TORCH_CHECK_INDEX(index->numel() == source->size(dim), "index_copy_(): Number of indices (", index->numel(),
+                      ") should be equal to source.size(dim) (", source->size(dim), ")");
+  }
   TORCH_CHECK(self->scalar_type() == source->scalar_type(),
               "index_copy_(): self and source expected to have the same dtype, but got (self) ", self->scalar_type(),
               " and (source) ", source->scalar_type());

@@ -270,8 +270,8 @@ at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
 at::Tensor nonzero(const at::Tensor& self) { return self.cpu().nonzero().to(self.device()); }
 
 at::Tensor masked_select(const at::Tensor& self, const at::Tensor& mask) {
-  TORCH_CHECK(mask.scalar_type() == at::kBool || mask.scalar_type() == at::kByte,
-              "masked_select: expected BoolTensor for mask");
+  // torch 2.13's CPU and CUDA kernels take bool masks only (uint8 ones were deprecated, then refused).
+  TORCH_CHECK(mask.scalar_type() == at::kBool, "masked_select: expected BoolTensor for mask");
   std::vector<int64_t> shape = at::infer_size(self.sizes(), mask.sizes());
   // A 0-d mask selects from a 0-d input like a 1-element one (CPU returns 1-d).
   if (shape.empty()) shape = {1};

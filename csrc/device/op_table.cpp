@@ -101,7 +101,7 @@ const OpSpec kLoweredOps[] = {
     {L::asin, "asin asin_ asin.out"},
     {L::asinh, "asinh asinh_ asinh.out"},
     {L::atan, "atan atan_ atan.out"},
-    OpSpec(L::atan2, "atan2 atan2_ atan2.out").check(check_inplace_castable),
+    OpSpec(L::atan2, "atan2 atan2_ atan2.out").check(check_not_complex).check(check_inplace_castable),
     {L::atanh, "atanh atanh_ atanh.out"},
     OpSpec(L::avg_pool, "avg_pool2d avg_pool2d.out").gap("avg_pool2d", floating_or_int64),
     OpSpec(L::avg_pool, "avg_pool3d avg_pool3d.out").gap("avg_pool3d_out_frame", floating_or_int64),
@@ -111,10 +111,11 @@ const OpSpec kLoweredOps[] = {
     {L::batch_norm_with_update, "_batch_norm_with_update"},
     OpSpec(L::bernoulli, "bernoulli bernoulli_.float bernoulli_.Tensor").check(check_bernoulli_probability_dtype),
     OpSpec(L::binary_cross_entropy, "binary_cross_entropy binary_cross_entropy.out")
-        .gap("binary_cross_entropy", floating)
+        .gap_after_checks("binary_cross_entropy", floating)
         .check(check_bce_dtypes),
     {L::binary_cross_entropy_backward, "binary_cross_entropy_backward binary_cross_entropy_backward.grad_input"},
     OpSpec(L::bitwise_and, "bitwise_and.Tensor bitwise_and_.Tensor bitwise_and.Tensor_out")
+        .check(check_not_complex)
         .check(check_inplace_castable),
     OpSpec(L::bitwise_left_shift,
            "bitwise_left_shift.Tensor bitwise_left_shift_.Tensor bitwise_left_shift.Tensor_out "
@@ -123,7 +124,9 @@ const OpSpec kLoweredOps[] = {
            "__ilshift__.Tensor __ilshift__.Scalar")
         .gap("lshift", not_floating),
     {L::bitwise_not, "bitwise_not bitwise_not_ bitwise_not.out"},
-    OpSpec(L::bitwise_or, "bitwise_or.Tensor bitwise_or_.Tensor bitwise_or.Tensor_out").check(check_inplace_castable),
+    OpSpec(L::bitwise_or, "bitwise_or.Tensor bitwise_or_.Tensor bitwise_or.Tensor_out")
+        .check(check_not_complex)
+        .check(check_inplace_castable),
     OpSpec(L::bitwise_right_shift,
            "bitwise_right_shift.Tensor bitwise_right_shift_.Tensor bitwise_right_shift.Tensor_out "
            "bitwise_right_shift.Tensor_Scalar bitwise_right_shift_.Tensor_Scalar bitwise_right_shift.Tensor_Scalar_out "
@@ -131,6 +134,7 @@ const OpSpec kLoweredOps[] = {
            "__rshift__.Scalar __irshift__.Tensor __irshift__.Scalar")
         .gap("rshift", not_floating),
     OpSpec(L::bitwise_xor, "bitwise_xor.Tensor bitwise_xor_.Tensor bitwise_xor.Tensor_out")
+        .check(check_not_complex)
         .check(check_inplace_castable),
     {L::bmm, "bmm bmm.out"},
     {L::bucketize, "bucketize.Tensor bucketize.Tensor_out bucketize.Scalar bucketize.Scalar_out"},
@@ -175,7 +179,7 @@ const OpSpec kLoweredOps[] = {
     OpSpec(L::dot, "dot dot.out").check(check_dot),
     {L::elu, "elu elu_ elu.out"},
     {L::elu_backward, "elu_backward elu_backward.grad_input"},
-    {L::embedding_bag, "_embedding_bag _embedding_bag_forward_only"},
+    OpSpec(L::embedding_bag, "_embedding_bag _embedding_bag_forward_only").check(check_embedding_bag_rows),
     {L::embedding_bag_backward, "_embedding_bag_backward"},
     {L::embedding_bag_dense_backward, "_embedding_bag_dense_backward"},
     {L::embedding_bag_per_sample_weights_backward, "_embedding_bag_per_sample_weights_backward"},
