@@ -522,3 +522,27 @@ def test_embedding_bag_over_an_empty_table_raises_at_the_call():
         torch.tensor([0, 1]),
         modes=EAGER,
     )
+
+
+@pytest.mark.parametrize("dtype", [torch.bool, torch.complex64])
+def test_argmax_argmin_amax_of_bool_or_complex_raise(dtype):
+    x = torch.ones(3, 4).to(dtype)
+    like_cpu(lambda x: torch.argmax(x, 1), x, modes=EAGER)
+    like_cpu(lambda x: torch.argmin(x), x, modes=EAGER)
+    if dtype == torch.complex64:
+        like_cpu(lambda x: torch.amax(x, 1), x, modes=EAGER)
+
+
+def test_topk_of_bool_and_reflection_pad_of_bool_raise():
+    like_cpu(lambda x: torch.topk(x, 2)[0], torch.ones(1, 4, dtype=torch.bool), modes=EAGER)
+    for mode in ("reflect", "replicate"):
+        like_cpu(lambda x: F.pad(x, (1, 1), mode=mode), torch.ones(2, 3, 5, dtype=torch.bool), modes=EAGER)
+    like_cpu(lambda x: F.pad(x, (1, 1), mode="circular"), torch.ones(2, 3, 5, dtype=torch.bool))
+
+
+def test_masked_assignment_of_many_values_checks_them_against_the_selection():
+    # A lone mask wrote its values without counting its true elements.
+    mask = torch.tensor([True, False])
+    like_cpu(lambda x, m, v: x.index_put_((m,), v), torch.zeros(2, 3), mask, torch.ones(2, 3), modes=EAGER)
+    like_cpu(lambda x, m, v: x.index_put_((m,), v), torch.zeros(2, 3), mask, torch.arange(3.0))
+    like_cpu(lambda x, m, v: x.index_put_((m,), v, accumulate=True), torch.zeros(2, 3), mask, torch.ones(1, 3))

@@ -532,6 +532,7 @@ void check_sortable(const c10::FunctionSchema& schema, const Args& args) {
   const at::Tensor* self = tensor_at(args, 0);
   const bool topk = schema.name() == "aten::topk";
   TORCH_CHECK(!self || !self->is_complex(), topk ? "topk" : "Sort", " does not support complex dtypes on tpu");
+  TORCH_CHECK(!topk || !self || self->scalar_type() != at::kBool, "topk does not support bool dtypes on tpu");
 }
 
 // binary_cross_entropy's iterator takes input and target of one dtype
@@ -716,6 +717,22 @@ void check_embedding_bag_rows(const c10::FunctionSchema&, const Args& args) {
   if (!weight || !indices || weight->dim() == 0) return;
   TORCH_CHECK(indices->numel() == 0 || weight->size(0) > 0,
               "Index 0 of input is not in the valid range [0, 0): the weight has no rows");
+}
+
+// argmax and argmin (native/ReduceOps.cpp): neither bools nor complex numbers.
+void check_arg_extreme_dtype(const c10::FunctionSchema& schema, const Args& args) {
+  const at::Tensor* self = tensor_at(args, 0);
+  if (!self) return;
+  const std::string op = schema.name().substr(6);
+  TORCH_CHECK(self->scalar_type() != at::kBool, op, "(): does not support bool input");
+  TORCH_CHECK(!self->is_complex(), op, "(): does not support complex input");
+}
+
+// reflection_pad and replication_pad of every rank: no kernel for bool.
+void check_pad_not_bool(const c10::FunctionSchema& schema, const Args& args) {
+  const at::Tensor* self = tensor_at(args, 0);
+  TORCH_CHECK_NOT_IMPLEMENTED(!self || self->scalar_type() != at::kBool, "\"", schema.name().substr(6),
+                              "\" not implemented for 'Bool'");
 }
 
 // upsample_*{1,2,3}d (native/UpSample.h): every input and output size

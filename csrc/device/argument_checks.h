@@ -62,6 +62,8 @@ void check_not_complex(const c10::FunctionSchema& schema, const std::vector<c10:
 void check_norm_parameter_dtypes(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
 void check_scatter_dim(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
 void check_embedding_bag_rows(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+void check_arg_extreme_dtype(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+void check_pad_not_bool(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
 void check_adaptive_pool_input(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
 void check_index_copy_types(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
 void check_index_fill_index(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);

@@ -32,7 +32,11 @@ void normalize(std::vector<c10::IValue>& args, bool is_index) {
     c10::IValue e = list.get(i);
     index_tensors += !e.isNone() && e.toTensor().defined();
   }
-  const bool masks_to_coordinates = is_index || index_tensors > 1;
+  // A lone mask with more than one value to write becomes coordinates too:
+  // the values must broadcast to the selection, whose size only the mask's
+  // true elements give (CUDA reads them on the host as well).
+  const bool one_value = args.size() > 2 && args[2].isTensor() && args[2].toTensor().numel() == 1;
+  const bool masks_to_coordinates = is_index || index_tensors > 1 || !one_value;
   c10::List<std::optional<at::Tensor>> normalized;
   bool changed = false;
   int64_t indexed_dim = 0;  // the dim of self the next index applies to

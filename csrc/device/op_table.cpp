@@ -89,14 +89,14 @@ const OpSpec kLoweredOps[] = {
     OpSpec(L::addmm, "addmm addmm_ addmm.out").gap_after_checks("addmm", not_bool).check(check_addmm),
     OpSpec(L::addmv, "addmv addmv_ addmv.out").check(check_addmv),
     {L::all, "all all.dim all.dims all.out all.all_out all.dims_out"},
-    OpSpec(L::amax, "amax amax.out").check(check_extreme_of_empty),
-    OpSpec(L::amin, "amin amin.out").check(check_extreme_of_empty),
+    OpSpec(L::amax, "amax amax.out").check(check_extreme_of_empty).check(check_not_complex),
+    OpSpec(L::amin, "amin amin.out").check(check_extreme_of_empty).check(check_not_complex),
     OpSpec(L::aminmax, "aminmax aminmax.out").check(check_extreme_of_empty),
     {L::angle, "angle angle.out"},
     {L::any, "any any.dim any.dims any.out any.all_out any.dims_out"},
     OpSpec(L::arange, "arange.start_out").check(check_arange_bounds),
-    OpSpec(L::argmax, "argmax argmax.out").check(check_extreme_of_empty),
-    OpSpec(L::argmin, "argmin argmin.out").check(check_extreme_of_empty),
+    OpSpec(L::argmax, "argmax argmax.out").check(check_arg_extreme_dtype).check(check_extreme_of_empty),
+    OpSpec(L::argmin, "argmin argmin.out").check(check_arg_extreme_dtype).check(check_extreme_of_empty),
     OpSpec(L::assert_async, "_assert_async _assert_async.msg").check(check_single_value),
     {L::asin, "asin asin_ asin.out"},
     {L::asinh, "asinh asinh_ asinh.out"},
@@ -505,9 +505,10 @@ const OpSpec kLoweredOps[] = {
     {L::random, "random_ random_.from random_.to"},
     {L::randperm, "randperm.generator_out randperm.out"},
     {L::reciprocal, "reciprocal reciprocal_ reciprocal.out"},
-    {L::reflection_pad,
-     "reflection_pad1d reflection_pad1d.out reflection_pad2d reflection_pad2d.out reflection_pad3d "
-     "reflection_pad3d.out"},
+    OpSpec(L::reflection_pad,
+           "reflection_pad1d reflection_pad1d.out reflection_pad2d reflection_pad2d.out reflection_pad3d "
+           "reflection_pad3d.out")
+        .check(check_pad_not_bool),
     {L::reflection_pad_backward,
      "reflection_pad1d_backward reflection_pad1d_backward.grad_input reflection_pad2d_backward "
      "reflection_pad2d_backward.grad_input reflection_pad3d_backward reflection_pad3d_backward.grad_input"},
@@ -515,9 +516,10 @@ const OpSpec kLoweredOps[] = {
     OpSpec(L::remainder, "remainder.Tensor remainder_.Tensor remainder.Tensor_out remainder.Scalar_Tensor")
         .check(check_inplace_castable),
     {L::renorm, "renorm renorm_ renorm.out"},
-    {L::replication_pad,
-     "replication_pad1d replication_pad1d.out replication_pad2d replication_pad2d.out replication_pad3d "
-     "replication_pad3d.out"},
+    OpSpec(L::replication_pad,
+           "replication_pad1d replication_pad1d.out replication_pad2d replication_pad2d.out replication_pad3d "
+           "replication_pad3d.out")
+        .check(check_pad_not_bool),
     {L::replication_pad_backward,
      "replication_pad1d_backward replication_pad1d_backward.grad_input replication_pad2d_backward "
      "replication_pad2d_backward.grad_input replication_pad3d_backward replication_pad3d_backward.grad_input"},
