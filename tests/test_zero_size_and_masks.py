@@ -546,3 +546,9 @@ def test_masked_assignment_of_many_values_checks_them_against_the_selection():
     like_cpu(lambda x, m, v: x.index_put_((m,), v), torch.zeros(2, 3), mask, torch.ones(2, 3), modes=EAGER)
     like_cpu(lambda x, m, v: x.index_put_((m,), v), torch.zeros(2, 3), mask, torch.arange(3.0))
     like_cpu(lambda x, m, v: x.index_put_((m,), v, accumulate=True), torch.zeros(2, 3), mask, torch.ones(1, 3))
+
+
+@pytest.mark.parametrize("pad", [(2**63 - 1, 1), (-10, 1), (2**62, 2**62)], ids=["huge", "negative", "overflow"])
+def test_replication_pad_past_int64_raises_runtime_error(pad):
+    # PyTorch's Python meta kernel raised TypeError (Python's int overflowed new_empty).
+    like_cpu(lambda x: F.pad(x, pad, mode="replicate"), torch.zeros(2, 4, 4), modes=EAGER)

@@ -735,6 +735,22 @@ void check_pad_not_bool(const c10::FunctionSchema& schema, const Args& args) {
                               "\" not implemented for 'Bool'");
 }
 
+// replication_pad{1,2,3}d (native/ReplicationPadding.cpp): every padded
+// size at least 1, added in int64 as CPU adds it (wrapping); PyTorch's
+// Python meta kernel overflows Python's int into new_empty (TypeError).
+void check_replication_pad_sizes(const c10::FunctionSchema&, const Args& args) {
+  const at::Tensor* self = tensor_at(args, 0);
+  if (!self || args.size() < 2 || !args[1].isIntList()) return;
+  const std::vector<int64_t> pad = args[1].toIntVector();
+  static const char* const kNames[] = {"W", "H", "D"};
+  for (size_t i = 0; i < pad.size() / 2 && i < 3 && static_cast<int64_t>(i) < self->dim(); ++i) {
+    const int64_t in = self->size(self->dim() - 1 - static_cast<int64_t>(i));
+    const int64_t out = static_cast<int64_t>(static_cast<uint64_t>(in) + static_cast<uint64_t>(pad[2 * i]) +
+                                             static_cast<uint64_t>(pad[2 * i + 1]));
+    TORCH_CHECK(out >= 1, "input (", kNames[i], ": ", in, ") is too small. Calculated output ", kNames[i], ": ", out);
+  }
+}
+
 // upsample_*{1,2,3}d (native/UpSample.h): every input and output size
 // positive. PyTorch's Python meta kernels skip it (bilinear, bicubic) or fail
 // on it with TypeError (nearest); the lowerings have nothing to resample.

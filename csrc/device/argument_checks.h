@@ -63,6 +63,7 @@ void check_norm_parameter_dtypes(const c10::FunctionSchema& schema, const std::v
 void check_scatter_dim(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
 void check_embedding_bag_rows(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
 void check_arg_extreme_dtype(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+void check_replication_pad_sizes(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
 void check_pad_not_bool(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
 void check_adaptive_pool_input(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
 void check_index_copy_types(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);

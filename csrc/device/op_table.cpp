@@ -519,6 +519,7 @@ const OpSpec kLoweredOps[] = {
     OpSpec(L::replication_pad,
            "replication_pad1d replication_pad1d.out replication_pad2d replication_pad2d.out replication_pad3d "
            "replication_pad3d.out")
+        .check(check_replication_pad_sizes)
         .check(check_pad_not_bool),
     {L::replication_pad_backward,
      "replication_pad1d_backward replication_pad1d_backward.grad_input replication_pad2d_backward "
