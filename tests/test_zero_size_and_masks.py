@@ -552,3 +552,15 @@ def test_masked_assignment_of_many_values_checks_them_against_the_selection():
 def test_replication_pad_past_int64_raises_runtime_error(pad):
     # PyTorch's Python meta kernel raised TypeError (Python's int overflowed new_empty).
     like_cpu(lambda x: F.pad(x, pad, mode="replicate"), torch.zeros(2, 4, 4), modes=EAGER)
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.complex64, torch.bool])
+def test_layer_norm_checks_mixed_dtypes_before_its_kernel(dtype):
+    like_cpu(
+        lambda x, w, b: F.layer_norm(x, (3,), w, b),
+        torch.ones(2, 3).to(dtype),
+        torch.ones(3),
+        torch.zeros(3),
+        modes=EAGER,
+    )
+    like_cpu(lambda x: F.layer_norm(x, (3,)), torch.ones(2, 3).to(dtype), modes=EAGER)

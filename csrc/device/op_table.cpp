@@ -465,7 +465,7 @@ const OpSpec kLoweredOps[] = {
     OpSpec(L::native_group_norm, "native_group_norm").check(check_norm_parameter_dtypes),
     {L::native_group_norm_backward, "native_group_norm_backward"},
     OpSpec(L::native_layer_norm, "native_layer_norm")
-        .gap("LayerNormKernelImpl", floating)
+        .gap_after_checks("LayerNormKernelImpl", floating)
         .check(check_layer_norm_parameters),
     {L::native_layer_norm_backward, "native_layer_norm_backward"},
     {L::weight_norm_interface, "_weight_norm_interface"},
