@@ -1,6 +1,12 @@
 """Creation ops on tpu against CPU PyTorch: arange, linspace, eye, and the
 fill-based factories (zeros/ones/full/*_like, empty)."""
 
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
 import pytest
 import torch
 from reference import assert_close
@@ -77,13 +83,33 @@ def test_linspace_float_dtypes(dtype):
     same_as_cpu(lambda d: torch.linspace(-2, 3, 33, dtype=dtype, device=d))
 
 
-@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-@pytest.mark.parametrize("args", [(4.3, -3, 50), (-3, 4.3, 50), (0, 1, 100), (0, 1000, 300)])
-def test_linspace_of_half_precision_rounds_each_operation_as_cpu(dtype, args):
+HALF_LINSPACE_CASES = [(4.3, -3, 50), (-3, 4.3, 50), (0, 1, 100), (0, 1000, 300)]
+
+
+def test_linspace_of_half_precision_rounds_each_operation_as_cpu():
     # CPU's kernel computes in the dtype itself (c10::BFloat16/Half
     # arithmetic), so one float32 computation rounded once is up to two
-    # units in the last place away.
-    same_as_cpu(lambda d: torch.linspace(*args, dtype=dtype, device=d), atol=0, rtol=0)
+    # units in the last place away. Checked in a child at XLA:CPU's default
+    # LLVM optimization level: at level 0, the suite's (tests/conftest.py),
+    # LLVM carries the float32 value across a float16 round trip inside one
+    # program (measured: 16 of 50 elements one float16 ulp off; bfloat16
+    # rounds at either level).
+    child = textwrap.dedent(
+        f"""
+        import torch, torch_tpu
+        for dtype in (torch.bfloat16, torch.float16):
+            for args in {HALF_LINSPACE_CASES!r}:
+                expected = torch.linspace(*args, dtype=dtype)
+                actual = torch.linspace(*args, dtype=dtype, device="tpu")
+                assert actual.device.type == "tpu" and actual.dtype == dtype
+                torch.testing.assert_close(actual.cpu(), expected, atol=0, rtol=0, msg=f"{{dtype}} {{args}}")
+        print("ok")
+        """
+    )
+    env = dict(os.environ)
+    env["XLA_FLAGS"] = re.sub(r"--xla_backend_optimization_level=\d+", "", env.get("XLA_FLAGS", "")).strip()
+    out = subprocess.run([sys.executable, "-c", child], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-3000:]
 
 
 @pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.uint8])
