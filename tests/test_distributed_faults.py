@@ -99,31 +99,18 @@ def test_a_stalled_peer_makes_both_ranks_raise(path, check_calls):
         assert not recreated["raised"] and recreated["contents"] == "reduced", run
 
 
-@pytest.mark.parametrize("kind", ["shape", "dtype"])
-def test_a_mismatch_unchecked_raises_on_the_ranks_that_survive_it(kind):
-    """TORCH_TPU_DIST_CHECK_CALLS=0: nothing compares the calls, so gloo sees
-    buffers of different sizes; it ends the process of the rank that
-    receives more bytes than it expects (its enforce in an I/O thread: the
-    same on CPU tensors), and the other rank raises at the call and is
-    poisoned. Never a silent return."""
-    (run,) = run_faults("mismatch", "--kind", kind, check_calls=0)
-    survivors = [rank for rank in ("0", "1") if rank in run]
-    assert survivors, run
-    for rank in ("0", "1"):
-        if rank in run:
-            assert_raised_and_left_alone(run[rank]["collective"])
-            assert_poisoned(run[rank])
-        else:
-            assert run["returncodes"][int(rank)] == -signal.SIGABRT, run
-
-
+@pytest.mark.parametrize("check_calls", [0, 1])
 @pytest.mark.parametrize("kind", ["shape", "dtype", "dtype_same_size"])
-def test_a_mismatch_checked_raises_on_every_rank_before_any_data_moves(kind):
-    """TORCH_TPU_DIST_CHECK_CALLS=1 (the default): the ranks compare the call
-    before any data moves, every rank raises with what each ran, nothing is
-    left half done, so the group goes on: the next collective is right."""
-    (run,) = run_faults("mismatch", "--kind", kind, check_calls=1)
+def test_a_mismatch_raises_on_every_rank_before_any_data_moves(kind, check_calls):
+    """The ranks compare the call before any data moves, every rank raises
+    with what each ran, nothing is left half done, so the group goes on: the
+    next collective is right. TORCH_TPU_DIST_CHECK_CALLS=0, which once
+    skipped the comparison (then gloo aborted the rank receiving more bytes,
+    and float32 against int32 returned wrong values on both), is ignored
+    with a warning."""
+    (run,) = run_faults("mismatch", "--kind", kind, check_calls=check_calls)
     assert run["returncodes"] == [0, 0], run
+    assert run["warned_check_calls_ignored"] == [check_calls == 0] * 2, run
     for rank in ("0", "1"):
         outcome = run[rank]["collective"]
         assert_raised_and_left_alone(outcome)

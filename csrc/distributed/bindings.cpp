@@ -16,12 +16,11 @@ PYBIND11_MODULE(_C, m) {
   m.doc() = "torch_tpu c10d backend (tpu_dist)";
   py::module_::import("torch.distributed");
   py::class_<ProcessGroupTpu, c10d::Backend, c10::intrusive_ptr<ProcessGroupTpu>>(m, "ProcessGroupTpu")
-      .def(py::init([](const c10::intrusive_ptr<c10d::Backend>& host, int rank, int size, bool check_calls,
+      .def(py::init([](const c10::intrusive_ptr<c10d::Backend>& host, int rank, int size,
                        std::vector<int64_t> program_devices) {
-             return c10::make_intrusive<ProcessGroupTpu>(host, rank, size, check_calls, std::move(program_devices));
+             return c10::make_intrusive<ProcessGroupTpu>(host, rank, size, std::move(program_devices));
            }),
-           py::arg("host"), py::arg("rank"), py::arg("size"), py::arg("check_calls") = true,
-           py::arg("program_devices") = std::vector<int64_t>{})
+           py::arg("host"), py::arg("rank"), py::arg("size"), py::arg("program_devices") = std::vector<int64_t>{})
       .def_property_readonly("host", &ProcessGroupTpu::host)
       // dist.split_group deep-copies this for the new groups; split() reads
       // only the timeout of what c10d then passes, so there is nothing to copy.

@@ -46,7 +46,7 @@ class TransportFailure;
 
 class ProcessGroupTpu : public c10d::Backend {
  public:
-  ProcessGroupTpu(c10::intrusive_ptr<c10d::Backend> host, int rank, int size, bool check_calls,
+  ProcessGroupTpu(c10::intrusive_ptr<c10d::Backend> host, int rank, int size,
                   std::vector<int64_t> program_devices = {});
   // Releases the host transport with the GIL released (see the definition).
   ~ProcessGroupTpu() override;
@@ -135,7 +135,6 @@ class ProcessGroupTpu : public c10d::Backend {
   c10::intrusive_ptr<c10d::Backend> host_;
   // Shared with the completion callbacks of collectives still in flight.
   std::shared_ptr<TransportFailure> failure_;
-  bool check_calls_;
   std::vector<int64_t> program_devices_;
   GroupFactory split_factory_;
   std::chrono::milliseconds timeout_{kBackendDefaultTimeout};

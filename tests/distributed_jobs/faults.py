@@ -287,6 +287,8 @@ def launch(args, run_args, check_calls):
                 q.kill()
             outputs.append(p.communicate()[0])
     run = {"returncodes": [p.returncode for p in procs], "hung": hung}
+    # TORCH_TPU_DIST_CHECK_CALLS=0 is refused with a warning at group creation.
+    run["warned_check_calls_ignored"] = ["TORCH_TPU_DIST_CHECK_CALLS=0 is ignored" in o for o in outputs]
     for rank in range(2):
         path = os.path.join(out, f"rank{rank}.json")
         if os.path.exists(path):

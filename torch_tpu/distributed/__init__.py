@@ -15,6 +15,7 @@ docs/distributed.md.
 
 import os
 import uuid
+import warnings
 from datetime import timedelta
 
 import torch
@@ -26,8 +27,19 @@ BACKEND_NAMES = ("tpu_dist", "tpu")
 _PROCESS_TOKEN = f"{os.getpid()}:{uuid.uuid4().hex}"
 
 
-def _check_calls_enabled():
-    return os.environ.get("TORCH_TPU_DIST_CHECK_CALLS", "1") not in ("", "0")
+def _warn_if_call_check_turned_off():
+    # TORCH_TPU_DIST_CHECK_CALLS=0 used to skip the comparison of the ranks'
+    # calls. Nothing cheaper can stand in for it: gloo ends a rank whose
+    # peer sends more bytes than it expects (an abort in its I/O thread) and
+    # reduces a same-size dtype mismatch into wrong values, so the check
+    # stays on and the setting is refused loudly rather than silently.
+    if os.environ.get("TORCH_TPU_DIST_CHECK_CALLS", "1") in ("", "0"):
+        warnings.warn(
+            "TORCH_TPU_DIST_CHECK_CALLS=0 is ignored: tpu_dist always compares the ranks' collectives (op, dtype, "
+            "shape) before any data moves, since without that a mismatched call aborts a rank or returns wrong "
+            "values; it costs one small allgather per eager collective",
+            stacklevel=3,
+        )
 
 
 def _transport():
@@ -69,7 +81,8 @@ def _create_backend(store, rank, size, timeout):
     # (TORCH_DISTRIBUTED_DEBUG, flight recorder) only when it built the group.
     host._set_sequence_number_for_group()
     devices = _program_devices(own_store, rank, size)
-    backend = ProcessGroupTpu(host, rank, size, _check_calls_enabled(), devices)
+    _warn_if_call_check_turned_off()
+    backend = ProcessGroupTpu(host, rank, size, devices)
     # dist.split_group's new groups are made the same way, from the store
     # c10d prefixed for each.
     backend._set_split_factory(_create_split_backend, int(timeout.total_seconds() * 1000))
