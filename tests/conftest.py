@@ -31,3 +31,13 @@ def _exact_matmul_and_seed():
     torch.manual_seed(0)
     yield
     torch.set_float32_matmul_precision(previous)
+
+
+@pytest.fixture
+def no_cpu_fallback():
+    """For modules that check nothing falls back to CPU:
+    `pytestmark = pytest.mark.usefixtures("no_cpu_fallback")`."""
+    assert not torch_tpu.cpu_fallback(), "these tests check that nothing falls back to CPU"
+    torch_tpu.reset_metrics()
+    yield
+    assert torch_tpu.metrics()["cpu_fallbacks"] == {}

@@ -30,12 +30,7 @@ from torchrec import (  # noqa: E402
 EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples")
 
 
-@pytest.fixture(autouse=True)
-def _no_cpu_fallback():
-    assert not torch_tpu.cpu_fallback(), "these tests check that nothing falls back to CPU"
-    torch_tpu.reset_metrics()
-    yield
-    assert torch_tpu.metrics()["cpu_fallbacks"] == {}
+pytestmark = pytest.mark.usefixtures("no_cpu_fallback")
 
 
 # Three features over a batch of 4: empty bags, a bag longer than the padded

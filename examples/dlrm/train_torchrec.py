@@ -13,7 +13,6 @@ fbgemm's jagged operators that TorchRec calls run as device ops
 (csrc/lower/jagged.cpp); nothing falls back to CPU.
 """
 
-import argparse
 import os
 import sys
 
@@ -25,7 +24,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
 import common  # noqa: E402
-from train import SyntheticClicks  # noqa: E402
+from train import SyntheticClicks, parse_args  # noqa: E402  (train.py's flags: the same model sizes)
 
 # ----------------------------------------------------------------------------
 # Model
@@ -107,20 +106,6 @@ def run(args, progress=False):
     accuracy = ((logits > 0).float() == clicks.cpu()).float().mean().item()
     params = sum(p.numel() for p in model.parameters())
     return dict(losses=losses, logits=logits, accuracy=accuracy, samples_per_s=samples_per_s, params=params)
-
-
-def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    common.add_device_flags(p, steps=300)
-    p.add_argument("--batch-size", type=int, default=128)
-    p.add_argument("--dense-features", type=int, default=13)
-    p.add_argument("--tables", type=int, default=8)
-    p.add_argument("--rows", type=int, default=1000, help="ids per table")
-    p.add_argument("--dim", type=int, default=16, help="embedding size")
-    p.add_argument("--pooling", type=int, default=3, help="mean ids per bag")
-    p.add_argument("--lr", type=float, default=0.5)
-    p.add_argument("--eval-size", type=int, default=1024)
-    return p.parse_args(argv)
 
 
 def main(argv=None):

@@ -21,12 +21,7 @@ fbgemm = torch.ops.fbgemm
 MODES = ["strict", "defer_and_fuse", "compiled"]
 
 
-@pytest.fixture(autouse=True)
-def _no_cpu_fallback():
-    assert not torch_tpu.cpu_fallback(), "these tests check that nothing falls back to CPU"
-    torch_tpu.reset_metrics()
-    yield
-    assert torch_tpu.metrics()["cpu_fallbacks"] == {}
+pytestmark = pytest.mark.usefixtures("no_cpu_fallback")
 
 
 def _generator():
