@@ -1,0 +1,151 @@
+"""`python -m torch_tpu.info`, the doctor: passes on a working setup, fails
+with a fix on each broken one, never crashes. Each run is its own process."""
+
+import ctypes
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+CAP_DAC_OVERRIDE = 1
+PR_CAPBSET_DROP = 24
+
+
+def run_doctor(*args, preexec_fn=None, **env):
+    full_env = dict(os.environ, **env)
+    return subprocess.run(
+        [sys.executable, "-m", "torch_tpu.info", *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=600,
+        preexec_fn=preexec_fn,
+    )
+
+
+def check_lines(stdout, name):
+    """The doctor's line for check `name` and its fix line, if any."""
+    lines = stdout.splitlines()
+    for i, line in enumerate(lines):
+        fields = line.split()
+        if len(fields) >= 2 and fields[1] == name and fields[0] in ("OK", "NOTE", "WARN", "FAIL"):
+            fix = lines[i + 1].strip() if i + 1 < len(lines) and lines[i + 1].strip().startswith("fix:") else ""
+            return fields[0], line, fix
+    raise AssertionError(f"no {name} check in:\n{stdout}")
+
+
+def private_cache(tmp_path, mode=0o700, name="cache"):
+    directory = tmp_path / name
+    directory.mkdir()
+    directory.chmod(mode)
+    return str(directory)
+
+
+def test_doctor_passes_on_this_setup(tmp_path):
+    r = run_doctor(TORCH_TPU_CACHE_DIR=private_cache(tmp_path))
+    assert r.returncode == 0, r.stdout + r.stderr
+    status, line, _ = check_lines(r.stdout, "plugin")
+    assert status == "OK" and "runs a program" in line
+    assert check_lines(r.stdout, "pjrt_api")[0] == "OK"
+    assert check_lines(r.stdout, "cache_dir")[0] == "OK"
+    assert check_lines(r.stdout, "torch")[0] == "OK"
+    assert "FAIL" not in r.stdout
+    # The facts `python -m torch_tpu.info` always printed are still there.
+    for fact in ("plugin:", "PJRT C API:", "devices:", "compilation cache:", "native ATen overloads:"):
+        assert fact in r.stdout
+
+
+def test_doctor_json_parses_and_agrees_with_the_exit_status(tmp_path):
+    r = run_doctor("--json", TORCH_TPU_CACHE_DIR=private_cache(tmp_path))
+    report = json.loads(r.stdout)
+    assert report["ok"] is True and r.returncode == 0
+    names = {c["name"]: c for c in report["checks"]}
+    for name in ("plugin", "pjrt_api", "cache_dir", "cache_key", "xla_flags", "torch"):
+        assert names[name]["status"] in ("OK", "NOTE", "WARN"), names[name]
+    assert any(n.startswith("extra[") for n in names)
+    assert report["facts"]["devices"] >= 1
+
+
+def test_a_plugin_path_that_does_not_exist_fails_with_the_fix(tmp_path):
+    r = run_doctor(TORCH_TPU_PJRT_PLUGIN="/nonexistent/plugin.so", TORCH_TPU_CACHE_DIR=private_cache(tmp_path))
+    assert r.returncode == 1, r.stdout + r.stderr
+    status, line, fix = check_lines(r.stdout, "plugin")
+    assert status == "FAIL" and "/nonexistent/plugin.so" in line
+    assert "TORCH_TPU_PJRT_PLUGIN" in fix and "xla_cpu_pjrt.so" in fix  # names the default to fall back to
+    assert check_lines(r.stdout, "pjrt_api")[0] == "NOTE"  # not checked, not failed twice
+
+
+def test_a_plugin_path_to_a_file_that_is_not_a_library_fails_with_the_fix(tmp_path):
+    bogus = tmp_path / "not_a_plugin.so"
+    bogus.write_bytes(b"this is not an ELF file")
+    r = run_doctor(TORCH_TPU_PJRT_PLUGIN=str(bogus), TORCH_TPU_CACHE_DIR=private_cache(tmp_path))
+    assert r.returncode == 1, r.stdout + r.stderr
+    status, line, fix = check_lines(r.stdout, "plugin")
+    assert status == "FAIL" and "cannot load PJRT plugin" in line
+    assert f"ldd {bogus}" in fix
+
+
+def test_an_xla_flag_that_aborts_the_plugin_fails_the_flags_check_not_the_doctor(tmp_path):
+    r = run_doctor(XLA_FLAGS="--xla_no_such_flag=1", TORCH_TPU_CACHE_DIR=private_cache(tmp_path))
+    assert r.returncode == 1, r.stdout + r.stderr
+    status, line, fix = check_lines(r.stdout, "xla_flags")
+    assert status == "FAIL" and "--xla_no_such_flag=1" in line
+    assert fix == "fix: remove --xla_no_such_flag=1 from XLA_FLAGS"
+    assert check_lines(r.stdout, "plugin")[0] == "FAIL"
+
+
+def test_a_group_writable_cache_directory_fails_with_the_fix(tmp_path):
+    directory = private_cache(tmp_path, mode=0o770)
+    r = run_doctor(TORCH_TPU_CACHE_DIR=directory)
+    assert r.returncode == 1, r.stdout + r.stderr
+    status, line, fix = check_lines(r.stdout, "cache_dir")
+    assert status == "FAIL" and "mode 0770" in line
+    assert fix.startswith(f"fix: chmod 700 {directory}")
+
+
+def _drop_dac_override():
+    # root writes through any mode; without this capability a mode 0500
+    # directory is read-only to root too, as it is to any other user.
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_CAPBSET_DROP, CAP_DAC_OVERRIDE, 0, 0, 0) != 0:
+        os._exit(77)
+
+
+def test_an_unwritable_cache_directory_fails_with_the_fix(tmp_path):
+    directory = private_cache(tmp_path, mode=0o500)
+    r = run_doctor(TORCH_TPU_CACHE_DIR=directory, preexec_fn=_drop_dac_override if os.geteuid() == 0 else None)
+    if r.returncode == 77:
+        pytest.skip("running as root without the right to drop CAP_DAC_OVERRIDE: root can write any directory")
+    assert r.returncode == 1, r.stdout + r.stderr
+    status, line, fix = check_lines(r.stdout, "cache_dir")
+    assert status == "FAIL" and "not writable" in line and "mode 0500" in line
+    assert fix == f"fix: chmod 700 {directory}"
+
+
+def test_a_shared_directory_is_never_told_to_chmod(tmp_path):
+    shared = private_cache(tmp_path, mode=0o777)
+    (tmp_path / "cache" / "someone_elses_file").write_text("x")
+    r = run_doctor(TORCH_TPU_CACHE_DIR=shared)
+    status, _, fix = check_lines(r.stdout, "cache_dir")
+    assert status == "FAIL" and "chmod" not in fix and "TORCH_TPU_CACHE_DIR" in fix
+
+
+def test_a_key_file_others_can_read_fails_with_the_fix(tmp_path):
+    key = tmp_path / "cache_key"
+    key.write_bytes(os.urandom(32))
+    key.chmod(0o644)
+    r = run_doctor(TORCH_TPU_CACHE_DIR=private_cache(tmp_path), TORCH_TPU_CACHE_KEY_FILE=str(key))
+    assert r.returncode == 1, r.stdout + r.stderr
+    status, line, fix = check_lines(r.stdout, "cache_key")
+    assert status == "FAIL" and "0644" in line
+    assert fix.startswith(f"fix: rm {key}")
+    # A file that is not a key is never offered for removal.
+    other = tmp_path / "notes.txt"
+    other.write_text("not a key at all")
+    other.chmod(0o644)
+    r = run_doctor(TORCH_TPU_CACHE_DIR=private_cache(tmp_path, name="second"), TORCH_TPU_CACHE_KEY_FILE=str(other))
+    status, _, fix = check_lines(r.stdout, "cache_key")
+    assert status == "FAIL" and "rm" not in fix and "TORCH_TPU_CACHE_KEY_FILE" in fix
+    assert other.read_text() == "not a key at all"
