@@ -1,4 +1,4 @@
-"""`pip install torch_tpu[hf]` (or `[jax]`, `[ray]`, `[rec]`, `[vision]`) installs what the test setup
+"""`pip install torch_tpu[hf]` (or `[jax]`, `[ray]`, `[rec]`, `[titan]`, `[vision]`) installs what the test setup
 installs: each extra of pyproject.toml pins each package at requirements.txt's
 version, and that is the version the tests run against."""
 
@@ -21,7 +21,7 @@ def _pins(lines):
     return pins
 
 
-@pytest.mark.parametrize("name", ["hf", "jax", "ray", "rec", "vision"])
+@pytest.mark.parametrize("name", ["hf", "jax", "ray", "rec", "titan", "vision"])
 def test_extra_pins_the_versions_the_tests_install(name):
     with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
         extra = tomllib.load(f)["project"]["optional-dependencies"][name]
