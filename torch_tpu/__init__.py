@@ -9,19 +9,16 @@ StableHLO, compiled once per shape/dtype/layout and launched without waiting.
 
 import os
 
-# The XLA plugins log every client start at INFO through absl; keep warnings.
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+import torch
 
-import torch  # noqa: E402
-
-from . import _plugin  # noqa: E402
+from . import _global_patches, _plugin
 
 torch.utils.rename_privateuse1_backend("tpu")
 
 from . import _C  # noqa: E402  (after the rename: kernels register for "tpu")
 
 _platform, _plugin_path, _plugin_error = _plugin.find_plugin()
-_plugin.tune_xla_flags(_platform)
+_global_patches.apply_process_environment(_platform)
 _C._configure(_plugin_path, _plugin.num_devices(), _plugin_error)
 # storage[a:b] of a tpu storage: set_ finds the bytes it points into by the
 # deleter PyTorch gives every storage slice, learned here from a CPU one.
@@ -38,40 +35,16 @@ torch.utils.generate_methods_for_privateuse1_backend(
 # thread: threads started later begin at float16 unless they set it too.
 torch.set_autocast_dtype("tpu", torch.bfloat16)
 
-from . import _printing, fake_kernels, memory_format, modes, precision  # noqa: E402
+from ._global_patches import global_patches  # noqa: E402
 from .metrics import cache_stats, metrics, reset_cache_stats, reset_metrics  # noqa: E402
 from .modes import check_nans, eager_mode, get_eager_mode, set_eager_mode, sync  # noqa: E402
 from .precision import get_matmul_precision, matmul_precision, set_matmul_precision  # noqa: E402
 from .safetensors_io import load_safetensors  # noqa: E402
 
-_printing.install()
-memory_format.install()
-fake_kernels.install()
-precision.install()
-modes.install()
+# Every change to torch outside the tpu device: torch_tpu/_global_patches.py.
+_global_patches.apply_at_import()
 
-from . import dynamo_device_interface  # noqa: E402
-
-dynamo_device_interface.install()  # Dynamo's interface to tpu, ours when Dynamo loads
-
-
-def _install_compile_backend():
-    from . import compile as _compile_backend
-
-    _compile_backend.install()
-
-
-_install_compile_backend()
-
-from . import distributed as _distributed  # noqa: E402
 from . import integrations, pallas  # noqa: E402,F401  (pallas imports JAX only when a kernel is defined)
-
-_distributed.install()
-integrations.install()
-
-from . import multiprocessing as _multiprocessing  # noqa: E402
-
-_multiprocessing.install()  # a tpu tensor on a torch.multiprocessing Queue arrives as a host copy
 
 __all__ = [
     "cpu_fallback",
@@ -91,6 +64,7 @@ __all__ = [
     "sync",
     "check_nans",
     "load_safetensors",
+    "global_patches",
 ]
 
 

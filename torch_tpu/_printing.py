@@ -1,5 +1,6 @@
 """Printing a tpu tensor formats a host copy (one transfer, one host wait),
-as PyTorch does for XLA and lazy tensors."""
+as PyTorch does for XLA and lazy tensors. Installed as torch's formatter by
+torch_tpu/_global_patches.py; every other tensor goes to PyTorch's own."""
 
 import torch._tensor_str as _tensor_str
 
@@ -10,8 +11,3 @@ def _tensor_str_on_host(self, indent):
     if self.device.type == "tpu":
         self = self.to("cpu")
     return _original_tensor_str(self, indent)
-
-
-def install():
-    if _tensor_str._tensor_str is not _tensor_str_on_host:
-        _tensor_str._tensor_str = _tensor_str_on_host

@@ -681,25 +681,41 @@ def _makes_tpu_tensors(gm):
 INDUCTOR_TPU_OPTION = "tpu_backend"
 
 
-def device_aware_backend(gm, example_inputs, mode=None, options=None):
-    """Default backend: tpu for graphs that take or make tpu tensors, Inductor
-    (with the call's mode or options) otherwise, and for tpu graphs too when
-    the options name Inductor's tpu code generator (README, torch.compile)."""
-    wants_inductor_on_tpu = bool(options) and INDUCTOR_TPU_OPTION in options
-    if not wants_inductor_on_tpu and (_on_tpu(example_inputs) or _makes_tpu_tensors(gm)):
-        return tpu_backend(gm, example_inputs, mode=mode, options=options)
-    return torch._TorchCompileInductorWrapper(mode, options, None)(gm, example_inputs)
+def _options_named_by_user(wrapper):
+    """The options of an Inductor backend object that torch.compile's call
+    named: its config, unless that is exactly the options of a mode (a
+    mode, and options, are never both given)."""
+    from torch._inductor import list_mode_options
+
+    config = wrapper.config
+    if any(config == dict(options) for options in list_mode_options(None, wrapper.dynamic).values()):
+        return {}
+    return config
 
 
-def _make_tpu_optimizers_capturable():
+_inductor_call = torch._TorchCompileInductorWrapper.__call__
+
+
+def inductor_or_tpu(self, model_, inputs_, **kwargs):
+    """`_TorchCompileInductorWrapper.__call__`, the backend torch.compile
+    makes for "inductor", its default: graphs that take or make tpu tensors
+    go to the tpu backend, unless the options name Inductor's tpu code
+    generator (README, torch.compile); every other graph goes to Inductor's
+    own `__call__`, with the same object, so CPU and CUDA graphs compile as
+    without torch_tpu."""
+    if INDUCTOR_TPU_OPTION not in self.config and (_on_tpu(inputs_) or _makes_tpu_tensors(model_)):
+        return tpu_backend(model_, inputs_, options=_options_named_by_user(self))
+    return _inductor_call(self, model_, inputs_, **kwargs)
+
+
+def make_tpu_optimizers_capturable(dynamo_optimizer):
     """Dynamo compiles `optimizer.step` with `capturable=True` (step counts on
     the device, so the step is one program with no CPU work) when every
     parameter of a group is on CUDA or XPU and has no state yet; the same
     rule for tpu. Without it, the compiled step writes CPU step counts and
-    is traced again on every call. Installed on the first torch.compile (so
-    `import torch_tpu` does not import Dynamo)."""
-    from torch._dynamo.variables import optimizer as dynamo_optimizer
-
+    is traced again on every call. Other devices keep Dynamo's rule.
+    `dynamo_optimizer` is `torch._dynamo.variables.optimizer`, patched when
+    it is imported (torch_tpu/_global_patches.py)."""
     variable = getattr(dynamo_optimizer, "OptimizerVariable", None)
     original = getattr(variable, "_set_capturable", None)
     if original is None or getattr(original, "_tpu_aware", False):
@@ -724,24 +740,14 @@ def _make_tpu_optimizers_capturable():
 _original_compile = torch.compile
 
 
+# torch.compile (torch_tpu/_global_patches.py), which checks the mode of
+# backend="tpu" at the call, as torch.compile does for "inductor" (a custom
+# backend gets its mode only when the first graph compiles). Every other
+# call reaches torch.compile with its arguments untouched.
 @functools.wraps(_original_compile)
-def _compile(*args, **kwargs):
-    _make_tpu_optimizers_capturable()
-    backend = kwargs.get("backend") or "inductor"
-    if kwargs.get("mode") is not None and backend in ("tpu", "inductor"):
+def compile_checking_tpu_mode(*args, **kwargs):
+    if kwargs.get("backend") == "tpu" and kwargs.get("mode") is not None and kwargs.get("options") is None:
         from torch._inductor import list_mode_options
 
         list_mode_options(kwargs["mode"])  # an unknown one raises Inductor's RuntimeError here, at the call
-    if backend == "tpu":  # also registered by name through the torch_dynamo_backends entry point
-        kwargs["backend"] = tpu_backend
-    elif backend == "inductor":
-        # Inductor, the default, is chosen per graph by the devices of its
-        # inputs; a mode or options still reach Inductor for CPU graphs.
-        kwargs["backend"] = device_aware_backend
     return _original_compile(*args, **kwargs)
-
-
-def install():
-    # Importing torch._dynamo here would cost every `import torch_tpu` seconds;
-    # Dynamo finds the "tpu" backend through our entry point when asked.
-    torch.compile = _compile

@@ -52,6 +52,10 @@ def is_initialized():
 
 
 def _lazy_init():
+    # PyTorch calls this once, in the thread that first makes a tpu tensor.
+    from . import _global_patches
+
+    _global_patches.backward_on_the_calling_thread()
     device_count()
 
 

@@ -9,20 +9,18 @@ graph first runs). transformers routes mixture-of-experts layers on tpu to
 rule."""
 
 import torch
-from torch._subclasses import fake_impls
 
 aten = torch.ops.aten
 
 
-def install():
-    # register_op_impl with a predicate is the hook FakeTensorMode consults
-    # before meta kernels; a rule returning NotImplemented defers to them.
-    if not hasattr(fake_impls, "register_op_impl"):
-        return
-    fake_impls.register_op_impl(lambda func: func is aten._grouped_mm.default)(_grouped_mm)
+def is_grouped_mm(func):
+    """The predicate FakeTensorMode consults before meta kernels: the rule
+    is registered with register_op_impl (torch_tpu/_global_patches.py); a
+    rule returning NotImplemented defers to the meta kernel."""
+    return func is aten._grouped_mm.default
 
 
-def _grouped_mm(fake_mode, func, mat_a, mat_b, offs=None, bias=None, out_dtype=None):
+def grouped_mm(fake_mode, func, mat_a, mat_b, offs=None, bias=None, out_dtype=None):
     if mat_a.fake_device.type != "tpu":
         return NotImplemented
     if mat_a.dim() == 2 and mat_b.dim() == 2:

@@ -72,6 +72,7 @@ def check_nans(enabled=None):
     return previous
 
 
+# The two below are registered by torch_tpu/_global_patches.py.
 def _flush_after_optimizer_step(optimizer, args, kwargs):
     # A training step is the natural unit to fuse: cutting here keeps the
     # fused programs identical from step to step, so they compile once.
@@ -89,20 +90,3 @@ def _wait_at_exit():
     # dropped, not run.
     if _C._initialized():
         _C._wait_in_flight()
-
-
-def install():
-    import atexit
-
-    from torch.optim.optimizer import register_optimizer_step_post_hook
-
-    register_optimizer_step_post_hook(_flush_after_optimizer_step)
-    atexit.register(_wait_at_exit)
-    # Backward runs on the thread that calls it, not on autograd's per-device
-    # thread: tpu ops only enqueue work, so that thread gains nothing, and it
-    # drops its last reference to a finished graph task after waking the
-    # caller. When that reference holds a Python object (it can, after
-    # torch.compile) and the interpreter is already exiting, the thread dies
-    # inside a destructor: "terminate called without an active exception".
-    # The setting is PyTorch's thread-local one, for the importing thread.
-    torch.autograd.set_multithreading_enabled(False)

@@ -7,6 +7,7 @@ XLA:CPU and XLA:GPU plugins (which ignore the precision attribute) compute
 what a TPU computes."""
 
 import contextlib
+import functools
 
 import torch
 
@@ -36,10 +37,11 @@ def matmul_precision(precision):
         set_matmul_precision(previous)
 
 
-def _set_float32_matmul_precision(precision):
+@functools.wraps(_original_setter)
+def set_float32_matmul_precision_for_tpu_too(precision):
+    # torch.set_float32_matmul_precision (torch_tpu/_global_patches.py):
+    # PyTorch's setter first, so its errors and its setting are unchanged; a
+    # value it ignores (with a warning) leaves tpu's setting alone too.
     _original_setter(precision)
-    set_matmul_precision(precision)
-
-
-def install():
-    torch.set_float32_matmul_precision = _set_float32_matmul_precision
+    if precision in _VALID:
+        set_matmul_precision(precision)

@@ -160,6 +160,12 @@ class JaxOp:
 
     def __init__(self, name, fn, donate_argnums=None, autograd=False, _params=None, _source=None):
         self._jax = _import_jax()
+        # JAX traces the function with Dynamo's frame hook off (see _results).
+        # Applied per op, not as a decorator: torch.compiler.disable imports
+        # Dynamo (seconds, and its own changes to torch), which importing
+        # torch_tpu, so every `import torch`, must not.
+        self._results = torch.compiler.disable(self._results)
+        self._module = torch.compiler.disable(self._module)
         if "::" not in name:
             raise ValueError(f"jax_op: the name {name!r} must be 'namespace::name'")
         self.name = name
@@ -298,8 +304,8 @@ class JaxOp:
     # JAX traces the function by running its Python. A compiled function that
     # runs this op eagerly (after a graph break, or as a frame Dynamo skipped)
     # still has Dynamo's frame hook installed, which would try to compile
-    # JAX's own frames and fail on its types: JAX runs with the hook off.
-    @torch.compiler.disable
+    # JAX's own frames and fail on its types: JAX runs with the hook off
+    # (torch.compiler.disable, applied in __init__).
     def _results(self, values):
         """(flat result avals, the function returned one array) for these
         arguments, from jax.eval_shape: the op's contract, which the fake
@@ -358,7 +364,6 @@ class JaxOp:
 
         return flat
 
-    @torch.compiler.disable  # as _results: JAX's frames are not Dynamo's to trace
     def _module(self, values):
         """The function's StableHLO for these arguments: from memory, else
         from the compilation cache's disk tier (another process exported it),

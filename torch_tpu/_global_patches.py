@@ -1,0 +1,403 @@
+"""Every change torch_tpu makes outside its own namespace, in one place.
+
+torch_tpu loads with every `import torch` (PyTorch's `torch.backends` device
+autoload entry point, torch_tpu/_autoload.py), so whatever it changes in
+torch or in the process reaches every user of torch in that environment,
+CPU and CUDA work included. Each change is one function below; its
+docstring says why it is needed, what it changes for work that never
+touches a tpu tensor, and since when (which torch). `torch_tpu.
+global_patches()` lists them (tests/test_global_patches.py fails when
+importing torch_tpu changes torch in a way this list does not name, and
+checks that CPU torch.compile, printing, fake tensors and the matmul
+precision behave as without torch_tpu).
+
+Where the code that does the tpu side lives elsewhere (the printing of a
+tpu tensor in _printing.py, the fake rules in fake_kernels.py), only the act
+of installing it is here. Entries marked "made by" are listed only: C++
+registrations made when `torch_tpu._C` loads, and the device's own
+definition in torch_tpu/__init__.py (it must come before `_C` loads).
+"""
+
+import collections
+import os
+
+import torch
+
+GlobalPatch = collections.namedtuple("GlobalPatch", "name reason when non_tpu")
+
+_PATCHES = []  # (GlobalPatch, function applied by apply_at_import or None), in order
+
+
+def _listed(name, when, non_tpu, at_import=True):
+    """Lists the decorated function as the patch `name`, its docstring's
+    first line as the reason; apply_at_import applies it if `at_import`."""
+
+    def add(function):
+        reason = function.__doc__.strip().splitlines()[0]
+        _PATCHES.append((GlobalPatch(name, reason, when, non_tpu), function if at_import else None))
+        return function
+
+    return add
+
+
+def _made_elsewhere(name, reason, when, non_tpu):
+    _PATCHES.append((GlobalPatch(name, reason, when, non_tpu), None))
+
+
+def global_patches():
+    """Every change torch_tpu makes to torch or to the process: a list of
+    GlobalPatch(name, reason, when, non_tpu), in the order they apply."""
+    return [patch for patch, _ in _PATCHES]
+
+
+# ---- the process environment (before the PJRT plugin loads) ---------------
+
+
+@_listed(
+    "os.environ['TF_CPP_MIN_LOG_LEVEL']",
+    "import (before anything can start the plugin)",
+    "set to 1 only when unset: TensorFlow or JAX in the same process also log warnings and up",
+    at_import=False,
+)
+def quiet_xla_info_logs(platform):
+    """The XLA plugins log every client start at INFO through absl; keep warnings.
+
+    absl reads the variable once, when the plugin first logs, so it is set
+    at import. A user's own value wins. Since torch_tpu 0.1 (torch 2.5)."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+
+
+@_listed(
+    "os.environ['XLA_FLAGS']",
+    "import (before anything can start the plugin)",
+    "on the XLA:CPU plugin with AVX-512 only: JAX or TensorFlow's XLA:CPU in the same process reads the flag too",
+    at_import=False,
+)
+def xla_cpu_vector_width(platform):
+    """XLA:CPU compiles its fusions for 512-bit vectors on AVX-512 hosts (4-10% faster steps).
+
+    The plugin reads XLA_FLAGS at its first compilation and the flags are
+    part of every compilation cache key (measurements and rule:
+    torch_tpu/_plugin.py, cpu_plugin_xla_flags). A user's own setting of the
+    flag wins; other platforms are left alone."""
+    from . import _plugin
+
+    _plugin.tune_xla_flags(platform)
+
+
+def apply_process_environment(platform):
+    """The environment variables, set before anything can start the plugin."""
+    quiet_xla_info_logs(platform)
+    xla_cpu_vector_width(platform)
+
+
+# ---- made by the device's definition and the native core ------------------
+
+_made_elsewhere(
+    "torch.utils.rename_privateuse1_backend('tpu'), torch.tpu, Tensor.tpu/is_tpu, Module.tpu ...",
+    "The device itself: PyTorch's PrivateUse1 registration APIs name it, add its module and its methods.",
+    "import (torch_tpu/__init__.py, before _C loads)",
+    "adds names only; another PrivateUse1 backend cannot load in the same process",
+)
+_made_elsewhere(
+    "torch.set_autocast_dtype('tpu', torch.bfloat16)",
+    "torch.autocast('tpu') without a dtype means bfloat16, the TPU's native matmul type.",
+    "import (torch_tpu/__init__.py)",
+    "none: the tpu autocast dtype only",
+)
+_made_elsewhere(
+    "Meta kernels for ATen ops PyTorch has none for",
+    "Shape inference for the lowered ops whose meta kernel PyTorch lacks (csrc/device/op_table.cpp, "
+    "register_missing_meta_kernels; geqrf in csrc/device/linalg_kernels.cpp).",
+    "when torch_tpu._C loads",
+    "meta and fake tensors of those ops (histogram, fused optimizers' tensor_lr overloads, GRU cells, "
+    "geqrf...) get shapes where PyTorch raised NotImplementedError or ran the CPU kernel on zeros; "
+    "a meta tensor has no device, so this cannot be limited to tpu. An op PyTorch has a Meta kernel "
+    "for is never touched",
+)
+_made_elsewhere(
+    "aten::_copy_from(_and_resize) fall through the Conjugate and Negative keys",
+    "Conjugate and negative views reach the tpu copy kernel as they are (PyTorch's fallback recursed).",
+    "when torch_tpu._C loads",
+    "none: ATen calls _copy_from only when a side of a copy is a PrivateUse1 (or XLA, lazy...) tensor",
+)
+_made_elsewhere(
+    "os.register_at_fork(before=...)",
+    "A child forked after the plugin started reports the parent's device count, as torch.cuda's does.",
+    "import (torch_tpu/device_module.py)",
+    "none unless the tpu device was started",
+)
+
+
+# ---- torch's Python functions and tables ----------------------------------
+
+
+@_listed(
+    "torch._tensor_str._tensor_str",
+    "import",
+    "none: a non-tpu tensor goes to PyTorch's own function, unchanged",
+)
+def print_tpu_tensors_from_a_host_copy():
+    """Printing a tpu tensor formats one host copy (one transfer), as PyTorch does for XLA tensors.
+
+    PyTorch copies only "xla", "lazy", "ipu" and "mtia" tensors to the host
+    before formatting (torch/_tensor_str.py, _str_intern); a PrivateUse1
+    tensor would be formatted with device ops and many host reads. There is
+    no hook for a device, so the module's formatter is wrapped. Since torch
+    2.5; the function name is the same up to torch 2.13."""
+    import torch._tensor_str as tensor_str
+
+    from . import _printing
+
+    tensor_str._tensor_str = _printing._tensor_str_on_host
+
+
+@_listed(
+    "fake_impls.op_implementations_dict (convolution, convolution_backward)",
+    "import",
+    "none: PyTorch's rule runs first and its result is returned for every non-tpu input",
+)
+def fake_convolution_memory_format():
+    """Fake convolutions on tpu take eager's channels_last rule, so traced views of them work.
+
+    PyTorch's fake convolution asks ATen which backend the device uses, and
+    ATen answers "contiguous" for every PrivateUse1 device
+    (torch_tpu/memory_format.py). op_implementations_dict is where
+    FakeTensorMode finds its convolution rule; there is no public hook for
+    a device's layouts. Since torch 2.5."""
+    from . import memory_format
+
+    memory_format.install()
+
+
+@_listed(
+    "fake_impls.op_implementations_checks (aten._grouped_mm)",
+    "import",
+    "none: the rule returns NotImplemented for non-tpu inputs, and PyTorch's meta kernel runs as before",
+)
+def fake_grouped_mm_for_every_dtype():
+    """Fake _grouped_mm on tpu admits CPU's dtypes, which the device lowers (transformers' MoE layers).
+
+    PyTorch's meta kernel admits only CUDA's bfloat16 (torch_tpu/fake_kernels.py).
+    `register_op_impl` with a predicate is the hook FakeTensorMode consults
+    before meta kernels. Since torch 2.8 (_grouped_mm)."""
+    from torch._subclasses import fake_impls
+
+    from . import fake_kernels
+
+    # A torch without the hook keeps PyTorch's rule (eager is unaffected).
+    if hasattr(fake_impls, "register_op_impl"):
+        fake_impls.register_op_impl(fake_kernels.is_grouped_mm)(fake_kernels.grouped_mm)
+
+
+@_listed(
+    "torch.set_float32_matmul_precision",
+    "import",
+    "none: PyTorch's own setter runs first, with the same argument, errors and effect",
+)
+def float32_matmul_precision_sets_tpu_too():
+    """torch.set_float32_matmul_precision also sets tpu's, so code written for CUDA behaves the same.
+
+    tpu keeps its own setting (default "medium", torch_tpu/precision.py):
+    PyTorch's default, "highest", is not the TPU's, and PyTorch offers no
+    hook for a device to follow the setting. The wrapper calls PyTorch's
+    setter first, so torch.get_float32_matmul_precision and CPU/CUDA see
+    exactly what they would. Since torch_tpu 0.1 (torch 2.5)."""
+    from . import precision
+
+    torch.set_float32_matmul_precision = precision.set_float32_matmul_precision_for_tpu_too
+
+
+@_listed(
+    "torch.optim.optimizer.register_optimizer_step_post_hook",
+    "import",
+    "one check per optimizer step (whether the thread runs tpu's DeferAndFuse mode); nothing else",
+)
+def flush_deferred_work_after_optimizer_steps():
+    """Under DeferAndFuse, an optimizer step ends a fused program, so each step compiles once.
+
+    Cutting at the step keeps the fused programs identical from step to
+    step (torch_tpu/modes.py, _flush_after_optimizer_step). Since torch_tpu
+    0.1 (torch 2.5)."""
+    from torch.optim.optimizer import register_optimizer_step_post_hook
+
+    from . import modes
+
+    register_optimizer_step_post_hook(modes._flush_after_optimizer_step)
+
+
+@_listed(
+    "atexit.register",
+    "import",
+    "none unless the tpu device was started",
+)
+def wait_for_launched_programs_at_exit():
+    """Programs still running at exit would race the plugin's static destructors.
+
+    Exit waits for launched programs; pending DeferAndFuse work nobody can
+    read any more is dropped (torch_tpu/modes.py, _wait_at_exit). Since
+    torch_tpu 0.1."""
+    import atexit
+
+    from . import modes
+
+    atexit.register(modes._wait_at_exit)
+
+
+# ---- torch.compile ---------------------------------------------------------
+
+
+@_listed(
+    "torch._dynamo.device_interface: the 'tpu' DeviceInterface",
+    "import (applied when Dynamo is imported)",
+    "none: only the interface registered for the device name 'tpu'",
+)
+def dynamo_device_interface_from_torch_tpu():
+    """Dynamo and Inductor ask torch.tpu about the device, not PyTorch's TpuInterface for TorchTPU.
+
+    PyTorch registers its own "tpu" interface (no float64, always device 0);
+    ours is registered right after Dynamo fills its table, without
+    importing Dynamo (torch_tpu/dynamo_device_interface.py). Since torch
+    2.9 (PyTorch's TpuInterface)."""
+    from . import dynamo_device_interface
+
+    dynamo_device_interface.install()
+
+
+@_listed(
+    "torch._TorchCompileInductorWrapper.__call__",
+    "import",
+    "none: a graph that takes and makes no tpu tensor goes to Inductor's own __call__, on the same "
+    "backend object torch.compile made (same options, modes, errors, caches and guards)",
+)
+def default_backend_follows_the_device():
+    """torch.compile(model) with its default backend, "inductor", runs graphs on tpu through the tpu backend.
+
+    Code written for CUDA names no backend, or "inductor" with a mode; on
+    tpu those graphs would reach Inductor, which runs them op by op. The
+    backend object torch.compile makes for "inductor" decides per graph
+    (torch_tpu/compile.py, inductor_or_tpu); options naming Inductor's own
+    tpu code generator keep Inductor. torch.compile itself is not changed
+    for this. Since torch 2.13 (the call's signature)."""
+    from . import compile as tpu_compile
+
+    torch._TorchCompileInductorWrapper.__call__ = tpu_compile.inductor_or_tpu
+
+
+@_listed(
+    "torch.compile",
+    "import",
+    "none: a call whose backend is not 'tpu' reaches torch.compile with its arguments untouched",
+)
+def tpu_backend_checks_its_mode_at_the_call():
+    """torch.compile(backend="tpu", mode=...) raises for an unknown mode at the call, as for Inductor.
+
+    A custom backend gets its mode only when the first graph compiles; the
+    wrapper checks it against Inductor's modes first (torch_tpu/compile.py,
+    compile_checking_tpu_mode). functools.wraps keeps torch.compile's name,
+    documentation and signature. Since torch_tpu 0.1 (torch 2.5)."""
+    from . import compile as tpu_compile
+
+    torch.compile = tpu_compile.compile_checking_tpu_mode
+
+
+@_listed(
+    "torch._dynamo.variables.optimizer.OptimizerVariable._set_capturable",
+    "import (applied when Dynamo's optimizer support is imported)",
+    "none: a group whose parameters are not all on tpu gets Dynamo's own rule",
+)
+def compiled_tpu_optimizers_are_capturable():
+    """A compiled optimizer step on tpu keeps its step counts on the device (capturable), as on CUDA.
+
+    Dynamo makes a group capturable only when its parameters are on CUDA or
+    XPU; otherwise the compiled step writes CPU step counts and is traced
+    again on every call (torch_tpu/compile.py,
+    make_tpu_optimizers_capturable). Applied when Dynamo imports the module,
+    so importing torch_tpu does not import Dynamo. Since torch 2.5."""
+    from . import compile as tpu_compile
+    from .integrations import _when_imported
+
+    _when_imported("torch._dynamo.variables.optimizer", tpu_compile.make_tpu_optimizers_capturable)
+
+
+# ---- other PyTorch registries ---------------------------------------------
+
+
+@_listed(
+    "torch.distributed.Backend.register_backend('tpu_dist', 'tpu')",
+    "import",
+    "adds backend names only; c10d's own backends are unchanged",
+)
+def tpu_dist_backend():
+    """init_process_group("tpu_dist") (or "tpu") runs collectives on tpu tensors (docs/distributed.md)."""
+    from . import distributed
+
+    distributed.install()
+
+
+@_listed(
+    "multiprocessing.reduction.ForkingPickler: torch.Tensor, Parameter, UntypedStorage",
+    "import",
+    "none: a non-tpu tensor or storage goes to torch's own reducer",
+)
+def tpu_tensors_through_multiprocessing():
+    """A tpu tensor on a torch.multiprocessing Queue arrives as a host copy (no IPC handle exists).
+
+    torch's reducer would ask the storage for a shared-memory handle, raise
+    in the Queue's feeder thread and lose the item
+    (torch_tpu/multiprocessing.py). Since torch_tpu 0.1."""
+    from . import multiprocessing
+
+    multiprocessing.install()
+
+
+@_listed(
+    "library integrations: accelerate, transformers, torchvision, fbgemm_gpu (sys.meta_path)",
+    "import (each applied when its library is imported)",
+    "torchvision next to the CPU torch wheel gets CPU kernels for its operators where its own extension "
+    "cannot load (it failed at import); the rest adds tpu to device choices (torch_tpu/integrations/)",
+)
+def library_integrations():
+    """Libraries that place models on devices by name accept tpu, without being edited.
+
+    Each hook runs when (and only if) the program imports that library
+    (torch_tpu/integrations/__init__.py lists them)."""
+    from . import integrations
+
+    integrations.install()
+
+
+# ---- at first tpu use ------------------------------------------------------
+
+
+@_listed(
+    "torch.autograd.set_multithreading_enabled(False)",
+    "first tpu use (torch.tpu._lazy_init), for that thread",
+    "none in a process that never makes a tpu tensor; in the thread that made the first one, CUDA "
+    "backward also runs on that thread instead of autograd's per-device thread (CPU backward always "
+    "runs on the calling thread)",
+    at_import=False,
+)
+def backward_on_the_calling_thread():
+    """Backward runs on the thread that calls it: autograd's tpu device thread could abort the process at exit.
+
+    tpu ops only enqueue work, so a device thread gains nothing; and it
+    drops its last reference to a finished graph task after waking the
+    caller: when that holds a Python object (it can, after torch.compile)
+    and the interpreter is exiting, the thread dies in a destructor
+    ("terminate called without an active exception"). The setting is
+    PyTorch's, per thread, and PyTorch has none per device: autograd sends
+    every non-CPU device's work to its device thread. So it is set for the
+    thread that first makes a tpu tensor (PyTorch calls torch.tpu._lazy_init
+    there), not at import: a process that never uses tpu keeps autograd as
+    it is. `torch_tpu.set_eager_mode` sets it for its thread too. Since
+    torch_tpu 0.1 at import; at first use since torch 2.13."""
+    torch.autograd.set_multithreading_enabled(False)
+
+
+def apply_at_import():
+    """Applies the patches made at import, in order (after the device's
+    definition, the environment and `_C`)."""
+    for _, function in _PATCHES:
+        if function is not None:
+            function()
