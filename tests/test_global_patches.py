@@ -349,7 +349,7 @@ def snapshot():
         torch.autograd.is_multithreading_enabled(), torch.is_grad_enabled(), str(torch.get_default_dtype()),
         torch.get_float32_matmul_precision(), torch.are_deterministic_algorithms_enabled(),
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32, torch.get_num_threads(),
-        torch._C._get_privateuse1_backend_name(),
+        torch._C._get_privateuse1_backend_name(), str(torch.accelerator.current_accelerator()),
     ]
     return s
 
@@ -433,11 +433,13 @@ print("RESULT" + json.dumps(out))
         f"with its reason and name it in _EXPLAINED_BY: {[(k, out['before'][k], out['after'][k]) for k in unexplained]}"
     )
     assert {_explanation(k) for k in out["changed"]} <= listed
-    # The registration adds names and renames PrivateUse1; nothing else of torch's state moves.
-    assert out["before"]["state"][:-1] == out["after"]["state"][:-1]
-    assert out["after"]["state"][-1] == "tpu"
+    # The registration renames PrivateUse1, which torch.accelerator then
+    # prefers (listed); nothing else of torch's state moves.
+    assert out["before"]["state"][:-2] == out["after"]["state"][:-2]
+    assert out["after"]["state"][-2:] == ["tpu", "tpu"]
     # Dynamo is not imported by importing torch_tpu (it takes seconds, and changes torch itself).
-    assert out["after"]["torch modules"] == sorted(out["before"]["torch modules"] + ["torch.tpu"])
+    new_modules = set(out["after"]["torch modules"]) - set(out["before"]["torch modules"])
+    assert "torch.tpu" in new_modules and all(m.startswith("torch.tpu") for m in new_modules), new_modules
     # The patches replaced at import are all seen, so the list is no longer than what happens.
     for name in (
         "torch.compile",
@@ -474,3 +476,11 @@ def test_wrapped_torch_functions_keep_their_name_and_documentation(name):
     wrapper = eval(name, {"torch": torch})
     stock = wrapper.__wrapped__
     assert (wrapper.__name__, wrapper.__doc__, wrapper.__module__) == (stock.__name__, stock.__doc__, stock.__module__)
+
+
+def test_docs_list_every_patch():
+    path = os.path.join(os.path.dirname(__file__), "..", "docs", "global_patches.md")
+    with open(path) as f:
+        text = f.read()
+    missing = [p.name for p in torch_tpu.global_patches() if f"`{p.name}`" not in text]
+    assert not missing, f"docs/global_patches.md does not list {missing}"

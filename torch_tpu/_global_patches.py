@@ -96,8 +96,11 @@ def apply_process_environment(platform):
 _made_elsewhere(
     "torch.utils.rename_privateuse1_backend('tpu'), torch.tpu, Tensor.tpu/is_tpu, Module.tpu ...",
     "The device itself: PyTorch's PrivateUse1 registration APIs name it, add its module and its methods.",
-    "import (torch_tpu/__init__.py, before _C loads)",
-    "adds names only; another PrivateUse1 backend cannot load in the same process",
+    "import (torch_tpu/__init__.py, before _C loads; its hooks when _C loads)",
+    "adds names; another PrivateUse1 backend cannot load in the same process; and "
+    "torch.accelerator.current_accelerator() is tpu even where CUDA is available (ATen's getAccelerator "
+    "prefers any registered PrivateUse1 backend), so code that picks its device through torch.accelerator "
+    "picks tpu: set TORCH_DEVICE_BACKEND_AUTOLOAD=0 to keep torch_tpu out of such a process",
 )
 _made_elsewhere(
     "torch.set_autocast_dtype('tpu', torch.bfloat16)",
@@ -110,10 +113,11 @@ _made_elsewhere(
     "Shape inference for the lowered ops whose meta kernel PyTorch lacks (csrc/device/op_table.cpp, "
     "register_missing_meta_kernels; geqrf in csrc/device/linalg_kernels.cpp).",
     "when torch_tpu._C loads",
-    "meta and fake tensors of those ops (histogram, fused optimizers' tensor_lr overloads, GRU cells, "
-    "geqrf...) get shapes where PyTorch raised NotImplementedError or ran the CPU kernel on zeros; "
-    "a meta tensor has no device, so this cannot be limited to tpu. An op PyTorch has a Meta kernel "
-    "for is never touched",
+    "meta tensors of those ops (histogram, fused optimizers' tensor_lr overloads, GRU cells, geqrf...) get "
+    "shapes where PyTorch raised NotImplementedError; fake CPU tensors get the shapes PyTorch's fake mode "
+    "found by running the CPU kernel (and _thnn_fused_gru_cell, which has none, shapes instead of an error). "
+    "A meta tensor has no device, so this cannot be limited to tpu; an op PyTorch has a Meta kernel for is "
+    "never touched",
 )
 _made_elsewhere(
     "aten::_copy_from(_and_resize) fall through the Conjugate and Negative keys",
@@ -355,7 +359,10 @@ def tpu_tensors_through_multiprocessing():
     "library integrations: accelerate, transformers, torchvision, fbgemm_gpu (sys.meta_path)",
     "import (each applied when its library is imported)",
     "torchvision next to the CPU torch wheel gets CPU kernels for its operators where its own extension "
-    "cannot load (it failed at import); the rest adds tpu to device choices (torch_tpu/integrations/)",
+    "cannot load (it failed at import); accelerate's device choices (get_max_memory, PartialState) and "
+    "fp16 check take tpu whenever tpu is torch.accelerator's device, which with torch_tpu loaded it is, "
+    "CUDA hosts included (see the device's entry); the Trainer's checkpoint and the DynamoBackend enum "
+    "only add tpu (torch_tpu/integrations/)",
 )
 def library_integrations():
     """Libraries that place models on devices by name accept tpu, without being edited.
