@@ -148,8 +148,9 @@ class _DeviceProperties:
         info = _C._plugin_info()
         self.name = info["device_kinds"][index]
         self.platform = info["platform_name"]
-        stats = _C._memory_stats(index)
-        self.total_memory = stats["bytes_limit"] if stats["available"] else 0
+        # What mem_get_info reports as total: the plugin's limit, or the
+        # host memory the XLA:CPU plugin's devices allocate from.
+        self.total_memory = _C._mem_get_info(index)[1]
         self.index = index
 
     def __repr__(self):
@@ -172,70 +173,25 @@ def get_device_capability(device=None):
 
 
 # ---- memory ---------------------------------------------------------------
-def memory_allocated(device=None):
-    """Bytes held by live tpu storages (all devices; the plugin's own count when it has one)."""
-    stats = _C._memory_stats(_index(device))
-    if stats["available"]:
-        return stats["bytes_in_use"]
-    return _C._metrics()["live_device_bytes"]
-
-
-def mem_get_info(device=None):
-    """(free, total) bytes of a device, as torch.cuda.mem_get_info: total is
-    the plugin's memory limit (host memory on the XLA:CPU plugin, whose
-    devices share it: physical memory or the cgroup's limit), free what live
-    tpu tensors leave of it (within `set_per_process_memory_fraction`'s
-    share) and, on the XLA:CPU plugin, no more than the host has available
-    now less what tensors not yet written will take; the same bound past
-    which an allocation raises torch.OutOfMemoryError."""
-    index = _index(device)
-    if not 0 <= index < device_count():
-        raise AssertionError("Invalid device id")
-    return tuple(_C._mem_get_info(index))
-
-
-def set_per_process_memory_fraction(fraction, device=None):
-    """As torch.cuda.set_per_process_memory_fraction: this process may
-    allocate fraction * total memory of the device, past which an
-    allocation raises torch.OutOfMemoryError; `mem_get_info`'s free memory
-    (and so accelerate's device_map="auto") counts within that limit."""
-    index = _index(device)
-    if not 0 <= index < device_count():
-        raise AssertionError("Invalid device id")
-    if not isinstance(fraction, float):
-        raise TypeError("Invalid type for fraction argument, must be `float`")
-    if fraction < 0 or fraction > 1:
-        raise ValueError(f"Invalid fraction value: {fraction}. Allowed range: 0~1")
-    _C._set_memory_fraction(index, fraction)
-
-
-def get_per_process_memory_fraction(device=None):
-    index = _index(device)
-    if not 0 <= index < device_count():
-        raise AssertionError("Invalid device id")
-    return _C._get_memory_fraction(index)
-
-
-def max_memory_allocated(device=None):
-    stats = _C._memory_stats(_index(device))
-    if stats["available"] and stats["peak_bytes_in_use"]:
-        return stats["peak_bytes_in_use"]
-    return _C._metrics()["peak_device_bytes"]
-
-
-def memory_stats(device=None):
-    return {
-        "allocated_bytes.all.current": memory_allocated(device),
-        "allocated_bytes.all.peak": max_memory_allocated(device),
-    }
-
-
-def reset_peak_memory_stats(device=None):
-    _C._reset_metrics()
-
-
-def empty_cache():
-    """Storages release device memory when freed; there is no cache to empty."""
+# torch.cuda keeps these in torch.cuda.memory and re-exports them; so do we.
+from . import memory  # noqa: E402, F401
+from .memory import (  # noqa: E402, F401
+    empty_cache,
+    get_per_process_memory_fraction,
+    max_memory_allocated,
+    max_memory_reserved,
+    mem_get_info,
+    memory_allocated,
+    memory_reserved,
+    memory_snapshot,
+    memory_stats,
+    memory_stats_as_nested_dict,
+    memory_summary,
+    reset_accumulated_memory_stats,
+    reset_max_memory_allocated,
+    reset_peak_memory_stats,
+    set_per_process_memory_fraction,
+)
 
 
 # ---- streams and events ---------------------------------------------------

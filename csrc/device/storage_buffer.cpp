@@ -1,12 +1,7 @@
 #include "storage_buffer.h"
 
 #include <atomic>
-#include <cstdio>
 #include <unordered_map>
-#include <vector>
-
-#include "device/host_memory.h"
-#include "runtime/metrics.h"
 
 namespace torch_tpu::device {
 
@@ -242,149 +237,6 @@ StorageBuffer& storage_buffer(const at::Tensor& tensor) { return storage_buffer(
 
 namespace {
 
-constexpr int kMaxDevices = 64;
-std::atomic<int64_t> allocated_bytes[kMaxDevices];
-
-// What one device can hold: the plugin's limit where it reports one (TPU,
-// GPU); the XLA:CPU plugin reports none, and its devices share host memory
-// (host_memory_total: physical memory or the cgroup's limit).
-int64_t device_capacity(int device, bool* shared_host) {
-  static std::once_flag once;
-  static std::vector<int64_t> limits;
-  std::call_once(once, [] {
-    auto& client = runtime::DeviceRuntime::get().client();
-    for (size_t d = 0; d < client.devices().size(); ++d) {
-      auto stats = client.memory_stats(d);
-      limits.push_back(stats.available && stats.bytes_limit > 0 ? stats.bytes_limit : 0);
-    }
-  });
-  const int64_t limit = device < static_cast<int>(limits.size()) ? limits[device] : 0;
-  *shared_host = limit == 0;
-  return limit > 0 ? limit : host_memory_total();
-}
-
-// What the host can still give storages: what it has available less what
-// storages without a buffer yet will take when written.
-int64_t host_bytes_free() {
-  return std::max<int64_t>(host_memory_available() - bytes_without_buffer.load(std::memory_order_relaxed), 0);
-}
-
-std::string format_bytes(double bytes) {
-  const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  int u = 0;
-  while (bytes >= 1024 && u < 5) bytes /= 1024, ++u;
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), u == 0 ? "%.0f %s" : "%.2f %s", bytes, units[u]);
-  return buf;
-}
-
-// torch.cuda.set_per_process_memory_fraction's limit: the share of a
-// device's capacity this process may allocate (1 unless set).
-std::atomic<double>& memory_fraction(int device) {
-  static std::atomic<double> fractions[kMaxDevices] = {};
-  static std::once_flag once;
-  std::call_once(once, [] {
-    for (auto& f : fractions) f.store(1.0);
-  });
-  return fractions[device];
-}
-
-// What this process may allocate on `device`.
-int64_t allowed_bytes(int device, int64_t capacity) {
-  return static_cast<int64_t>(static_cast<double>(capacity) * memory_fraction(device).load());
-}
-
-// Bytes allocated by live storages that count against `device`'s capacity.
-int64_t bytes_in_use(int device, bool shared_host) {
-  if (!shared_host) return allocated_bytes[device].load(std::memory_order_relaxed);
-  int64_t in_use = 0;
-  for (const auto& a : allocated_bytes) in_use += a.load(std::memory_order_relaxed);
-  return in_use;
-}
-
-}  // namespace
-
-std::pair<int64_t, int64_t> device_memory_info(int device) {
-  bool shared_host = false;
-  const int64_t capacity = device_capacity(device, &shared_host);
-  int64_t free = std::max<int64_t>(allowed_bytes(device, capacity) - bytes_in_use(device, shared_host), 0);
-  if (shared_host) free = std::min(free, host_bytes_free());  // what reserve_device_bytes would let through
-  return {free, capacity};
-}
-
-void set_memory_fraction(int device, double fraction) {
-  TORCH_CHECK(device >= 0 && device < kMaxDevices, "tpu: device index ", device, " out of range");
-  memory_fraction(device).store(fraction);
-}
-
-double get_memory_fraction(int device) {
-  TORCH_CHECK(device >= 0 && device < kMaxDevices, "tpu: device index ", device, " out of range");
-  return memory_fraction(device).load();
-}
-
-namespace {
-
-// Reading the host's free memory costs about 10 microseconds, ten times an
-// op's dispatch, so it is read only where it can matter: at an allocation
-// of this size or more (writing its bytes costs far more than the read),
-// and once this much has been allocated in smaller ones since the last
-// read, so small allocations cannot creep unseen more than this past what
-// is free (the kernel keeps a larger reserve than that).
-constexpr int64_t kHostReadEveryBytes = int64_t{16} << 20;
-std::atomic<int64_t> allocated_since_host_read{0};
-
-// Whether the host is to be read before allocating `nbytes`.
-bool host_read_due(int64_t nbytes) {
-  if (nbytes >= kHostReadEveryBytes) return true;
-  if (allocated_since_host_read.fetch_add(nbytes, std::memory_order_relaxed) + nbytes < kHostReadEveryBytes) {
-    return false;
-  }
-  allocated_since_host_read.store(0, std::memory_order_relaxed);
-  return true;
-}
-
-// Storages count from their allocation, as CUDA's allocator counts them
-// (torch.empty allocates), whether or not a buffer exists yet: a tensor
-// the device cannot hold raises at the call that asked for it, not at some
-// later op that first writes it. On the XLA:CPU plugin that is what the
-// host can still give, not its total: past that the kernel's OOM killer
-// would take the process instead of an OutOfMemoryError.
-void reserve_device_bytes(int device, size_t nbytes) {
-  if (nbytes == 0) return;
-  bool shared_host = false;
-  const int64_t capacity = device_capacity(device, &shared_host);
-  const int64_t in_use = bytes_in_use(device, shared_host);
-  const int64_t allowed = allowed_bytes(device, capacity);
-  TORCH_CHECK_WITH(OutOfMemoryError, static_cast<int64_t>(nbytes) <= allowed - in_use,
-                   "tpu out of memory. Tried to allocate ", format_bytes(static_cast<double>(nbytes)), ". tpu:", device,
-                   " has a total capacity of ", format_bytes(static_cast<double>(capacity)),
-                   shared_host ? " (host memory, shared by every device of the XLA:CPU plugin)" : "",
-                   allowed < capacity
-                       ? ", of which this process may allocate " + format_bytes(static_cast<double>(allowed)) +
-                             " (set_per_process_memory_fraction) and "
-                       : std::string(", of which "),
-                   format_bytes(static_cast<double>(in_use)), " is allocated by live tpu tensors.");
-  if (shared_host && host_read_due(static_cast<int64_t>(nbytes))) {
-    const int64_t host_free = host_bytes_free();
-    TORCH_CHECK_WITH(OutOfMemoryError, static_cast<int64_t>(nbytes) <= host_free,
-                     "tpu out of memory. Tried to allocate ", format_bytes(static_cast<double>(nbytes)),
-                     ". tpu:", device,
-                     " allocates from host memory (shared by every device of the XLA:CPU plugin), of which ",
-                     format_bytes(static_cast<double>(host_free)), " of ", format_bytes(static_cast<double>(capacity)),
-                     " is free (MemAvailable, within the cgroup's memory limit where one is set); ",
-                     format_bytes(static_cast<double>(in_use)), " is allocated by live tpu tensors.");
-  }
-  allocated_bytes[device].fetch_add(static_cast<int64_t>(nbytes));
-  bytes_without_buffer.fetch_add(static_cast<int64_t>(nbytes), std::memory_order_relaxed);
-  runtime::metrics().add_live_bytes(static_cast<int64_t>(nbytes));
-}
-
-void release_device_bytes(int device, size_t nbytes) {
-  if (nbytes == 0) return;
-  allocated_bytes[device].fetch_sub(static_cast<int64_t>(nbytes));
-  runtime::metrics().add_live_bytes(-static_cast<int64_t>(nbytes));
-}
-
 void delete_storage_buffer(void* ctx) {
   // A child forked after the plugin started leaks what it inherited: the
   // buffers belong to the parent's plugin, whose threads (and whatever
@@ -393,16 +245,18 @@ void delete_storage_buffer(void* ctx) {
   if (runtime::DeviceRuntime::in_bad_fork()) return;
   auto* sb = static_cast<StorageBuffer*>(ctx);
   if (!sb->buffer) bytes_without_buffer.fetch_sub(static_cast<int64_t>(sb->nbytes), std::memory_order_relaxed);
+  uintptr_t address = 0;
   {
     StorageAddresses& a = storage_addresses();
     std::lock_guard<std::mutex> lock(a.mutex);
     auto it = a.address_of.find(sb);
     if (it != a.address_of.end()) {
+      address = it->second;
       a.by_address.erase(it->second);
       a.address_of.erase(it);
     }
   }
-  release_device_bytes(sb->device, sb->nbytes);
+  release_device_bytes(sb->device, sb->nbytes, address);
   delete sb;
 }
 
@@ -412,16 +266,14 @@ std::atomic<uintptr_t> next_address{uintptr_t{1} << 44};
 
 }  // namespace
 
-c10::DataPtr TpuAllocator::allocate(size_t nbytes) {
+c10::DataPtr new_storage_buffer(int device, size_t nbytes, std::shared_ptr<c10::GatheredContext> allocated_by) {
   static std::atomic<uint64_t> next_id{1};
-  runtime::DeviceRuntime::get();  // raises in a child forked after the plugin started
-  const int device = c10::impl::getDeviceGuardImpl(c10::DeviceType::PrivateUse1)->getDevice().index();
-  TORCH_CHECK(device >= 0 && device < kMaxDevices, "tpu: device index ", device, " out of range");
-  reserve_device_bytes(device, nbytes);
   auto* sb = new StorageBuffer();
   sb->id = next_id++;
   sb->nbytes = nbytes;
   sb->device = device;
+  sb->allocated_by = std::move(allocated_by);
+  bytes_without_buffer.fetch_add(static_cast<int64_t>(nbytes), std::memory_order_relaxed);
   uintptr_t addr = next_address.fetch_add(((nbytes + 255) / 256 + 1) * 256);
   {
     StorageAddresses& a = storage_addresses();
@@ -433,15 +285,12 @@ c10::DataPtr TpuAllocator::allocate(size_t nbytes) {
           c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(sb->device))};
 }
 
-void TpuAllocator::copy_data(void* /*dest*/, const void* /*src*/, std::size_t /*count*/) const {
-  // Storage copies go through `_copy_from` on tensors; raw pointers here are
-  // fake addresses and cannot be copied byte-wise.
-  TORCH_CHECK(false, "tpu: raw device pointer copies are not supported; copy tensors instead");
-}
+int64_t bytes_awaiting_buffers() { return bytes_without_buffer.load(std::memory_order_relaxed); }
 
-TpuAllocator* allocator() {
-  static TpuAllocator instance;
-  return &instance;
+void for_each_live_storage(const std::function<void(const StorageBuffer&, uintptr_t address)>& f) {
+  StorageAddresses& a = storage_addresses();
+  std::lock_guard<std::mutex> lock(a.mutex);
+  for (const auto& [sb, address] : a.address_of) f(*sb, address);
 }
 
 }  // namespace torch_tpu::device

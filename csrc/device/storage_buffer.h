@@ -7,11 +7,13 @@
 #include <ATen/ATen.h>
 #include <c10/core/Allocator.h>
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 
+#include "device/device_allocator.h"
 #include "hlo/builder.h"
 #include "runtime/device_runtime.h"
 
@@ -44,6 +46,8 @@ struct StorageBuffer {
   // Set when the program that was to compute this storage failed (and it
   // held no earlier value): reading it raises this instead of returning zeros.
   std::shared_ptr<const std::string> lost;
+  // The stack that allocated it, while memory history is recorded.
+  std::shared_ptr<c10::GatheredContext> allocated_by;
 
   int64_t numel() const { return static_cast<int64_t>(nbytes / hlo::byte_size(dtype)); }
   // The buffer (and, if asked, its element type), copied under
@@ -74,29 +78,17 @@ struct StorageSlice {
 // tpu storage; nullopt for any other storage.
 std::optional<StorageSlice> storage_slice_root(const c10::Storage& storage);
 
-// The PrivateUse1 allocator. Data pointers are fake addresses (never
-// dereferenced, never reused, so distinct storages never overlap); the
-// DataPtr's context is the StorageBuffer.
-class TpuAllocator final : public c10::Allocator {
- public:
-  c10::DataPtr allocate(size_t nbytes) override;
-  c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
-  void copy_data(void* dest, const void* src, std::size_t count) const override;
-};
+// A new storage's DataPtr on `device`, holding no buffer yet (the caller,
+// the allocator, has counted its bytes); its deleter gives them back.
+c10::DataPtr new_storage_buffer(int device, size_t nbytes, std::shared_ptr<c10::GatheredContext> allocated_by);
 
-TpuAllocator* allocator();
+// Bytes of live storages that hold no buffer yet (torch.empty, outputs of
+// pending DeferAndFuse programs): promised, but not yet taken from the host.
+int64_t bytes_awaiting_buffers();
 
-// torch.cuda.mem_get_info's pair for a device, by the accounting the
-// allocator's out-of-memory check uses: (capacity - bytes allocated by live
-// tpu storages, capacity). Devices of the XLA:CPU plugin share host memory.
-// The first is what this process may still allocate: capacity times the
-// device's memory fraction, less what live storages hold.
-std::pair<int64_t, int64_t> device_memory_info(int device);
-
-// torch.cuda.set_per_process_memory_fraction: allocations on `device` past
-// fraction * capacity raise torch.OutOfMemoryError (the caller checks 0..1).
-void set_memory_fraction(int device, double fraction);
-double get_memory_fraction(int device);
+// Calls `f` with every live storage and its (fake) address, under the lock
+// of the address table: `f` must not allocate or free storages.
+void for_each_live_storage(const std::function<void(const StorageBuffer&, uintptr_t address)>& f);
 
 // Grows or shrinks a storage, keeping its leading bytes.
 void resize_storage_bytes(const c10::Storage& storage, size_t new_nbytes);

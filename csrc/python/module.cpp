@@ -16,6 +16,8 @@ using torch_tpu::runtime::DeviceRuntime;
 
 void register_graph_bindings(py::module_& m);          // graph_bindings.cpp
 void register_custom_kernel_bindings(py::module_& m);  // custom_kernel_bindings.cpp
+void register_memory_bindings(py::module_& m);         // memory_bindings.cpp
+void register_profiler_bindings(py::module_& m);       // profiler_bindings.cpp
 
 PYBIND11_MODULE(_C, m) {
   m.doc() = "torch_tpu native core";
@@ -23,6 +25,8 @@ PYBIND11_MODULE(_C, m) {
   torch_tpu::device::register_missing_meta_kernels();
   register_graph_bindings(m);
   register_custom_kernel_bindings(m);
+  register_memory_bindings(m);
+  register_profiler_bindings(m);
 
   m.def("_configure", [](const std::string& plugin_path, int num_devices, const std::string& error) {
     DeviceRuntime::get().configure(plugin_path, num_devices, error);
