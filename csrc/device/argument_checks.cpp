@@ -5,6 +5,7 @@
 #include <ATen/native/LinearAlgebraUtils.h>
 #include <ATen/native/TypeProperties.h>
 #include <ATen/native/UpSample.h>
+#include <ATen/ops/relu_native.h>
 
 #include <algorithm>
 #include <cmath>
@@ -92,8 +93,9 @@ void check_inplace_castable(const c10::FunctionSchema& schema, const Args& args)
   if (writes_self(schema, args)) check_castable_to_self(promoted_type(schema, args), args);
 }
 
-// sub and rsub of bools (ATen's sub_check): RuntimeError, where PyTorch's
-// Python meta kernel raises ValueError.
+// sub and rsub of bools: the installed torch's own sub_check (an inline of
+// its headers), so the exception is that torch's (RuntimeError up to 2.13,
+// NotImplementedError from 2.14), where its Python meta kernel raises ValueError.
 void check_subtraction_operands(const c10::FunctionSchema&, const Args& args) {
   if (args.size() < 2 || !args[0].isTensor()) return;
   if (args[1].isTensor()) {
@@ -525,6 +527,14 @@ void check_real_operands(const c10::FunctionSchema& schema, const Args& args) {
 void check_real_clamp(const c10::FunctionSchema&, const Args& args) {
   const at::Tensor* self = tensor_at(args, 0);
   TORCH_CHECK_NOT_IMPLEMENTED(!self || !self->is_complex(), "clamp is not supported for complex types");
+}
+
+// relu of bool: the installed torch's CPU relu refuses it before computing
+// (RuntimeError up to 2.13, NotImplementedError from 2.14), so that kernel,
+// on an empty CPU tensor, raises this torch's exception and message.
+void check_relu_of_bool(const c10::FunctionSchema&, const Args& args) {
+  const at::Tensor* self = tensor_at(args, 0);
+  if (self && self->scalar_type() == at::kBool) at::native::relu(at::empty({0}, at::TensorOptions(at::kBool)));
 }
 
 // sort and topk (native/Sorting.cpp): no order on complex numbers.

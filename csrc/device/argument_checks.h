@@ -51,6 +51,7 @@ void check_nll_loss_shapes(const c10::FunctionSchema& schema, const std::vector<
 void check_real_operands(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
 void check_upsample_sizes(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
 void check_real_clamp(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+void check_relu_of_bool(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
 void check_sortable(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
 void check_bce_dtypes(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
 void check_loss_common_dtype(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);

@@ -512,7 +512,7 @@ const OpSpec kLoweredOps[] = {
     {L::reflection_pad_backward,
      "reflection_pad1d_backward reflection_pad1d_backward.grad_input reflection_pad2d_backward "
      "reflection_pad2d_backward.grad_input reflection_pad3d_backward reflection_pad3d_backward.grad_input"},
-    OpSpec(L::relu, "relu relu_").check(check_real_clamp),
+    OpSpec(L::relu, "relu relu_").check(check_real_clamp).check(check_relu_of_bool),
     OpSpec(L::remainder, "remainder.Tensor remainder_.Tensor remainder.Tensor_out remainder.Scalar_Tensor")
         .check(check_inplace_castable),
     {L::renorm, "renorm renorm_ renorm.out"},

@@ -130,27 +130,6 @@ Value gelu_value(Builder& b, const Value& x, bool tanh_approx) {
   return b.binary("multiply", b.binary("multiply", b.splat(0.5, x.type), x), b.binary("add", b.splat(1, x.type), e));
 }
 
-bool is_bool_arg(LowerContext& ctx, size_t i) {
-  const Arg& a = ctx.args.at(i);
-  if (a.kind == Arg::Kind::Tensor && a.tensor) return a.tensor->dtype() == ElementType::Pred;
-  return a.kind == Arg::Kind::Scalar && a.scalar.kind == ScalarArg::Kind::Bool;
-}
-
-// at::native::sub_check: bool tensors cannot be subtracted.
-void sub_check(LowerContext& ctx) {
-  const bool a = is_bool_arg(ctx, 0), c = is_bool_arg(ctx, 1);
-  if (a && c) {
-    throw std::invalid_argument(
-        "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` "
-        "operator instead.");
-  }
-  if (a || c) {
-    throw std::invalid_argument(
-        "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, "
-        "use the `~` or `logical_not()` operator instead.");
-  }
-}
-
 // a - b * floor(a / b) with PyTorch's sign rule: the result takes the divisor's sign.
 Value python_remainder(Builder& b, const Value& a, const Value& d) {
   Value r = b.binary("remainder", a, d);
@@ -192,15 +171,15 @@ std::vector<Value> add(LowerContext& ctx) {
   return result(ctx, ctx.b.binary(t.dtype == ElementType::Pred ? "or" : "add", a, o));
 }
 
+// Bool operands never reach sub and rsub: the rows' check raises what the
+// installed torch's sub_check raises (csrc/device/argument_checks.cpp).
 std::vector<Value> sub(LowerContext& ctx) {
-  sub_check(ctx);
   TensorType t = compute_type(ctx, accumulation_type(result_type(ctx, {0, 1})));
   Value scaled = alpha_scaled(ctx, operand(ctx, 1, t), 2, out0(ctx).dtype);
   return result(ctx, ctx.b.binary("subtract", operand(ctx, 0, t), scaled));
 }
 
 std::vector<Value> rsub(LowerContext& ctx) {
-  sub_check(ctx);
   TensorType t = compute_type(ctx, accumulation_type(result_type(ctx, {0, 1})));
   Value scaled = alpha_scaled(ctx, operand(ctx, 0, t), 2, out0(ctx).dtype);
   return result(ctx, ctx.b.binary("subtract", operand(ctx, 1, t), scaled));
@@ -493,9 +472,10 @@ std::vector<Value> floor_divide(LowerContext& ctx) {
 }
 
 // ---- activations and their backward ---------------------------------------------
-std::vector<Value> relu(LowerContext& ctx) {  // clamp_min(x, 0): NaN stays NaN
+// clamp_min(x, 0): NaN stays NaN. Bool never reaches it: its row's check
+// raises what the installed torch's CPU relu raises.
+std::vector<Value> relu(LowerContext& ctx) {
   const Value& x = ctx.tensor(0);
-  if (x.dtype() == ElementType::Pred) throw std::invalid_argument("Boolean inputs not supported for relu");
   return result(ctx, nan_propagating(ctx.b, "maximum", x, scalar_like(ctx, 0, x)));
 }
 
