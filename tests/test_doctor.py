@@ -149,3 +149,46 @@ def test_a_key_file_others_can_read_fails_with_the_fix(tmp_path):
     status, _, fix = check_lines(r.stdout, "cache_key")
     assert status == "FAIL" and "rm" not in fix and "TORCH_TPU_CACHE_KEY_FILE" in fix
     assert other.read_text() == "not a key at all"
+
+
+def test_extras_missing_are_notes_and_other_versions_are_warnings(monkeypatch):
+    import torch
+
+    from torch_tpu import info
+
+    monkeypatch.setattr(
+        info,
+        "declared_extras",
+        lambda: {"absent": [("no-such-distribution-xyz", "1.0")], "skewed": [("torch", "0.0.1")]},
+    )
+    absent, skewed = info.check_extras()
+    assert (absent.status, absent.detail, absent.fix) == ("NOTE", "not installed", "pip install 'torch_tpu[absent]'")
+    assert skewed.status == "WARN" and f"torch {torch.__version__} (tested: 0.0.1)" in skewed.detail
+    assert skewed.fix == "pip install torch==0.0.1"
+
+
+def test_supported_torch_versions_are_the_documented_ones():
+    from torch_tpu.info import torch_supported
+
+    assert torch_supported("2.13.0+cpu") and torch_supported("2.14.1+cu130") and torch_supported("2.15.0")
+    assert not torch_supported("2.12.1") and not torch_supported("2.13.1") and not torch_supported("2.16.0")
+
+
+def test_the_torch_the_extension_was_linked_against_is_the_running_one():
+    import torch
+
+    from torch_tpu.info import built_against_torch
+
+    directory, version = built_against_torch()
+    assert os.path.realpath(directory) == os.path.dirname(os.path.realpath(torch.__file__))
+    assert version == torch.__version__
+
+
+def test_cache_size_counts_entries_and_those_of_earlier_versions_apart(tmp_path):
+    from torch_tpu.info import cache_size
+
+    (tmp_path / ("tt-" + "a" * 32 + ".xla")).write_bytes(b"x" * 10)
+    (tmp_path / ("tt-" + "b" * 32 + ".mlir")).write_bytes(b"x" * 5)
+    (tmp_path / ("c" * 32 + ".xla")).write_bytes(b"x" * 7)  # unkeyed, from before the tt- prefix
+    (tmp_path / "notes.txt").write_bytes(b"x" * 100)
+    assert cache_size(str(tmp_path)) == (2, 15, 1, 7)

