@@ -1,5 +1,6 @@
 #include "device/pinned_memory.h"
 
+#include <ATen/core/CachingHostAllocator.h>
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/alloc_cpu.h>
 
@@ -29,7 +30,10 @@ void free_pinned(void* data) {
   c10::free_cpu(data);
 }
 
-class PinnedHostAllocator final : public c10::Allocator {
+// Also PyTorch's host allocator for the device, so torch.accelerator's
+// host-cache calls (empty_host_cache, host_memory_stats; vLLM's shutdown
+// makes them) find one: there is no cache, nothing to empty or count.
+class PinnedHostAllocator final : public at::HostAllocator {
  public:
   c10::DataPtr allocate(size_t nbytes) override {
     void* data = nbytes ? c10::alloc_cpu(nbytes) : nullptr;
@@ -41,14 +45,20 @@ class PinnedHostAllocator final : public c10::Allocator {
   }
   c10::DeleterFnPtr raw_deleter() const override { return &free_pinned; }
   void copy_data(void* dest, const void* src, std::size_t count) const override { std::memcpy(dest, src, count); }
+  bool record_event(void*, void*, c10::Stream) override { return true; }
+  void empty_cache() override {}
+  at::HostStats get_stats() override { return {}; }
+  void reset_accumulated_stats() override {}
+  void reset_peak_stats() override {}
 };
+
+PinnedHostAllocator g_pinned_host_allocator;
 
 }  // namespace
 
-c10::Allocator* pinned_memory_allocator() {
-  static PinnedHostAllocator allocator;
-  return &allocator;
-}
+REGISTER_HOST_ALLOCATOR(at::kPrivateUse1, &g_pinned_host_allocator)
+
+c10::Allocator* pinned_memory_allocator() { return &g_pinned_host_allocator; }
 
 bool is_pinned_ptr(const void* data) {
   std::lock_guard<std::mutex> lock(registry_mutex());
