@@ -1,0 +1,102 @@
+"""One vLLM engine run in a process of its own (tests/test_vllm.py starts it
+with a timeout): the platform is resolved once per process, from the
+environment (VLLM_TARGET_DEVICE=cpu: vLLM's CPU platform, the reference;
+otherwise ours). Prints one JSON line starting with RESULT.
+
+    python tests/vllm_jobs.py JOB MODEL_DIR
+"""
+
+import json
+import os
+import sys
+
+# The engine runs in this process: nothing to spawn, nothing left behind.
+os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+os.environ.setdefault("TORCH_TPU_VLLM_KV_CACHE_GIB", "0.0625")
+
+PROMPTS = [
+    "Hello, how are you",
+    "The quick brown fox jumps over the lazy dog. A tiny model answers every question",
+    "Serving",
+    "Tensors live in device buffers; programs are compiled once",
+]
+SHARED_PREFIX = "The quick brown fox jumps over the lazy dog. " * 3
+
+
+def _llm(model, **kwargs):
+    from vllm import LLM
+
+    return LLM(model=model, dtype="float32", max_model_len=256, enforce_eager=True, max_num_seqs=8, seed=0, **kwargs)
+
+
+def _greedy(max_tokens=12):
+    from vllm import SamplingParams
+
+    return SamplingParams(temperature=0, max_tokens=max_tokens, ignore_eos=True)
+
+
+def _tokens(outputs):
+    return [list(o.outputs[0].token_ids) for o in outputs]
+
+
+def generate(model):
+    llm = _llm(model)
+    return {"tokens": _tokens(llm.generate(PROMPTS, _greedy()))}
+
+
+def prefix_caching(model):
+    """Prompts sharing a prefix, twice: the second pass reads the first's cached blocks."""
+    prompts = [SHARED_PREFIX + p for p in PROMPTS]
+    llm = _llm(model, enable_prefix_caching=True, disable_log_stats=False)
+    first = _tokens(llm.generate(prompts, _greedy()))
+    second = _tokens(llm.generate(prompts, _greedy()))
+    hits = sum(m.value for m in llm.get_metrics() if m.name == "vllm:prefix_cache_hits")
+    return {"tokens": first, "again": second, "prefix_cache_hit_tokens": hits}
+
+
+def continuous_batching(model):
+    """Requests join a running batch: one starts alone, others arrive while it decodes."""
+    llm = _llm(model)
+    engine = llm.llm_engine
+    arrivals = {0: [0], 3: [1, 2], 6: [3]}  # step -> prompts added before it
+    done = {}
+    step = 0
+    while step <= max(arrivals) or engine.has_unfinished_requests():
+        for i in arrivals.get(step, []):
+            engine.add_request(str(i), PROMPTS[i], _greedy())
+        for out in engine.step():
+            if out.finished:
+                done[int(out.request_id)] = list(out.outputs[0].token_ids)
+        step += 1
+    return {"tokens": [done[i] for i in range(len(PROMPTS))], "steps": step}
+
+
+def decode_replay(model):
+    """The same batch twice: after the first (warm-up), no program is compiled or looked up anew."""
+    import torch_tpu
+
+    llm = _llm(model, enable_prefix_caching=False)  # the second pass prefills all again
+    warm = _tokens(llm.generate(PROMPTS, _greedy()))
+    torch_tpu.reset_metrics()
+    again = _tokens(llm.generate(PROMPTS, _greedy()))
+    m = torch_tpu.metrics()
+    return {
+        "tokens": warm,
+        "again": again,
+        "compiles": m["compiles"],
+        "cache_misses": m["cache_misses"],
+        "programs_executed": m["programs_executed"],
+    }
+
+
+JOBS = {f.__name__: f for f in (generate, prefix_caching, continuous_batching, decode_replay)}
+
+if __name__ == "__main__":
+    job, model = sys.argv[1], sys.argv[2]
+    result = JOBS[job](model)
+    from vllm.platforms import current_platform
+
+    result["device_type"] = current_platform.device_type
+    print("RESULT " + json.dumps(result), flush=True)
+    # vLLM's engine and our device shut down in atexit handlers; the test reads the exit code too.
