@@ -13,8 +13,8 @@ precision behave as without torch_tpu).
 
 Where the code that does the tpu side lives elsewhere (the printing of a
 tpu tensor in _printing.py, the fake rules in fake_kernels.py), only the act
-of installing it is here. Entries marked "made by" are listed only: C++
-registrations made when `torch_tpu._C` loads, and the device's own
+of installing it is here. The `_made_elsewhere` entries are listed only:
+C++ registrations made when `torch_tpu._C` loads, and the device's own
 definition in torch_tpu/__init__.py (it must come before `_C` loads).
 """
 
