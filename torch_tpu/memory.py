@@ -43,7 +43,7 @@ def _checked_index(device):
 
 def memory_stats_as_nested_dict(device=None):
     """torch.cuda.memory_stats_as_nested_dict's dict for a tpu device."""
-    return _C._memory_device_stats(_checked_index(device))
+    return _C._memory_device_stats(_index(device))
 
 
 def memory_stats(device=None):
@@ -93,7 +93,7 @@ def max_memory_reserved(device=None):
 
 def reset_peak_memory_stats(device=None):
     """Peaks ("*.peak") restart from the current values, as on CUDA."""
-    _C._reset_peak_memory_stats(_checked_index(device))
+    _C._reset_peak_memory_stats(_index(device))
 
 
 def reset_max_memory_allocated(device=None):
@@ -102,7 +102,7 @@ def reset_max_memory_allocated(device=None):
 
 def reset_accumulated_memory_stats(device=None):
     """Totals ("*.allocated", "*.freed", num_ooms, ...) restart from zero, as on CUDA."""
-    _C._reset_accumulated_memory_stats(_checked_index(device))
+    _C._reset_accumulated_memory_stats(_index(device))
 
 
 def empty_cache():
@@ -155,7 +155,7 @@ def _format_count(n):
 
 def memory_summary(device=None, abbreviated=False):
     """torch.cuda.memory_summary's table of this device's statistics."""
-    index = _checked_index(device)
+    index = _index(device)
     stats = memory_stats(index)
     rule = "=" * 75
     lines = [

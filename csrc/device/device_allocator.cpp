@@ -51,6 +51,12 @@ void check_device(int device) {
   TORCH_CHECK(device >= 0 && device < kMaxDevices, "tpu: device index ", device, " out of range");
 }
 
+// CUDA's allocator's check (and message) for a statistics call's device.
+void check_stats_device(int device) {
+  TORCH_CHECK(device >= 0 && device < static_cast<int>(runtime::DeviceRuntime::get().device_count()),
+              "Invalid device argument ", device, ": did you call init?");
+}
+
 // The pools CUDA's statistics split by: allocations of up to 1 MiB are
 // "small_pool". We keep no pools; the split is by size alone, so that
 // code reading CUDA's keys reads the same sums.
@@ -321,14 +327,14 @@ void TpuAllocator::recordStream(const c10::DataPtr& /*ptr*/, c10::Stream /*strea
 }
 
 c10::CachingDeviceAllocator::DeviceStats TpuAllocator::getDeviceStats(c10::DeviceIndex device) {
-  check_device(device);
+  check_stats_device(device);
   Accounting& a = accounting();
   std::lock_guard<std::mutex> lock(a.mutex);
   return a.stats[device];
 }
 
 void TpuAllocator::resetAccumulatedStats(c10::DeviceIndex device) {
-  check_device(device);
+  check_stats_device(device);
   Accounting& a = accounting();
   std::lock_guard<std::mutex> lock(a.mutex);
   DeviceStats& s = a.stats[device];
@@ -346,7 +352,7 @@ void TpuAllocator::resetAccumulatedStats(c10::DeviceIndex device) {
 }
 
 void TpuAllocator::resetPeakStats(c10::DeviceIndex device) {
-  check_device(device);
+  check_stats_device(device);
   Accounting& a = accounting();
   std::lock_guard<std::mutex> lock(a.mutex);
   DeviceStats& s = a.stats[device];
