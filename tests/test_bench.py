@@ -95,6 +95,29 @@ def test_a_value_read_in_the_step_counts_as_a_host_wait(tmp_path):
     assert r["host_waits_per_step"] >= 1
 
 
+GROWING_BATCH = """
+    import torch
+
+
+    def make_step(device):
+        model = torch.nn.Linear(16, 4).to(device)
+        rows = [4]
+
+        def step():
+            rows[0] += 1  # a new batch size each step
+            model(torch.randn(rows[0], 16, device=device)).sum().backward()
+
+        return step
+"""
+
+
+def test_a_step_that_compiles_every_time_is_pointed_out(tmp_path):
+    r = run_bench(write_script(tmp_path, GROWING_BATCH), "--steps", "2", "--modes", "strict")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert int(table_rows(r.stdout)["strict"][4]) > 0
+    assert "programs compiled during the timed steps" in r.stdout
+
+
 def test_json_output_parses(tmp_path):
     r = run_bench(write_script(tmp_path), "--steps", "2", "--modes", "strict", "--json")
     assert r.returncode == 0, r.stdout + r.stderr

@@ -192,6 +192,13 @@ def run_script(path, steps=20, warmup=1, modes=MODES, warm_cache=False, script_a
     return results
 
 
+def _bytes(n):
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+
+
 def format_table(results):
     columns = (
         ("mode", "mode", "{}"),
@@ -201,7 +208,7 @@ def format_table(results):
         ("compiled in timed", "programs_compiled_in_timed_steps", "{}"),
         ("compile s", "compile_seconds", "{:.2f}"),
         ("programs/step", "programs_per_step", "{:.1f}"),
-        ("peak memory MiB", "peak_memory_bytes", None),
+        ("peak memory", "peak_memory_bytes", None),
         ("host waits/step", "host_waits_per_step", "{:.1f}"),
     )
     rows = []
@@ -211,7 +218,7 @@ def format_table(results):
             continue
         row = []
         for _, key, fmt in columns:
-            row.append(f"{r[key] / (1 << 20):.2f}" if fmt is None else fmt.format(r[key]))
+            row.append(_bytes(r[key]) if fmt is None else fmt.format(r[key]))
         rows.append(row)
     headers = [c[0] for c in columns]
     widths = [max([len(h)] + [len(row[i]) for row in rows if len(row) == len(headers)]) for i, h in enumerate(headers)]
@@ -222,6 +229,24 @@ def format_table(results):
         else:
             lines.append("  ".join(v.rjust(w) if i else v.ljust(w) for i, (v, w) in enumerate(zip(row, widths))))
     return "\n".join(lines)
+
+
+def notes(results):
+    """What a row says a user could act on."""
+    out = []
+    for r in results:
+        if r.get("programs_compiled_in_timed_steps"):
+            out.append(
+                f"{r['mode']}: {r['programs_compiled_in_timed_steps']} programs compiled during the timed steps: "
+                "something differs from step to step (a shape, a dtype, a Python number); TORCH_TPU_LOG_COMPILES=1 "
+                "says what"
+            )
+        if r.get("host_waits_per_step"):
+            out.append(
+                f"{r['mode']}: the step waits for the device {r['host_waits_per_step']:g} time(s) per step "
+                "(.item(), .cpu(), printing or branching on a tensor)"
+            )
+    return out
 
 
 def main(argv=None):
@@ -259,6 +284,8 @@ def main(argv=None):
             f"step(s); each mode in a fresh process with {cache}"
         )
         print(format_table(results))
+        for note in notes(results):
+            print(note)
     return 1 if any("error" in r for r in results) else 0
 
 
