@@ -35,10 +35,11 @@ struct Accounting {
   DeviceStats stats[kMaxDevices];
   int64_t allocated_on_all_devices = 0;  // what the XLA:CPU plugin's devices take from the host together
 
-  RecordContext record_stacks = RecordContext::NEVER;
+  // Read without the lock on every allocation and free.
+  std::atomic<RecordContext> record_stacks{RecordContext::NEVER};
+  std::atomic<GatherContextFn> gather{nullptr};
   bool record_events = false;
   size_t max_events = 0;
-  GatherContextFn gather = nullptr;
   std::deque<MemoryEvent> events;
 };
 
@@ -113,11 +114,8 @@ void record_event(Accounting& a, Action action, int device, uintptr_t address, s
 // lock may hold).
 std::shared_ptr<c10::GatheredContext> gather_context(RecordContext needed) {
   Accounting& a = accounting();
-  GatherContextFn gather = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(a.mutex);
-    if (a.record_stacks >= needed && a.record_stacks != RecordContext::NEVER) gather = a.gather;
-  }
+  if (a.record_stacks.load(std::memory_order_relaxed) < needed) return nullptr;
+  GatherContextFn gather = a.gather.load(std::memory_order_relaxed);
   return gather ? gather() : nullptr;
 }
 
@@ -300,7 +298,7 @@ c10::DataPtr TpuAllocator::allocate(size_t nbytes) {
   std::lock_guard<std::mutex> lock(a.mutex);
   const auto address = reinterpret_cast<uintptr_t>(ptr.get());
   // context="state" keeps stacks on live storages only, not on events.
-  if (a.record_stacks < RecordContext::ALLOC) context.reset();
+  if (a.record_stacks.load(std::memory_order_relaxed) < RecordContext::ALLOC) context.reset();
   // Every storage is its own segment (nothing is cached), so CUDA's pair of
   // events for an allocation that needed new device memory.
   record_event(a, Action::SEGMENT_ALLOC, device, address, nbytes, context);
@@ -378,10 +376,10 @@ void record_memory_history(RecordContext when, bool trace, size_t max_entries, G
   std::deque<MemoryEvent> dropped;  // stacks are released outside the lock
   Accounting& a = accounting();
   std::lock_guard<std::mutex> lock(a.mutex);
-  a.record_stacks = when;
+  a.gather.store(gather);
+  a.record_stacks.store(when);
   a.record_events = trace;
   a.max_events = trace ? max_entries : 0;
-  a.gather = gather;
   if (!trace) {
     dropped.swap(a.events);
   } else {

@@ -109,7 +109,8 @@ const char* action_name(Action action) {
 std::vector<py::list> symbolize(const std::vector<const std::shared_ptr<c10::GatheredContext>*>& contexts) {
   std::vector<torch::CapturedTraceback*> recorded;
   for (const auto* c : contexts) {
-    if (*c) recorded.push_back(torch::getCapturedTracebackFromContext(*c));
+    // Only gather_*_stack makes contexts, and they are CapturedTracebacks.
+    if (*c) recorded.push_back(static_cast<torch::CapturedTraceback*>(c->get()));
   }
   const torch::SymbolizedTracebacks symbolized = torch::symbolize(recorded);
   std::vector<py::dict> all_frames;
