@@ -119,10 +119,11 @@ def test_a_step_that_compiles_every_time_is_pointed_out(tmp_path):
 
 
 def test_json_output_parses(tmp_path):
-    r = run_bench(write_script(tmp_path), "--steps", "2", "--modes", "strict", "--json")
+    r = run_bench(write_script(tmp_path), "--steps", "2", "--rounds", "2", "--modes", "strict", "--json")
     assert r.returncode == 0, r.stdout + r.stderr
     (result,) = json.loads(r.stdout)
-    assert result["mode"] == "strict" and result["steps"] == 2
+    assert tuple(result) == bench.FIELDS
+    assert (result["mode"], result["steps"], result["rounds"]) == ("strict", 2, 2)
 
 
 def test_a_script_without_make_step_fails_saying_what_to_define(tmp_path):

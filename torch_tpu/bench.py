@@ -1,6 +1,6 @@
 """Times your own training or inference step on tpu in each execution mode.
 
-    python -m torch_tpu.bench my_step.py [--steps 20] [--warmup 1]
+    python -m torch_tpu.bench my_step.py [--steps 20] [--warmup 1] [--rounds 1]
         [--modes strict,defer,compiled] [--warm-cache] [--json] [-- script args]
 
 The script defines `make_step(device)`: it builds the model, optimizer and
@@ -19,7 +19,8 @@ programs another mode, or an earlier run, compiled: the first-step time is a
 cold start. `--warm-cache` uses your configured cache instead (what a second
 run of your job sees).
 
-Per mode: steps/s over the timed steps (ending when the device is done),
+Per mode: steps/s over the timed steps (ending when the device is done;
+with `--rounds R`, the median of R rounds of `--steps` steps),
 the first step's seconds (compiling its programs, then running it), programs
 compiled in all and in the timed steps (non-zero there means something
 recompiles every step: see TORCH_TPU_LOG_COMPILES), XLA's compile seconds,
@@ -36,6 +37,7 @@ import argparse
 import importlib.util
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -52,6 +54,7 @@ _MODE_NAMES = {"defer": "defer_and_fuse", **{m: m for m in MODES}}
 FIELDS = (
     "mode",
     "steps",
+    "rounds",
     "steps_per_second",
     "first_step_seconds",
     "programs_compiled",
@@ -72,14 +75,15 @@ def mode_name(name):
         raise ValueError(f"unknown mode {name!r}: expected strict, defer or compiled") from None
 
 
-def measure(step, mode, steps=20, warmup=1):
+def measure(step, mode, steps=20, warmup=1, rounds=1):
     """Times `step` (a callable taking no arguments) in `mode` in this
-    process and returns one result dict (see FIELDS)."""
+    process and returns one result dict (see FIELDS). With `rounds` > 1,
+    `steps` steps are timed that many times and steps/s is the median round
+    (a shared or throttling machine drifts within a minute)."""
     mode = mode_name(mode)
-    if steps < 1:
-        raise ValueError(f"steps must be at least 1, got {steps}")
-    if warmup < 0:
-        raise ValueError(f"warmup must be at least 0, got {warmup}")
+    for name, value, least in (("steps", steps, 1), ("warmup", warmup, 0), ("rounds", rounds, 1)):
+        if value < least:
+            raise ValueError(f"{name} must be at least {least}, got {value}")
     fn = torch.compile(step, backend="tpu") if mode == "compiled" else step
     with torch_tpu.eager_mode("strict" if mode == "compiled" else mode):
         torch_tpu.sync()
@@ -94,30 +98,36 @@ def measure(step, mode, steps=20, warmup=1):
             fn()
         torch_tpu.sync()
         before = torch_tpu.metrics()
-        t = time.perf_counter()
-        for _ in range(steps):
-            fn()
-        launched = torch_tpu.metrics()  # before the final wait, which is ours, not the step's
-        torch_tpu.sync()
-        elapsed = time.perf_counter() - t
+        rates, host_waits = [], 0
+        for _ in range(rounds):
+            round_start = torch_tpu.metrics()
+            t = time.perf_counter()
+            for _ in range(steps):
+                fn()
+            launched = torch_tpu.metrics()  # before the final wait, which is ours, not the step's
+            torch_tpu.sync()
+            rates.append(steps / (time.perf_counter() - t))
+            host_waits += launched["host_waits"] - round_start["host_waits"]
         end = torch_tpu.metrics()
         peak = torch.tpu.max_memory_allocated()
+    timed = steps * rounds
     return {
         "mode": mode,
         "steps": steps,
-        "steps_per_second": steps / elapsed,
+        "rounds": rounds,
+        "steps_per_second": statistics.median(rates),
         "first_step_seconds": first_step,
         "programs_compiled": end["compiles"] - start["compiles"],
         "programs_compiled_in_timed_steps": end["compiles"] - before["compiles"],
         "compile_seconds": end["compile_seconds"] - start["compile_seconds"],
-        "programs_per_step": (end["programs_executed"] - before["programs_executed"]) / steps,
+        "programs_per_step": (end["programs_executed"] - before["programs_executed"]) / timed,
         "peak_memory_bytes": peak,
-        "host_waits_per_step": (launched["host_waits"] - before["host_waits"]) / steps,
+        "host_waits_per_step": host_waits / timed,
         "fresh_process": False,
     }
 
 
-def run(step, steps=20, warmup=1, modes=MODES):
+def run(step, steps=20, warmup=1, modes=MODES, rounds=1):
     """Times `step` (a callable taking no arguments) in each of `modes`, one
     after another in this process; returns one dict per mode (see FIELDS).
 
@@ -126,7 +136,7 @@ def run(step, steps=20, warmup=1, modes=MODES):
     later mode may find programs an earlier one compiled (ops outside the
     step's fused or compiled program). `run_script` runs each mode in a
     fresh process instead."""
-    return [measure(step, mode, steps, warmup) for mode in (mode_name(m) for m in modes)]
+    return [measure(step, mode, steps, warmup, rounds) for mode in (mode_name(m) for m in modes)]
 
 
 def load_make_step(path, argv=()):
@@ -156,7 +166,7 @@ def _worker(args):
         step = load_make_step(args.script, args.script_args)(torch.device("tpu"))
         if not callable(step):
             raise TypeError(f"make_step returned {type(step).__name__}, not a callable step")
-        result = measure(step, args.worker, args.steps, args.warmup)
+        result = measure(step, args.worker, args.steps, args.warmup, args.rounds)
         result["fresh_process"] = True
     except Exception as e:
         result = {"mode": mode_name(args.worker), "error": f"{type(e).__name__}: {e}"}
@@ -165,7 +175,7 @@ def _worker(args):
     return 0 if "error" not in result else 1
 
 
-def run_script(path, steps=20, warmup=1, modes=MODES, warm_cache=False, script_args=(), quiet=False):
+def run_script(path, steps=20, warmup=1, modes=MODES, warm_cache=False, script_args=(), quiet=False, rounds=1):
     """Times the `make_step` of the script at `path` in each of `modes`, each
     in a fresh process (with an empty compilation cache unless
     `warm_cache`); returns one dict per mode (see FIELDS), or for a mode
@@ -180,7 +190,8 @@ def run_script(path, steps=20, warmup=1, modes=MODES, warm_cache=False, script_a
                 env["TORCH_TPU_CACHE_DIR"] = os.path.join(scratch, "cache")
             result_file = os.path.join(scratch, "result.json")
             command = [sys.executable, "-m", "torch_tpu.bench", "--worker", mode, "--result", result_file]
-            command += ["--steps", str(steps), "--warmup", str(warmup), path, "--", *script_args]
+            command += ["--steps", str(steps), "--warmup", str(warmup), "--rounds", str(rounds)]
+            command += [path, "--", *script_args]
             output = subprocess.DEVNULL if quiet else None
             r = subprocess.run(command, env=env, stdout=output, stderr=output)
             try:
@@ -259,6 +270,7 @@ def main(argv=None):
     parser.add_argument("script", help="a Python file defining make_step(device)")
     parser.add_argument("--steps", type=int, default=20, help="timed steps per mode (default 20)")
     parser.add_argument("--warmup", type=int, default=1, help="untimed steps after the first (default 1)")
+    parser.add_argument("--rounds", type=int, default=1, help="time --steps steps this many times; median (default 1)")
     parser.add_argument("--modes", default="strict,defer,compiled", help="comma-separated: strict, defer, compiled")
     parser.add_argument("--warm-cache", action="store_true", help="use the configured compilation cache")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
@@ -266,22 +278,27 @@ def main(argv=None):
     parser.add_argument("--result", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     args.script_args = script_args
-    if args.steps < 1 or args.warmup < 0:
-        parser.error("--steps must be at least 1 and --warmup at least 0")
+    if args.steps < 1 or args.warmup < 0 or args.rounds < 1:
+        parser.error("--steps and --rounds must be at least 1, --warmup at least 0")
     if args.worker:
         return _worker(args)
     try:
         modes = [mode_name(m) for m in args.modes.split(",") if m.strip()]
     except ValueError as e:
         parser.error(str(e))
-    results = run_script(args.script, args.steps, args.warmup, modes, args.warm_cache, script_args, quiet=args.json)
+    results = run_script(
+        args.script, args.steps, args.warmup, modes, args.warm_cache, script_args, quiet=args.json, rounds=args.rounds
+    )
     if args.json:
         print(json.dumps(results, indent=1))
     else:
         cache = "your compilation cache" if args.warm_cache else "an empty compilation cache"
+        timed = f"{args.steps} timed steps"
+        if args.rounds > 1:
+            timed = f"the median of {args.rounds} rounds of {args.steps} timed steps"
         print(
-            f"{os.path.basename(args.script)}: {args.steps} timed steps after the first and {args.warmup} warm-up "
-            f"step(s); each mode in a fresh process with {cache}"
+            f"{os.path.basename(args.script)}: {timed} after the first and {args.warmup} warm-up step(s); "
+            f"each mode in a fresh process with {cache}"
         )
         print(format_table(results))
         for note in notes(results):
