@@ -5,7 +5,7 @@ autoload entry point, torch_tpu/_autoload.py), so whatever it changes in
 torch or in the process reaches every user of torch in that environment,
 CPU and CUDA work included. Each change is one function below; its
 docstring says why it is needed, what it changes for work that never
-touches a tpu tensor, and since when (which torch). `torch_tpu.
+touches a tpu tensor, and since when (commit, torch versions). `torch_tpu.
 global_patches()` lists them (tests/test_global_patches.py fails when
 importing torch_tpu changes torch in a way this list does not name, and
 checks that CPU torch.compile, printing, fake tensors and the matmul
@@ -63,7 +63,7 @@ def quiet_xla_info_logs(platform):
     """The XLA plugins log every client start at INFO through absl; keep warnings.
 
     absl reads the variable once, when the plugin first logs, so it is set
-    at import. A user's own value wins. Since torch_tpu 0.1 (torch 2.5)."""
+    at import. A user's own value wins. Since a21c8bc (2026-11-29)."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
 
@@ -79,7 +79,7 @@ def xla_cpu_vector_width(platform):
     The plugin reads XLA_FLAGS at its first compilation and the flags are
     part of every compilation cache key (measurements and rule:
     torch_tpu/_plugin.py, cpu_plugin_xla_flags). A user's own setting of the
-    flag wins; other platforms are left alone."""
+    flag wins; other platforms are left alone. Since cc2a9d1 (2026-11-30)."""
     from . import _plugin
 
     _plugin.tune_xla_flags(platform)
@@ -147,8 +147,9 @@ def print_tpu_tensors_from_a_host_copy():
     PyTorch copies only "xla", "lazy", "ipu" and "mtia" tensors to the host
     before formatting (torch/_tensor_str.py, _str_intern); a PrivateUse1
     tensor would be formatted with device ops and many host reads. There is
-    no hook for a device, so the module's formatter is wrapped. Since torch
-    2.5; the function name is the same up to torch 2.13."""
+    no hook for a device, so the module's formatter is wrapped. Since
+    a2aa8d9 (2026-11-29); the same function and device list in torch 2.13
+    and 2.14."""
     import torch._tensor_str as tensor_str
 
     from . import _printing
@@ -168,7 +169,7 @@ def fake_convolution_memory_format():
     ATen answers "contiguous" for every PrivateUse1 device
     (torch_tpu/memory_format.py). op_implementations_dict is where
     FakeTensorMode finds its convolution rule; there is no public hook for
-    a device's layouts. Since torch 2.5."""
+    a device's layouts. Since 7085554 (2026-12-02); torch 2.13 and 2.14."""
     from . import memory_format
 
     memory_format.install()
@@ -184,7 +185,7 @@ def fake_grouped_mm_for_every_dtype():
 
     PyTorch's meta kernel admits only CUDA's bfloat16 (torch_tpu/fake_kernels.py).
     `register_op_impl` with a predicate is the hook FakeTensorMode consults
-    before meta kernels. Since torch 2.8 (_grouped_mm)."""
+    before meta kernels. Since b11a79b (2026-12-02); torch 2.13 and 2.14."""
     from torch._subclasses import fake_impls
 
     from . import fake_kernels
@@ -206,7 +207,7 @@ def float32_matmul_precision_sets_tpu_too():
     PyTorch's default, "highest", is not the TPU's, and PyTorch offers no
     hook for a device to follow the setting. The wrapper calls PyTorch's
     setter first, so torch.get_float32_matmul_precision and CPU/CUDA see
-    exactly what they would. Since torch_tpu 0.1 (torch 2.5)."""
+    exactly what they would. Since a2aa8d9 (2026-11-29)."""
     from . import precision
 
     torch.set_float32_matmul_precision = precision.set_float32_matmul_precision_for_tpu_too
@@ -221,8 +222,8 @@ def flush_deferred_work_after_optimizer_steps():
     """Under DeferAndFuse, an optimizer step ends a fused program, so each step compiles once.
 
     Cutting at the step keeps the fused programs identical from step to
-    step (torch_tpu/modes.py, _flush_after_optimizer_step). Since torch_tpu
-    0.1 (torch 2.5)."""
+    step (torch_tpu/modes.py, _flush_after_optimizer_step). Since 474595e
+    (2026-11-29)."""
     from torch.optim.optimizer import register_optimizer_step_post_hook
 
     from . import modes
@@ -240,7 +241,7 @@ def wait_for_launched_programs_at_exit():
 
     Exit waits for launched programs; pending DeferAndFuse work nobody can
     read any more is dropped (torch_tpu/modes.py, _wait_at_exit). Since
-    torch_tpu 0.1."""
+    a930369 (2026-11-30)."""
     import atexit
 
     from . import modes
@@ -261,8 +262,8 @@ def dynamo_device_interface_from_torch_tpu():
 
     PyTorch registers its own "tpu" interface (no float64, always device 0);
     ours is registered right after Dynamo fills its table, without
-    importing Dynamo (torch_tpu/dynamo_device_interface.py). Since torch
-    2.9 (PyTorch's TpuInterface)."""
+    importing Dynamo (torch_tpu/dynamo_device_interface.py). Since b6ac113
+    (2026-12-03); torch 2.13 and 2.14 both register a TpuInterface."""
     from . import dynamo_device_interface
 
     dynamo_device_interface.install()
@@ -282,7 +283,9 @@ def default_backend_follows_the_device():
     backend object torch.compile makes for "inductor" decides per graph
     (torch_tpu/compile.py, inductor_or_tpu); options naming Inductor's own
     tpu code generator keep Inductor. torch.compile itself is not changed
-    for this. Since torch 2.13 (the call's signature)."""
+    for this. Since issue 37 (before, torch.compile itself was replaced,
+    2750214); `__call__(model_, inputs_, *, config_patches)` in torch 2.13
+    and 2.14."""
     from . import compile as tpu_compile
 
     torch._TorchCompileInductorWrapper.__call__ = tpu_compile.inductor_or_tpu
@@ -299,7 +302,8 @@ def tpu_backend_checks_its_mode_at_the_call():
     A custom backend gets its mode only when the first graph compiles; the
     wrapper checks it against Inductor's modes first (torch_tpu/compile.py,
     compile_checking_tpu_mode). functools.wraps keeps torch.compile's name,
-    documentation and signature. Since torch_tpu 0.1 (torch 2.5)."""
+    documentation and signature. Since 2750214 (2026-11-29); since issue 37
+    it changes nothing but that check."""
     from . import compile as tpu_compile
 
     torch.compile = tpu_compile.compile_checking_tpu_mode
@@ -317,7 +321,8 @@ def compiled_tpu_optimizers_are_capturable():
     XPU; otherwise the compiled step writes CPU step counts and is traced
     again on every call (torch_tpu/compile.py,
     make_tpu_optimizers_capturable). Applied when Dynamo imports the module,
-    so importing torch_tpu does not import Dynamo. Since torch 2.5."""
+    so importing torch_tpu does not import Dynamo. Since c10aa84
+    (2026-11-30); torch 2.13 and 2.14."""
     from . import compile as tpu_compile
     from .integrations import _when_imported
 
@@ -333,7 +338,9 @@ def compiled_tpu_optimizers_are_capturable():
     "adds backend names only; c10d's own backends are unchanged",
 )
 def tpu_dist_backend():
-    """init_process_group("tpu_dist") (or "tpu") runs collectives on tpu tensors (docs/distributed.md)."""
+    """init_process_group("tpu_dist") (or "tpu") runs collectives on tpu tensors (docs/distributed.md).
+
+    Since 031aa57 (2026-12-01)."""
     from . import distributed
 
     distributed.install()
@@ -349,7 +356,7 @@ def tpu_tensors_through_multiprocessing():
 
     torch's reducer would ask the storage for a shared-memory handle, raise
     in the Queue's feeder thread and lose the item
-    (torch_tpu/multiprocessing.py). Since torch_tpu 0.1."""
+    (torch_tpu/multiprocessing.py). Since e644845 (2026-12-03)."""
     from . import multiprocessing
 
     multiprocessing.install()
@@ -368,7 +375,8 @@ def library_integrations():
     """Libraries that place models on devices by name accept tpu, without being edited.
 
     Each hook runs when (and only if) the program imports that library
-    (torch_tpu/integrations/__init__.py lists them)."""
+    (torch_tpu/integrations/__init__.py lists them). Since a26a802
+    (2026-12-02)."""
     from . import integrations
 
     integrations.install()
@@ -397,8 +405,8 @@ def backward_on_the_calling_thread():
     every non-CPU device's work to its device thread. So it is set for the
     thread that first makes a tpu tensor (PyTorch calls torch.tpu._lazy_init
     there), not at import: a process that never uses tpu keeps autograd as
-    it is. `torch_tpu.set_eager_mode` sets it for its thread too. Since
-    torch_tpu 0.1 at import; at first use since torch 2.13."""
+    it is. `torch_tpu.set_eager_mode` sets it for its thread too. At import
+    since a930369 (2026-11-30); at first use since issue 37."""
     torch.autograd.set_multithreading_enabled(False)
 
 
