@@ -8,7 +8,8 @@
   outside the Trainer (TorchTitan falls back to "cuda", not CPU, when it
   finds no accelerator, so there is no CPU Trainer run to compare with).
 - TorchTitan's own Trainer (`torchtitan.train` under torchrun) trains it on
-  tpu for 3 steps on one repeated batch: the losses are finite and fall.
+  tpu for 3 steps on one repeated batch: the losses are finite and fall, and
+  its memory monitor logs the device's capacity and each step's peak.
 - Under `torchrun --nproc_per_node 2` it shards the model with FSDP over
   tpu_dist (TorchTitan takes the backend from PyPI torch's
   `default_device_backend_map["tpu"]`): both ranks log the same losses,
@@ -176,6 +177,11 @@ def test_trainer_trains_three_steps_on_tpu():
     (losses,), logs = _train(1, timeout=600)
     assert "TpuFlexAttention.Config" in logs[0]  # the override was applied
     assert len(losses) == 3, logs[0][-3000:]
+    # TorchTitan's memory monitor reads torch.tpu's memory API: a capacity,
+    # and the peak active bytes of each step (-1 where memory_stats lacks them).
+    assert re.search(r"TPU capacity: .* with [1-9][\d.]*GiB memory", logs[0]), logs[0][-3000:]
+    peaks = [float(x) for x in re.findall(r"memory:\s+(-?[\d.]+)GiB", logs[0])]
+    assert len(peaks) == 3 and all(p > 0 for p in peaks), peaks
     assert all(math.isfinite(x) for x in losses) and losses[0] > losses[1] > losses[2], losses
 
 
