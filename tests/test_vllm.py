@@ -68,6 +68,13 @@ def test_generate_greedy_equals_vllm_cpu_platform(model_dir):
 
 
 @needs_vllm
+def test_seeded_sampling_equals_vllm_cpu_platform(llama_dir):
+    ours = _run_job("sampling", llama_dir, "tpu")
+    reference = _run_job("sampling", llama_dir, "cpu")
+    assert ours["tokens"] == reference["tokens"]
+
+
+@needs_vllm
 def test_continuous_batching_equals_vllm_cpu_platform(llama_dir):
     ours = _run_job("continuous_batching", llama_dir, "tpu")
     reference = _run_job("generate", llama_dir, "cpu")

@@ -45,6 +45,18 @@ def generate(model):
     return {"tokens": _tokens(llm.generate(PROMPTS, _greedy()))}
 
 
+def sampling(model):
+    """Seeded random sampling: vLLM's sampler runs on the host for both platforms, on each one's logits."""
+    from vllm import SamplingParams
+
+    llm = _llm(model)
+    params = [
+        SamplingParams(temperature=0.8, top_p=0.9, top_k=20, seed=1234 + i, max_tokens=12, ignore_eos=True)
+        for i in range(len(PROMPTS))
+    ]
+    return {"tokens": _tokens(llm.generate(PROMPTS, params))}
+
+
 def prefix_caching(model):
     """Prompts sharing a prefix, twice: the second pass reads the first's cached blocks."""
     prompts = [SHARED_PREFIX + p for p in PROMPTS]
@@ -90,7 +102,7 @@ def decode_replay(model):
     }
 
 
-JOBS = {f.__name__: f for f in (generate, prefix_caching, continuous_batching, decode_replay)}
+JOBS = {f.__name__: f for f in (generate, sampling, prefix_caching, continuous_batching, decode_replay)}
 
 if __name__ == "__main__":
     job, model = sys.argv[1], sys.argv[2]

@@ -21,6 +21,11 @@ class TpuModelRunner(CPUModelRunner):
     def __init__(self, vllm_config, device):
         super().__init__(vllm_config, device)
         self.tpu = torch.device("tpu", torch.tpu.current_device())
+        # The logits are sampled on the host: with vLLM's CPU sampler, whose
+        # seeded streams (per-token SplitMix64 Gumbel noise) are the CPU
+        # platform's, rather than the one vLLM picks for an unknown platform.
+        top_k_top_p = self.sampler.topk_topp_sampler
+        top_k_top_p.forward = top_k_top_p.forward_cpu
 
     def load_model(self, load_dummy_weights: bool = False) -> None:
         # vLLM's loader places the weights on device_config's device: tpu.
