@@ -9,8 +9,12 @@ together, and a storage up to 1 MiB counts in CUDA's "small_pool".
 
 import base64
 import json
+import os
 import pickle
 import re
+import subprocess
+import sys
+import textwrap
 
 import pytest
 import torch
@@ -117,6 +121,21 @@ def test_a_deferred_result_is_counted_at_the_call_and_stays_so_after_synchronize
     assert after["allocated_bytes.all.peak"] - before["allocated_bytes.all.current"] == 2 * y.nbytes
     assert (after["allocation.all.allocated"], after["allocation.all.freed"]) == (2, 1)
     torch.testing.assert_close(y.cpu(), torch.arange(256, dtype=torch.float32) * 2 + 1)
+
+
+def test_a_compiled_graph_counts_its_outputs_and_no_intermediates():
+    f = torch.compile(lambda x: (x * 2).sin() + 1, backend="tpu")
+    x = torch.arange(256, dtype=torch.float32, device="tpu")
+    f(x)  # compiles
+    torch.tpu.synchronize()
+    before = _fresh_stats()
+    y = f(x)
+    torch.tpu.synchronize()
+    after = torch.tpu.memory_stats()
+    assert after["allocated_bytes.all.current"] - before["allocated_bytes.all.current"] == y.nbytes
+    assert after["allocated_bytes.all.peak"] - before["allocated_bytes.all.current"] == y.nbytes
+    assert (after["allocation.all.allocated"], after["allocation.all.freed"]) == (1, 0)
+    torch.testing.assert_close(y.cpu(), (torch.arange(256, dtype=torch.float32) * 2).sin() + 1)
 
 
 def test_reset_peak_memory_stats_restarts_peaks_from_what_is_allocated_now():
@@ -257,3 +276,29 @@ def test_torch_tpu_memory_is_a_module_as_torch_cuda_memory():
 
     assert torch.tpu.memory is torch_tpu.memory
     assert _snapshot is torch_tpu.memory._snapshot
+
+
+def test_each_device_counts_its_own_storages():
+    code = """
+        import torch, torch_tpu
+        from torch.cuda import _memory_viz
+        torch.tpu.memory._record_memory_history(stacks="python")
+        before = [torch.tpu.memory_allocated(i) for i in range(2)]
+        x = torch.empty(1000, device="tpu:1")
+        assert torch.tpu.memory_allocated(1) - before[1] == 4000, torch.tpu.memory_stats(1)
+        assert torch.tpu.memory_allocated(0) == before[0]
+        assert torch.accelerator.memory_allocated(1) == torch.tpu.memory_allocated(1)
+        snapshot = torch.tpu.memory._snapshot()
+        (segment,) = [s for s in snapshot["segments"] if s["address"] == x.untyped_storage().data_ptr()]
+        assert segment["device"] == 1
+        assert len(snapshot["device_traces"]) == 2
+        assert [e["action"] for e in snapshot["device_traces"][1]] == ["segment_alloc", "alloc"]
+        assert "Device 1" in _memory_viz.trace(snapshot)
+        print("ok")
+    """
+    env = dict(os.environ, TORCH_TPU_NUM_DEVICES="2")
+    r = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert r.returncode == 0, r.stderr
+    assert "ok" in r.stdout
