@@ -39,6 +39,7 @@ from ._global_patches import global_patches  # noqa: E402
 from .metrics import cache_stats, metrics, reset_cache_stats, reset_metrics  # noqa: E402
 from .modes import check_nans, eager_mode, get_eager_mode, set_eager_mode, sync  # noqa: E402
 from .precision import get_matmul_precision, matmul_precision, set_matmul_precision  # noqa: E402
+from .profiler import explain_compiles, set_compile_log  # noqa: E402
 from .safetensors_io import load_safetensors  # noqa: E402
 
 # Every change to torch outside the tpu device: torch_tpu/_global_patches.py.
@@ -65,6 +66,8 @@ __all__ = [
     "check_nans",
     "load_safetensors",
     "global_patches",
+    "set_compile_log",
+    "explain_compiles",
 ]
 
 

@@ -20,6 +20,7 @@ import warnings
 import torch
 
 from . import _C, precision
+from . import profiler as _profiler
 
 # How many captured programs one graph keeps (one per input signature:
 # sizes of a graph Dynamo made dynamic, strides, storage sizes, aliasing...);
@@ -127,6 +128,7 @@ def _run_fused(gm, matmul_precision, kind="forward"):
     exactly, so each capture keeps the ones its trace returned.
     """
     captures = []  # (capture, {output position: number}), most recently replayed first
+    log_site = _profiler._current_site()  # the compile log's name for it (torch_tpu/profiler.py)
     out_type = [None]  # the graph's own return container
     numbers_are_data = _numbers_read_from_data(gm)
     host_read = _only_copies_to_host(gm)
@@ -149,6 +151,7 @@ def _run_fused(gm, matmul_precision, kind="forward"):
         _C._set_eager_mode("defer_and_fuse")
         _C._set_thread_matmul_precision(matmul_precision)
         cpu_versions = [(a, a._version) for a in args if isinstance(a, torch.Tensor) and a.device.type == "cpu"]
+        logged = _profiler._trace_started()
         try:
             _C._capture_begin(device)
             try:
@@ -170,6 +173,7 @@ def _run_fused(gm, matmul_precision, kind="forward"):
         finally:
             _C._set_eager_mode(previous_mode)
             _C._set_thread_matmul_precision("")
+        _profiler._trace_ended(logged, log_site, kind, gm, args)
         if capture is not None:
             if len(captures) >= MAX_CAPTURES_PER_GRAPH:
                 captures.pop()
@@ -659,6 +663,7 @@ def tpu_backend(gm, example_inputs, mode=None, options=None):
             stacklevel=2,
         )
     _note_recompile()
+    _profiler._note_graph(gm)
     return _aot_backend()(gm, example_inputs)
 
 

@@ -1,6 +1,7 @@
 #include "device/graph_capture.h"
 
 #include <algorithm>
+#include <atomic>
 #include <unordered_map>
 
 #include "device/generator.h"
@@ -123,6 +124,8 @@ std::optional<std::vector<c10::IValue>> CapturedGraph::replay(const std::vector<
   }
   l.checks = checks;
   if (!replica_devices.empty()) l.replica_devices = &replica_devices;
+  l.trace_name = &trace_name;
+  l.trace_ops = &trace_ops;
   if (executable) launch(*executable, l);
   std::vector<c10::IValue> out;
   out.reserve(outputs.size());
@@ -155,14 +158,23 @@ std::shared_ptr<CapturedGraph> end_capture(int device, const std::vector<c10::IV
   // rebuild its views of the inputs, unless a flush split it (its ops then
   // ran as programs of their own).
   if (!state) state = std::make_unique<ProgramState>(device);
-  return capture_program(std::move(state), broken, device, values, graph_outputs, why);
+  static std::atomic<int> graphs{0};
+  const size_t n = state->ops.size();
+  const std::string name = "graph " + std::to_string(++graphs) + " (" + std::to_string(n) + (n == 1 ? " op)" : " ops)");
+  return capture_program(std::move(state), broken, device, values, graph_outputs, why, name);
 }
 
 std::shared_ptr<CapturedGraph> capture_program(std::unique_ptr<ProgramState> state, bool broken, int device,
                                                const std::vector<c10::IValue>& values,
-                                               const std::vector<c10::IValue>& graph_outputs, std::string* why) {
+                                               const std::vector<c10::IValue>& graph_outputs, std::string* why,
+                                               const std::string& name) {
   auto cap = std::make_shared<CapturedGraph>();
   cap->device = device;
+  cap->trace_name = name;
+  for (const auto& op : state->ops) {
+    if (!op.name.empty()) cap->trace_ops.push_back(op.name);
+  }
+  if (cap->trace_ops.empty()) cap->trace_ops.push_back(name);  // a Strict op's program, named when it runs
   std::string reason = broken ? "a flush split the graph (a host read, a CPU fallback or another device)" : "";
   auto refuse = [&](const std::string& r) {
     if (reason.empty()) reason = r;
@@ -340,6 +352,7 @@ std::shared_ptr<CapturedGraph> capture_program(std::unique_ptr<ProgramState> sta
     cap->checks.push_back(info);
   }
   auto& runtime = runtime::DeviceRuntime::get();
+  const ExecutableLookup lookup;
   if (state->replication) {
     cap->replica_devices = state->replication->devices;
     cap->executable = runtime.replicated_executable(state->b.finish(outs), cap->replica_devices);
@@ -348,6 +361,9 @@ std::shared_ptr<CapturedGraph> capture_program(std::unique_ptr<ProgramState> sta
   }
   ProgramLaunch l;
   l.device = device;
+  l.trace_name = &cap->trace_name;
+  l.trace_ops = &cap->trace_ops;
+  l.origin = lookup.origin();
   if (state->replication) l.replica_devices = &cap->replica_devices;
   l.args = state->args;
   for (size_t k = 0; k < targets.size(); ++k) {

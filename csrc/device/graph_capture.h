@@ -70,6 +70,9 @@ class CapturedGraph {
   std::vector<Sink> sinks;
   std::vector<Output> outputs;
   std::vector<RangeCheckInfo> checks;  // the program's range checks, outputs after the sinks
+  // What torch.profiler shows for its launches (device/program_profiler.h).
+  std::string trace_name;
+  std::vector<std::string> trace_ops;
 
  private:
   bool matches(const std::vector<c10::IValue>& inputs);
@@ -90,9 +93,11 @@ void abort_capture();
 // The capture of a recorded program `state` (a graph's, or one Strict op's:
 // csrc/device/op_cache.h): runs it once with the recorded buffers, writes
 // its results, and returns the capture, or null (with `why`) when it cannot
-// be replayed. `broken`: a flush split the recording.
+// be replayed. `broken`: a flush split the recording. `name`: the
+// program's name in torch.profiler (its op, or the graph's).
 std::shared_ptr<CapturedGraph> capture_program(std::unique_ptr<ProgramState> state, bool broken, int device,
                                                const std::vector<c10::IValue>& inputs,
-                                               const std::vector<c10::IValue>& outputs, std::string* why);
+                                               const std::vector<c10::IValue>& outputs, std::string* why,
+                                               const std::string& name);
 
 }  // namespace torch_tpu::device

@@ -1,6 +1,8 @@
 #include "device/mode_executor.h"
 
+#include "device/compile_log.h"
 #include "device/debug_checks.h"
+#include "device/pending_work.h"
 #include "device/tensor_program.h"
 #include "runtime/device_runtime.h"
 
@@ -26,6 +28,8 @@ class StrictExecutor final : public ModeExecutor {
 
   void launch(const c10::OperatorHandle& op, const std::optional<OpCall>& call, TensorProgram& program, int device,
               const std::vector<c10::IValue>& returns) const override {
+    std::optional<LoggedCallScope> logged;
+    if (call && compile_log_on()) logged.emplace(op, call->flat, call->arg_start);
     if (call && op_cache_should_capture(op, *call)) {
       op_cache_capture(op, *call, program.release(), device, returns);
     } else {
@@ -53,6 +57,13 @@ class DeferAndFuseExecutor final : public ModeExecutor {
  public:
   runtime::EagerMode mode() const override { return runtime::EagerMode::DeferAndFuse; }
   bool defers_programs() const override { return true; }
+
+  void launch(const c10::OperatorHandle& op, const std::optional<OpCall>& call, TensorProgram& program, int device,
+              const std::vector<c10::IValue>& returns) const override {
+    // A graph being captured logs its compile as the graph's (torch_tpu/compile.py).
+    if (compile_log_on() && !graph_capture_on(device)) log_deferred_op(op, returns);
+    ModeExecutor::launch(op, call, program, device, returns);
+  }
 };
 
 }  // namespace

@@ -174,7 +174,8 @@ void op_cache_capture(const c10::OperatorHandle& op, const OpCall& call, std::un
   std::string why;
   // Runs the program once, now, whether or not it can be replayed. A capture
   // refuses what it cannot replay, int returns (SDPA's) included.
-  entry.program = capture_program(std::move(program), false, device, call.flat, flat_returns, &why);
+  entry.program = capture_program(std::move(program), false, device, call.flat, flat_returns, &why,
+                                  c10::toString(op.schema().operator_name()));
   if (entry.program) runtime::metrics().op_cache_captures++;
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mutex);

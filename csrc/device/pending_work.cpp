@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "device/program_launch.h"
+#include "device/program_profiler.h"
 #include "runtime/metrics.h"
 
 namespace torch_tpu::device {
@@ -168,6 +169,7 @@ void flush_work(PendingWork& work, const char* reason, Replicated* replicated) {
     if (!state || state->ops.empty()) continue;
     std::unique_ptr<ProgramState> pending = std::move(state);
     runtime::metrics().count_flush(reason);
+    const FlushReasonScope named(reason);
     if (pending->replication && replicated) {
       replicated->push_back(std::move(pending));  // still counted as pending until it ran
       continue;

@@ -6,10 +6,14 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 
+#include "device/compile_log.h"
 #include "device/pending_work.h"
 #include "runtime/eager_mode.h"
+#include "runtime/metrics.h"
+#include "runtime/program_timeline.h"
 
 namespace torch_tpu::device {
 
@@ -159,10 +163,29 @@ void run_program(ProgramState& state, const RunOptions& options) {
   }
   l.op_names = &names;
   maybe_fail(l.op_names, "compile");
+  const bool profiled = programs_profiled(), logged = compile_log_on();
+  const std::optional<ExecutableLookup> lookup =
+      profiled || logged ? std::optional<ExecutableLookup>(std::in_place) : std::nullopt;
   auto& runtime = runtime::DeviceRuntime::get();
   auto executable = state.replication
                         ? runtime.replicated_executable(state.b.finish(outputs), state.replication->devices)
                         : runtime.executable(state.b.finish(outputs));
+  std::string trace_name;
+  std::vector<std::string> trace_ops;
+  if (profiled) {
+    trace_name = program_trace_name(state);
+    for (const auto& op : state.ops) trace_ops.push_back(op.name);
+    l.trace_name = &trace_name;
+    l.trace_ops = &trace_ops;
+    l.origin = lookup->origin();
+  }
+  if (logged) {
+    const ProgramOrigin origin = lookup->origin();
+    if (origin != ProgramOrigin::CacheHit) {
+      log_program_compile(state, origin == ProgramOrigin::Compiled ? "compiled" : "loaded from the disk cache");
+    }
+    if (state.owner) forget_deferred_ops(state);
+  }
   if (state.replication) l.replica_devices = &state.replication->devices;
   l.args = state.args;
   if (!options.apply) l.targets.clear(), l.checks.clear();
@@ -176,6 +199,11 @@ std::vector<runtime::BufferPtr> launch(pjrt::LoadedExecutable& executable, Progr
   std::unique_lock<std::recursive_mutex> lock(buffers_mutex(), std::defer_lock);
   std::vector<bool> donatable(l.args.size(), false);
   std::vector<runtime::BufferPtr> results;
+  int64_t launched_ns = 0, bytes_in = 0;
+  if (programs_profiled()) {
+    for (const auto& a : l.args) bytes_in += static_cast<int64_t>(a->on_device_size());
+    launched_ns = runtime::timeline_clock_ns();
+  }
   if (l.replica_devices) {
     // Nothing donated, so no other thread's donation can race with ours:
     // our argument list holds every buffer it reads.
@@ -188,6 +216,10 @@ std::vector<runtime::BufferPtr> launch(pjrt::LoadedExecutable& executable, Progr
     for (const auto& d : l.donors) donatable[d.arg] = l.args[d.arg].use_count() <= d.holders;
     maybe_fail(l.op_names, "run");
     results = runtime::DeviceRuntime::get().run(executable, l.device, l.args, donatable);
+  }
+  if (launched_ns) {
+    profile_launch(l.trace_name ? *l.trace_name : "tpu program", l.origin, l.trace_ops, l.device, launched_ns, bytes_in,
+                   results);
   }
   l.args.clear();  // donated buffers must not be used again
   for (size_t k = 0; k < l.targets.size(); ++k) {

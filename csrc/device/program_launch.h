@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "device/program_profiler.h"
 #include "device/program_state.h"
 #include "runtime/device_runtime.h"
 
@@ -43,6 +44,11 @@ struct ProgramLaunch {
   std::vector<RangeCheckInfo> checks;
   PendingWork* owner = nullptr;
   const std::vector<std::string>* op_names = nullptr;  // for injected faults
+  // What torch.profiler shows for this launch (device/program_profiler.h);
+  // set by the caller only while programs_profiled().
+  const std::string* trace_name = nullptr;
+  const std::vector<std::string>* trace_ops = nullptr;
+  ProgramOrigin origin = ProgramOrigin::Replayed;
   // A replicated program's launch (ProgramState::Replication): the group's
   // devices, in rank order, or null. It donates nothing and runs outside
   // buffers_mutex(), since on the XLA:CPU plugin it returns only when every
