@@ -16,10 +16,11 @@ import pytest
 import torch_tpu
 
 
-def _run(code, autoload=True, extra_env=None):
+def _run(code, autoload=True, drop_env=()):
     """Runs `code` in a new interpreter and returns the JSON it printed
     after "RESULT"."""
-    env = dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="1" if autoload else "0", **(extra_env or {}))
+    env = {k: v for k, v in os.environ.items() if k not in drop_env}
+    env["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "1" if autoload else "0"
     r = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env, timeout=600
     )
@@ -374,47 +375,50 @@ changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.g
 dynamo_before = dynamo_snapshot()  # Dynamo's first import, after torch_tpu's
 """
 
-# What a listed patch changes, as the snapshot above names it: a key
-# prefix, and the patch (torch_tpu.global_patches() name) that explains it.
-_EXPLAINED_BY = (
-    ("torch.compile", "torch.compile"),
-    ("torch.set_float32_matmul_precision", "torch.set_float32_matmul_precision"),
-    ("torch._tensor_str._tensor_str", "torch._tensor_str._tensor_str"),
-    ("torch._TorchCompileInductorWrapper.__call__", "torch._TorchCompileInductorWrapper.__call__"),
-    ("torch.tpu", "torch.utils.rename_privateuse1_backend('tpu'), torch.tpu, Tensor.tpu/is_tpu, Module.tpu ..."),
-    ("torch.Tensor.", "torch.utils.rename_privateuse1_backend('tpu'), torch.tpu, Tensor.tpu/is_tpu, Module.tpu ..."),
-    ("torch.nn.Module.", "torch.utils.rename_privateuse1_backend('tpu'), torch.tpu, Tensor.tpu/is_tpu, Module.tpu ..."),
-    (
-        "torch.TypedStorage.",
-        "torch.utils.rename_privateuse1_backend('tpu'), torch.tpu, Tensor.tpu/is_tpu, Module.tpu ...",
-    ),
-    (
-        "torch.UntypedStorage.",
-        "torch.utils.rename_privateuse1_backend('tpu'), torch.tpu, Tensor.tpu/is_tpu, Module.tpu ...",
-    ),
-    (
-        "torch.nn.utils.rnn.PackedSequence.",
-        "torch.utils.rename_privateuse1_backend('tpu'), torch.tpu, Tensor.tpu/is_tpu, Module.tpu ...",
-    ),
-    ("state", "torch.utils.rename_privateuse1_backend('tpu'), torch.tpu, Tensor.tpu/is_tpu, Module.tpu ..."),
-    ("fake_impls.op_implementations_dict[", "fake_impls.op_implementations_dict (convolution, convolution_backward)"),
-    ("fake_impls.op_implementations_checks", "fake_impls.op_implementations_checks (aten._grouped_mm)"),
-    ("dispatch[Meta]:aten", "Meta kernels for ATen ops PyTorch has none for"),
-    ("dispatch[Conjugate]:aten", "aten::_copy_from(_and_resize) fall through the Conjugate and Negative keys"),
-    ("dispatch[Negative]:aten", "aten::_copy_from(_and_resize) fall through the Conjugate and Negative keys"),
-    ("os.environ[TF_CPP_MIN_LOG_LEVEL]", "os.environ['TF_CPP_MIN_LOG_LEVEL']"),
-    ("os.environ[XLA_FLAGS]", "os.environ['XLA_FLAGS']"),
-    ("sys.meta_path", "library integrations: accelerate, transformers, torchvision, fbgemm_gpu (sys.meta_path)"),
-    ("optimizer hooks", "torch.optim.optimizer.register_optimizer_step_post_hook"),
-    ("atexit", "atexit.register"),
-    ("ForkingPickler", "multiprocessing.reduction.ForkingPickler: torch.Tensor, Parameter, UntypedStorage"),
-    ("dist.Backend", "torch.distributed.Backend.register_backend('tpu_dist', 'tpu')"),
-    ("torch modules", "torch.utils.rename_privateuse1_backend('tpu'), torch.tpu, Tensor.tpu/is_tpu, Module.tpu ..."),
+_DEVICE = "torch.utils.rename_privateuse1_backend('tpu'), torch.tpu, Tensor.tpu/is_tpu, Module.tpu ..."
+
+# What a listed patch changes, as the snapshot above names it: the key, and
+# the patch (its torch_tpu.global_patches() name) that explains it.
+_EXPLAINED_BY = {
+    "torch.compile": "torch.compile",
+    "torch.set_float32_matmul_precision": "torch.set_float32_matmul_precision",
+    "torch._tensor_str._tensor_str": "torch._tensor_str._tensor_str",
+    "torch._TorchCompileInductorWrapper.__call__": "torch._TorchCompileInductorWrapper.__call__",
+    "torch.tpu": _DEVICE,
+    "state": _DEVICE,
+    "torch modules": _DEVICE,
+    "fake_impls.op_implementations_checks": "fake_impls.op_implementations_checks (aten._grouped_mm)",
+    "dispatch[Meta]:aten": "Meta kernels for ATen ops PyTorch has none for",
+    "dispatch[Conjugate]:aten": "aten::_copy_from(_and_resize) fall through the Conjugate and Negative keys",
+    "dispatch[Negative]:aten": "aten::_copy_from(_and_resize) fall through the Conjugate and Negative keys",
+    "os.environ[TF_CPP_MIN_LOG_LEVEL]": "os.environ['TF_CPP_MIN_LOG_LEVEL']",
+    "os.environ[XLA_FLAGS]": "os.environ['XLA_FLAGS']",
+    "sys.meta_path": "library integrations: accelerate, transformers, torchvision, fbgemm_gpu (sys.meta_path)",
+    "optimizer hooks": "torch.optim.optimizer.register_optimizer_step_post_hook",
+    "atexit": "atexit.register",
+    "ForkingPickler": "multiprocessing.reduction.ForkingPickler: torch.Tensor, Parameter, UntypedStorage",
+    "dist.Backend": "torch.distributed.Backend.register_backend('tpu_dist', 'tpu')",
+}
+_CONVOLUTION_RULES = "fake_impls.op_implementations_dict (convolution, convolution_backward)"
+_GENERATED_METHOD_OWNERS = (
+    "torch.Tensor.",
+    "torch.nn.Module.",
+    "torch.TypedStorage.",
+    "torch.UntypedStorage.",
+    "torch.nn.utils.rnn.PackedSequence.",
 )
 
 
-def _explanation(key):
-    return next((patch for prefix, patch in _EXPLAINED_BY if key.startswith(prefix)), None)
+def _explanation(key, before, after):
+    if key in _EXPLAINED_BY:
+        return _EXPLAINED_BY[key]
+    if key.startswith("fake_impls.op_implementations_dict[aten.") and "convolution" in key:
+        return _CONVOLUTION_RULES
+    # generate_methods_for_privateuse1_backend adds `tpu` and `is_tpu`; it replaces nothing.
+    owner = next((o for o in _GENERATED_METHOD_OWNERS if key.startswith(o)), None)
+    if owner and key[len(owner) :] in ("tpu", "is_tpu") and before.get(key) is None:
+        return _DEVICE
+    return None
 
 
 def test_every_change_to_torch_at_import_is_listed():
@@ -425,14 +429,16 @@ out = {"changed": changed, "before": {k: before.get(k) for k in changed}, "after
 print("RESULT" + json.dumps(out))
 """,
         autoload=False,
+        # The variables torch_tpu sets, as a process that never loaded it has them.
+        drop_env=("TF_CPP_MIN_LOG_LEVEL", "XLA_FLAGS"),
     )
     listed = {patch.name for patch in torch_tpu.global_patches()}
-    unexplained = [k for k in out["changed"] if _explanation(k) is None]
+    unexplained = [k for k in out["changed"] if _explanation(k, out["before"], out["after"]) is None]
     assert not unexplained, (
         "importing torch_tpu changed these without a listed patch; apply the change in torch_tpu/_global_patches.py "
         f"with its reason and name it in _EXPLAINED_BY: {[(k, out['before'][k], out['after'][k]) for k in unexplained]}"
     )
-    assert {_explanation(k) for k in out["changed"]} <= listed
+    assert {_explanation(k, out["before"], out["after"]) for k in out["changed"]} <= listed
     # The registration renames PrivateUse1, which torch.accelerator then
     # prefers (listed); nothing else of torch's state moves.
     assert out["before"]["state"][:-2] == out["after"]["state"][:-2]
@@ -441,6 +447,7 @@ print("RESULT" + json.dumps(out))
     new_modules = set(out["after"]["torch modules"]) - set(out["before"]["torch modules"])
     assert "torch.tpu" in new_modules and all(m.startswith("torch.tpu") for m in new_modules), new_modules
     # The patches replaced at import are all seen, so the list is no longer than what happens.
+    assert "os.environ[TF_CPP_MIN_LOG_LEVEL]" in out["changed"]
     for name in (
         "torch.compile",
         "torch.set_float32_matmul_precision",
