@@ -272,7 +272,7 @@ def render_report(models, runs, header):
     """Markdown: the totals table, then per model its CPU-only passes with their first error lines."""
     lines = [*header, "", "## Totals", ""]
     lines.append(
-        "| model | CPU passed | tpu passed | passed on both | tpu/CPU | CPU-pass, tpu-fail | of those CUDA-only |"
+        "| model | CPU passed | tpu passed | passed on both | tpu/CPU | CPU-pass tpu-fail: ours | needs CUDA |"
     )
     lines.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     sums = dict.fromkeys(("cpu", "tpu", "both", "diff", "cuda"), 0)
@@ -326,6 +326,15 @@ def _short(nodeid):
 
 def _cell(message):
     return message.replace("|", "\\|").replace("`", "'") or "(no message)"
+
+
+FINDINGS = "\n## Findings\n"
+
+
+def kept_findings(report_path):
+    """The report's hand-written "## Findings" section (causes, reproducers, fixes), kept across reruns."""
+    text = report_path.read_text() if report_path.exists() else ""
+    return text[text.index(FINDINGS) :] if FINDINGS in text else ""
 
 
 def report_header(args, command):
@@ -385,7 +394,8 @@ def main(argv=None):
                 runs[model] = run
                 summary = {d: {k: v for k, v in r.items() if k != "outcomes"} for d, r in run.items() if d in DEVICES}
                 (args.results / f"{model}.json").write_text(json.dumps(summary))
-    args.report.write_text(render_report(models, runs, report_header(args, command)))
+    report = render_report(models, runs, report_header(args, command))
+    args.report.write_text(report + kept_findings(args.report))
     print(f"wrote {args.report}")
 
 

@@ -148,3 +148,10 @@ def test_a_real_run_compares_both_devices_and_restarts_past_a_crash(tmp_path):
     assert (
         "'tpu' != 'cpu'" in dict((t.rsplit("::", 1)[1], m) for t, _, m in result["differences"])["test_2_device_is_cpu"]
     )
+
+
+def test_rewriting_the_report_keeps_its_findings_section(tmp_path):
+    report = tmp_path / "report.md"
+    assert hf_model_tests.kept_findings(report) == ""
+    report.write_text("# old totals\n\n## Findings\n\n- aten::foo: fixed\n")
+    assert hf_model_tests.kept_findings(report) == "\n## Findings\n\n- aten::foo: fixed\n"
