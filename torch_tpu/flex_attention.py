@@ -77,6 +77,12 @@ def _register_tpu_kernels():
     _registered = True
 
 
+def _call_operator(*args):
+    from torch._higher_order_ops.flex_attention import flex_attention as flex_attention_hop
+
+    return flex_attention_hop(*args)
+
+
 def _validate(query, key, value, block_mask, enable_gqa):
     """torch's checks of flex_attention's arguments other than its device
     list, with its exception types and messages."""
@@ -174,9 +180,17 @@ def flex_attention(
             torch._dynamo.mark_static(x, -3)
             torch._dynamo.mark_static(x, -1)
     kernel_options = _torch_flex._apply_kernel_options(query, key, value, return_lse, kernel_options, return_aux)
-    out, lse, max_scores = flex_attention_hop(
-        query, key, value, score_mod, block_mask.as_tuple(), scale, kernel_options
-    )
+    args = (query, key, value, score_mod, block_mask.as_tuple(), scale, kernel_options)
+    if torch.compiler.is_dynamo_compiling():
+        out, lse, max_scores = flex_attention_hop(*args)
+    else:
+        # Eagerly, as torch's: the operator goes through Dynamo (its eager
+        # backend), which makes the tensors score_mod and mask_mod close over
+        # inputs of the operator, so gradients reach them.
+        from torch._higher_order_ops.utils import setup_compilation_env
+
+        with setup_compilation_env() as backend:
+            out, lse, max_scores = torch.compile(_call_operator, backend=backend, fullgraph=True)(*args)
     # The dense kernels give the statistics in base 2 (the fused kernels'
     # convention); torch's flex_attention returns them in base e.
     ln2 = math.log(2.0)
