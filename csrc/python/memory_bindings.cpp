@@ -25,7 +25,12 @@ namespace {
 // A thread Python never ran (a runtime worker) records none: taking the GIL
 // there could wait on a thread that waits on a lock the worker holds.
 bool python_stack_available() {
-  return Py_IsInitialized() && !_Py_IsFinalizing() && PyGILState_GetThisThreadState() != nullptr;
+#if PY_VERSION_HEX >= 0x030D0000
+  const bool finalizing = Py_IsFinalizing();
+#else
+  const bool finalizing = _Py_IsFinalizing();
+#endif
+  return Py_IsInitialized() && !finalizing && PyGILState_GetThisThreadState() != nullptr;
 }
 
 std::shared_ptr<c10::GatheredContext> gather_python_stack() {
