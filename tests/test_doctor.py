@@ -192,3 +192,29 @@ def test_cache_size_counts_entries_and_those_of_earlier_versions_apart(tmp_path)
     (tmp_path / ("c" * 32 + ".xla")).write_bytes(b"x" * 7)  # unkeyed, from before the tt- prefix
     (tmp_path / "notes.txt").write_bytes(b"x" * 100)
     assert cache_size(str(tmp_path)) == (2, 15, 1, 7)
+
+
+def test_pjrt_api_skew_is_judged_as_the_loader_judges_it():
+    from torch_tpu.info import ProbeResult, check_pjrt_api
+
+    def loaded(plugin, built):
+        info = {"pjrt_api_version": plugin, "pjrt_api_version_built": built}
+        return ProbeResult({"loaded": {"info": info}}, 0, "")
+
+    assert check_pjrt_api(loaded("0.81", "0.81")).status == "OK"
+    assert check_pjrt_api(loaded("0.90", "0.81")).status == "OK"  # newer minor: a superset
+    older = check_pjrt_api(loaded("0.75", "0.81"))
+    assert older.status == "WARN" and "0.75" in older.detail and older.fix
+    # The loader's refusal (csrc/pjrt/pjrt_runtime.cpp) names both versions.
+    refused = ProbeResult(
+        {
+            "load_failed": {
+                "error": "PJRT plugin '/p.so' implements PJRT C API 1.2, but torch_tpu was built against 0.81; "
+                "the major versions must match"
+            }
+        },
+        0,
+        "",
+    )
+    result = check_pjrt_api(refused)
+    assert result.status == "FAIL" and "plugin 1.2, torch_tpu's header 0.81" in result.detail

@@ -204,11 +204,13 @@ def check_plugin(probe):
     why = probe.last_error_line()
     if "XLA_FLAGS" in why:
         fix = "remove the flag it names from XLA_FLAGS (see the xla_flags check)"
-    else:
+    elif os.environ.get("TORCH_TPU_PJRT_PLUGIN") or os.environ.get("TORCH_TPU_PLATFORM"):
         fix = (
-            "the plugin aborted the process: check that it is built for this machine and this PJRT API, "
-            f"or unset TORCH_TPU_PJRT_PLUGIN/TORCH_TPU_PLATFORM to use the default plugin{_default_plugin_hint()}"
+            "check that the plugin is built for this machine and this PJRT API, or unset "
+            f"TORCH_TPU_PJRT_PLUGIN/TORCH_TPU_PLATFORM to use the default plugin{_default_plugin_hint()}"
         )
+    else:
+        fix = f"reinstall the plugin: pip install --force-reinstall {_plugin._PLUGINS[platform][2]}"
     return Check("plugin", "FAIL", f"{path} ended the process {where} ({died}): {why}", fix)
 
 
@@ -233,7 +235,7 @@ def _plugin_fix(error, path):
         return (
             "install a plugin built against the same PJRT C API major version, or rebuild torch_tpu against its header"
         )
-    return "the plugin loaded but failed: its message above says why"
+    return "the plugin's own message, above, says what it refused"
 
 
 def check_pjrt_api(probe):
