@@ -91,6 +91,14 @@ def test_prefix_cache_hits_give_the_same_tokens(llama_dir):
 
 
 @needs_vllm
+def test_chunked_prefill_and_preemption_give_the_same_tokens(llama_dir):
+    ours = _run_job("chunked_and_preempted", llama_dir, "tpu")
+    reference = _run_job("chunked_reference", llama_dir, "cpu")
+    assert ours["preemptions"] > 0
+    assert ours["tokens"] == reference["tokens"]
+
+
+@needs_vllm
 def test_decode_steps_replay_without_compiling(llama_dir):
     ours = _run_job("decode_replay", llama_dir, "tpu")
     assert ours["again"] == ours["tokens"]

@@ -67,6 +67,29 @@ def prefix_caching(model):
     return {"tokens": first, "again": second, "prefix_cache_hit_tokens": hits}
 
 
+def chunked_and_preempted(model):
+    """Long prompts prefilled in chunks of 16 tokens, in a KV cache too small for the batch:
+    the scheduler preempts requests and recomputes them later."""
+    prompts = [SHARED_PREFIX * 2 + p for p in PROMPTS]
+    llm = _llm(
+        model,
+        max_num_batched_tokens=16,
+        num_gpu_blocks_override=17,
+        enable_prefix_caching=False,
+        disable_log_stats=False,
+    )
+    tokens = _tokens(llm.generate(prompts, _greedy()))
+    metrics = {m.name: getattr(m, "value", None) for m in llm.get_metrics()}
+    return {"tokens": tokens, "preemptions": metrics.get("vllm:num_preemptions")}
+
+
+def chunked_reference(model):
+    """chunked_and_preempted's prompts, whole, in a cache that holds them."""
+    prompts = [SHARED_PREFIX * 2 + p for p in PROMPTS]
+    llm = _llm(model)
+    return {"tokens": _tokens(llm.generate(prompts, _greedy()))}
+
+
 def continuous_batching(model):
     """Requests join a running batch: one starts alone, others arrive while it decodes."""
     llm = _llm(model)
@@ -102,7 +125,18 @@ def decode_replay(model):
     }
 
 
-JOBS = {f.__name__: f for f in (generate, sampling, prefix_caching, continuous_batching, decode_replay)}
+JOBS = {
+    f.__name__: f
+    for f in (
+        generate,
+        sampling,
+        prefix_caching,
+        chunked_and_preempted,
+        chunked_reference,
+        continuous_batching,
+        decode_replay,
+    )
+}
 
 if __name__ == "__main__":
     job, model = sys.argv[1], sys.argv[2]
