@@ -118,13 +118,14 @@ def _validate(query, key, value, block_mask, enable_gqa):
     if block_mask.mask_mod is getattr(_torch_flex, "_sliced_mask_mod_error", None):
         raise RuntimeError("Cannot use mask_mod from a sliced BlockMask")
     large = _torch_flex._LARGE_SPARSE_BLOCK_SIZE
-    if tuple(block_mask.BLOCK_SIZE) != (large, large) and tuple(block_mask.shape[-2:]) != (
-        query.size(-2),
-        key.size(-2),
-    ):
-        raise ValueError(
+    lengths = (query.size(-2), key.size(-2))
+    if tuple(block_mask.BLOCK_SIZE) != (large, large) and tuple(block_mask.shape[-2:]) != lengths:
+        check_shape = getattr(_torch_flex, "_validate_block_mask_shape", None)
+        if check_shape is not None:  # torch 2.14 and later: RuntimeError
+            check_shape(query, key, *lengths, *block_mask.shape[-2:])
+        raise ValueError(  # torch 2.13's
             f"block_mask was created for block_mask.shape={block_mask.shape} but got "
-            f"q_len={query.size(-2)} and kv_len={key.size(-2)}."
+            f"q_len={lengths[0]} and kv_len={lengths[1]}."
         )
     if query.device != block_mask.kv_num_blocks.device:
         raise RuntimeError(
