@@ -244,7 +244,7 @@ def test_recording_stopped_keeps_no_events_and_no_stacks(history):
 
 
 def test_state_history_keeps_stacks_of_live_storages_and_no_events():
-    torch.tpu.memory._record_memory_history(enabled="state", context="state", stacks="python")
+    torch.tpu.memory._record_memory_history(enabled="state", stacks="python")
     try:
         kept = allocate_for_the_snapshot_test()
         snapshot = torch.tpu.memory._snapshot()
@@ -256,9 +256,11 @@ def test_state_history_keeps_stacks_of_live_storages_and_no_events():
 
 
 def test_record_memory_history_checks_its_arguments_as_cuda():
-    with pytest.raises(RuntimeError, match="expected enabled"):
+    with pytest.raises(RuntimeError, match="expected state to be 'state', 'all', or None"):
         torch.tpu.memory._record_memory_history(enabled="some")
-    with pytest.raises(RuntimeError, match="expected stacks"):
+    with pytest.raises(RuntimeError, match="expected context to be"):
+        torch.tpu.memory._record_memory_history(context="some")
+    with pytest.raises(RuntimeError, match="expected stacks to be 'python', or 'all'"):
         torch.tpu.memory._record_memory_history(stacks="cpp")
 
 

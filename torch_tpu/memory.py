@@ -230,14 +230,15 @@ def _record_memory_history(
             raise NotImplementedError(f"tpu: _record_memory_history({name}=...) is not supported")
     if unsupported:
         raise TypeError(f"_record_memory_history() got an unexpected keyword argument '{next(iter(unsupported))}'")
+    # torch.cuda's checks and messages.
     if enabled not in _ENABLED:
-        raise RuntimeError(f"expected enabled to be 'state', 'all', or None, got {enabled!r}")
+        raise RuntimeError("expected state to be 'state', 'all', or None")
     if context not in _CONTEXTS:
-        raise RuntimeError(f"expected context to be 'state', 'alloc', 'all', or None, got {context!r}")
+        raise RuntimeError("expected context to be 'state', 'alloc', 'all', or None")
     if stacks not in _STACKS:
-        raise RuntimeError(f"expected stacks to be 'python' or 'all', got {stacks!r}")
-    if enabled == "state" and context in ("alloc", "all"):
-        raise RuntimeError("enabled='state' keeps no events, so context can be 'state' or None only")
+        raise RuntimeError("expected stacks to be 'python', or 'all'")
+    if enabled == "state" and context is not None:
+        context = "state"  # no events are kept, so none needs a stack
     if clear_history:
         _C._record_memory_history("", False, 0, stacks)
     _C._record_memory_history(

@@ -35,7 +35,7 @@ bool python_stack_available() {
 
 std::shared_ptr<c10::GatheredContext> gather_python_stack() {
   if (!python_stack_available()) return nullptr;
-  return torch::CapturedTraceback::gather(/*python=*/true, /*script=*/false, /*cpp=*/false);
+  return torch::CapturedTraceback::gather(/*python=*/true, /*script=*/true, /*cpp=*/false);
 }
 
 std::shared_ptr<c10::GatheredContext> gather_all_stacks() {
