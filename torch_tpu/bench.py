@@ -42,6 +42,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 
 import torch
 
@@ -169,6 +170,7 @@ def _worker(args):
         result = measure(step, args.worker, args.steps, args.warmup, args.rounds)
         result["fresh_process"] = True
     except Exception as e:
+        traceback.print_exc()  # where in the user's code, on the command's stderr
         result = {"mode": mode_name(args.worker), "error": f"{type(e).__name__}: {e}"}
     with open(args.result, "w") as f:
         json.dump(result, f)
@@ -225,7 +227,7 @@ def format_table(results):
     rows = []
     for r in results:
         if "error" in r:
-            rows.append([r["mode"], "failed: " + r["error"]])
+            rows.append([r["mode"], "failed: " + r["error"].strip().splitlines()[0]])
             continue
         row = []
         for _, key, fmt in columns:
