@@ -183,6 +183,7 @@ def test_out_of_memory_raises_and_counts_num_ooms(mode, history):
     assert after["allocation.all.allocated"] == 0
     ooms = [e for e in torch.tpu.memory._snapshot()["device_traces"][0] if e["action"] == "oom"]
     assert [e["size"] for e in ooms] == [4 * 10**12]
+    assert ooms[0]["frames"][0]["name"] == "test_out_of_memory_raises_and_counts_num_ooms"
     assert 0 <= ooms[0]["device_free"] <= torch.tpu.mem_get_info()[1]
     assert "raise OutOfMemoryError # 3.6TiB requested" in _memory_viz.trace(torch.tpu.memory._snapshot())
 

@@ -199,7 +199,7 @@ bool host_read_due(int64_t nbytes) {
 // host can still give, not its total: past that the kernel's OOM killer
 // would take the process instead of an OutOfMemoryError. A refusal counts
 // in num_ooms and, while history is recorded, as an "oom" event.
-void reserve_device_bytes(int device, size_t nbytes) {
+void reserve_device_bytes(int device, size_t nbytes, const std::shared_ptr<c10::GatheredContext>& context) {
   bool shared_host = false;
   const int64_t capacity = device_capacity(device, &shared_host);
   const int64_t allowed = allowed_bytes(device, capacity);
@@ -234,7 +234,8 @@ void reserve_device_bytes(int device, size_t nbytes) {
     } else {
       a.stats[device].num_ooms += 1;
       const int64_t free = std::max<int64_t>(std::min(allowed - in_use, host_free), 0);
-      record_event(a, Action::OOM, device, static_cast<uintptr_t>(free), nbytes, nullptr);
+      const bool with_stack = a.record_stacks.load(std::memory_order_relaxed) >= RecordContext::ALLOC;
+      record_event(a, Action::OOM, device, static_cast<uintptr_t>(free), nbytes, with_stack ? context : nullptr);
     }
   }
   TORCH_CHECK_WITH(OutOfMemoryError, refusal.empty(), refusal);
@@ -292,7 +293,7 @@ c10::DataPtr TpuAllocator::allocate(size_t nbytes) {
   // CUDA's allocator counts no empty allocation.
   if (nbytes == 0) return new_storage_buffer(device, 0, nullptr);
   auto context = gather_context(RecordContext::STATE);
-  reserve_device_bytes(device, nbytes);
+  reserve_device_bytes(device, nbytes, context);
   c10::DataPtr ptr = new_storage_buffer(device, nbytes, context);
   Accounting& a = accounting();
   std::lock_guard<std::mutex> lock(a.mutex);
