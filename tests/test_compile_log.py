@@ -1,7 +1,9 @@
-"""The compile log: each new program after a call site's first says what
-differs from the site's nearest earlier variant (torch_tpu/profiler.py,
-csrc/device/compile_log.h). Shapes here are odd sizes no other test uses,
-so each of them is a new program in this process."""
+"""The compile log: each new program of a call site after its warm-up says
+what differs from the site's nearest earlier variant (torch_tpu/profiler.py,
+csrc/device/compile_log.h). An eager op's or a flush's warm-up ends when it
+runs a program again (each test calls the first shape twice); a graph's is
+its first program. Shapes here are odd sizes no other test uses, so each of
+them is a new program in this process."""
 
 import os
 import subprocess
@@ -30,7 +32,7 @@ def compile_log():
 def test_a_strict_shape_change_names_the_dimension(compile_log, capfd):
     capfd.readouterr()
     with torch_tpu.eager_mode("strict"):
-        for n in (131, 137):
+        for n in (131, 131, 137):
             a, b = torch.randn(3, n).to("tpu"), torch.randn(3, n).to("tpu")
             torch.testing.assert_close(torch.atan2(a, b).cpu(), torch.atan2(a.cpu(), b.cpu()))
     lines = [line for line in log_lines(capfd) if "aten::atan2" in line]
@@ -42,6 +44,7 @@ def test_a_strict_shape_change_names_the_dimension(compile_log, capfd):
 def test_a_strict_dtype_change_names_the_dtype(compile_log, capfd):
     a = torch.randn(5, 139).to("tpu")
     with torch_tpu.eager_mode("strict"):
+        torch.hypot(a, a).cpu()
         torch.hypot(a, a).cpu()
         capfd.readouterr()
         torch.hypot(a.double(), a.double()).cpu()
@@ -57,6 +60,7 @@ def test_a_number_baked_into_the_program_is_named(compile_log, capfd):
     a = torch.randn(7, 149).to("tpu")
     with torch_tpu.eager_mode("strict"):
         torch.roll(a, 3, 1).cpu()
+        torch.roll(a, 3, 1).cpu()
         a.clamp(min=0.25).cpu()
         capfd.readouterr()
         torch.testing.assert_close(torch.roll(a, 5, 1).cpu(), torch.roll(a.cpu(), 5, 1))
@@ -68,7 +72,7 @@ def test_a_number_baked_into_the_program_is_named(compile_log, capfd):
 def test_a_defer_and_fuse_shape_change_names_the_dimension(compile_log, capfd):
     capfd.readouterr()
     with torch_tpu.eager_mode("defer_and_fuse"):
-        for n in (151, 157):
+        for n in (151, 151, 157):
             x = torch.randn(2, n).to("tpu")
             got = (x.exp() * 2 + x).sum(-1).cpu()
             torch.testing.assert_close(got, (x.cpu().exp() * 2 + x.cpu()).sum(-1))
@@ -92,18 +96,27 @@ def test_a_call_site_past_n_variants_warns_once(capfd):
     with torch_tpu.explain_compiles(variants_warning=3), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         with torch_tpu.eager_mode("strict"):
-            for n in range(171, 177):
+            for n in (171, 171, *range(172, 178)):
                 torch.randn(n).to("tpu").sinh().cpu()
     messages = [str(w.message) for w in caught if "aten::sinh" in str(w.message)]
     assert len(messages) == 1, messages
-    assert "compiled 4 variants" in messages[0] and "=3" in messages[0]
+    assert "compiled 4 variants since its warm-up" in messages[0] and "=3" in messages[0]
+
+
+def test_the_first_programs_of_a_site_are_its_warm_up(compile_log, capfd):
+    # A model's first step compiles an op once per shape it meets there.
+    capfd.readouterr()
+    with torch_tpu.eager_mode("strict"):
+        for n in (197, 199, 211):
+            torch.randn(3, n).to("tpu").expm1().cpu()
+    assert [line for line in log_lines(capfd) if "aten::expm1" in line] == []
 
 
 def test_the_log_is_off_by_default_and_prints_nothing(capfd):
     assert not torch_tpu.profiler.compile_log_enabled()
     capfd.readouterr()
     with torch_tpu.eager_mode("strict"):
-        for n in (179, 181):
+        for n in (179, 179, 181):
             torch.randn(2, n).to("tpu").cosh().cpu()
     assert log_lines(capfd) == []
 
@@ -111,7 +124,7 @@ def test_the_log_is_off_by_default_and_prints_nothing(capfd):
 def test_the_environment_variable_turns_it_on(tmp_path):
     code = textwrap.dedent("""
         import torch, torch_tpu
-        for n in (191, 193):
+        for n in (191, 191, 193):
             torch.randn(2, n).to("tpu").tanh().cpu()
     """)
     env = dict(os.environ, TORCH_TPU_LOG_COMPILES="1")

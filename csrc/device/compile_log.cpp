@@ -11,6 +11,7 @@
 
 #include "device/pending_work.h"
 #include "device/program_state.h"
+#include "runtime/metrics.h"
 
 namespace torch_tpu::device {
 
@@ -31,8 +32,14 @@ constexpr size_t kSitesKept = 4096;
 struct Site {
   std::vector<LoggedSignature> variants;
   int count = 0;
-  bool warned = false;
+  int since_warm = 0;  // variants after the warm-up
+  bool warm = false, warned = false;
+  int64_t first_wait = -1;  // the host's wait count at the site's first program
 };
+
+// Host waits so far: a training step ends with one (loss.item()), so a
+// program run again after a wait is one run again in a later step.
+int64_t host_waits() { return runtime::metrics().host_waits.load(std::memory_order_relaxed); }
 
 struct History {
   std::mutex mutex;
@@ -220,16 +227,39 @@ std::string signature_difference(const LoggedSignature& before, const LoggedSign
   return joined(differences(before, now));
 }
 
+namespace {
+
+Site& site_of(History& h, const std::string& site) {
+  if (h.sites.size() >= kSitesKept && !h.sites.count(site)) h.sites.clear();
+  return h.sites[site];
+}
+
+}  // namespace
+
+void log_reuse(const std::string& site) {
+  History& h = history();
+  std::lock_guard<std::mutex> lock(h.mutex);
+  Site& s = site_of(h, site);
+  const int64_t waits = host_waits();
+  if (s.first_wait < 0) {
+    s.first_wait = waits;  // its first programs loaded before the log was on
+  } else if (waits > s.first_wait) {
+    s.warm = true;
+  }
+}
+
 std::string log_compile(const std::string& site, const std::string& what, const char* how,
-                        const LoggedSignature& signature) {
+                        const LoggedSignature& signature, bool warm) {
   std::string line, warning;
   {
     History& h = history();
     std::lock_guard<std::mutex> lock(h.mutex);
-    if (h.sites.size() >= kSitesKept && !h.sites.count(site)) h.sites.clear();
-    Site& s = h.sites[site];
+    Site& s = site_of(h, site);
     ++s.count;
-    if (!s.variants.empty()) {
+    if (s.first_wait < 0) s.first_wait = host_waits();
+    s.warm = s.warm || (warm && !s.variants.empty());
+    if (s.warm) ++s.since_warm;
+    if (s.warm && !s.variants.empty()) {  // none: its earlier programs loaded before the log was on
       // The nearest earlier variant: fewest differences, the most recent of equals.
       const LoggedSignature* nearest = nullptr;
       size_t fewest = SIZE_MAX;
@@ -238,18 +268,21 @@ std::string log_compile(const std::string& site, const std::string& what, const 
         if (n < fewest) fewest = n, nearest = &*it;
       }
       const Differences d = differences(*nearest, signature);
+      const bool unrecorded = !signature.empty() && signature.front().value == "?";
       line = "[torch_tpu compile] " + what + ": " + how + " variant " + std::to_string(s.count) + ". " +
-             (d.items.empty() ? "Its inputs match an earlier variant's: the program differs in something they do "
-                                "not show (matmul precision, autocast, a default dtype, its other ops)."
-                              : "Differs from the nearest earlier variant in: " + joined(d) + "." + hints(d));
+             (d.items.empty() && unrecorded ? "Its program parameters match an earlier variant's; " +
+                                                  signature.front().name + " differ: a number or an out= tensor's size."
+              : d.items.empty() ? "Its inputs match an earlier variant's: the program differs in something they do "
+                                  "not show (matmul precision, autocast, a default dtype, its other ops)."
+                                : "Differs from the nearest earlier variant in: " + joined(d) + "." + hints(d));
     }
     s.variants.push_back(signature);
     if (s.variants.size() > kVariantsKept) s.variants.erase(s.variants.begin());
     const int n = variants_warning.load();
-    if (n > 0 && s.count > n && !s.warned) {
+    if (n > 0 && s.since_warm > n && !s.warned) {
       s.warned = true;
-      warning = "torch_tpu: " + what + " has compiled " + std::to_string(s.count) +
-                " variants (more than TORCH_TPU_COMPILE_VARIANTS_WARN=" + std::to_string(n) +
+      warning = "torch_tpu: " + what + " has compiled " + std::to_string(s.since_warm) +
+                " variants since its warm-up (more than TORCH_TPU_COMPILE_VARIANTS_WARN=" + std::to_string(n) +
                 "): its inputs keep changing; the compile log's lines say how.";
     }
   }
@@ -297,18 +330,23 @@ bool deferred_ops_are(const ProgramState& state) {
 
 }  // namespace
 
-void log_program_compile(const ProgramState& state, const char* how) {
+void log_program_lookup(const ProgramState& state, const char* how) {
   LoggedSignature sig;
   std::string site, what;
   if (state.owner) {
     std::string sequence;
     for (const auto& op : state.ops) sequence += op.name + ";";
     site = "fused:" + sequence;
+    if (!how) return log_reuse(site);
     what = "DeferAndFuse program of " + std::to_string(state.ops.size()) + " ops (" +
            (state.ops.empty() ? std::string() : state.ops.front().name + " ... " + state.ops.back().name) + ")";
     if (deferred_ops_are(state)) {
       for (const auto& op : deferred_ops) sig.insert(sig.end(), op.results.begin(), op.results.end());
     }
+  } else if (!how) {
+    return log_reuse(current_call.op         ? c10::toString(current_call.op->schema().operator_name())
+                     : state.ops.size() == 1 ? state.ops.front().name
+                                             : "program of " + std::to_string(state.ops.size()) + " ops");
   } else if (current_call.op) {
     const c10::FunctionSchema& schema = current_call.op->schema();
     site = what = c10::toString(schema.operator_name());
@@ -338,7 +376,12 @@ void log_program_compile(const ProgramState& state, const char* how) {
         state.ops.size() == 1 ? state.ops.front().name : "program of " + std::to_string(state.ops.size()) + " ops";
   }
   if (sig.empty()) {
-    // No call to name the inputs by: the program's parameters.
+    // No call to name the inputs by (an op with out= arguments, Debug mode):
+    // the program's parameters, and a marker saying so.
+    LoggedInput unknown;
+    unknown.name = "its arguments (not recorded for an op with out= arguments, or in Debug mode)";
+    unknown.value = "?";
+    sig.push_back(std::move(unknown));
     for (size_t k = 0; k < state.args.size(); ++k) {
       LoggedInput in;
       in.name = "parameter " + std::to_string(k);

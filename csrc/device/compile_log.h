@@ -1,10 +1,17 @@
 // "Why did this compile?": with TORCH_TPU_LOG_COMPILES=1 (or
-// torch_tpu.set_compile_log(True)), every new program after a call site's
-// first (a Strict op's, a DeferAndFuse flush's, a compiled graph's) prints
-// what differs from the nearest earlier variant of that site: a dimension
-// ("self dim 1: 32 -> 48"), a dtype, a Python number baked into the
-// program, strides, inputs sharing storage. A site past N variants
-// (TORCH_TPU_COMPILE_VARIANTS_WARN, default 8) warns once.
+// torch_tpu.set_compile_log(True)), every new program of a call site after
+// its warm-up prints what differs from the nearest earlier variant of that
+// site: a dimension ("self dim 1: 32 -> 48"), a dtype, a number baked into
+// the program, strides, inputs sharing storage. A site past N such
+// variants (TORCH_TPU_COMPILE_VARIANTS_WARN, default 8) warns once.
+//
+// Sites: a Strict op (by its name), a DeferAndFuse flush (by its sequence
+// of ops), a compiled graph (by its Python frame and forward/backward). An
+// op's first calls compile one program per shape it meets in the model
+// (every layer's matmul): that is its warm-up, which ends once the op runs
+// a program again after the host waited for the device since the op's
+// first program (a step ends with a wait, loss.item(): the second step).
+// A flush's warm-up ends the same way; a graph's is its first program.
 //
 // A new program is one this process had not loaded (a miss of the
 // compilation cache's memory tier): compiled, or loaded from the disk tier.
@@ -42,11 +49,14 @@ LoggedSignature logged_signature(const std::vector<c10::IValue>& values, const s
 // What differs between two signatures, in words ("" when nothing does).
 std::string signature_difference(const LoggedSignature& before, const LoggedSignature& now);
 
-// Records a new program of `site` with `signature`, and, past the site's
-// first, prints how it differs from the nearest earlier one. `how`:
-// "compiled" or "loaded from the disk cache". Returns the printed line.
+// Records a new program of `site` with `signature`, and, after the site's
+// warm-up (`warm`: it is over whatever reuse says), prints how it differs
+// from the nearest earlier one. `how`: "compiled" or "loaded from the disk
+// cache". Returns the printed line.
 std::string log_compile(const std::string& site, const std::string& what, const char* how,
-                        const LoggedSignature& signature);
+                        const LoggedSignature& signature, bool warm = false);
+// `site` ran a program it ran before: its warm-up is over.
+void log_reuse(const std::string& site);
 
 // Strict: the call whose program the calling thread launches now (its op
 // and flat signature, csrc/device/op_cache.h), for run_program's log line.
@@ -60,8 +70,9 @@ class LoggedCallScope {
 // with its results (their shapes stand for the op's inputs in the log).
 void log_deferred_op(const c10::OperatorHandle& op, const std::vector<c10::IValue>& returns);
 
-// run_program's side: a program was loaded (`how`) for `state`.
-void log_program_compile(const ProgramState& state, const char* how);
+// run_program's side: a program was loaded (`how`) for `state`, or
+// (`how` null) found in memory.
+void log_program_lookup(const ProgramState& state, const char* how);
 // A DeferAndFuse flush ran `state` (compiled or not): forgets the thread's recorded ops.
 void forget_deferred_ops(const ProgramState& state);
 

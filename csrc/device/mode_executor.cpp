@@ -31,6 +31,7 @@ class StrictExecutor final : public ModeExecutor {
     std::optional<LoggedCallScope> logged;
     if (call && compile_log_on()) logged.emplace(op, call->flat, call->arg_start);
     if (call && op_cache_should_capture(op, *call)) {
+      if (logged) log_reuse(c10::toString(op.schema().operator_name()));  // its second call of this signature
       op_cache_capture(op, *call, program.release(), device, returns);
     } else {
       ModeExecutor::launch(op, call, program, device, returns);

@@ -181,9 +181,9 @@ void run_program(ProgramState& state, const RunOptions& options) {
   }
   if (logged) {
     const ProgramOrigin origin = lookup->origin();
-    if (origin != ProgramOrigin::CacheHit) {
-      log_program_compile(state, origin == ProgramOrigin::Compiled ? "compiled" : "loaded from the disk cache");
-    }
+    log_program_lookup(state, origin == ProgramOrigin::Compiled    ? "compiled"
+                              : origin == ProgramOrigin::DiskCache ? "loaded from the disk cache"
+                                                                   : nullptr);
     if (state.owner) forget_deferred_ops(state);
   }
   if (state.replication) l.replica_devices = &state.replication->devices;

@@ -39,6 +39,8 @@ void register_profiler_bindings(py::module_& m) {
     const torch::PyWarningHandler warnings;  // the variants warning becomes a Python warning
     std::vector<c10::IValue> values;
     for (const py::handle& h : inputs) values.push_back(logged_value(h));
-    return torch_tpu::device::log_compile(site, what, how.c_str(), torch_tpu::device::logged_signature(values, names));
+    // A graph compiles once per input signature: its second program is a recompile.
+    return torch_tpu::device::log_compile(site, what, how.c_str(), torch_tpu::device::logged_signature(values, names),
+                                          /*warm=*/true);
   });
 }
