@@ -102,7 +102,8 @@ def _graph_site(gm):
     frame = "?" if compile_id is None else compile_id.frame_id
     try:
         code = TracingContext.get_traced_code()
-        frame = f"{code[0].co_name} (frame {frame})" if code else f"frame {frame}"
+        name = getattr(code[0], "co_qualname", code[0].co_name) if code else None
+        frame = f"{name} (frame {frame})" if name else f"frame {frame}"
     except (AttributeError, RuntimeError, IndexError):
         frame = f"frame {frame}"
     names = []
@@ -142,10 +143,13 @@ def _trace_ended(started, site, kind, gm, args):
     site = site if site is not None else {"frame": "graph", "names": []}
     frame, names = site["frame"], site["names"]
     reason = site.pop("reason", None)  # Dynamo's, for the first program of its new graph only
-    placeholders = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
-    if kind != "forward" or len(names) != len(placeholders):
-        names = placeholders  # AOT's names (primals_1, tangents_1): Dynamo's do not map onto them
+    args = list(args)
+    if kind != "forward" or len(names) != len(args):
+        # AOT's inputs (primals_1, tangents_1) have no names of the user's, and
+        # a dynamic graph's size inputs shift their positions: the tensors, in order.
+        args = [a for a in args if isinstance(a, torch.Tensor)]
+        names = [f"{kind} input {k}" for k in range(len(args))]
     what = f"compiled graph of {frame}, {kind}"
-    line = _C._log_graph_compile(f"{frame} {kind}", what, how, list(args), names)
+    line = _C._log_graph_compile(f"{frame} {kind}", what, how, args, names)
     if line and reason:
         sys.stderr.write(f"[torch_tpu compile]   Dynamo recompiled it: {reason}\n")

@@ -161,8 +161,10 @@ Differences differences(const LoggedSignature& before, const LoggedSignature& no
 }
 
 std::string joined(const Differences& d) {
+  constexpr size_t kShown = 8;  // a line a user reads; the first differences name the cause
   std::string out;
-  for (const auto& item : d.items) out += (out.empty() ? "" : "; ") + item;
+  for (size_t k = 0; k < d.items.size() && k < kShown; ++k) out += (out.empty() ? "" : "; ") + d.items[k];
+  if (d.items.size() > kShown) out += "; and " + std::to_string(d.items.size() - kShown) + " more";
   return out;
 }
 
