@@ -15,7 +15,11 @@ TRANSFORMERS_TEST_DEVICE=tpu (and TRANSFORMERS_TEST_BACKEND=torch_tpu, so the
 backend is imported even where torch's backend autoload is off). transformers
 (5.24 on) fills its backend tables for tpu itself (torch.tpu.manual_seed,
 torch.tpu.empty_cache, torch.accelerator.device_count and synchronize), so no
-TRANSFORMERS_TEST_DEVICE_SPEC file is needed. RUN_SLOW is removed from the
+TRANSFORMERS_TEST_DEVICE_SPEC file is needed. The tpu runs set float32 matmul
+precision "highest" (--tpu-matmul-precision): transformers' tests compare
+outputs at 1e-5 as CUDA computes them, float32 matmuls in float32 (TF32 is off
+by default), while tpu's default "medium" rounds operands to bfloat16 as a TPU
+does (torch_tpu/precision.py). RUN_SLOW is removed from the
 environment: slow tests stay skipped. HF_HUB_OFFLINE=1: tests that need the
 Hub skip or fail alike on both devices.
 
@@ -46,6 +50,7 @@ import time
 REPO = pathlib.Path(__file__).resolve().parent.parent
 PLUGIN = "hf_model_tests"  # this module, as a pytest plugin
 OUTCOMES_ENV = "HF_MODEL_TESTS_OUTCOMES"
+PRECISION_ENV = "HF_MODEL_TESTS_MATMUL_PRECISION"
 DEFAULT_MODELS = "llama,gpt2,bert,vit,t5,qwen2"
 DEVICES = ("cpu", "tpu")
 PASSING = {"passed", "xfailed"}
@@ -78,6 +83,14 @@ def _append_outcome(record):
         with open(path, "a", encoding="utf-8") as f:
             f.write(json.dumps(record) + "\n")
             f.flush()
+
+
+def pytest_configure(config):
+    precision = os.environ.get(PRECISION_ENV)
+    if precision:
+        import torch
+
+        torch.set_float32_matmul_precision(precision)  # with torch_tpu loaded, tpu's precision too
 
 
 def pytest_runtest_logstart(nodeid, location):
@@ -160,7 +173,13 @@ def compare(cpu, tpu):
     for test in sorted(cpu_passed - tpu_passed):
         outcome, message = tpu.get(test, ("not run", "the tpu run ended before this test"))
         (cuda_only if CUDA_ONLY.search(message) else differences).append((test, outcome, message))
+    accelerator_only_failed = [
+        (test, outcome, message)
+        for test, (outcome, message) in sorted(tpu.items())
+        if outcome not in PASSING | {"skipped"} and cpu.get(test, ("skipped",))[0] == "skipped"
+    ]
     return {
+        "accelerator_only_failed": accelerator_only_failed,
         "collected_cpu": len(cpu),
         "collected_tpu": len(tpu),
         "cpu_passed": len(cpu_passed),
@@ -183,7 +202,7 @@ def model_test_file(tests_dir, model):
     return pathlib.Path(tests_dir) / "tests" / "models" / model / f"test_modeling_{model}.py"
 
 
-def device_env(device, outcomes_path, extra_pythonpath):
+def device_env(device, outcomes_path, extra_pythonpath, matmul_precision=None):
     env = dict(os.environ)
     env.pop("RUN_SLOW", None)
     env.pop("TRANSFORMERS_TEST_DEVICE_SPEC", None)
@@ -195,6 +214,9 @@ def device_env(device, outcomes_path, extra_pythonpath):
     env["HF_HUB_OFFLINE"] = "1"
     env["TRANSFORMERS_OFFLINE"] = "1"
     env[OUTCOMES_ENV] = str(outcomes_path)
+    env.pop(PRECISION_ENV, None)
+    if device == "tpu" and matmul_precision:
+        env[PRECISION_ENV] = matmul_precision
     paths = [str(pathlib.Path(__file__).resolve().parent)] + list(extra_pythonpath)
     env["PYTHONPATH"] = os.pathsep.join(paths + [p for p in [env.get("PYTHONPATH")] if p])
     return env
@@ -210,13 +232,13 @@ def build_pytest_command(python, target, deselected, args_file):
     return command + [target]
 
 
-def run_device(tests_dir, model, device, results, timeout, restarts, python, extra_pythonpath):
+def run_device(tests_dir, model, device, results, timeout, restarts, python, extra_pythonpath, matmul_precision=None):
     """Runs one model's test file on one device; returns its outcomes and how the run ended."""
     outcomes_path = pathlib.Path(results) / f"{model}.{device}.jsonl"
     log_path = pathlib.Path(results) / f"{model}.{device}.log"
     outcomes_path.unlink(missing_ok=True)
     target = str(model_test_file(tests_dir, model).relative_to(tests_dir))
-    env = device_env(device, outcomes_path, extra_pythonpath)
+    env = device_env(device, outcomes_path, extra_pythonpath, matmul_precision)
     deadline = time.monotonic() + timeout
     ended = "completed"
     with open(log_path, "w", encoding="utf-8") as log:
@@ -250,17 +272,38 @@ def run_device(tests_dir, model, device, results, timeout, restarts, python, ext
     return outcomes, ended
 
 
+def read_back(results, model, device):
+    """A device's run as an earlier invocation left it in the results directory."""
+    summary_path = pathlib.Path(results) / f"{model}.json"
+    summary = json.loads(summary_path.read_text()).get(device, {}) if summary_path.exists() else {}
+    outcomes = read_outcomes(pathlib.Path(results) / f"{model}.{device}.jsonl")
+    return {"ended": "(not run)", "seconds": 0, **summary, "outcomes": outcomes}
+
+
 def run_model(args, model):
     path = model_test_file(args.tests_dir, model)
     if not path.exists():
         return model, {"missing": str(path)}
     runs = {}
     for device in DEVICES:
+        if device not in getattr(args, "devices", DEVICES):
+            runs[device] = read_back(args.results, model, device)
+            continue
         started = time.monotonic()
         outcomes, ended = run_device(
-            args.tests_dir, model, device, args.results, args.timeout, args.restarts, args.python, args.pythonpath
+            args.tests_dir,
+            model,
+            device,
+            args.results,
+            args.timeout,
+            args.restarts,
+            args.python,
+            args.pythonpath,
+            getattr(args, "tpu_matmul_precision", None),
         )
         runs[device] = {"outcomes": outcomes, "ended": ended, "seconds": round(time.monotonic() - started)}
+        if device == "tpu":
+            runs[device]["matmul_precision"] = getattr(args, "tpu_matmul_precision", None) or "medium"
         print(f"{model} {device}: {len(outcomes)} tests, {ended}, {runs[device]['seconds']} s", flush=True)
     return model, runs
 
@@ -297,12 +340,16 @@ def render_report(models, runs, header):
             details.append(
                 f"- {device}: {len(d['outcomes'])} tests reported, {_count(d['outcomes'])}; "
                 f"run {d['ended']} in {d['seconds']} s"
+                + (f", float32 matmul precision {d['matmul_precision']}" if "matmul_precision" in d else "")
             )
         if cmp["tpu_only_passed"]:
             details.append(f"- passed on tpu only: {', '.join(_short(t) for t in cmp['tpu_only_passed'])}")
         if cmp["differences"]:
             details += ["", "Passed on CPU, not on tpu:", ""]
             details += [f"- `{_short(t)}` ({o}): {_cell(m)}" for t, o, m in cmp["differences"]]
+        if cmp["accelerator_only_failed"]:
+            details += ["", "Skipped on CPU (accelerator-only tests), failed on tpu:", ""]
+            details += [f"- `{_short(t)}` ({o}): {_cell(m)}" for t, o, m in cmp["accelerator_only_failed"]]
         if cmp["cuda_only"]:
             details += ["", "Passed on CPU, not on tpu, needing CUDA or a CUDA-only kernel (not ours):", ""]
             details += [f"- `{_short(t)}` ({o}): {_cell(m)}" for t, o, m in cmp["cuda_only"]]
@@ -367,27 +414,34 @@ def main(argv=None):
     parser.add_argument("--tests-dir", required=True, type=pathlib.Path)
     parser.add_argument("--models", default=DEFAULT_MODELS)
     parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument(
+        "--devices", default="cpu,tpu", help="devices to run now; the others are read back from --results"
+    )
     parser.add_argument("--timeout", type=int, default=3600, help="seconds for one model on one device")
     parser.add_argument("--restarts", type=int, default=5, help="restarts of a run that died in a test")
     parser.add_argument("--results", type=pathlib.Path, default=pathlib.Path("/tmp/hf_model_tests"))
     parser.add_argument("--report", type=pathlib.Path, default=REPO / "docs" / "hf_model_tests.md")
     parser.add_argument("--pythonpath", action="append", default=[], help="more import paths for the test runs")
     parser.add_argument("--python", default=sys.executable)
+    parser.add_argument(
+        "--tpu-matmul-precision",
+        default="highest",
+        choices=("highest", "high", "medium"),
+        help="float32 matmul precision of the tpu runs (default highest: see the docstring)",
+    )
     parser.add_argument("--report-only", action="store_true", help="write the report from --results' outcomes")
     args = parser.parse_args(argv)
     args.tests_dir = args.tests_dir.resolve()
     args.results.mkdir(parents=True, exist_ok=True)
     models = [m for m in args.models.split(",") if m]
+    args.devices = [d for d in args.devices.split(",") if d]
     command = "python scripts/hf_model_tests.py " + shlex.join(argv if argv is not None else sys.argv[1:])
 
     runs = {}
     if args.report_only:
         for model in models:
-            saved = {d: args.results / f"{model}.{d}.jsonl" for d in DEVICES}
-            summary_path = args.results / f"{model}.json"
-            if all(p.exists() for p in saved.values()) and summary_path.exists():
-                summary = json.loads(summary_path.read_text())
-                runs[model] = {d: {**summary[d], "outcomes": read_outcomes(p)} for d, p in saved.items()}
+            if all((args.results / f"{model}.{d}.jsonl").exists() for d in DEVICES):
+                runs[model] = {d: read_back(args.results, model, d) for d in DEVICES}
     else:
         with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
             for model, run in pool.map(lambda m: run_model(args, m), models):

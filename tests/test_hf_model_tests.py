@@ -118,6 +118,12 @@ class ToyModelTest(unittest.TestCase):
 
     def test_5_runs_after_the_abort(self):
         self.assertEqual(torch.ones(2, device=torch_device).sum().item(), 2.0)
+
+    def test_6_tpu_runs_at_the_precision_asked_for(self):
+        if torch_device == "tpu":
+            import torch_tpu
+
+            self.assertEqual(torch_tpu.get_matmul_precision(), "high")
 """
 
 
@@ -128,7 +134,13 @@ def test_a_real_run_compares_both_devices_and_restarts_past_a_crash(tmp_path):
     results = tmp_path / "results"
     results.mkdir()
     args = argparse.Namespace(
-        tests_dir=tmp_path, results=results, timeout=600, restarts=2, python=sys.executable, pythonpath=[]
+        tests_dir=tmp_path,
+        results=results,
+        timeout=600,
+        restarts=2,
+        python=sys.executable,
+        pythonpath=[],
+        tpu_matmul_precision="high",
     )
     _, runs = hf_model_tests.run_model(args, "toy")
     assert runs["cpu"]["ended"] == "completed"
@@ -140,9 +152,11 @@ def test_a_real_run_compares_both_devices_and_restarts_past_a_crash(tmp_path):
         "test_3_dies_on_tpu": "crashed",
         "test_4_needs_cuda_off_cpu": "failed",
         "test_5_runs_after_the_abort": "passed",
+        "test_6_tpu_runs_at_the_precision_asked_for": "passed",
     }
+    assert runs["tpu"]["matmul_precision"] == "high"
     result = hf_model_tests.compare(runs["cpu"]["outcomes"], runs["tpu"]["outcomes"])
-    assert result["cpu_passed"] == 5 and result["both_passed"] == 2
+    assert result["cpu_passed"] == 6 and result["both_passed"] == 3
     assert [t.rsplit("::", 1)[1] for t, _, _ in result["differences"]] == ["test_2_device_is_cpu", "test_3_dies_on_tpu"]
     assert [t.rsplit("::", 1)[1] for t, _, _ in result["cuda_only"]] == ["test_4_needs_cuda_off_cpu"]
     assert (
@@ -155,3 +169,16 @@ def test_rewriting_the_report_keeps_its_findings_section(tmp_path):
     assert hf_model_tests.kept_findings(report) == ""
     report.write_text("# old totals\n\n## Findings\n\n- aten::foo: fixed\n")
     assert hf_model_tests.kept_findings(report) == "\n## Findings\n\n- aten::foo: fixed\n"
+
+
+def test_accelerator_only_tests_that_fail_on_tpu_are_listed():
+    cpu = {"f.py::T::test_offload": ("skipped", "test requires accelerator"), "f.py::T::test_a": ("passed", "")}
+    tpu = {
+        "f.py::T::test_offload": ("failed", "AssertionError: Tensor-likes are not close!"),
+        "f.py::T::test_a": ("passed", ""),
+    }
+    result = hf_model_tests.compare(cpu, tpu)
+    assert result["accelerator_only_failed"] == [
+        ("f.py::T::test_offload", "failed", "AssertionError: Tensor-likes are not close!")
+    ]
+    assert result["differences"] == [] and result["both_passed"] == 1
