@@ -127,3 +127,14 @@ def test_a_cpu_only_profile_records_no_tpu_program():
         (x * 3).sum().cpu()
     assert torch_tpu.profiler.program_events(prof) == []
     assert any(e.name == "aten::mul" for e in prof.events())
+
+
+def test_the_legacy_autograd_profiler_times_tpu_ops():
+    # torch.autograd.profiler.profile(use_device="tpu") needs the backend's
+    # device hooks (it raised "PrivateUse1 used in profiler but not enabled").
+    x = torch.randn(40, 40).to("tpu")
+    with torch.autograd.profiler.profile(use_device="tpu") as prof:
+        (x @ x).cpu()
+    mm = [e for e in prof.key_averages() if e.key == "aten::mm"]
+    assert mm and 0 < mm[0].cpu_time_total < 600e6 and mm[0].device_time_total > 0
+    assert "Self TPU" in prof.key_averages().table()

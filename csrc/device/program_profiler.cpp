@@ -5,6 +5,7 @@
 #include <set>
 
 #include "device/program_state.h"
+#include "device/registration.h"
 #include "runtime/metrics.h"
 #include "runtime/program_timeline.h"
 
@@ -16,6 +17,7 @@
 #include <libkineto.h>
 #include <output_base.h>
 #include <torch/csrc/profiler/standalone/privateuse1_profiler.h>
+#include <torch/csrc/profiler/stubs/base.h>
 
 namespace torch_tpu::device {
 
@@ -134,6 +136,43 @@ class TpuActivityProfiler final : public libkineto::IActivityProfiler {
 };
 
 REGISTER_PRIVATEUSE1_PROFILER(TpuActivityProfiler);
+
+// The legacy autograd profiler's device hooks
+// (torch.autograd.profiler.profile(use_device="tpu")), which raise
+// "PrivateUse1 used in profiler but not enabled" unless a backend registers
+// them. They time each op on the host from entry to exit: programs run
+// asynchronously, so this is dispatch time; ProfilerActivity.PrivateUse1
+// above gives device time.
+class TpuProfilerStubs final : public torch::profiler::impl::ProfilerStubs {
+ public:
+  void record(c10::DeviceIndex* device, torch::profiler::impl::ProfilerVoidEventStub* event,
+              int64_t* cpu_ns) const override {
+    const int64_t now = runtime::timeline_clock_ns();
+    if (device) *device = static_cast<c10::DeviceIndex>(get_current_device());
+    if (cpu_ns) *cpu_ns = now;
+    if (event) *event = std::make_shared<int64_t>(now);
+  }
+  float elapsed(const torch::profiler::impl::ProfilerVoidEventStub* start,
+                const torch::profiler::impl::ProfilerVoidEventStub* end) const override {
+    const int64_t ns = *static_cast<const int64_t*>(end->get()) - *static_cast<const int64_t*>(start->get());
+    return static_cast<float>(ns) / 1000.0f;  // microseconds, as CUDA's stubs
+  }
+  void mark(const char* /*name*/) const override {}
+  void rangePush(const char* /*name*/) const override {}
+  void rangePop() const override {}
+  bool enabled() const override { return true; }
+  void onEachDevice(std::function<void(int)> op) const override {
+    const int n = runtime::DeviceRuntime::get().device_count();
+    for (int d = 0; d < n; ++d) op(d);
+  }
+  void synchronize() const override { runtime::DeviceRuntime::get().synchronize(-1); }
+};
+
+const bool stubs_registered = [] {
+  static TpuProfilerStubs stubs;
+  torch::profiler::impl::registerPrivateUse1Methods(&stubs);
+  return true;
+}();
 
 }  // namespace
 
