@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -103,6 +104,14 @@ LoggedInput logged_tensor(const at::Tensor& t, std::string name, std::unordered_
 struct Differences {
   std::vector<std::string> items;
   bool shapes = false, values = false, strides = false, dtypes = false;
+  // How far apart: a changed rank or a missing input counts as several
+  // changed dimensions, so the nearest variant is the same call's, not
+  // another call site's program of the same op.
+  int distance = 0;
+  void add(std::string item, int weight) {
+    items.push_back(std::move(item));
+    distance += weight;
+  }
 };
 
 Differences differences(const LoggedSignature& before, const LoggedSignature& now) {
@@ -113,50 +122,51 @@ Differences differences(const LoggedSignature& before, const LoggedSignature& no
   for (const auto& b : now) {
     auto it = earlier.find(b.name);
     if (it == earlier.end()) {
-      d.items.push_back("new input " + b.name);
+      d.add("new input " + b.name, 4);
       continue;
     }
     const LoggedInput& a = *it->second;
     earlier.erase(it);
     if (a.tensor != b.tensor) {
-      d.items.push_back(b.name + ": " + (a.tensor ? "a tensor" : "a number") + " -> " +
-                        (b.tensor ? "a tensor" : "a number"));
+      d.add(b.name + ": " + (a.tensor ? "a tensor" : "a number") + " -> " + (b.tensor ? "a tensor" : "a number"), 4);
       continue;
     }
     if (!b.tensor) {
       if (a.value != b.value || a.dtype != b.dtype) {
-        d.items.push_back(b.name + ": " + a.value + " -> " + b.value);
+        d.add(b.name + ": " + a.value + " -> " + b.value, 1);
         // A dynamic graph's size input (L['x'].size()[1]) is a shape, not a number the user passed.
         (b.name.find(".size()") != std::string::npos ? d.shapes : d.values) = true;
       }
       continue;
     }
-    if (a.device != b.device) d.items.push_back(b.name + " device: " + a.device + " -> " + b.device);
+    if (a.device != b.device) d.add(b.name + " device: " + a.device + " -> " + b.device, 4);
     if (a.dtype != b.dtype) {
-      d.items.push_back(b.name + " dtype: " + a.dtype + " -> " + b.dtype);
+      d.add(b.name + " dtype: " + a.dtype + " -> " + b.dtype, 2);
       d.dtypes = true;
     }
     if (a.sizes.size() != b.sizes.size()) {
-      d.items.push_back(b.name + " shape: " + text_of(a.sizes) + " -> " + text_of(b.sizes));
+      d.add(b.name + " shape: " + text_of(a.sizes) + " -> " + text_of(b.sizes), 4);
       d.shapes = true;
     } else {
       for (size_t k = 0; k < a.sizes.size(); ++k) {
         if (a.sizes[k] == b.sizes[k]) continue;
-        d.items.push_back(b.name + " dim " + std::to_string(k) + ": " + std::to_string(a.sizes[k]) + " -> " +
-                          std::to_string(b.sizes[k]));
+        d.add(b.name + " dim " + std::to_string(k) + ": " + std::to_string(a.sizes[k]) + " -> " +
+                  std::to_string(b.sizes[k]),
+              1);
         d.shapes = true;
       }
       if (a.sizes == b.sizes && a.strides != b.strides) {
-        d.items.push_back(b.name + " strides: " + text_of(a.strides) + " -> " + text_of(b.strides));
+        d.add(b.name + " strides: " + text_of(a.strides) + " -> " + text_of(b.strides), 1);
         d.strides = true;
       }
     }
     if (a.alias_of != b.alias_of) {
-      d.items.push_back(b.alias_of >= 0 ? b.name + " now shares storage with " + name_at(now, b.alias_of)
-                                        : b.name + " no longer shares storage with " + name_at(before, a.alias_of));
+      d.add(b.alias_of >= 0 ? b.name + " now shares storage with " + name_at(now, b.alias_of)
+                            : b.name + " no longer shares storage with " + name_at(before, a.alias_of),
+            1);
     }
   }
-  for (const auto& [name, in] : earlier) d.items.push_back("input " + name + " is gone");
+  for (const auto& [name, in] : earlier) d.add("input " + name + " is gone", 4);
   return d;
 }
 
@@ -262,11 +272,11 @@ std::string log_compile(const std::string& site, const std::string& what, const 
     s.warm = s.warm || (warm && !s.variants.empty());
     if (s.warm) ++s.since_warm;
     if (s.warm && !s.variants.empty()) {  // none: its earlier programs loaded before the log was on
-      // The nearest earlier variant: fewest differences, the most recent of equals.
+      // The nearest earlier variant: the least distance, the most recent of equals.
       const LoggedSignature* nearest = nullptr;
-      size_t fewest = SIZE_MAX;
+      int fewest = INT_MAX;
       for (auto it = s.variants.rbegin(); it != s.variants.rend(); ++it) {
-        const size_t n = differences(*it, signature).items.size();
+        const int n = differences(*it, signature).distance;
         if (n < fewest) fewest = n, nearest = &*it;
       }
       const Differences d = differences(*nearest, signature);
