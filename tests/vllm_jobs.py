@@ -13,7 +13,6 @@ import sys
 # The engine runs in this process: nothing to spawn, nothing left behind.
 os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
-os.environ.setdefault("TORCH_TPU_VLLM_KV_CACHE_GIB", "0.0625")
 
 PROMPTS = [
     "Hello, how are you",
@@ -122,6 +121,7 @@ def decode_replay(model):
         "compiles": m["compiles"],
         "cache_misses": m["cache_misses"],
         "programs_executed": m["programs_executed"],
+        "flushes": m["flushes"],
     }
 
 

@@ -6,21 +6,31 @@ host side; what differs: the model and its paged KV cache are tpu tensors,
 the step's token ids and positions are copied to tpu before the forward, and
 the sampled rows' logits are copied back for vLLM's sampler."""
 
+import os
+
 import torch
 from vllm.logger import init_logger
 from vllm.v1.kv_cache_interface import AttentionSpec
 from vllm.v1.worker.cpu_model_runner import CPUModelRunner
 from vllm.v1.worker.utils import bind_kv_cache
 
+import torch_tpu
+
 from .attention import new_kv_cache
 
 logger = init_logger(__name__)
+
+EAGER_MODE_ENV = "TORCH_TPU_VLLM_EAGER_MODE"
 
 
 class TpuModelRunner(CPUModelRunner):
     def __init__(self, vllm_config, device):
         super().__init__(vllm_config, device)
         self.tpu = torch.device("tpu", torch.tpu.current_device())
+        # DeferAndFuse: a step's ops, from the KV cache writes to the
+        # sampled rows' logits, become one program, run when the host reads
+        # the logits; a step of a shape seen before replays it from the cache.
+        self.eager_mode = os.environ.get(EAGER_MODE_ENV, "defer_and_fuse")
         # The logits are sampled on the host: with vLLM's CPU sampler, whose
         # seeded streams (per-token SplitMix64 Gumbel noise) are the CPU
         # platform's, rather than the one vLLM picks for an unknown platform.
@@ -42,6 +52,9 @@ class TpuModelRunner(CPUModelRunner):
         def to_tpu(t):
             return None if t is None else t.to(self.tpu)
 
+        # The mode is per thread: set it on the thread that runs the steps.
+        if torch_tpu.get_eager_mode() != self.eager_mode:
+            torch_tpu.set_eager_mode(self.eager_mode)
         return super()._model_forward(
             input_ids=to_tpu(input_ids),
             positions=to_tpu(positions),

@@ -29,9 +29,12 @@ if "TORCH_TPU_PAGED" not in AttentionBackendEnum._member_map_:
 
 # Bytes of paged KV cache when the user names none (`kv_cache_memory_bytes`):
 # vLLM's CPU worker, whose accounting we keep, would otherwise reserve
-# gpu_memory_utilization of the host's memory.
+# gpu_memory_utilization of the host's memory. Without it, the cache holds
+# every sequence at full length (no preemption), up to MAX_DEFAULT_KV_CACHE_GIB:
+# a step's cache writes still cost time linear in the cache's size
+# (docs/serving.md), so a cache no larger than needed is a faster one.
 KV_CACHE_GIB_ENV = "TORCH_TPU_VLLM_KV_CACHE_GIB"
-DEFAULT_KV_CACHE_GIB = 1.0
+MAX_DEFAULT_KV_CACHE_GIB = 1.0
 
 
 class TpuPlatform(Platform):
@@ -118,6 +121,22 @@ class TpuPlatform(Platform):
             logger.info("tpu has one attention backend; %s is not used.", selected_backend)
         return ATTENTION_BACKEND
 
+    @staticmethod
+    def _default_kv_cache_bytes(vllm_config) -> int:
+        if KV_CACHE_GIB_ENV in os.environ:
+            return int(float(os.environ[KV_CACHE_GIB_ENV]) * GiB_bytes)
+        model_config = vllm_config.model_config
+        if model_config is None:
+            return int(MAX_DEFAULT_KV_CACHE_GIB * GiB_bytes)
+        parallel_config = vllm_config.parallel_config
+        layers = model_config.get_num_layers(parallel_config)
+        heads = model_config.get_num_kv_heads(parallel_config)
+        per_token = 2 * layers * heads * model_config.get_head_size() * model_config.dtype.itemsize
+        block = vllm_config.cache_config.block_size
+        # Whole blocks for every sequence, and vLLM's null block.
+        blocks = vllm_config.scheduler_config.max_num_seqs * -(-model_config.max_model_len // block) + 1
+        return min(blocks * block * per_token, int(MAX_DEFAULT_KV_CACHE_GIB * GiB_bytes))
+
     @classmethod
     def check_and_update_config(cls, vllm_config) -> None:
         from vllm.config import CompilationMode, CUDAGraphMode
@@ -126,8 +145,7 @@ class TpuPlatform(Platform):
         if not cache_config.user_specified_block_size:
             cache_config.block_size = 16
         if cache_config.kv_cache_memory_bytes is None:
-            gib = float(os.environ.get(KV_CACHE_GIB_ENV, DEFAULT_KV_CACHE_GIB))
-            cache_config.kv_cache_memory_bytes = int(gib * GiB_bytes)
+            cache_config.kv_cache_memory_bytes = cls._default_kv_cache_bytes(vllm_config)
 
         # The model runs eagerly as torch_tpu ops: each op's program is
         # compiled once per shape and replayed from the compilation cache.
