@@ -60,7 +60,9 @@ def test_a_profiled_gpt_step_has_one_tpu_event_per_program(mode, tmp_path):
     if mode == "defer_and_fuse":
         assert any(e.name.startswith("tpu fused ") and "(cut: " in e.name for e in events)
     if mode == "compiled":
-        assert any(e.name.startswith("tpu graph ") for e in events)
+        # Each graph is named by the function Dynamo compiled.
+        assert any(e.name.startswith("tpu GPT.forward forward (") for e in events), [e.name for e in events]
+        assert any(e.name.startswith("tpu GPT.forward backward (") for e in events), [e.name for e in events]
 
     # key_averages lists them with their device time.
     averages = {a.key: a for a in prof.key_averages()}

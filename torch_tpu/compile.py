@@ -128,7 +128,7 @@ def _run_fused(gm, matmul_precision, kind="forward"):
     exactly, so each capture keeps the ones its trace returned.
     """
     captures = []  # (capture, {output position: number}), most recently replayed first
-    log_site = _profiler._current_site()  # the compile log's name for it (torch_tpu/profiler.py)
+    log_site = _profiler._current_site()  # the profiler's and compile log's name for it (torch_tpu/profiler.py)
     out_type = [None]  # the graph's own return container
     numbers_are_data = _numbers_read_from_data(gm)
     host_read = _only_copies_to_host(gm)
@@ -151,7 +151,7 @@ def _run_fused(gm, matmul_precision, kind="forward"):
         _C._set_eager_mode("defer_and_fuse")
         _C._set_thread_matmul_precision(matmul_precision)
         cpu_versions = [(a, a._version) for a in args if isinstance(a, torch.Tensor) and a.device.type == "cpu"]
-        logged = _profiler._trace_started()
+        logged = _profiler._trace_started(log_site, kind)
         try:
             _C._capture_begin(device)
             try:

@@ -1,12 +1,13 @@
 """torch.profiler and "why did this compile?" for tpu (docs/profiling.md).
 
 **torch.profiler.** With `ProfilerActivity.PrivateUse1` among the
-activities, every program the device runs is a device event: an eager op's
-program (named by the op), a DeferAndFuse flush (`fused N ops (cut: R)`,
-R the flush's reason, its ops in the event's args), a compiled graph
-(`graph K (N ops)`). Each event's duration is device time: from when the
-program could start (launched, and the device's previous program done) to
-its PJRT completion event; its args hold bytes in and out and how its
+activities, every program the device runs is a device event named
+`tpu <program>`: an eager op's program (named by the op), a DeferAndFuse
+flush (`fused N ops (cut: R)`, R the flush's reason, its ops in the event's
+args), a compiled graph (`GPT.forward backward (N ops)`: the function Dynamo
+compiled). Each event's duration is device time: from when the program
+could start (launched, and the earlier programs that ended before it done)
+to its PJRT completion event; its args hold bytes in and out and how its
 executable was found (`compiled`, `disk cache`, `cache hit`, or `replayed`
 for a captured program run again without any lookup). The events are
 linked to the host op that launched them, so `key_averages()` shows their
@@ -83,29 +84,33 @@ _site = threading.local()
 
 
 def _note_graph(gm):
-    """Called by the tpu backend with Dynamo's graph: what the compile log
-    calls the programs AOTAutograd then compiles from it (_current_site)."""
-    _site.value = _graph_site(gm) if compile_log_enabled() else None
+    """Called by the tpu backend with Dynamo's graph: what the profiler and
+    the compile log call the programs AOTAutograd then compiles from it
+    (_current_site)."""
+    _site.value = _graph_site(gm, logged=compile_log_enabled())
 
 
 def _current_site():
     return getattr(_site, "value", None)
 
 
-def _graph_site(gm):
-    """A Dynamo graph, as the log names it: its frame (recompiles of one
-    function share it), its inputs' names as Dynamo's guards print them
-    (L['x']), and Dynamo's reason when this is a recompile."""
+def _graph_site(gm, logged):
+    """A Dynamo graph, as the profiler and the log name it: its function and
+    frame (recompiles of one function share them); with `logged`, also its
+    inputs' names as Dynamo's guards print them (L['x']) and Dynamo's reason
+    when this is a recompile."""
     from torch._guards import CompileContext, TracingContext
 
     compile_id = CompileContext.current_compile_id()
     frame = "?" if compile_id is None else compile_id.frame_id
     try:
         code = TracingContext.get_traced_code()
-        name = getattr(code[0], "co_qualname", code[0].co_name) if code else None
-        frame = f"{name} (frame {frame})" if name else f"frame {frame}"
+        function = getattr(code[0], "co_qualname", code[0].co_name) if code else None
     except (AttributeError, RuntimeError, IndexError):
-        frame = f"frame {frame}"
+        function = None
+    frame = f"{function} (frame {frame})" if function else f"frame {frame}"
+    if not logged:
+        return {"frame": frame, "function": function, "names": []}
     names = []
     for node in gm.graph.nodes:
         if node.op != "placeholder":
@@ -121,11 +126,14 @@ def _graph_site(gm):
             reason = getattr(get_metrics_context(), "_metrics", {}).get("recompile_reason")
         except ImportError:
             pass
-    return {"frame": frame, "names": names, "reason": reason}
+    return {"frame": frame, "function": function, "names": names, "reason": reason}
 
 
-def _trace_started():
-    """Counters before a graph's trace, while the log is on (else None)."""
+def _trace_started(site, kind):
+    """Before a graph's trace: names its program for the profiler; returns
+    the counters its log line compares, while the log is on (else None)."""
+    function = site.get("function") if site else None
+    _C._name_next_graph(f"{function} {kind}" if function else "")
     if not compile_log_enabled():
         return None
     m = _C._metrics()

@@ -160,7 +160,9 @@ std::shared_ptr<CapturedGraph> end_capture(int device, const std::vector<c10::IV
   if (!state) state = std::make_unique<ProgramState>(device);
   static std::atomic<int> graphs{0};
   const size_t n = state->ops.size();
-  const std::string name = "graph " + std::to_string(++graphs) + " (" + std::to_string(n) + (n == 1 ? " op)" : " ops)");
+  std::string name = take_graph_name();  // its function's, from torch_tpu/compile.py
+  if (name.empty()) name = "graph " + std::to_string(++graphs);
+  name += " (" + std::to_string(n) + (n == 1 ? " op)" : " ops)");
   return capture_program(std::move(state), broken, device, values, graph_outputs, why, name);
 }
 

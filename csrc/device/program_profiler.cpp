@@ -3,6 +3,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <utility>
 
 #include "device/program_state.h"
 #include "device/registration.h"
@@ -24,6 +25,7 @@ namespace torch_tpu::device {
 namespace {
 
 thread_local const char* flush_reason = nullptr;
+thread_local std::string next_graph_name;
 // The profiler's correlation ids of the host ops running on this thread
 // (Kineto forwards them to its child profilers' sessions).
 thread_local std::vector<uint64_t> host_ops;
@@ -186,6 +188,10 @@ ProgramOrigin ExecutableLookup::origin() const {
   if (runtime::metrics().cache_misses.load() > misses_) return ProgramOrigin::DiskCache;
   return ProgramOrigin::CacheHit;
 }
+
+void name_next_graph(std::string name) { next_graph_name = std::move(name); }
+
+std::string take_graph_name() { return std::exchange(next_graph_name, std::string()); }
 
 FlushReasonScope::FlushReasonScope(const char* reason) : previous_(flush_reason) { flush_reason = reason; }
 FlushReasonScope::~FlushReasonScope() { flush_reason = previous_; }

@@ -44,14 +44,20 @@ class ExecutableLookup {
   int64_t compiles_, misses_;
 };
 
-// A name for `state`'s program: its op (one op), "fused N ops (cut: R)"
-// (a DeferAndFuse flush, R its reason), or `graph_name`. Only while profiled.
+// A name for `state`'s program: its op (one op) or "fused N ops (cut: R)"
+// (a DeferAndFuse flush, R its reason). Only while profiled; a captured
+// graph's name is made at its capture (graph_capture.cpp, name_next_graph).
 std::string program_trace_name(const ProgramState& state);
 
 // Records one launch (called by device/program_launch.cpp while profiled).
 // `ops`: the op names it ran, for the event's args (may be null).
 void profile_launch(const std::string& name, ProgramOrigin origin, const std::vector<std::string>* ops, int device,
                     int64_t launched_ns, int64_t bytes_in, const std::vector<runtime::BufferPtr>& results);
+
+// The name of the next graph this thread captures (its function, forward
+// or backward; torch_tpu/compile.py), taken by the capture ("" when none).
+void name_next_graph(std::string name);
+std::string take_graph_name();
 
 // The reason of the DeferAndFuse flush running on this thread, for the
 // fused program's name (set by pending_work.cpp around a flush).

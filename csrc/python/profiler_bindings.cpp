@@ -28,6 +28,7 @@ c10::IValue logged_value(const py::handle& obj) {
 
 void register_profiler_bindings(py::module_& m) {
   m.def("_programs_profiled", &torch_tpu::device::programs_profiled);
+  m.def("_name_next_graph", &torch_tpu::device::name_next_graph);
   m.def("_set_compile_log", &torch_tpu::device::set_compile_log);
   m.def("_compile_log", []() {
     return py::make_tuple(torch_tpu::device::compile_log_on(), torch_tpu::device::compile_variants_warning());
