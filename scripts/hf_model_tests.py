@@ -435,7 +435,9 @@ def main(argv=None):
     args.results.mkdir(parents=True, exist_ok=True)
     models = [m for m in args.models.split(",") if m]
     args.devices = [d for d in args.devices.split(",") if d]
-    command = "python scripts/hf_model_tests.py " + shlex.join(argv if argv is not None else sys.argv[1:])
+    # A report read back names the command that makes the runs it reads.
+    words = [w for w in (argv if argv is not None else sys.argv[1:]) if w != "--report-only"]
+    command = "python scripts/hf_model_tests.py " + shlex.join(words)
 
     runs = {}
     if args.report_only:
