@@ -28,5 +28,23 @@ git ls-files -z --cached --others --exclude-standard |
   xargs -0 sh -c 'for f; do [ -e "$f" ] && printf "%s\0" "$f"; done' sh |
   tar --null -T - -cf - | tar -xf - -C "$copy"
 sed -i "s/^torch==.*/torch==$version/" "$copy/requirements.txt"
+# Extras whose C++ code links against torch pair with torch releases:
+# requirements.txt pins the ones that load next to the default torch, and
+# these replace them for the others (docs/torch_versions.md). fbgemm 1.8.0
+# does not load next to torch 2.14 (its libraries name 2.13's symbols).
+case "$version" in
+  2.13.*) extras="" ;;
+  *) extras="torchrec==1.9.2 fbgemm-gpu-cpu==1.9.0" ;;
+esac
+for pin in $extras; do
+  sed -i "s/^${pin%%==*}==[^ ]*/$pin/" "$copy/requirements.txt"
+done
 cd "$copy"
-TORCH_VERSION= exec bash scripts/test.sh "$@"
+# The copy installs exactly the torch asked for: a pip constraints file of
+# the machine (one that caps torch at the releases on its disk) must not
+# refuse it, so the copy's installs read none.
+export PIP_CONSTRAINT=/dev/null
+# The copy is no git checkout (its files lie in an ignored folder of this
+# one), and formatting does not depend on torch: the style test runs in the
+# default suite only.
+TORCH_VERSION= exec bash scripts/test.sh --ignore=tests/test_style.py "$@"
