@@ -38,6 +38,7 @@ case "$version" in
 esac
 for pin in $extras; do
   sed -i "s/^${pin%%==*}==[^ ]*/$pin/" "$copy/requirements.txt"
+  sed -i "s/\"${pin%%==*}==[^\"]*\"/\"$pin\"/" "$copy/pyproject.toml"  # its extra pins the same
 done
 cd "$copy"
 # The copy installs exactly the torch asked for: a pip constraints file of
