@@ -24,9 +24,20 @@ copy=.torch-versions/$version
 mkdir -p "$copy"
 # Tracked and untracked (not ignored) files: what a commit of this tree
 # would hold; the copy's .venv and build/ are ignored by git, so they stay.
+# A file whose content changed is written anew, so it is newer than the
+# copy's last build even when this tree's file is older (ninja rebuilds by
+# modification times); unchanged files keep theirs.
+stage=$(mktemp -d)
 git ls-files -z --cached --others --exclude-standard |
   xargs -0 sh -c 'for f; do [ -e "$f" ] && printf "%s\0" "$f"; done' sh |
-  tar --null -T - -cf - | tar -xf - -C "$copy"
+  tar --null -T - -cf - | tar -xf - -C "$stage"
+(cd "$stage" && find . -type f -print0) | while IFS= read -r -d '' f; do
+  if ! cmp -s "$stage/$f" "$copy/$f"; then
+    mkdir -p "$(dirname "$copy/$f")"
+    cp "$stage/$f" "$copy/$f"
+  fi
+done
+rm -rf "$stage"
 sed -i "s/^torch==.*/torch==$version/" "$copy/requirements.txt"
 # Extras whose C++ code links against torch pair with torch releases:
 # requirements.txt pins the ones that load next to the default torch, and
