@@ -25,12 +25,17 @@ import torch_tpu  # noqa: E402,F401
 
 @pytest.fixture(autouse=True)
 def _exact_matmul_and_seed():
-    """Tests compare with CPU at full float32 matmul precision."""
-    previous = torch_tpu.get_matmul_precision()
+    """Tests compare with CPU at full float32 matmul precision. Each
+    device's setting is restored on its own: torch.set_float32_matmul_precision
+    sets CPU's and tpu's, and CPU's must not inherit tpu's default "medium"
+    (oneDNN then multiplies in bf16 on CPUs that have it, and a module fixture,
+    which runs before this one, would compare with a rounded CPU run)."""
+    previous_tpu, previous_cpu = torch_tpu.get_matmul_precision(), torch.get_float32_matmul_precision()
     torch.set_float32_matmul_precision("highest")
     torch.manual_seed(0)
     yield
-    torch.set_float32_matmul_precision(previous)
+    torch.set_float32_matmul_precision(previous_cpu)
+    torch_tpu.set_matmul_precision(previous_tpu)
 
 
 @pytest.fixture
