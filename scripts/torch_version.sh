@@ -43,9 +43,12 @@ sed -i "s/^torch==.*/torch==$version/" "$copy/requirements.txt"
 # requirements.txt pins the ones that load next to the default torch, and
 # these replace them for the others (docs/torch_versions.md). fbgemm 1.8.0
 # does not load next to torch 2.14 (its libraries name 2.13's symbols).
+# triton (TorchTitan's MoE kernels, installed without its dependencies) must
+# be the one the torch wheel itself requires, or the copy would replace it.
 case "$version" in
   2.13.*) extras="" ;;
-  *) extras="torchrec==1.9.2 fbgemm-gpu-cpu==1.9.0" ;;
+  2.14.*) extras="torchrec==1.9.2 fbgemm-gpu-cpu==1.9.0" ;;
+  *) extras="torchrec==1.9.2 fbgemm-gpu-cpu==1.9.0 triton==3.9.0" ;;
 esac
 for pin in $extras; do
   sed -i "s/^${pin%%==*}==[^ ]*/$pin/" "$copy/requirements.txt"

@@ -21,7 +21,7 @@ def _pins(lines):
     return pins
 
 
-@pytest.mark.parametrize("name", ["hf", "jax", "ray", "rec", "titan", "vision"])
+@pytest.mark.parametrize("name", ["hf", "jax", "ray", "rec", "titan", "vision", "vllm"])
 def test_extra_pins_the_versions_the_tests_install(name):
     with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
         extra = tomllib.load(f)["project"]["optional-dependencies"][name]
