@@ -11,29 +11,12 @@ import sys
 
 import pytest
 import torch
+from optional_extras import require_fbgemm
 from reference import in_mode, to_device
 
 import torch_tpu
 
-
-def _fbgemm_or_skip():
-    """Skips the module where fbgemm_gpu is absent or does not load next to
-    this torch: its libraries link against one torch release."""
-    try:
-        import fbgemm_gpu  # noqa: F401
-    except ImportError:
-        pytest.skip(
-            "fbgemm_gpu is not installed (the [rec] extra: pip install torch_tpu[rec])", allow_module_level=True
-        )
-    except OSError as e:
-        pytest.skip(
-            f"fbgemm_gpu does not load next to torch {torch.__version__} ({e}): fbgemm-gpu-cpu 1.8.0 loads next "
-            "to torch 2.13, 1.9.0 next to 2.14, no release yet next to 2.15 (docs/torch_versions.md)",
-            allow_module_level=True,
-        )
-
-
-_fbgemm_or_skip()
+require_fbgemm()
 
 fbgemm = torch.ops.fbgemm
 MODES = ["strict", "defer_and_fuse", "compiled"]
