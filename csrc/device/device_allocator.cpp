@@ -67,32 +67,28 @@ StatType pool_of(size_t nbytes) {
 
 // A storage is one allocation, one segment and one active block: nothing is
 // cached or split, so allocated, reserved, active and requested bytes move
-// together.
-void count_allocation(DeviceStats& s, size_t nbytes) {
+// together. `move` is Stat::increase or Stat::decrease.
+template <typename Move>
+void count_storage(DeviceStats& s, size_t nbytes, Move move) {
   for (StatType t : {StatType::AGGREGATE, pool_of(nbytes)}) {
     const auto i = static_cast<size_t>(t);
-    s.allocation[i].increase(1);
-    s.segment[i].increase(1);
-    s.active[i].increase(1);
-    s.allocated_bytes[i].increase(nbytes);
-    s.reserved_bytes[i].increase(nbytes);
-    s.active_bytes[i].increase(nbytes);
-    s.requested_bytes[i].increase(nbytes);
+    for (c10::CachingAllocator::Stat* blocks : {&s.allocation[i], &s.segment[i], &s.active[i]}) {
+      move(*blocks, 1);
+    }
+    for (c10::CachingAllocator::Stat* bytes :
+         {&s.allocated_bytes[i], &s.reserved_bytes[i], &s.active_bytes[i], &s.requested_bytes[i]}) {
+      move(*bytes, nbytes);
+    }
   }
+}
+
+void count_allocation(DeviceStats& s, size_t nbytes) {
+  count_storage(s, nbytes, [](c10::CachingAllocator::Stat& stat, size_t amount) { stat.increase(amount); });
   s.num_device_alloc += 1;
 }
 
 void count_free(DeviceStats& s, size_t nbytes) {
-  for (StatType t : {StatType::AGGREGATE, pool_of(nbytes)}) {
-    const auto i = static_cast<size_t>(t);
-    s.allocation[i].decrease(1);
-    s.segment[i].decrease(1);
-    s.active[i].decrease(1);
-    s.allocated_bytes[i].decrease(nbytes);
-    s.reserved_bytes[i].decrease(nbytes);
-    s.active_bytes[i].decrease(nbytes);
-    s.requested_bytes[i].decrease(nbytes);
-  }
+  count_storage(s, nbytes, [](c10::CachingAllocator::Stat& stat, size_t amount) { stat.decrease(amount); });
   s.num_device_free += 1;
 }
 
