@@ -117,7 +117,7 @@ def _integer_chain(a, b):
 
 
 def test_what_the_modes_guarantee():
-    """README, "What the modes guarantee": Strict and Debug are
+    """docs/modes.md, "What the modes guarantee": Strict and Debug are
     bit-identical; DeferAndFuse agrees bit for bit on integer results and
     within rounding on float ones (XLA fuses float arithmetic differently)."""
     torch.manual_seed(3)

@@ -705,7 +705,7 @@ def inductor_or_tpu(self, model_, inputs_, **kwargs):
     """`_TorchCompileInductorWrapper.__call__`, the backend torch.compile
     makes for "inductor", its default: graphs that take or make tpu tensors
     go to the tpu backend, unless the options name Inductor's tpu code
-    generator (README, torch.compile); every other graph goes to Inductor's
+    generator (docs/modes.md, torch.compile); every other graph goes to Inductor's
     own `__call__`, with the same object, so CPU and CUDA graphs compile as
     without torch_tpu."""
     if INDUCTOR_TPU_OPTION not in self.config and (_on_tpu(inputs_) or _makes_tpu_tensors(model_)):

@@ -38,7 +38,7 @@ ALLOWED_DIFFERENCES = {
     "index_value": (
         "an error in the values (an index out of range, binary_cross_entropy's input outside [0, 1]): CUDA finds "
         "it in a device-side assert and raises RuntimeError at a later synchronization; tpu raises IndexError or "
-        "RuntimeError at the op or the next host read (README, Eager modes)"
+        "RuntimeError at the op or the next host read (docs/modes.md)"
     ),
     "device_mix": (
         "a tensor on the CPU among tpu tensors: CUDA raises RuntimeError (Expected all tensors to be on the "
