@@ -1,6 +1,6 @@
 // Reductions: sum/mean/prod, all/any, amax/amin, max/min (with indices),
-// argmax/argmin, var/std, norms, logsumexp, softmax/log_softmax and their
-// backward formulas, cumsum.
+// argmax/argmin, var/std and var_mean/std_mean, norms, logsumexp,
+// softmax/log_softmax and their backward formulas, cumsum.
 // Result shapes and dtypes are PyTorch's (ctx.out_types): a lowering reduces
 // over the dims it was given and reshapes to the result shape, which is how
 // keepdim is honoured. Low-precision floats accumulate in float32, as
@@ -12,6 +12,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "lower/common/reduction.h"
 
@@ -105,29 +106,39 @@ std::vector<Value> logical_reduce(LowerContext& ctx, const char* combiner) {
   return {b.reshape(b.convert(reduce_with(b, x, dims, combiner), out.dtype), out.shape)};
 }
 
-// Sum of squared deviations from the mean along `dims` (two-pass, exact
-// enough in the accumulation type; PyTorch uses Welford).
-Value centered_square_sum(Builder& b, const Value& x, const std::vector<int64_t>& dims) {
-  const double n = static_cast<double>(reduced_count(x, dims));
-  Value s = reduce_with(b, x, dims, "add");
-  Value mean = b.binary("divide", s, b.splat(n, s.type));
-  Value d = b.binary("subtract", x, expand_back(b, mean, x, dims));
-  return reduce_with(b, squared_magnitude(b, d), dims, "add");
-}
-
-// var.correction(self, dim?, *, correction?, keepdim): divisor is
-// max(N - correction, 0), correction None meaning 1 (Bessel).
-Value variance(LowerContext& ctx) {
+// (variance, mean) of the input over the dims argument, in the accumulation
+// type of the first result; a complex input stays complex (its variance is
+// real, its deviations are not). The divisor is max(N - correction, 0),
+// correction None meaning 1 (Bessel). Two-pass, exact enough in the
+// accumulation type (PyTorch uses Welford).
+std::pair<Value, Value> variance_and_mean(LowerContext& ctx) {
   Builder& b = ctx.b;
-  TensorType out = out0(ctx);
-  const ElementType acc = accumulation_type(out.dtype);
+  const ElementType acc = accumulation_type(out0(ctx).dtype);
   const ElementType in = ctx.tensor(0).dtype();
   Value x = b.convert(ctx.tensor(0), hlo::is_complex(in) ? in : acc);  // never a complex input's real part alone
   std::vector<int64_t> dims = reduction_dims(ctx, 1, x.rank());
+  const double n = static_cast<double>(reduced_count(x, dims));
   const double correction = ctx.has(2) ? ctx.double_arg(2) : 1.0;
-  const double divisor = std::max(static_cast<double>(reduced_count(x, dims)) - correction, 0.0);
-  Value ss = centered_square_sum(b, x, dims);
-  return b.binary("divide", ss, b.splat(divisor, ss.type));
+  Value s = reduce_with(b, x, dims, "add");
+  Value mean = b.binary("divide", s, b.splat(n, s.type));
+  Value d = b.binary("subtract", x, expand_back(b, mean, x, dims));
+  Value ss = reduce_with(b, squared_magnitude(b, d), dims, "add");
+  return {b.binary("divide", ss, b.splat(std::max(n - correction, 0.0), ss.type)), mean};
+}
+
+// var/std(self, dim?, *, correction?, keepdim), and with `with_mean`
+// var_mean/std_mean, whose second result is the mean.
+std::vector<Value> moments(LowerContext& ctx, bool sqrt_of_var, bool with_mean) {
+  Builder& b = ctx.b;
+  auto [var, mean] = variance_and_mean(ctx);
+  if (sqrt_of_var) var = b.unary("sqrt", var);
+  const TensorType& t0 = ctx.out_types.at(0);
+  std::vector<Value> results{b.reshape(b.convert(var, t0.dtype), t0.shape)};
+  if (with_mean) {
+    const TensorType& t1 = ctx.out_types.at(1);
+    results.push_back(b.reshape(b.convert(mean, t1.dtype), t1.shape));
+  }
+  return results;
 }
 
 // x - max(x) along `dim`, where an infinite max is replaced by 0 so that a
@@ -234,15 +245,12 @@ std::vector<Value> argmax(LowerContext& ctx) { return arg_index(ctx, true); }
 std::vector<Value> argmin(LowerContext& ctx) { return arg_index(ctx, false); }
 
 // ---- statistics -----------------------------------------------------------------
-std::vector<Value> var(LowerContext& ctx) {
-  TensorType out = out0(ctx);
-  return {ctx.b.reshape(ctx.b.convert(variance(ctx), out.dtype), out.shape)};
-}
-
-std::vector<Value> std(LowerContext& ctx) {
-  TensorType out = out0(ctx);
-  return {ctx.b.reshape(ctx.b.convert(ctx.b.unary("sqrt", variance(ctx)), out.dtype), out.shape)};
-}
+// var.correction / std.correction and var_mean.correction /
+// std_mean.correction (self, dim?, *, correction?, keepdim)
+std::vector<Value> var(LowerContext& ctx) { return moments(ctx, false, false); }
+std::vector<Value> std(LowerContext& ctx) { return moments(ctx, true, false); }
+std::vector<Value> var_mean(LowerContext& ctx) { return moments(ctx, false, true); }
+std::vector<Value> std_mean(LowerContext& ctx) { return moments(ctx, true, true); }
 
 // linalg_vector_norm(self, ord, dim?, keepdim, *, dtype?): the input is first
 // converted to the result dtype (PyTorch converts to `dtype` when given).

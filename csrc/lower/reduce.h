@@ -1,6 +1,6 @@
 // Reductions: sum/mean/prod, all/any, amax/amin, max/min (with indices),
-// argmax/argmin, var/std, vector norms, logsumexp, softmax/log_softmax and
-// their backward, cumsum, hash_tensor.
+// argmax/argmin, var/std and var_mean/std_mean, vector norms, logsumexp,
+// softmax/log_softmax and their backward, cumsum, hash_tensor.
 #pragma once
 
 #include "lower/lowering.h"
@@ -29,7 +29,9 @@ TORCH_TPU_LOWERING(prod)
 TORCH_TPU_LOWERING(softmax)
 TORCH_TPU_LOWERING(softmax_backward)
 TORCH_TPU_LOWERING(std)
+TORCH_TPU_LOWERING(std_mean)
 TORCH_TPU_LOWERING(sum)
 TORCH_TPU_LOWERING(var)
+TORCH_TPU_LOWERING(var_mean)
 
 }  // namespace torch_tpu::lower

@@ -1,5 +1,5 @@
-// Statistics and searches: nansum, var_mean/std_mean, aminmax,
-// count_nonzero, trace, renorm, searchsorted/bucketize, isin, histc and histogram/histogramdd. Result shapes and dtypes
+// Statistics and searches: nansum, aminmax, count_nonzero, trace, renorm,
+// searchsorted/bucketize, isin, histc and histogram/histogramdd. Result shapes and dtypes
 // are PyTorch's (ctx.out_types); low-precision floats are computed in float32 and rounded once (at::acc_type).
 #include "lower/statistics.h"
 
@@ -17,33 +17,6 @@ namespace torch_tpu::lower {
 namespace {
 
 using hlo::CompareDirection;
-
-// (variance, mean) over dims in the accumulation type; the divisor is
-// max(N - correction, 0), correction None meaning 1 (Bessel).
-std::pair<Value, Value> variance_and_mean(LowerContext& ctx) {
-  Builder& b = ctx.b;
-  const ElementType acc = accumulation_type(ctx.out_types.at(0).dtype);
-  const ElementType in = ctx.tensor(0).dtype();
-  Value x = b.convert(ctx.tensor(0), hlo::is_complex(in) ? in : acc);  // never a complex input's real part alone
-  std::vector<int64_t> dims = reduction_dims(ctx, 1, x.rank());
-  const double n = static_cast<double>(reduced_count(x, dims));
-  const double correction = ctx.has(2) ? ctx.double_arg(2) : 1.0;
-  Value s = reduce_with(b, x, dims, "add");
-  Value mean = b.binary("divide", s, b.splat(n, s.type));
-  Value d = b.binary("subtract", x, expand_back(b, mean, x, dims));
-  Value ss = reduce_with(b, squared_magnitude(b, d), dims, "add");
-  Value var = b.binary("divide", ss, b.splat(std::max(n - correction, 0.0), ss.type));
-  return {var, mean};
-}
-
-std::vector<Value> moments(LowerContext& ctx, bool sqrt_of_var) {
-  Builder& b = ctx.b;
-  auto [var, mean] = variance_and_mean(ctx);
-  if (sqrt_of_var) var = b.unary("sqrt", var);
-  const TensorType& t0 = ctx.out_types.at(0);
-  const TensorType& t1 = ctx.out_types.at(1);
-  return {b.reshape(b.convert(var, t0.dtype), t0.shape), b.reshape(b.convert(mean, t1.dtype), t1.shape)};
-}
 
 // The type values and boundaries are compared in: their common type.
 ElementType common_type(ElementType a, ElementType b) {
@@ -114,10 +87,6 @@ std::vector<Value> nansum(LowerContext& ctx) {
   Value s = reduce_with(b, x, reduction_dims(ctx, 1, x.rank()), acc == ElementType::Pred ? "or" : "add");
   return {b.reshape(b.convert(s, out.dtype), out.shape)};
 }
-
-// var_mean.correction / std_mean.correction(self, dim?, *, correction?, keepdim)
-std::vector<Value> var_mean(LowerContext& ctx) { return moments(ctx, false); }
-std::vector<Value> std_mean(LowerContext& ctx) { return moments(ctx, true); }
 
 // aminmax(self, *, dim?, keepdim) -> (min, max), NaN propagating.
 std::vector<Value> aminmax(LowerContext& ctx) {

@@ -1,6 +1,5 @@
-// Statistics and searches: nansum, var_mean/std_mean, aminmax,
-// count_nonzero, trace, renorm, searchsorted/bucketize, isin, histc,
-// histogram/histogramdd.
+// Statistics and searches: nansum, aminmax, count_nonzero, trace, renorm,
+// searchsorted/bucketize, isin, histc, histogram/histogramdd.
 #pragma once
 
 #include "lower/lowering.h"
@@ -20,8 +19,6 @@ TORCH_TPU_LOWERING(isin)
 TORCH_TPU_LOWERING(nansum)
 TORCH_TPU_LOWERING(renorm)
 TORCH_TPU_LOWERING(searchsorted)
-TORCH_TPU_LOWERING(std_mean)
 TORCH_TPU_LOWERING(trace)
-TORCH_TPU_LOWERING(var_mean)
 
 }  // namespace torch_tpu::lower
