@@ -2,14 +2,11 @@
 architecture): the same checks, in this process, on a decoder and a vision
 model, and the sweep's classification of outcomes."""
 
-import os
 import sys
 
 import pytest
 import torch
-
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "scripts"))
-import hf_coverage  # noqa: E402
+from sweeps import child_process, hf_coverage
 
 
 @pytest.mark.parametrize("model_type", ["llama", "vit"])
@@ -194,17 +191,15 @@ def test_a_result_as_near_a_float64_reference_as_cpus_own_passes_and_a_far_one_f
 
 
 def test_a_sweep_child_is_recorded_when_it_dies_times_out_or_passes_the_memory_limit(monkeypatch):
-    import sweep_workers
-
     def child(code):
         return [sys.executable, "-c", code]
 
-    ok = sweep_workers.run_child(child('print(\'RESULT {"forward": ["pass", ""]}\')'), timeout=60)
+    ok = child_process.run_child(child('print(\'RESULT {"forward": ["pass", ""]}\')'), timeout=60)
     assert ok == {"forward": ("pass", "")}
-    died = sweep_workers.run_child(child("import sys; print('boom', file=sys.stderr); sys.exit(3)"), timeout=60)
+    died = child_process.run_child(child("import sys; print('boom', file=sys.stderr); sys.exit(3)"), timeout=60)
     assert died == {"process": ("error", "process died (exit code 3): boom")}
-    slow = sweep_workers.run_child(child("import time; time.sleep(60)"), timeout=1)
+    slow = child_process.run_child(child("import time; time.sleep(60)"), timeout=1)
     assert slow == {"process": ("error", "timed out after 1 s")}
-    monkeypatch.setattr(sweep_workers, "memory_limit", 200 * 2**20)
+    monkeypatch.setattr(child_process, "memory_limit", 200 * 2**20)
     hog = "import time; x = bytearray(400 * 2**20); time.sleep(60)"  # touched pages: 400 MiB resident
-    assert sweep_workers.run_child(child(hog), timeout=60)["process"][1].startswith("killed past the memory limit")
+    assert child_process.run_child(child(hog), timeout=60)["process"][1].startswith("killed past the memory limit")

@@ -7,12 +7,10 @@ ours and CI has no copy of them: the real runs are the script's
 
 import argparse
 import json
-import os
 import sys
 import textwrap
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "scripts"))
-import hf_model_tests  # noqa: E402
+from sweeps import hf_model_tests
 
 JUNIT = """<?xml version="1.0" encoding="utf-8"?>
 <testsuites><testsuite name="pytest" tests="4">

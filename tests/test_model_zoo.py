@@ -2,15 +2,11 @@
 models and a timm selection): the same checks, in this process, on a few
 small models of different kinds, and the sweep's bookkeeping."""
 
-import os
 import sys
 
 import pytest
 import torch
-
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "scripts"))
-import model_zoo  # noqa: E402
-import sweep_workers  # noqa: E402
+from sweeps import accuracy, child_process, command_line, model_zoo
 
 
 @pytest.mark.parametrize(
@@ -67,12 +63,12 @@ def test_a_large_item_may_pass_the_workers_share_of_memory_only_as_the_only_work
     # A child that holds 400 MB, against a share of 200 MB: killed, unless it is a large item and the sweep runs
     # one worker (large_memory_limit set).
     cmd = [sys.executable, "-c", "import time; b = b'x' * (400 << 20); time.sleep(3); print('RESULT {}')"]
-    monkeypatch.setattr(sweep_workers, "memory_limit", 200 << 20)
-    monkeypatch.setattr(sweep_workers, "large_memory_limit", None)
-    assert "memory limit" in sweep_workers.run_child(cmd, 60, large=True)["process"][1]
-    monkeypatch.setattr(sweep_workers, "large_memory_limit", 1 << 30)
-    assert "memory limit" in sweep_workers.run_child(cmd, 60)["process"][1]
-    assert sweep_workers.run_child(cmd, 60, large=True) == {}
+    monkeypatch.setattr(child_process, "memory_limit", 200 << 20)
+    monkeypatch.setattr(child_process, "large_memory_limit", None)
+    assert "memory limit" in child_process.run_child(cmd, 60, large=True)["process"][1]
+    monkeypatch.setattr(child_process, "large_memory_limit", 1 << 30)
+    assert "memory limit" in child_process.run_child(cmd, 60)["process"][1]
+    assert child_process.run_child(cmd, 60, large=True) == {}
 
 
 def test_merged_report_keeps_earlier_rows_and_replaces_rerun_ones(tmp_path):
@@ -109,7 +105,7 @@ def test_merged_report_keeps_earlier_rows_and_replaces_rerun_ones(tmp_path):
 def test_next_selects_the_first_models_the_report_does_not_list():
     models = [("timm", "a", "c"), ("timm", "b", "c"), ("torchvision", "a", "c"), ("timm", "d", "c")]
     earlier = [model_zoo._record("timm", "a", "c", 1.0, {})]
-    select = lambda n, limit=None: sweep_workers.select(  # noqa: E731
+    select = lambda n, limit=None: command_line.select(  # noqa: E731
         models, earlier, lambda m: (m[0], m[1]), lambda r: (r["source"], r["name"]), n, limit
     )
     assert select(2) == [("timm", "b", "c"), ("torchvision", "a", "c")]
@@ -247,12 +243,12 @@ def test_tpu_is_as_accurate_as_cpu_within_twice_its_error_plus_a_slack_of_the_ou
     cpu = reference.float()  # exact: CPU's own error is 0
     # Off by 9e-6 where the outputs reach 100: within 1e-5 of their magnitude (Mask R-CNN's scores, CPU exact).
     near = cpu + torch.tensor([9e-6, 0.0, 0.0])
-    assert sweep_workers.worst_against_float64([near], [cpu], [reference]) is not None
+    assert accuracy.worst_against_float64([near], [cpu], [reference]) is not None
     # Off by 2e-3: a lowering error, however exact CPU is.
     far = cpu + torch.tensor([2e-3, 0.0, 0.0])
-    assert sweep_workers.worst_against_float64([far], [cpu], [reference]) is None
+    assert accuracy.worst_against_float64([far], [cpu], [reference]) is None
     # Shapes that disagree never pass.
-    assert sweep_workers.worst_against_float64([cpu[:2]], [cpu], [reference]) is None
+    assert accuracy.worst_against_float64([cpu[:2]], [cpu], [reference]) is None
 
 
 def test_in_root_mean_square_one_flipped_element_passes_and_a_systematic_error_does_not():
@@ -264,11 +260,11 @@ def test_in_root_mean_square_one_flipped_element_passes_and_a_systematic_error_d
     cpu = (reference + 1e-3 * torch.randn(1000, dtype=torch.float64)).float()
     flipped = reference.float().clone()
     flipped[7] += 0.05
-    rms = sweep_workers.rms_error
-    assert sweep_workers.worst_against_float64([flipped], [cpu], [reference]) is None
-    assert sweep_workers.worst_against_float64([flipped], [cpu], [reference], error=rms) is not None
+    rms = accuracy.rms_error
+    assert accuracy.worst_against_float64([flipped], [cpu], [reference]) is None
+    assert accuracy.worst_against_float64([flipped], [cpu], [reference], error=rms) is not None
     systematic = reference.float() + 0.01
-    assert sweep_workers.worst_against_float64([systematic], [cpu], [reference], error=rms) is None
+    assert accuracy.worst_against_float64([systematic], [cpu], [reference], error=rms) is None
 
 
 def test_dynamos_bound_is_three_times_for_small_tensors_and_1x1_kernels_and_twice_otherwise():
@@ -276,10 +272,10 @@ def test_dynamos_bound_is_three_times_for_small_tensors_and_1x1_kernels_and_twic
     # activation past a kink): within Dynamo's bound for small tensors, not within twice.
     reference = torch.ones(8, dtype=torch.float64)
     cpu, tpu = (reference + 0.013).float(), (reference + 0.037).float()
-    rms = sweep_workers.rms_error
-    assert sweep_workers.worst_against_float64([tpu], [cpu], [reference], error=rms) is None
-    bound = sweep_workers.dynamos_multiplier
-    assert sweep_workers.worst_against_float64([tpu], [cpu], [reference], error=rms, multiplier=bound) is not None
+    rms = accuracy.rms_error
+    assert accuracy.worst_against_float64([tpu], [cpu], [reference], error=rms) is None
+    bound = accuracy.dynamos_multiplier
+    assert accuracy.worst_against_float64([tpu], [cpu], [reference], error=rms, multiplier=bound) is not None
     assert bound(torch.zeros(8, 528, 1, 1)) == 3.0 and bound(torch.zeros(8, 528, 3, 3)) == 2.0
     assert bound(torch.zeros(1000)) == 2.0
 

@@ -1,0 +1,904 @@
+"""Hugging Face coverage: every architecture in transformers' auto mappings,
+built tiny, on tpu against the same weights on CPU.
+
+    python scripts/hf_coverage.py [--workers 2] [--timeout 900] [--only llama,gpt2] [--limit N]
+        [--next N] [--merge] [--report docs/hf_coverage.md] [--jsonl hf_coverage.jsonl]
+
+With --merge the report's rows are read back and this run's architectures
+replace or join them, so coverage accumulates across runs; --next N runs
+the first N architectures (in name order) the report does not list yet.
+
+Each model type gets one head: the first mapping below that lists it (a
+causal LM over a masked LM over the bare model), so every architecture is
+counted once. Its config is transformers' default shrunk by `shrink` (hidden
+sizes, layers, heads, vocabularies, image and audio sizes, recursively
+through sub-configs), with per-model overrides where a config has
+constraints. The checks, all at matmul precision "highest":
+
+  forward   every floating output equals CPU's;
+  generate  (generative heads) greedy tokens equal CPU's, one prompt and a
+            left-padded batch of two;
+  train     loss, every gradient and every parameter after one AdamW step;
+  compile   torch.compile(backend="tpu") outputs equal eager CPU's, and a
+            third call replays the captured program (no trace).
+
+Each model runs in its own subprocess with a timeout, so a crash or hang is
+recorded, not fatal. Outcomes per check: pass, wrong values, missing op
+(named), error (named); a model whose tiny config or inputs cannot be built
+is "cannot build tiny" and excluded from the rate. The report's totals are at
+its top. tests/test_hf_coverage.py runs a fast subset in-process.
+"""
+
+import contextlib
+import copy
+import functools
+import inspect
+import os
+import sys
+
+import torch
+from sweeps import accuracy, child_process, command_line, report
+from sweeps.outcomes import CannotBuild, PassInFloat64, WrongValues, excluded, not_built, outcome, passed, run_check
+
+# (head, mapping name in transformers.models.auto.modeling_auto, generates)
+HEADS = [
+    ("causal_lm", "MODEL_FOR_CAUSAL_LM_MAPPING_NAMES", True),
+    ("seq2seq_lm", "MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES", True),
+    ("speech_seq2seq", "MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES", True),
+    ("masked_lm", "MODEL_FOR_MASKED_LM_MAPPING_NAMES", False),
+    ("image_classification", "MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING_NAMES", False),
+    ("base", "MODEL_MAPPING_NAMES", False),
+]
+CHECKS = ("forward", "generate", "train", "compile")
+
+# Config fields shrunk wherever they appear (sub-configs included), to these values.
+TINY = {
+    "hidden_size": 64,
+    "d_model": 64,
+    "n_embd": 64,
+    "dim": 64,
+    "embed_dim": 64,
+    "intermediate_size": 128,
+    "ffn_dim": 128,
+    "d_ff": 128,
+    "n_inner": 128,
+    "hidden_dim": 128,
+    "encoder_ffn_dim": 128,
+    "decoder_ffn_dim": 128,
+    "moe_intermediate_size": 32,
+    "shared_expert_intermediate_size": 32,
+    "num_hidden_layers": 2,
+    "num_layers": 2,
+    "n_layer": 2,
+    "n_layers": 2,
+    "encoder_layers": 2,
+    "decoder_layers": 2,
+    "num_decoder_layers": 2,
+    "num_attention_heads": 4,
+    "n_head": 4,
+    "n_heads": 4,
+    "encoder_attention_heads": 4,
+    "decoder_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 16,
+    "d_kv": 16,
+    "vocab_size": 128,
+    # The LM head's width where the embedding is padded past it (inkling2): it may not exceed the vocabulary.
+    "unpadded_vocab_size": 128,
+    "decoder_vocab_size": 128,
+    "rotary_dim": 8,
+    "max_position_embeddings": 64,
+    "n_positions": 64,
+    "num_local_experts": 4,
+    "num_experts": 4,
+    "n_routed_experts": 4,
+    "num_experts_per_tok": 2,
+    "image_size": 32,
+    "patch_size": 8,
+    "num_mel_bins": 16,
+    "max_source_positions": 16,
+    "max_target_positions": 32,
+    # Multi-head latent attention (deepseek_v2/v3): the rotary part must match head_dim, which these
+    # configs set to qk_rope_head_dim; qk_head_dim is the derived nope + rope width.
+    "qk_rope_head_dim": 16,
+    "qk_nope_head_dim": 16,
+    "qk_head_dim": 32,
+    "v_head_dim": 16,
+    "kv_lora_rank": 32,
+    "q_lora_rank": 32,
+    # Widths one sub-config reads from another (a Q-Former's cross-attention over the vision tower, a
+    # vision merger's output into the text model): every hidden size above is 64, so these are too.
+    "encoder_hidden_size": 64,
+    "out_hidden_size": 64,
+    "word_embed_proj_dim": 64,
+    "num_heads": 4,
+    # EfficientNet scaling (efficientnet, align's vision tower default to B7: 2x wide, 3.1x deep, 62M
+    # parameters): B0's.
+    "width_coefficient": 1.0,
+    "depth_coefficient": 1.0,
+    # Mamba-2 mixers (hybrids): heads * head width = expand (2) * hidden_size.
+    "mamba_n_heads": 4,
+    "mamba_d_head": 32,
+    "mamba_d_state": 16,
+    # Grouped routing (deepseek_v3): the experts split into n_group groups, of which topk_group are kept.
+    "n_group": 2,
+    "topk_group": 1,
+    # Sparse-attention indexers (deepseek_v32, glm5_next, ...): each query keeps index_topk keys, chosen in
+    # pools of index_kpool, and the output is always index_topk wide, so the default 2048 makes every tiny
+    # layer gather 2048 keys per query (11 GB for glm5_next); 8 keys in pools of 2 cover the whole sequence.
+    "index_topk": 8,
+    "index_kpool": 2,
+    "index_head_dim": 16,
+    "index_n_heads": 4,
+    # Linear-attention layers (gated delta nets: qwen3_next, glm5_next, ...): heads * head width is the layer's
+    # inner width (8192 for glm5_next's defaults) and its recurrent state is head width squared per head. Value
+    # heads must be a multiple of key heads.
+    "linear_num_heads": 4,
+    "linear_head_dim": 16,
+    "linear_num_key_heads": 2,
+    "linear_num_value_heads": 4,
+    "linear_key_head_dim": 16,
+    "linear_value_head_dim": 16,
+}
+# Fields that are lists (one entry per stage or layer) shrunk to their first entries.
+TINY_LISTS = {"depths": 2, "hidden_sizes": 2, "layer_types": 2, "mlp_layer_types": 2, "indexer_types": 2}
+# Of those, the lists of per-layer kinds: the tiny model keeps one layer of each kind it mixes (see
+# _tiny_layer_types), so a model whose first layers are dense still builds a sparse (MoE) one.
+PER_LAYER_KINDS = ("layer_types", "mlp_layer_types", "indexer_types")
+OVERRIDES = {
+    # model_type: {field: value} applied after shrinking
+    "gpt2": {"n_ctx": 64},
+    # Its LM head projects to hidden_size - embedding_size, and the bottleneck
+    # (true_hidden_size) must divide among the heads.
+    "mobilebert": {"embedding_size": 32, "intra_bottleneck_size": 32, "true_hidden_size": 32},
+    # Two stages (its per-stage fields are tuples, which TINY_LISTS leaves alone), each stage's heads
+    # dividing its width embed_dim * 2**stage; hidden_size is the last stage's width; windows of 4 tile
+    # both stages' patch grids (8x8 and 4x4 for 32-pixel images in patches of 4).
+    "swin": {"depths": [2, 2], "num_heads": [2, 4], "embed_dim": 32, "hidden_size": 64, "window_size": 4},
+    "donut-swin": {"depths": [2, 2], "num_heads": [2, 4], "embed_dim": 32, "hidden_size": 64, "window_size": 4},
+    # Without attention layers (its default) its cache cannot tell a sequence length.
+    "bamba": {"attn_layer_indices": [1]},
+    "granitemoehybrid": {"layer_types": ["linear_attention", "full_attention"]},
+    # Its flow and duration predictor sample noise from each device's own generator: at scale 0 they are exact.
+    "vits": {"noise_scale": 0.0, "noise_scale_duration": 0.0},
+    # Attention every 8th layer from the 4th by default: here the second of two.
+    "jamba": {"attn_layer_period": 2, "attn_layer_offset": 1},
+    # Its image size is a (640, 640) pair, which the shrinker's int image_size leaves alone (a sweep child ran
+    # past 900 s). 64 pixels, not 32: at 32 its five stride-2 stages end at 1x1, where train-mode batch norm over
+    # two samples makes gradients of 4e4 from a loss of 0.9, and float64 rounding shows past the check on both
+    # devices (tpu 2.5e-5 off CPU, CPU 6e-6 off itself with the batch reversed); at 64 they agree to 1e-14.
+    "textnet": {"image_size": 64},
+    # Its text projection must match the image embedding: B0's last stage, 320 wide.
+    "align": {"projection_dim": 320},
+    # The width of its head, round_filters(1280) at B0's width coefficient.
+    "efficientnet": {"hidden_dim": 1280},
+    # ESM's vocabulary (its default config leaves it None): 33 tokens, padding 1.
+    "esm": {"vocab_size": 33, "pad_token_id": 1, "mask_token_id": 32},
+    # Its experts per token default to None (a checkpoint names them).
+    "deepseek_v2": {"num_experts_per_tok": 2},
+    # Mamba-2 heads: num_heads * head_dim = expand (2) * hidden_size, in groups that divide the heads.
+    "mamba2": {"num_heads": 4, "head_dim": 32, "n_groups": 1},
+    # One input, one looped and one output layer (defaults: 8 input, 20 looped and 8 output layers).
+    "dory": {
+        "num_hidden_layers": 3,
+        "n_input_layers": 1,
+        "n_recurrent_layers": 1,
+        "n_output_layers": 1,
+        "layer_types": ["sliding_attention", "full_attention", "sliding_attention"],
+    },
+}
+# VibeVoice's acoustic tokenizer (its own model, and VibeVoice's audio and semantic sub-configs): six stages
+# that double 32 filters to 2048 and downsample 3200x (its per-stage fields are tuples, which TINY_LISTS leaves
+# alone) need 9 GB at the shrinker's sizes; two stages of 8 filters, one block each, downsample 4x. Its encoder
+# adds noise to the latents, scaled by vae_std and drawn from each device's own generator: at 0 it is exact.
+_TINY_VIBEVOICE_TOKENIZER = {"num_filters": 8, "downsampling_ratios": [2, 2], "depths": [1, 1, 1], "vae_std": 0.0}
+OVERRIDES["vibevoice_acoustic_tokenizer"] = _TINY_VIBEVOICE_TOKENIZER
+OVERRIDES["vibevoice_acoustic_tokenizer_encoder"] = _TINY_VIBEVOICE_TOKENIZER
+# Its generate allows only its audio tokens and end of sequence (151652 and up by default): the last three of
+# the tiny vocabulary.
+OVERRIDES["vibevoice"] = {"audio_bos_token_id": 125, "audio_eos_token_id": 126, "audio_token_id": 127}
+SEQ = 8
+BATCH = 2
+
+
+def _mapping(name):
+    from transformers.models.auto import modeling_auto
+
+    return getattr(modeling_auto, name)
+
+
+def architectures(only=None):
+    """[(model_type, head, class name, generates)], each model type once."""
+    seen, out = set(), []
+    for head, mapping, generates in HEADS:
+        for model_type, class_name in _mapping(mapping).items():
+            if model_type in seen or (only and model_type not in only):
+                continue
+            if isinstance(class_name, (tuple, list)):
+                class_name = class_name[0]
+            seen.add(model_type)
+            out.append((model_type, head, class_name, generates))
+    return sorted(out)
+
+
+def _tiny_layer_types(types, n):
+    """The first n layer types, but each kind the model mixes at least once: a hybrid whose first layers are
+    all linear attention (bailing_hybrid: full attention every sixth layer) needs its attention layer too."""
+    kinds = list(dict.fromkeys(types))
+    if len(kinds) == 1 or len(kinds) > n:
+        return types[:n]
+    return kinds + types[: n - len(kinds)]
+
+
+def shrink(config, depth=0):
+    """Shrinks `config` in place (and its sub-configs): see TINY, then OVERRIDES by each config's model_type."""
+    from transformers import PretrainedConfig
+
+    for key, value in list(vars(config).items()):
+        if isinstance(value, PretrainedConfig) and depth < 3:
+            shrink(value, depth + 1)
+        elif key in TINY and isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            setattr(config, key, min(value, TINY[key]))
+        elif key in TINY and isinstance(value, float) and isinstance(TINY[key], float):
+            setattr(config, key, min(value, TINY[key]))
+        elif key in PER_LAYER_KINDS and isinstance(value, list) and len(value) > TINY_LISTS[key]:
+            setattr(config, key, _tiny_layer_types(value, TINY_LISTS[key]))
+        elif key in TINY_LISTS and isinstance(value, list) and len(value) > TINY_LISTS[key]:
+            setattr(config, key, value[: TINY_LISTS[key]])
+    heads = getattr(config, "num_attention_heads", None)
+    # A head_dim left None (ministral, hunyuan_v1: their checkpoints set it) is read as is by the attention.
+    if "head_dim" in vars(config) and config.head_dim is None and isinstance(heads, int) and heads > 0:
+        hidden = getattr(config, "hidden_size", None)
+        if isinstance(hidden, int):
+            config.head_dim = hidden // heads
+    if isinstance(heads, int) and hasattr(config, "num_key_value_heads"):
+        kv = config.num_key_value_heads
+        # Latent attention (kv_lora_rank) expands its keys to every head, so it needs one key head per head.
+        if not isinstance(kv, int) or kv <= 0 or heads % kv or hasattr(config, "kv_lora_rank"):
+            config.num_key_value_heads = heads
+    for key in ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id"):
+        value = getattr(config, key, None)
+        if isinstance(value, int) and value >= TINY["vocab_size"]:
+            setattr(config, key, 1)
+    if getattr(config, "is_encoder_decoder", False) and getattr(config, "decoder_start_token_id", None) is None:
+        pad = getattr(config, "pad_token_id", None)
+        config.decoder_start_token_id = pad if isinstance(pad, int) else 0
+    # Dropout, stochastic depth (drop_path_rate) and layer drop draw different masks on each device;
+    # the checks compare the math, so they are off.
+    # Per-stage lists count too (CvT's drop_path_rate is [0.0, 0.0, 0.1]).
+    # So is a router's jitter (switch_transformers multiplies its router input by uniform noise in train mode).
+    random_drops = ("dropout", "pdrop", "drop_path", "layerdrop", "jitter")
+    for key, value in list(vars(config).items()):
+        if not (any(d in key for d in random_drops) or key.endswith("drop_rate")):
+            continue
+        if isinstance(value, float):
+            setattr(config, key, 0.0)
+        elif isinstance(value, (list, tuple)) and value and all(isinstance(v, float) for v in value):
+            setattr(config, key, type(value)(0.0 for _ in value))
+    # Training-time position augmentations draw random values per device too: DINOv3's RoPE (dinov3_vit,
+    # eomt_dinov3, sapiens2) shifts, jitters and rescales its patch coordinates at random in train mode.
+    for key in ("pos_embed_shift", "pos_embed_jitter", "pos_embed_rescale"):
+        if getattr(config, key, None) is not None:
+            setattr(config, key, None)
+    # So do SpecAugment's masks (wav2vec2's family: data2vec-audio, hubert, wavlm, ...): train mode masks time
+    # steps and feature channels drawn from numpy's global random state, different for each run.
+    for key in ("mask_time_prob", "mask_feature_prob"):
+        if isinstance(getattr(config, key, None), float):
+            setattr(config, key, 0.0)
+    for key, value in OVERRIDES.get(getattr(config, "model_type", None), {}).items():
+        setattr(config, key, value)
+    return config
+
+
+def _shrink_multimodal_rope(config, model_class):
+    """Multimodal RoPE (qwen2_vl, glm4v and their kin) splits each head's rotary frequencies into temporal,
+    height and width sections, mrope_section, which must sum to the frequencies' count. Configs leave it to the
+    modeling code's default, sized for full heads ([16, 24, 24] for head_dim 128), so a tiny head (16 wide, 8
+    frequencies) needs its own split, in the same proportions, wherever the model's code reads one."""
+    from transformers import PretrainedConfig
+
+    if "mrope_section" not in inspect.getsource(sys.modules[model_class.__module__]):
+        return
+    for sub in [config] + [v for v in vars(config).values() if isinstance(v, PretrainedConfig)]:
+        rope = getattr(sub, "rope_parameters", None)
+        heads = getattr(sub, "num_attention_heads", None)
+        if not isinstance(rope, dict) or rope.get("rope_type") == "axial" or not isinstance(heads, int):
+            continue
+        head_dim = getattr(sub, "head_dim", None) or sub.hidden_size // heads
+        factor = rope.get("partial_rotary_factor", getattr(sub, "partial_rotary_factor", 1.0)) or 1.0
+        frequencies = int(head_dim * factor) // 2
+        spatial = frequencies * 3 // 8
+        rope["mrope_section"] = [frequencies - 2 * spatial, spatial, spatial]
+
+
+def _gumbel_free_softmax(logits, tau=1, hard=False, dim=-1):
+    """GroupViT's gumbel_softmax without its Gumbel noise: the noise is drawn from each device's own generator,
+    so the train check turns it off, as it does dropout. Hard assignments still pass gradients straight
+    through the soft ones."""
+    soft = (logits / tau).softmax(dim)
+    if not hard:
+        return soft
+    index = soft.max(dim, keepdim=True)[1]
+    return torch.zeros_like(logits).scatter_(dim, index, 1.0) - soft.detach() + soft
+
+
+def _without_random_draws(model_type):
+    """Turns off the random draws a model makes in train mode that no config field controls."""
+    if model_type == "groupvit":
+        from transformers.models.groupvit import modeling_groupvit
+
+        modeling_groupvit.gumbel_softmax = _gumbel_free_softmax
+
+
+def build(model_type, class_name):
+    import transformers
+
+    _without_random_draws(model_type)
+
+    config = shrink(transformers.AutoConfig.for_model(model_type))
+    config._attn_implementation = "eager"
+    model_class = getattr(transformers, class_name)
+    _shrink_multimodal_rope(config, model_class)
+    torch.manual_seed(0)
+    model = model_class(config)
+    for module in model.modules():  # dropout layers built from fields the shrinker does not know
+        if isinstance(module, torch.nn.modules.dropout._DropoutNd):
+            module.p = 0.0
+    # A weight matrix initialized to zero (afmoe's router gate) makes every routing score equal, and
+    # torch.topk leaves the order of ties unspecified (CPU and XLA break them differently): small
+    # random values give the checks a model whose decisions do not hang on ties.
+    with torch.no_grad():
+        for param in model.parameters():
+            if param.dim() >= 2 and param.requires_grad and not param.any():
+                param.normal_(0.0, 0.02)
+    return config, model
+
+
+# Input layouts run_model tries in turn, keeping the first the CPU model runs on: "companions" adds the other
+# modalities the forward takes (see _companion_inputs); "frames_first" lays audio features out (batch, frames,
+# mel bins), as Conformer-style encoders (canary, parakeet) take them, instead of Whisper's (batch, mel bins,
+# frames); "channel_dim" gives raw audio a channel dimension, (batch, 1, samples), as audio codecs take it
+# (encodec, dac).
+INPUT_LAYOUTS = ((), ("companions",), ("frames_first",), ("companions", "frames_first"), ("channel_dim",))
+
+
+def make_inputs(model, config, head, seed=1, layout=()):
+    """The model's main input (and labels for the training check) in one of INPUT_LAYOUTS, or raises
+    CannotBuild."""
+    g = torch.Generator().manual_seed(seed)
+    name = model.main_input_name
+    vocab = getattr(config, "vocab_size", None) or getattr(getattr(config, "text_config", None), "vocab_size", 128)
+    ids = torch.randint(2, min(vocab, TINY["vocab_size"]), (BATCH, SEQ), generator=g)
+    if name == "input_ids":
+        inputs = {"input_ids": ids}
+        if head == "seq2seq_lm" or getattr(config, "is_encoder_decoder", False):
+            inputs["decoder_input_ids"] = ids
+    elif name == "pixel_values":
+        size = getattr(config, "image_size", 32)
+        size = size[0] if isinstance(size, (list, tuple)) else size
+        channels = getattr(config, "num_channels", 3)
+        inputs = {"pixel_values": torch.randn(BATCH, channels, size, size, generator=g)}
+    elif name == "input_features":
+        mels = _config_field(config, "num_mel_bins", 16)
+        frames = 2 * getattr(config, "max_source_positions", 16)
+        shape = (BATCH, frames, mels) if "frames_first" in layout else (BATCH, mels, frames)
+        inputs = {"input_features": torch.randn(*shape, generator=g)}
+        if getattr(config, "is_encoder_decoder", False):
+            # contiguous, as a user's are: transformers' causal LM loss views the labels flat (canary)
+            inputs["decoder_input_ids"] = ids[:, :4].contiguous()
+    elif name == "input_values":
+        shape = (BATCH, 1, 4000) if "channel_dim" in layout else (BATCH, 4000)
+        inputs = {"input_values": torch.randn(*shape, generator=g)}
+    else:
+        raise CannotBuild(f"main input {name!r}")
+    labels = None
+    if head in ("causal_lm", "masked_lm"):
+        labels = ids
+    elif head in ("seq2seq_lm", "speech_seq2seq"):
+        labels = inputs.get("decoder_input_ids", ids)
+    elif head == "image_classification":
+        labels = torch.tensor([0, 1])
+    if "companions" in layout:
+        inputs.update(_companion_inputs(model, config, inputs, ids, g))
+    targets = TRAINING_TARGETS.get(config.model_type)
+    if targets is not None:
+        inputs.update(targets(config, g))
+    return inputs, labels
+
+
+def _speech_synthesis_targets(config, g):
+    """FastSpeech 2 trains on its targets only (it raises without them): each token's duration in frames, by
+    which its length regulator repeats the token's state, and the spectrogram, pitch and energy that align to
+    them. Both sequences' durations sum to the same frame count, so the batch's spectrograms have one length.
+    In eval mode it predicts durations itself and ignores these."""
+    durations = torch.tensor([[1, 2] * (SEQ // 2), [2, 1] * (SEQ // 2)])
+    frames = int(durations[0].sum())
+    return {
+        "duration_labels": durations,
+        "spectrogram_labels": torch.randn(BATCH, frames, config.num_mel_bins, generator=g),
+        "pitch_labels": torch.randn(BATCH, SEQ, 1, generator=g),
+        "energy_labels": torch.randn(BATCH, SEQ, 1, generator=g),
+    }
+
+
+def _text_token_types(config, g):
+    """Molmo2 trains only when told which tokens are text and which stand for images (it raises without):
+    the sweep's inputs are all text, type 0."""
+    return {"mm_token_type_ids": torch.zeros(BATCH, SEQ, dtype=torch.long)}
+
+
+# Inputs a model's training mode requires besides its main input and labels, by model_type.
+TRAINING_TARGETS = {"fastspeech2_conformer": _speech_synthesis_targets, "molmo2": _text_token_types}
+
+
+def _config_field(config, name, default):
+    """A field of config or of its vision, audio or encoder sub-config (where a multimodal model keeps its
+    image and audio sizes)."""
+    for owner in [config] + [getattr(config, f"{part}_config", None) for part in ("vision", "audio", "encoder")]:
+        value = getattr(owner, name, None) if owner is not None else None
+        if isinstance(value, (list, tuple)) and value:
+            value = value[0]
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return default
+
+
+def _companion_inputs(model, config, inputs, ids, g):
+    """The inputs of another modality that a dual encoder's forward requires next to its main one (CLIP-style
+    models embed text and images together and fail without either)."""
+    import inspect
+
+    params = inspect.signature(model.forward).parameters
+    extra = {}
+    if "input_ids" in params and "input_ids" not in inputs:
+        extra["input_ids"] = ids
+    if "pixel_values" in params and "pixel_values" not in inputs:
+        size = _config_field(config, "image_size", 32)
+        channels = _config_field(config, "num_channels", 3)
+        extra["pixel_values"] = torch.randn(BATCH, channels, size, size, generator=g)
+    return extra
+
+
+def _tensors(value):
+    """Every floating tensor in a model output, in order."""
+    if isinstance(value, torch.Tensor):
+        return [value] if value.is_floating_point() else []
+    if hasattr(value, "to_tuple"):
+        value = value.to_tuple()
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in _tensors(v)]
+    if hasattr(value, "layers"):  # a Cache: whatever tensors its layers hold (keys/values, recurrent states)
+        return [t for layer in value.layers for t in _tensors(list(vars(layer).values()))]
+    return []
+
+
+def _close(actual, expected, what, atol=1e-4, rtol=1e-3):
+    a, e = _tensors(actual), _tensors(expected)
+    if len(a) != len(e):
+        raise WrongValues(f"{what}: {len(a)} tensors on tpu, {len(e)} on CPU")
+    for i, (x, y) in enumerate(zip(a, e)):
+        try:
+            torch.testing.assert_close(x.cpu(), y, atol=atol, rtol=rtol)
+        except AssertionError as err:
+            raise WrongValues(f"{what} tensor {i}: " + str(err).splitlines()[-1]) from None
+
+
+def _to(inputs, device):
+    return {k: v.to(device) for k, v in inputs.items()}
+
+
+@contextlib.contextmanager
+def _in_float64():
+    """Runs a float64 check with float64 as the default dtype too: a model that makes a tensor without naming
+    its dtype (fastspeech2_conformer's attention mask, torch.ones(shape)) would otherwise mix float32 into a
+    float64 model, which conv1d refuses on either device."""
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(previous)
+
+
+def _float64_reference(cpu, inputs):
+    """A zero-argument function giving the CPU model's outputs in float64,
+    computed on its first call only (a check compares several outputs)."""
+
+    @functools.cache
+    def outputs():
+        reference = copy.deepcopy(cpu).double()
+        with torch.no_grad(), _in_float64():
+            return _same_draws(reference, **{k: v.double() if v.is_floating_point() else v for k, v in inputs.items()})
+
+    return outputs
+
+
+def _close_or_as_accurate_as_cpu(actual, expected, float64_reference, what):
+    """_close; where that fails, tpu's float32 outputs still pass if each is within twice CPU's own float32 error
+    of a float64 reference (accuracy.worst_against_float64). A model whose float32 result is ill-conditioned
+    differs between devices by its own rounding (cpmant squares activations grown by random weights in float32
+    layer norms: CPU's logits are 3.5e-4 from float64's, tpu's 2.1e-4, and they differ from each other by 4.8e-4
+    of 26). `float64_reference()` gives the reference (see _float64_reference). Raised as PassInFloat64."""
+    try:
+        _close(actual, expected, what)
+    except WrongValues as err:
+        worst = accuracy.worst_against_float64(_tensors(actual), _tensors(expected), _tensors(float64_reference()))
+        if worst is None:
+            raise
+        raise PassInFloat64(
+            f"{what}: tpu {worst[0]:.2g} from a float64 reference, CPU's own float32 {worst[1]:.2g}; {err}"
+        ) from None
+
+
+def _same_draws(model, *args, **kwargs):
+    """Calls the model (or its generate) with the global generators (CPU's included) reset to one seed: a model
+    that draws on the host, from torch's CPU generator, draws the same on both calls (ViLT samples its image
+    patches with torch.multinomial on CPU tensors, in eval mode too; VibeVoice's generate starts each audio
+    latent from host noise)."""
+    torch.manual_seed(0)
+    return model(*args, **kwargs)
+
+
+def check_forward(cpu, tpu, inputs):
+    cpu.eval(), tpu.eval()
+    with torch.no_grad():
+        actual, expected = _same_draws(tpu, **_to(inputs, "tpu")), _same_draws(cpu, **inputs)
+    _close_or_as_accurate_as_cpu(actual, expected, _float64_reference(cpu, inputs), "forward")
+
+
+def check_generate(cpu, tpu, inputs, config):
+    cpu.eval(), tpu.eval()
+    pad = config.pad_token_id if isinstance(getattr(config, "pad_token_id", None), int) else 0
+    kwargs = dict(max_new_tokens=4, do_sample=False, pad_token_id=pad)
+    main = {k: v[:1] for k, v in inputs.items() if k != "decoder_input_ids"}
+    generate_inputs = GENERATE_INPUTS.get(config.model_type)
+    if generate_inputs is not None:
+        main = generate_inputs(config, (cpu, tpu), main)
+    # VibeVoice draws each audio latent's starting noise on the host
+    expected = _same_draws(cpu.generate, **main, **kwargs)
+    got = _same_draws(tpu.generate, **_to(main, "tpu"), **kwargs)
+    if _tensors(expected):  # a speech synthesizer's waveforms (VibeVoice), compared at the scale of CPU's
+        scale = max(t.abs().max().item() for t in _tensors(expected))
+        _close(got, expected, "generate (waveforms)", atol=1e-4 * scale)
+        return
+    got = got.cpu()
+    if not torch.equal(got, expected):
+        raise WrongValues(f"generate: tokens {got.tolist()} on tpu, {expected.tolist()} on CPU")
+    if "input_ids" in main:  # a left-padded batch of two
+        ids = inputs["input_ids"].clone()
+        mask = torch.ones_like(ids)
+        ids[1, :3], mask[1, :3] = pad, 0
+        expected = cpu.generate(input_ids=ids, attention_mask=mask, **kwargs)
+        got = tpu.generate(input_ids=ids.to("tpu"), attention_mask=mask.to("tpu"), **kwargs).cpu()
+        if not torch.equal(got, expected):
+            raise WrongValues(f"generate (left-padded batch): {got.tolist()} on tpu, {expected.tolist()} on CPU")
+
+
+def _composer_conditioned_features(config, models, inputs):
+    """Pop2Piano generates MIDI tokens from embedded audio features (batch, frames, d_model), conditioned on a
+    composer: its generate takes input_features, not input_ids, and reads the composer's feature token from the
+    generation config's composer_to_feature_token, which its checkpoints ship (one token per composer,
+    composer_vocab_size of them) and a config built from scratch lacks."""
+    tokens = {f"composer{i + 1}": 1000 + i for i in range(config.composer_vocab_size)}
+    for model in models:
+        model.generation_config.composer_to_feature_token = tokens
+    g = torch.Generator().manual_seed(2)
+    return {"input_features": torch.randn(1, SEQ, config.d_model, generator=g)}
+
+
+def _with_attention_mask(config, models, inputs):
+    """VibeVoice's generate counts each prompt's length from its attention mask, which it requires (a processor
+    always returns one)."""
+    return {**inputs, "attention_mask": torch.ones_like(inputs["input_ids"])}
+
+
+# Inputs a model's generate takes instead of the first row of its forward's, by model_type: (config, models,
+# that row) -> generate's keyword arguments, after setting what the models' generation configs need.
+GENERATE_INPUTS = {"pop2piano": _composer_conditioned_features, "vibevoice": _with_attention_mask}
+
+
+def _loss(model, inputs, labels):
+    out = _same_draws(model, **inputs, labels=labels) if labels is not None else _same_draws(model, **inputs)
+    if labels is not None and getattr(out, "loss", None) is not None:
+        return out.loss
+    return accuracy.mean_square_loss(_tensors(out))  # float64 in the float64 check (detr's differed in float32)
+
+
+# (loss atol, loss rtol, gradient atol, gradient rtol, weight atol, weight rtol) per dtype; float64's are 1e5
+# tighter, which still leaves float64 rounding (1e-16 of each value, summed over a model) far below them.
+TRAIN_TOLERANCES = {
+    torch.float32: (1e-5, 1e-4, 1e-4, 1e-3, 1e-5, 1e-4),
+    torch.float64: (1e-10, 1e-9, 1e-9, 1e-8, 1e-10, 1e-9),
+}
+
+
+def check_train(cpu, tpu, inputs, labels, dtype=torch.float32):
+    loss_atol, loss_rtol, grad_atol, grad_rtol, weight_atol, weight_rtol = TRAIN_TOLERANCES[dtype]
+    cpu.train(), tpu.train()
+    inputs = {k: v.to(dtype) if v.is_floating_point() else v for k, v in inputs.items()}
+    loss_cpu = _loss(cpu, inputs, labels)
+    loss_tpu = _loss(tpu, _to(inputs, "tpu"), labels.to("tpu") if labels is not None else None)
+    loss_cpu.backward()
+    loss_tpu.backward()
+    _close(loss_tpu, loss_cpu, "loss", atol=loss_atol, rtol=loss_rtol)
+    named = list(cpu.named_parameters())
+    for (name, p), q in zip(named, tpu.parameters()):
+        if p.grad is None:
+            if q.grad is not None:
+                raise WrongValues(f"gradient of {name}: set on tpu only")
+            continue
+        if q.grad is None:
+            raise WrongValues(f"gradient of {name}: missing on tpu")
+        _close(q.grad, p.grad, f"gradient of {name}", atol=grad_atol, rtol=grad_rtol)
+    # AdamW's first step moves each weight by about lr * sign(gradient): a gradient that is zero in exact
+    # arithmetic (a key bias under softmax) is rounding noise on both devices and would step by +-lr at random.
+    # eps = 1e-3 keeps such steps proportional to the noise, while real gradients still take steps near lr.
+    for model in (cpu, tpu):
+        torch.optim.AdamW(model.parameters(), lr=1e-3, eps=1e-3).step()
+    for (name, p), q in zip(named, tpu.parameters()):
+        _close(q.detach(), p.detach(), f"{name} after AdamW", atol=weight_atol, rtol=weight_rtol)
+
+
+def _fresh_pair(model_type, class_name, dtype=torch.float32):
+    _, cpu = build(model_type, class_name)
+    _, tpu = build(model_type, class_name)
+    cpu.to(dtype)
+    tpu.load_state_dict(cpu.state_dict())
+    return cpu, tpu.to(dtype).to("tpu")
+
+
+def check_train_at_a_kink_retries(model_type, class_name, config, head, cpu, tpu, layout=()):
+    """check_train on seed 1's inputs; if they differ, once more on fresh models and seed 2's. A ReLU (or max)
+    input within rounding of its kink sends a gradient one way on one device and the other way on the other: both
+    are right in float32 (resnet, seed 1: one pre-activation of 3e-6 on CPU, -6e-7 on tpu, of values up to 6.8,
+    moves weight gradients by 5%). Such a tie is rare, so another input passes; a device error fails both.
+
+    Where both differ, the check runs once more in float64 on both devices with tolerances 1e5 tighter (as
+    scripts/model_zoo.py does). A gradient that is zero in exact arithmetic is float32 rounding noise on both
+    devices, which AdamW's first step turns into weight steps of the noise's size (conditional_detr: every
+    output of its decoder's first layer is LayerNorm-ed constant rows, whose mean square does not depend on
+    the self-attention's biases; their gradients are 1e-6 noise). A lowering error shows in float64 as well;
+    agreement there is reported as "pass (float64)"."""
+    inputs, labels = make_inputs(cpu, config, head, seed=1, layout=layout)
+    try:
+        check_train(cpu, tpu, inputs, labels)
+    except WrongValues as first:
+        cpu, tpu = _fresh_pair(model_type, class_name)
+        inputs, labels = make_inputs(cpu, config, head, seed=2, layout=layout)
+        try:
+            check_train(cpu, tpu, inputs, labels)
+        except WrongValues as second:
+            float32 = f"{second} (and with other inputs: {first})"
+            try:
+                with _in_float64():
+                    cpu, tpu = _fresh_pair(model_type, class_name, torch.float64)
+                    inputs, labels = make_inputs(cpu, config, head, seed=1, layout=layout)
+                    check_train(cpu, tpu, inputs, labels, dtype=torch.float64)
+            except Exception as err:  # noqa: BLE001
+                # float64 first: the report keeps 300 characters, and float64 decides.
+                failure = f"in float64: {outcome(err)[1]}; in float32: {float32}"
+                if not isinstance(err, WrongValues):
+                    raise WrongValues(failure) from None
+                with _in_float64():
+                    within = _within_cpus_own_rounding(model_type, class_name, inputs, labels)
+                if within is None:
+                    raise WrongValues(failure) from None
+                raise PassInFloat64(f"float64 {within}; float32: {second}") from None
+            raise PassInFloat64(f"float32: {second}") from None
+
+
+def _gradients(model, inputs, labels):
+    """A float64 training step's loss and parameter gradients, {name: tensor} on CPU."""
+    model.train()
+    loss = _loss(model, inputs, labels)
+    loss.backward()
+    grads = {name: p.grad.detach().cpu() for name, p in model.named_parameters() if p.grad is not None}
+    return {"loss": loss.detach().cpu().reshape(1), **grads}
+
+
+def _within_cpus_own_rounding(model_type, class_name, inputs, labels, margin=4.0):
+    """Where float64 still differs, whether tpu is as near CPU as CPU is to itself: an ill-conditioned model
+    (mobilenet_v2 at 32 pixels: train-mode batch norm over two samples at 1x1, gradients of 9e3 from a loss of
+    1.1) amplifies float64 rounding past the check's tolerance. CPU runs the step again on the batch in reverse
+    order, the same sums in another order; tpu passes when, for the loss and every gradient, its largest
+    difference from CPU is within `margin` times CPU's own. A lowering error lands far outside that. Returns a
+    note for the report, or None (also when reversing the batch changes the loss beyond rounding, as for a model
+    whose inputs are not batch-first)."""
+    atol, _, grad_atol, _ = TRAIN_TOLERANCES[torch.float64][:4]
+    cpu, tpu = _fresh_pair(model_type, class_name, torch.float64)
+    reordered, _ = _fresh_pair(model_type, class_name, torch.float64)
+    reordered = reordered.cpu()
+    flipped = {k: v.flip(0) if v.dim() and v.shape[0] == BATCH else v for k, v in inputs.items()}
+    try:
+        expected = _gradients(cpu, inputs, labels)
+        actual = _gradients(tpu, _to(inputs, "tpu"), labels.to("tpu") if labels is not None else None)
+        again = _gradients(reordered, flipped, labels.flip(0) if labels is not None else None)
+    except Exception:  # noqa: BLE001
+        return None
+    if set(actual) != set(expected) or set(again) != set(expected):
+        return None
+    # Reversing the batch is the same computation when the losses agree to within amplified rounding (1.5e-8 of
+    # itself for timm_wrapper's resnet, whose gradients reach 3e7); a different computation differs by O(1).
+    if (again["loss"] - expected["loss"]).abs().item() > 1e-6 * expected["loss"].abs().item() + atol:
+        return None
+    worst = (0.0, 0.0, "")
+    for name, e in expected.items():
+        off = (actual[name] - e).abs().max().item()
+        noise = (again[name] - e).abs().max().item()
+        if off > margin * noise + (atol if name == "loss" else grad_atol):
+            return None
+        if off > worst[0]:
+            worst = (off, noise, name)
+    return f"within CPU's own rounding: {worst[2]} off by {worst[0]:.2g}, CPU reordered by {worst[1]:.2g}"
+
+
+def check_compile(cpu, tpu, inputs):
+    import torch_tpu.compile as tpu_compile
+
+    cpu.eval(), tpu.eval()
+    torch._dynamo.reset()
+    compiled = torch.compile(tpu, backend="tpu")
+    on_tpu = _to(inputs, "tpu")
+    with torch.no_grad():
+        expected = _same_draws(cpu, **inputs)
+        outputs = [_same_draws(compiled, **on_tpu) for _ in range(2)]
+        tpu_compile.reset_stats()
+        outputs.append(_same_draws(compiled, **on_tpu))
+    stats = tpu_compile.stats()
+    torch._dynamo.reset()
+    if stats["graph_calls"] == 0:
+        raise WrongValues("compile: no graph ran on tpu")
+    if stats["graph_replays"] != stats["graph_calls"]:
+        raise WrongValues(f"compile: the third call traced again: {stats['trace_reasons']}")
+    float64_reference = _float64_reference(cpu, inputs)
+    for output in outputs:
+        _close_or_as_accurate_as_cpu(output, expected, float64_reference, "compiled forward")
+
+
+def _inputs_the_cpu_model_runs_on(cpu, config, head):
+    """(layout, inputs, labels) for the first of INPUT_LAYOUTS the CPU model runs on, its loss with labels
+    included (git's loss on text alone fails on CPU: it skips image tokens the inputs lack), else the first
+    it runs a forward on (the train check then reports the loss's error); raises the first layout's error
+    where none does."""
+    cpu.eval()
+    first, forward_only = None, None
+    for layout in INPUT_LAYOUTS:
+        try:
+            inputs, labels = make_inputs(cpu, config, head, layout=layout)
+            with torch.no_grad():
+                outputs = cpu(**inputs)
+        except Exception as err:  # noqa: BLE001 (the next layout may fit)
+            first = first or err
+            continue
+        # A tiny model whose CPU outputs are NaN is no reference to check a device against (align's B0
+        # tower at random weights overflows to inf in eval, and its logits are inf - inf).
+        if any(t.isnan().any() for t in _tensors(outputs)):
+            raise CannotBuild("its CPU outputs are NaN at these sizes")
+        if labels is not None:
+            try:
+                with torch.no_grad():
+                    _loss(cpu, inputs, labels)
+            except Exception:  # noqa: BLE001 (another layout's loss may run)
+                forward_only = forward_only or (layout, inputs, labels)
+                continue
+        return layout, inputs, labels
+    if forward_only:
+        return forward_only
+    raise first
+
+
+def run_model(model_type, head, class_name, generates):
+    """Every check of one architecture, in this process: {check: (outcome, detail)}."""
+    import torch_tpu
+
+    try:
+        config, cpu = build(model_type, class_name)
+        layout, inputs, labels = _inputs_the_cpu_model_runs_on(cpu, config, head)
+        _, tpu = build(model_type, class_name)
+        tpu.load_state_dict(cpu.state_dict())
+        tpu.to("tpu")
+    except Exception as err:  # noqa: BLE001 (any failure to build is recorded)
+        return not_built(err, "cannot build tiny")
+    results = {}
+    steps = [("forward", lambda: check_forward(cpu, tpu, inputs))]
+    if generates:
+        steps.append(("generate", lambda: check_generate(cpu, tpu, inputs, config)))
+    steps.append(
+        ("train", lambda: check_train_at_a_kink_retries(model_type, class_name, config, head, cpu, tpu, layout))
+    )
+    steps.append(("compile", lambda: check_compile(cpu, tpu, inputs)))
+    with torch_tpu.matmul_precision("highest"):
+        for check, step in steps:
+            results[check] = run_check(step)
+            if check == "train":  # the compile check compares with fresh weights
+                tpu.load_state_dict(cpu.state_dict())
+    return results
+
+
+def _child(args):
+    model_type, head, class_name, generates = args.child.split(",")
+    child_process.print_result(run_model(model_type, head, class_name, generates == "1"))
+
+
+def _run_one(arch, timeout):
+    model_type, head, class_name, generates = arch
+    seconds, results = child_process.run_item(
+        "sweeps.hf_coverage", f"{model_type},{head},{class_name},{int(generates)}", timeout
+    )
+    return _record(model_type, head, class_name, seconds, results)
+
+
+def _record(model_type, head, class_name, seconds, results):
+    """One architecture's line of the report: {check: (outcome, detail)} and its wall time."""
+    return {"model_type": model_type, "head": head, "class": class_name, "seconds": seconds, "results": results}
+
+
+LEDGER = report.Ledger(
+    CHECKS,
+    columns=[("architecture", "model_type"), ("head", "head"), ("class", "class")],
+    excluded_heading="## Cannot build tiny",
+    excluded_columns=[("architecture", "model_type")],
+    not_built="cannot build tiny",
+    name="model_type",
+    items="architectures",
+)
+read_report = LEDGER.read
+merge = LEDGER.merge
+
+
+def write_report(records, path, seconds, workers, merged=False):
+    import transformers
+
+    records = sorted(records, key=lambda r: r["model_type"])
+    built = [r for r in records if not excluded(r)]
+    ok = [r for r in built if passed(r)]
+    in_float64 = sum(r["results"].get("train", ("", ""))[1].startswith("in float64") for r in ok)
+    if merged:
+        enumerated = len(architectures())
+        run = (
+            f"{len(records)} of the {enumerated} architectures it enumerates, run in batches whose results "
+            f"`--merge` accumulates here; the architectures took {sum(r['seconds'] for r in records) / 60:.0f} min "
+            f"in all, one process each (the last batch: {seconds / 60:.0f} min on {workers} workers)."
+        )
+    else:
+        run = f"{len(records)} architectures in {seconds / 60:.0f} min on {workers} workers."
+    lines = [
+        "# Hugging Face coverage on tpu",
+        "",
+        f"Generated by `python scripts/hf_coverage.py` (transformers {transformers.__version__}, torch "
+        f"{torch.__version__}), " + run + " " + report.optimization_note(merged),
+        "",
+        f"**{len(ok)} of {len(built)} architectures that build tiny pass every check "
+        f"({100 * len(ok) / max(1, len(built)):.1f}%)**"
+        + (f", {in_float64} of them training equal in float64 only (see the train column)" if in_float64 else "")
+        + f"; {len(records) - len(built)} cannot be built tiny (excluded, listed below).",
+    ]
+    report.write(path, lines + LEDGER.totals(built) + LEDGER.tables(records))
+
+
+def main():
+    parser = command_line.arguments(
+        __doc__.split("\n\n")[0],
+        "architectures",
+        report=os.path.join(report.DOCS, "hf_coverage.md"),
+        workers=max(1, (os.cpu_count() or 2)),
+        timeout=900,
+        only="model types",
+    )
+    args = parser.parse_args()
+    if args.child:
+        return _child(args)
+    command_line.run(
+        args,
+        LEDGER,
+        lambda: architectures(command_line.only(args)),
+        lambda a: (a[0],),
+        _run_one,
+        lambda records, seconds, merged: write_report(records, args.report, seconds, args.workers, merged),
+    )
+
+
+if __name__ == "__main__":
+    main()
