@@ -2,6 +2,7 @@
 with a fix on each broken one, never crashes. Each run is its own process."""
 
 import ctypes
+import importlib.metadata
 import json
 import os
 import subprocess
@@ -153,8 +154,6 @@ def test_a_key_file_others_can_read_fails_with_the_fix(tmp_path):
 
 
 def test_extras_missing_are_notes_and_other_versions_are_warnings(monkeypatch):
-    import torch
-
     from torch_tpu import info
 
     monkeypatch.setattr(
@@ -164,7 +163,9 @@ def test_extras_missing_are_notes_and_other_versions_are_warnings(monkeypatch):
     )
     absent, skewed = info.check_extras()
     assert (absent.status, absent.detail, absent.fix) == ("NOTE", "not installed", "pip install 'torch_tpu[absent]'")
-    assert skewed.status == "WARN" and f"torch {torch.__version__} (tested: 0.0.1)" in skewed.detail
+    # The distribution's version (a CUDA wheel's lacks torch.__version__'s "+cu132").
+    installed = importlib.metadata.version("torch")
+    assert skewed.status == "WARN" and f"torch {installed} (tested: 0.0.1)" in skewed.detail
     assert skewed.fix == "pip install torch==0.0.1"
 
 

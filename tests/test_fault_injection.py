@@ -51,10 +51,7 @@ OVERFLOWING_SCALARS = {
     "full bfloat16 1e39": lambda d: torch.full((3,), 1e39, dtype=torch.bfloat16, device=d),
     "fill_ int8 1000": lambda d: _ones(3, dtype=torch.int8, device=d).fill_(1000),
     "fill_ int8 1e3": lambda d: _ones(3, dtype=torch.int8, device=d).fill_(1e3),
-    "fill_ int8 127.5": lambda d: _ones(3, dtype=torch.int8, device=d).fill_(127.5),
     "fill_ int8 inf": lambda d: _ones(3, dtype=torch.int8, device=d).fill_(float("inf")),
-    "clamp int8 max=1000": lambda d: _ones(3, dtype=torch.int8, device=d).clamp(max=1000),
-    "clamp_min int8 -1000": lambda d: torch.clamp_min(_ones(3, dtype=torch.int8, device=d), -1000),
     "clamp float32 max=1e300": lambda d: _ones(3, device=d).clamp(max=1e300),
     "clamp float16 max=1e10": lambda d: _ones(3, dtype=torch.float16, device=d).clamp(max=1e10),
     "add int8 alpha=1000": lambda d: torch.add(
@@ -104,6 +101,50 @@ FITTING_SCALARS = {
     "full float32 2**63": lambda d: torch.full((3,), 2**63, dtype=torch.float32, device=d),
     "linspace float16 of one step 1e10": lambda d: torch.linspace(1e10, 0, 1, dtype=torch.float16, device=d),
 }
+
+
+# Numbers past a dtype that torch releases treat differently: torch 2.14
+# takes a float below an integer dtype's max + 1 (127.5 fills int8 with 127,
+# 2.13 refused it); torch 2.15 drops a clamp bound of integers that clamps
+# nothing (int8's max=1000, uint8's min=-1, which 2.13 wrapped to 255) and
+# refuses the other side in its own words. The tpu does what the installed
+# torch does on CPU.
+def _int8_range(d):
+    return torch.tensor([-128, -5, 0, 5, 127], dtype=torch.int8, device=d)
+
+
+SCALARS_RELEASES_DIFFER_ON = {
+    "fill_ int8 127.5": lambda d: _ones(3, dtype=torch.int8, device=d).fill_(127.5),
+    "fill_ int8 -128.5": lambda d: _ones(3, dtype=torch.int8, device=d).fill_(-128.5),
+    "full int64 2.0**63": lambda d: torch.full((3,), 2.0**63, dtype=torch.int64, device=d),
+    "clamp int8 max=1000": lambda d: _int8_range(d).clamp(max=1000),
+    "clamp int8 max=-1000": lambda d: _int8_range(d).clamp(max=-1000),
+    "clamp int8 min=1000": lambda d: _int8_range(d).clamp(min=1000),
+    "clamp int8 -1000..3": lambda d: _int8_range(d).clamp(-1000, 3),
+    "clamp_ int8 max=1000": lambda d: _int8_range(d).clamp_(max=1000),
+    "clamp_min int8 -1000": lambda d: torch.clamp_min(_int8_range(d), -1000),
+    "clamp_max int8 1000": lambda d: torch.clamp_max(_int8_range(d), 1000),
+    "clamp uint8 min=-1": lambda d: torch.tensor([0, 5, 255], dtype=torch.uint8, device=d).clamp(min=-1),
+    "clamp uint8 max=300": lambda d: torch.tensor([0, 5, 255], dtype=torch.uint8, device=d).clamp(max=300),
+}
+
+
+@pytest.mark.parametrize("mode", ["strict", "defer_and_fuse"])
+@pytest.mark.parametrize("case", sorted(SCALARS_RELEASES_DIFFER_ON))
+def test_scalar_past_the_dtype_does_what_this_torchs_cpu_does(case, mode):
+    fn = SCALARS_RELEASES_DIFFER_ON[case]
+    try:
+        want, cpu_err = fn("cpu"), None
+    except RuntimeError as err:
+        want, cpu_err = None, err
+    with torch_tpu.eager_mode(mode):
+        if cpu_err is None:
+            torch.testing.assert_close(fn("tpu").cpu(), want)
+            return
+        with pytest.raises(RuntimeError) as tpu_err:
+            fn("tpu").cpu()
+        assert str(tpu_err.value) == str(cpu_err)
+        torch.testing.assert_close((_ones(2, device="tpu") * 3).cpu(), torch.full((2,), 3.0))
 
 
 @pytest.mark.parametrize("mode", ["strict", "defer_and_fuse"])

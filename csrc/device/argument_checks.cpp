@@ -1,11 +1,14 @@
 #include "device/argument_checks.h"
 
+#include <ATen/Dispatch_v2.h>
 #include <ATen/MemoryOverlap.h>
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/native/BinaryOps.h>
 #include <ATen/native/LinearAlgebraUtils.h>
 #include <ATen/native/TypeProperties.h>
 #include <ATen/native/UpSample.h>
 #include <ATen/ops/relu_native.h>
+#include <c10/util/overflows.h>
 
 #include <algorithm>
 #include <cmath>
@@ -13,6 +16,7 @@
 #include <string>
 
 #include "device/storage_buffer.h"
+#include "lower/lowering.h"
 
 namespace torch_tpu::device {
 
@@ -80,6 +84,56 @@ void check_castable_to_self(at::ScalarType result, const Args& args) {
   at::ScalarType self_t = args[0].toTensor().scalar_type();
   TORCH_CHECK(at::canCast(result, self_t), "result type ", result, " can't be cast to the desired output type ",
               self_t);
+}
+
+// ---- mistakes whose exception the installed torch decides ---------------------------
+// Some exception types and words changed between torch releases (2.15 raises
+// TypeError for sort of complex numbers where 2.13 raised RuntimeError, and
+// prefixes mm's shape errors with the op's name). For those the installed
+// torch's CPU kernel of the same overload is asked: it runs on stand-ins of
+// the arguments (their dtypes and shapes, no data: zeros expanded, a fresh
+// tensor where the op writes) and raises that torch's own error. It returns
+// where that kernel takes the arguments, and the caller raises its own.
+
+at::Tensor cpu_stand_in(const at::Tensor& t, bool written, bool out) {
+  if (!t.defined()) return t;
+  const at::TensorOptions options(t.scalar_type());
+  if (out) return at::empty({0}, options);  // resized by the kernel
+  return written ? at::empty(t.sizes(), options) : at::zeros({}, options).expand(t.sizes());
+}
+
+void raise_cpus_error(const c10::FunctionSchema& schema, const Args& args) {
+  torch::jit::Stack stack;
+  for (size_t i = 0; i < args.size() && i < schema.arguments().size(); ++i) {
+    const c10::IValue& v = args[i];
+    const bool written = writes_argument(schema.arguments()[i]), out = written && schema.arguments()[i].is_out();
+    if (v.isTensor()) {
+      stack.emplace_back(cpu_stand_in(v.toTensor(), written, out));
+    } else if (v.isTensorList()) {
+      std::vector<at::Tensor> list;
+      for (const at::Tensor& t : v.toTensorVector()) list.push_back(cpu_stand_in(t, written, out));
+      stack.emplace_back(list);
+    } else if ((v.isList() && !v.isIntList() && !v.isDoubleList() && !v.isBoolList()) || v.isGenerator()) {
+      return;  // optional tensors (indices) and generators: no op here asks
+    } else {
+      stack.push_back(v);
+    }
+  }
+  c10::Dispatcher::singleton()
+      .findSchemaOrThrow(schema.name().c_str(), schema.overload_name().c_str())
+      .callBoxed(stack);
+}
+
+// Runs `checks`; where they refuse the arguments, the installed torch's CPU
+// kernel raises its own error first.
+template <typename Checks>
+void with_cpus_error(const c10::FunctionSchema& schema, const Args& args, Checks&& checks) {
+  try {
+    checks();
+  } catch (const c10::Error&) {
+    raise_cpus_error(schema, args);
+    throw;
+  }
 }
 
 }  // namespace
@@ -208,6 +262,8 @@ void check_clamp_bounds(const c10::FunctionSchema& schema, const Args& args) {
 // (native/LinearAlgebra.cpp, native/Blas.cpp); PyTorch's Python meta kernels,
 // which compute our result shapes, word theirs differently and check no
 // dtypes. mm's dtype check is in each device's kernel: CUDA's wording here.
+// The installed torch's CPU kernel words the others (torch 2.15 prefixes its
+// messages with the op's name, "mm: ", which is also how addmm names mat1).
 namespace {
 
 std::string matrix_sizes(const at::Tensor& t) { return std::to_string(t.size(0)) + "x" + std::to_string(t.size(1)); }
@@ -217,21 +273,8 @@ void check_mat1_mat2_shapes(const at::Tensor& mat1, const at::Tensor& mat2) {
               matrix_sizes(mat2), ")");
 }
 
-}  // namespace
-
-void check_mm(const c10::FunctionSchema&, const Args& args) {
-  if (args.size() < 2 || !args[0].isTensor() || !args[1].isTensor()) return;
-  const at::Tensor &self = args[0].toTensor(), &mat2 = args[1].toTensor();
-  TORCH_CHECK(self.dim() == 2, "self must be a matrix");
-  TORCH_CHECK(mat2.dim() == 2, "mat2 must be a matrix");
-  check_mat1_mat2_shapes(self, mat2);
-  TORCH_CHECK(self.dtype() == mat2.dtype(),
-              "expected mat1 and mat2 to have the same dtype, but got: ", self.dtype().name(),
-              " != ", mat2.dtype().name());
-}
-
-void check_addmm(const c10::FunctionSchema&, const Args& args) {
-  if (args.size() < 3 || !args[0].isTensor() || !args[1].isTensor() || !args[2].isTensor()) return;
+// addmm's meta function, and CPU's expand of self.
+void check_addmm_arguments(const Args& args) {
   const at::Tensor &self = args[0].toTensor(), &mat1 = args[1].toTensor(), &mat2 = args[2].toTensor();
   TORCH_CHECK(self.scalar_type() == mat2.scalar_type(), "self and mat2 must have the same dtype, but got ",
               self.scalar_type(), " and ", mat2.scalar_type());
@@ -251,6 +294,26 @@ void check_addmm(const c10::FunctionSchema&, const Args& args) {
                 ") must match the existing size (", self.size(k), ") at non-singleton dimension ", d,
                 ".  Target sizes: [", target[0], ", ", target[1], "].  Tensor sizes: ", self.sizes());
   }
+}
+
+}  // namespace
+
+void check_mm(const c10::FunctionSchema& schema, const Args& args) {
+  if (args.size() < 2 || !args[0].isTensor() || !args[1].isTensor()) return;
+  const at::Tensor &self = args[0].toTensor(), &mat2 = args[1].toTensor();
+  with_cpus_error(schema, args, [&] {
+    TORCH_CHECK(self.dim() == 2, "self must be a matrix");
+    TORCH_CHECK(mat2.dim() == 2, "mat2 must be a matrix");
+    check_mat1_mat2_shapes(self, mat2);
+  });
+  TORCH_CHECK(self.dtype() == mat2.dtype(),
+              "expected mat1 and mat2 to have the same dtype, but got: ", self.dtype().name(),
+              " != ", mat2.dtype().name());
+}
+
+void check_addmm(const c10::FunctionSchema& schema, const Args& args) {
+  if (args.size() < 3 || !args[0].isTensor() || !args[1].isTensor() || !args[2].isTensor()) return;
+  with_cpus_error(schema, args, [&] { check_addmm_arguments(args); });
 }
 
 namespace {
@@ -514,13 +577,67 @@ void check_nll_loss_shapes(const c10::FunctionSchema&, const Args& args) {
               " but found ", weight->scalar_type());
 }
 
-// maximum, minimum, fmax, fmin (native/BinaryOps.cpp): no order on complex numbers.
+// maximum, minimum, fmax, fmin (native/BinaryOps.cpp): no order on complex
+// numbers (the installed torch's exception: TypeError from 2.15).
 void check_real_operands(const c10::FunctionSchema& schema, const Args& args) {
   const at::Tensor *self = tensor_at(args, 0), *other = tensor_at(args, 1);
   if (!self || !other) return;
-  TORCH_CHECK(!self->is_complex() && !other->is_complex(), schema.name().substr(6),
-              " not implemented for complex tensors.");
+  with_cpus_error(schema, args, [&] {
+    TORCH_CHECK(!self->is_complex() && !other->is_complex(), schema.name().substr(6),
+                " not implemented for complex tensors.");
+  });
 }
+
+// ---- clamp of integers with a bound past the dtype: the installed torch's rule -----
+// Up to torch 2.14, c10 converts the bound and refuses it (a negative bound
+// wraps into an unsigned dtype: uint8 takes -1 as 255); torch 2.15 drops a
+// bound that clamps nothing (a min below the dtype's range, a max above it)
+// and refuses the other side in its own words. The installed torch's CPU
+// kernel, on one element, raises its error; a bound it takes is replaced by
+// the value it clamps with (its clamp of the dtype's extreme), which the
+// lowering converts without overflow.
+namespace {
+
+enum class ClampBounds { Both, Min, Max };
+
+void normalize_integer_clamp(Args& args, ClampBounds which) {
+  const at::Tensor* self = tensor_at(args, 0);
+  if (!self || !at::isIntegralType(self->scalar_type(), /*includeBool=*/false)) return;
+  const size_t min_at = which == ClampBounds::Max ? 0 : 1, max_at = which == ClampBounds::Both ? 2 : 1;
+  const bool has_min = which != ClampBounds::Max, has_max = which != ClampBounds::Min;
+  auto integer_bound = [&](size_t i) { return i < args.size() && args[i].isInt(); };
+  c10::Scalar lowest, highest;
+  bool past = false;
+  AT_DISPATCH_V2(
+      self->scalar_type(), "clamp", AT_WRAP([&] {
+        lowest = std::numeric_limits<scalar_t>::lowest();
+        highest = std::numeric_limits<scalar_t>::max();
+        for (size_t i : {min_at, max_at}) {
+          if (integer_bound(i) && c10::overflows<scalar_t, int64_t>(args[i].toInt(), /*strict_unsigned=*/true)) {
+            past = true;
+          }
+        }
+      }),
+      AT_EXPAND(AT_INTEGRAL_TYPES), AT_EXPAND(AT_BAREBONES_UNSIGNED_TYPES));
+  if (!past) return;
+  const at::TensorOptions options(self->scalar_type());
+  auto bound = [&](size_t i, bool present) {
+    return present && integer_bound(i) ? std::optional<c10::Scalar>(args[i].toInt()) : std::nullopt;
+  };
+  const std::optional<c10::Scalar> min = bound(min_at, has_min), max = bound(max_at, has_max);
+  const at::Tensor one = at::zeros({1}, options);
+  if (which == ClampBounds::Both) at::clamp(one, min, max);
+  if (which == ClampBounds::Min) at::clamp_min(one, *min);
+  if (which == ClampBounds::Max) at::clamp_max(one, *max);
+  if (min) args[min_at] = at::clamp_min(at::full({1}, lowest, options), *min).item();
+  if (max) args[max_at] = at::clamp_max(at::full({1}, highest, options), *max).item();
+}
+
+}  // namespace
+
+void normalize_clamp_bounds(Args& args) { normalize_integer_clamp(args, ClampBounds::Both); }
+void normalize_clamp_min_bound(Args& args) { normalize_integer_clamp(args, ClampBounds::Min); }
+void normalize_clamp_max_bound(Args& args) { normalize_integer_clamp(args, ClampBounds::Max); }
 
 // clamp and the activations made of it (relu, hardtanh): no order on
 // complex numbers (native/TensorCompare.cpp); XLA's compiler aborts on one.
@@ -537,12 +654,16 @@ void check_relu_of_bool(const c10::FunctionSchema&, const Args& args) {
   if (self && self->scalar_type() == at::kBool) at::native::relu(at::empty({0}, at::TensorOptions(at::kBool)));
 }
 
-// sort and topk (native/Sorting.cpp): no order on complex numbers.
+// sort and topk (native/Sorting.cpp): no order on complex numbers, no topk
+// of bools (the installed torch's exceptions: TypeError and
+// NotImplementedError from 2.15).
 void check_sortable(const c10::FunctionSchema& schema, const Args& args) {
   const at::Tensor* self = tensor_at(args, 0);
   const bool topk = schema.name() == "aten::topk";
-  TORCH_CHECK(!self || !self->is_complex(), topk ? "topk" : "Sort", " does not support complex dtypes on tpu");
-  TORCH_CHECK(!topk || !self || self->scalar_type() != at::kBool, "topk does not support bool dtypes on tpu");
+  with_cpus_error(schema, args, [&] {
+    TORCH_CHECK(!self || !self->is_complex(), topk ? "topk" : "Sort", " does not support complex dtypes on tpu");
+    TORCH_CHECK(!topk || !self || self->scalar_type() != at::kBool, "topk does not support bool dtypes on tpu");
+  });
 }
 
 // binary_cross_entropy's iterator takes input and target of one dtype
@@ -664,13 +785,15 @@ void check_gather_dim(const c10::FunctionSchema&, const Args& args) {
 }
 
 // Ops with no order on (or no sign of) complex numbers that PyTorch's meta
-// kernels let through, with CPU's exception type and words.
+// kernels let through, with the installed torch's CPU exception type and
+// words (max.dim's is TypeError from 2.15).
 void check_not_complex(const c10::FunctionSchema& schema, const Args& args) {
   const std::string& name = schema.name();
   for (size_t i = 0; i < 2 && i < args.size(); ++i) {
     const bool complex = args[i].isTensor() ? args[i].toTensor().defined() && args[i].toTensor().is_complex()
                                             : args[i].isScalar() && args[i].toScalar().isComplex();
     if (!complex) continue;
+    raise_cpus_error(schema, args);
     if (name == "aten::sign") {
       TORCH_CHECK_NOT_IMPLEMENTED(false, "Unlike NumPy, torch.sign is not intended to support complex numbers. ",
                                   "Please use torch.sgn instead.");
@@ -729,13 +852,17 @@ void check_embedding_bag_rows(const c10::FunctionSchema&, const Args& args) {
               "Index 0 of input is not in the valid range [0, 0): the weight has no rows");
 }
 
-// argmax and argmin (native/ReduceOps.cpp): neither bools nor complex numbers.
+// argmax and argmin (native/ReduceOps.cpp): neither bools nor complex
+// numbers (the installed torch's exceptions: NotImplementedError and
+// TypeError from 2.15).
 void check_arg_extreme_dtype(const c10::FunctionSchema& schema, const Args& args) {
   const at::Tensor* self = tensor_at(args, 0);
   if (!self) return;
   const std::string op = schema.name().substr(6);
-  TORCH_CHECK(self->scalar_type() != at::kBool, op, "(): does not support bool input");
-  TORCH_CHECK(!self->is_complex(), op, "(): does not support complex input");
+  with_cpus_error(schema, args, [&] {
+    TORCH_CHECK(self->scalar_type() != at::kBool, op, "(): does not support bool input");
+    TORCH_CHECK(!self->is_complex(), op, "(): does not support complex input");
+  });
 }
 
 // reflection_pad and replication_pad of every rank: no kernel for bool.
@@ -880,12 +1007,15 @@ void check_addcdiv_integer_division(const c10::FunctionSchema&, const Args& args
               "(input + value * tensor1 / tensor2), for all dtypes.");
 }
 
-// std_var_out (native/ReduceOps.cpp), on every device.
-void check_std_var_dtype(const c10::FunctionSchema&, const Args& args) {
+// std_var_out (native/ReduceOps.cpp), on every device; its exception type
+// is the installed torch's (NotImplementedError from 2.15).
+void check_std_var_dtype(const c10::FunctionSchema& schema, const Args& args) {
   const at::Tensor* self = tensor_at(args, 0);
   if (!self) return;
-  TORCH_CHECK(at::isFloatingType(self->scalar_type()) || at::isComplexType(self->scalar_type()),
-              "std and var only support floating point and complex dtypes");
+  with_cpus_error(schema, args, [&] {
+    TORCH_CHECK(at::isFloatingType(self->scalar_type()) || at::isComplexType(self->scalar_type()),
+                "std and var only support floating point and complex dtypes");
+  });
 }
 
 // layer_norm's parameters share the input's dtype, or are float for a
@@ -982,6 +1112,39 @@ void check_amp_update_scale(const c10::FunctionSchema&, const Args& args) {
   TORCH_CHECK(scale->scalar_type() == at::kFloat, "current_scale must be a float tensor.");
   TORCH_CHECK(found_inf->scalar_type() == at::kFloat, "found_inf must be a float tensor.");
 }
+
+// ---- lower/'s conversion of floats into integer dtypes: this torch's rule ----------
+namespace {
+
+bool c10_float_into_integer_overflows(double v, lower::ElementType t) {
+  switch (t) {
+    case lower::ElementType::S8:
+      return c10::overflows<int8_t, double>(v);
+    case lower::ElementType::S16:
+      return c10::overflows<int16_t, double>(v);
+    case lower::ElementType::S32:
+      return c10::overflows<int32_t, double>(v);
+    case lower::ElementType::S64:
+      return c10::overflows<int64_t, double>(v);
+    case lower::ElementType::U8:
+      return c10::overflows<uint8_t, double>(v);
+    case lower::ElementType::U16:
+      return c10::overflows<uint16_t, double>(v);
+    case lower::ElementType::U32:
+      return c10::overflows<uint32_t, double>(v);
+    case lower::ElementType::U64:
+      return c10::overflows<uint64_t, double>(v);
+    default:
+      return false;
+  }
+}
+
+[[maybe_unused]] const bool float_into_integer_rule_installed = [] {
+  lower::set_float_into_integer_overflows(c10_float_into_integer_overflows);
+  return true;
+}();
+
+}  // namespace
 
 void collect_tensors(const c10::IValue& v, std::vector<at::Tensor>& out) {
   if (v.isTensor()) {

@@ -80,6 +80,9 @@ void check_masked_fill_mask(const c10::FunctionSchema& schema, const std::vector
 void check_single_value(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
 void check_where_condition(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
 void normalize_where_condition(std::vector<c10::IValue>& args);
+void normalize_clamp_bounds(std::vector<c10::IValue>& args);
+void normalize_clamp_min_bound(std::vector<c10::IValue>& args);
+void normalize_clamp_max_bound(std::vector<c10::IValue>& args);
 void check_lerp_dtypes(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
 void check_multinomial_distribution(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
 void check_amp_update_scale(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);

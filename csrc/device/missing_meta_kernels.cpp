@@ -327,6 +327,8 @@ BoxedMetaKernel replacement_meta_kernel(MetaSource source) {
       return grouped_mm;
     case MetaSource::UpsampleNearest:
       return upsample_nearest;
+    case MetaSource::Histogram:
+      return histogram;
     default:
       return nullptr;
   }

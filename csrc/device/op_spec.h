@@ -52,6 +52,8 @@ enum class WriteOverlap {
 // `.device` of the biases, which are None for nn.LSTM(bias=False). GroupedMm
 // too: PyTorch's admits only CUDA's bfloat16, the device takes CPU's dtypes.
 // UpsampleNearest too: PyTorch's raises TypeError for an empty batch.
+// Histogram too: torch 2.15's Python meta kernels for histogramdd check only
+// the number of bins, where CPU checks ranges, edges and weights first.
 enum class MetaSource {
   PyTorch,
   LikeSelf,

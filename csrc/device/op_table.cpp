@@ -147,12 +147,15 @@ const OpSpec kLoweredOps[] = {
     {L::cholesky_inverse, "cholesky_inverse cholesky_inverse.out"},
     {L::cholesky_solve_helper, "_cholesky_solve_helper _cholesky_solve_helper.out"},
     OpSpec(L::clamp, "clamp clamp_ clamp.out clamp.Tensor clamp_.Tensor clamp.Tensor_out")
+        .normalize(normalize_clamp_bounds)
         .check(check_clamp_bounds)
         .check(check_inplace_castable),
     OpSpec(L::clamp_max, "clamp_max clamp_max_ clamp_max.out clamp_max.Tensor clamp_max_.Tensor clamp_max.Tensor_out")
+        .normalize(normalize_clamp_max_bound)
         .check(check_real_clamp)
         .check(check_inplace_castable),
     OpSpec(L::clamp_min, "clamp_min clamp_min_ clamp_min.out clamp_min.Tensor clamp_min_.Tensor clamp_min.Tensor_out")
+        .normalize(normalize_clamp_min_bound)
         .check(check_real_clamp)
         .check(check_inplace_castable),
     {L::col2im, "col2im col2im.out"},

@@ -115,10 +115,13 @@ uint64_t integer_max(ElementType t) {
   return bits == 64 ? std::numeric_limits<uint64_t>::max() : (uint64_t{1} << bits) - 1;
 }
 
+FloatIntoIntegerOverflows float_into_integer_overflows = nullptr;  // the device layer's torch's rule
+
 // c10::overflows<To, double>: comparisons in double, so NaN fails only the
 // dtypes without it.
 bool double_overflows(double v, ElementType t) {
   if (hlo::is_float(t) || hlo::is_complex(t)) return std::isfinite(v) && std::abs(v) > float_max(t);
+  if (float_into_integer_overflows) return float_into_integer_overflows(v, t);
   return std::isnan(v) || v < static_cast<double>(integer_lowest(t)) || v > static_cast<double>(integer_max(t));
 }
 
@@ -166,6 +169,8 @@ bool scalar_overflows(const ScalarArg& s, ElementType dtype) {
       return s.i < integer_lowest(dtype);
   }
 }
+
+void set_float_into_integer_overflows(FloatIntoIntegerOverflows rule) { float_into_integer_overflows = rule; }
 
 void check_scalar_fits(const ScalarArg& s, ElementType dtype) {
   if (scalar_overflows(s, dtype)) {

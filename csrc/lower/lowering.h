@@ -51,6 +51,14 @@ struct ScalarArg {
 bool scalar_overflows(const ScalarArg& s, ElementType dtype);
 // Throws ScalarOverflow, worded as CPU words it, when `s` overflows `dtype`.
 void check_scalar_fits(const ScalarArg& s, ElementType dtype);
+// Whether a float (or a complex part) overflows an integer dtype: the rule of
+// the torch the device layer links (c10::overflows<To, double>), which
+// changed between releases (torch 2.14 takes 127.5 into int8 as 127, 2.13
+// refused it). lower/ knows no torch, so the device layer hands it that rule
+// when it loads; until then (the lowering tests) floats past the dtype's
+// maximum overflow.
+using FloatIntoIntegerOverflows = bool (*)(double v, ElementType integer_dtype);
+void set_float_into_integer_overflows(FloatIntoIntegerOverflows rule);
 
 struct Arg {
   enum class Kind { None, Tensor, TensorList, Int, Double, Bool, Scalar, IntList, DoubleList, String, Other };
