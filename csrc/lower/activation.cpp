@@ -12,6 +12,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "lower/common/arith.h"
+#include "lower/common/result_types.h"
 #include "lower/common/sampling.h"
 #include "lower/common/scalars.h"
 #include "lower/common/type_promotion.h"
@@ -22,14 +24,10 @@ namespace {
 
 using hlo::CompareDirection;
 
-// Result `i`'s shape in its compute dtype.
-TensorType compute_type(const LowerContext& ctx, size_t i = 0) {
-  const TensorType& out = ctx.out_types.at(i);
-  return {accumulation_type(out.dtype), out.shape};
-}
-
 // Tensor argument `i` broadcast to result `r`'s shape, in its compute dtype.
-Value input(LowerContext& ctx, size_t i, size_t r = 0) { return coerce(ctx.b, ctx.tensor(i), compute_type(ctx, r)); }
+Value input(LowerContext& ctx, size_t i, size_t r = 0) {
+  return coerce(ctx.b, ctx.tensor(i), accumulation_out_type(ctx, r));
+}
 
 // A Scalar argument shaped like `like`. Integer compute types take the
 // Scalar cast to the integer (Scalar::to<int64_t>() truncates), as the CPU
@@ -50,10 +48,10 @@ void check_scalars_fit(const LowerContext& ctx, std::initializer_list<size_t> in
   for (size_t i : indices) check_scalar_fits(ctx.args.at(i).scalar, dtype);
 }
 
-Value mul(Builder& b, const Value& x, const Value& y) { return b.binary("multiply", x, y); }
-Value add(Builder& b, const Value& x, const Value& y) { return b.binary("add", x, y); }
-Value sub(Builder& b, const Value& x, const Value& y) { return b.binary("subtract", x, y); }
-Value div(Builder& b, const Value& x, const Value& y) { return b.binary("divide", x, y); }
+using math::add;
+using math::div;
+using math::mul;
+using math::sub;
 Value less(Builder& b, const Value& x, const Value& y) { return b.compare(x, y, CompareDirection::LT); }
 Value less_eq(Builder& b, const Value& x, const Value& y) { return b.compare(x, y, CompareDirection::LE); }
 Value greater(Builder& b, const Value& x, const Value& y) { return b.compare(x, y, CompareDirection::GT); }
@@ -341,7 +339,7 @@ std::vector<Value> prelu_kernel_backward(LowerContext& ctx) {
   Value grad_self = b.select(pos, g, mul(b, w, g));
   Value grad_weight = b.select(pos, b.splat(0, g.type), mul(b, x, g));
   return {b.convert(grad_self, ctx.out_types.at(0).dtype),
-          b.convert(coerce(b, grad_weight, compute_type(ctx, 1)), ctx.out_types.at(1).dtype)};
+          b.convert(coerce(b, grad_weight, accumulation_out_type(ctx, 1)), ctx.out_types.at(1).dtype)};
 }
 
 // rrelu_with_noise(self, noise!, lower, upper, training, generator). Training:

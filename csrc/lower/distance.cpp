@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "lower/common/arith.h"
+
 #include "lower/reduce.h"
 
 namespace torch_tpu::lower {
@@ -22,9 +24,9 @@ namespace {
 
 using hlo::CompareDirection;
 
-Value mul(Builder& b, const Value& x, const Value& y) { return b.binary("multiply", x, y); }
-Value sub(Builder& b, const Value& x, const Value& y) { return b.binary("subtract", x, y); }
-Value div(Builder& b, const Value& x, const Value& y) { return b.binary("divide", x, y); }
+using math::div;
+using math::mul;
+using math::sub;
 Value pow(Builder& b, const Value& x, double e) { return b.binary("power", x, b.splat(e, x.type)); }
 
 std::vector<int64_t> iota_dims(int64_t from, int64_t n) {

@@ -8,6 +8,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "lower/common/result_types.h"
 #include "lower/common/type_promotion.h"
 
 namespace torch_tpu::lower {
@@ -40,18 +41,13 @@ Value converted_operand(LowerContext& ctx, size_t i, const TensorType& type) {
   return operand(ctx, i, type);
 }
 
-TensorType out0(LowerContext& ctx) { return ctx.out_types.at(0); }
-
-// The result's shape in compute dtype `dtype`.
-TensorType compute_type(LowerContext& ctx, ElementType dtype) { return {dtype, ctx.out_types.at(0).shape}; }
-
 // The value `v` (compute dtype) as the op's result type.
-std::vector<Value> result(LowerContext& ctx, const Value& v) { return {ctx.b.convert(v, out0(ctx).dtype)}; }
+std::vector<Value> result(LowerContext& ctx, const Value& v) { return {ctx.b.convert(v, out_type(ctx).dtype)}; }
 
 // Ops whose TensorIterator checks all dtypes equal (abs, neg, sign, floor ...):
 // an out= tensor of another dtype raises.
 void check_out_dtype(LowerContext& ctx, const Value& x) {
-  const ElementType out = out0(ctx).dtype;
+  const ElementType out = out_type(ctx).dtype;
   if (out != x.dtype()) {
     throw std::invalid_argument(std::string("Found dtype ") + torch_dtype_name(out) + " but expected " +
                                 torch_dtype_name(x.dtype()));
@@ -88,19 +84,19 @@ Value alpha_scaled(LowerContext& ctx, Value v, size_t alpha_index, ElementType a
 
 // Binary math in the inputs' common dtype, cast to the result type.
 std::vector<Value> binary_math(LowerContext& ctx, const char* op) {
-  TensorType t = compute_type(ctx, accumulation_type(result_type(ctx, {0, 1})));
+  TensorType t = out_shape_in(ctx, accumulation_type(result_type(ctx, {0, 1})));
   return result(ctx, ctx.b.binary(op, operand(ctx, 0, t), operand(ctx, 1, t)));
 }
 
 std::vector<Value> compare_op(LowerContext& ctx, CompareDirection dir) {
-  TensorType t = compute_type(ctx, result_type(ctx, {0, 1}));
+  TensorType t = out_shape_in(ctx, result_type(ctx, {0, 1}));
   return result(ctx, ctx.b.compare(operand(ctx, 0, t), operand(ctx, 1, t), dir));
 }
 
 // Unary float math: integer inputs compute in float32.
 Value unary_in(LowerContext& ctx, const char* op) {
-  TensorType t = compute_type(ctx, accumulation_type(float_compute_type(ctx.tensor(0).dtype())));
-  return ctx.b.convert(ctx.b.unary(op, coerce(ctx.b, ctx.tensor(0), t)), out0(ctx).dtype);
+  TensorType t = out_shape_in(ctx, accumulation_type(float_compute_type(ctx.tensor(0).dtype())));
+  return ctx.b.convert(ctx.b.unary(op, coerce(ctx.b, ctx.tensor(0), t)), out_type(ctx).dtype);
 }
 
 // A float-only activation's input in its compute dtype (ints raise, as CPU).
@@ -109,8 +105,6 @@ Value float_input(LowerContext& ctx, size_t i, const char* op) {
   if (!hlo::is_float(x.dtype())) not_implemented_for(op, x.dtype());
   return x;
 }
-
-Value scalar_like(LowerContext& ctx, double v, const Value& like) { return ctx.b.splat(v, like.type); }
 
 Value logistic(Builder& b, const Value& x) { return b.unary("logistic", x); }
 
@@ -165,28 +159,28 @@ Value div_floor_float(Builder& b, const Value& a, const Value& d) {
 
 // ---- arithmetic ------------------------------------------------------------
 std::vector<Value> add(LowerContext& ctx) {
-  TensorType t = compute_type(ctx, accumulation_type(result_type(ctx, {0, 1})));
+  TensorType t = out_shape_in(ctx, accumulation_type(result_type(ctx, {0, 1})));
   Value a = operand(ctx, 0, t);
-  Value o = alpha_scaled(ctx, operand(ctx, 1, t), 2, out0(ctx).dtype);
+  Value o = alpha_scaled(ctx, operand(ctx, 1, t), 2, out_type(ctx).dtype);
   return result(ctx, ctx.b.binary(t.dtype == ElementType::Pred ? "or" : "add", a, o));
 }
 
 // Bool operands never reach sub and rsub: the rows' check raises what the
 // installed torch's sub_check raises (csrc/device/argument_checks.cpp).
 std::vector<Value> sub(LowerContext& ctx) {
-  TensorType t = compute_type(ctx, accumulation_type(result_type(ctx, {0, 1})));
-  Value scaled = alpha_scaled(ctx, operand(ctx, 1, t), 2, out0(ctx).dtype);
+  TensorType t = out_shape_in(ctx, accumulation_type(result_type(ctx, {0, 1})));
+  Value scaled = alpha_scaled(ctx, operand(ctx, 1, t), 2, out_type(ctx).dtype);
   return result(ctx, ctx.b.binary("subtract", operand(ctx, 0, t), scaled));
 }
 
 std::vector<Value> rsub(LowerContext& ctx) {
-  TensorType t = compute_type(ctx, accumulation_type(result_type(ctx, {0, 1})));
-  Value scaled = alpha_scaled(ctx, operand(ctx, 0, t), 2, out0(ctx).dtype);
+  TensorType t = out_shape_in(ctx, accumulation_type(result_type(ctx, {0, 1})));
+  Value scaled = alpha_scaled(ctx, operand(ctx, 0, t), 2, out_type(ctx).dtype);
   return result(ctx, ctx.b.binary("subtract", operand(ctx, 1, t), scaled));
 }
 
 std::vector<Value> mul(LowerContext& ctx) {
-  TensorType t = compute_type(ctx, accumulation_type(result_type(ctx, {0, 1})));
+  TensorType t = out_shape_in(ctx, accumulation_type(result_type(ctx, {0, 1})));
   return result(
       ctx, ctx.b.binary(t.dtype == ElementType::Pred ? "and" : "multiply", operand(ctx, 0, t), operand(ctx, 1, t)));
 }
@@ -202,7 +196,7 @@ std::vector<Value> div(LowerContext& ctx) {
   // opmath; the other modes compute in opmath.
   const Arg& divisor = ctx.args.at(1);
   const bool scalar_divisor = divisor.kind != Arg::Kind::Tensor || !divisor.tensor || divisor.tensor->type.numel() == 1;
-  TensorType t = compute_type(ctx, mode == "trunc" && !scalar_divisor ? common : accumulation_type(common));
+  TensorType t = out_shape_in(ctx, mode == "trunc" && !scalar_divisor ? common : accumulation_type(common));
   // CPU and CUDA round no complex quotient (XLA's remainder of complex
   // numbers crashes its compiler).
   if (!mode.empty() && hlo::is_complex(t.dtype))
@@ -218,17 +212,17 @@ std::vector<Value> div(LowerContext& ctx) {
   Value q = b.binary("divide", a, d);
   if (mode == "floor") {
     Value r = b.binary("remainder", a, d);
-    Value zero = scalar_like(ctx, 0, r);
+    Value zero = ctx.b.splat(0, r.type);
     Value rem_nz = b.compare(r, zero, CompareDirection::NE);
     Value signs_differ = b.compare(b.compare(r, zero, CompareDirection::LT), b.compare(d, zero, CompareDirection::LT),
                                    CompareDirection::NE);
-    q = b.select(b.binary("and", rem_nz, signs_differ), b.binary("subtract", q, scalar_like(ctx, 1, q)), q);
+    q = b.select(b.binary("and", rem_nz, signs_differ), b.binary("subtract", q, ctx.b.splat(1, q.type)), q);
   }
   return result(ctx, q);
 }
 
 std::vector<Value> remainder(LowerContext& ctx) {
-  TensorType t = compute_type(ctx, accumulation_type(result_type(ctx, {0, 1})));
+  TensorType t = out_shape_in(ctx, accumulation_type(result_type(ctx, {0, 1})));
   // No kernel for bool or complex on CPU and CUDA (XLA's remainder of
   // complex numbers crashes its compiler).
   if (t.dtype == ElementType::Pred || hlo::is_complex(t.dtype)) not_implemented_for("remainder_cpu", t.dtype);
@@ -236,7 +230,7 @@ std::vector<Value> remainder(LowerContext& ctx) {
 }
 
 std::vector<Value> fmod(LowerContext& ctx) {
-  TensorType t = compute_type(ctx, accumulation_type(result_type(ctx, {0, 1})));
+  TensorType t = out_shape_in(ctx, accumulation_type(result_type(ctx, {0, 1})));
   if (t.dtype == ElementType::Pred || hlo::is_complex(t.dtype)) not_implemented_for("fmod_cpu", t.dtype);
   return result(ctx, ctx.b.binary("remainder", operand(ctx, 0, t), operand(ctx, 1, t)));
 }
@@ -244,7 +238,7 @@ std::vector<Value> fmod(LowerContext& ctx) {
 // maximum/minimum, and clamp_min/clamp_max (`bound`: argument 1 converted
 // as clamp converts its bounds): NaN propagates, in the common dtype.
 static std::vector<Value> extremum(LowerContext& ctx, const char* op, bool bound) {
-  TensorType t = compute_type(ctx, result_type(ctx, {0, 1}));
+  TensorType t = out_shape_in(ctx, result_type(ctx, {0, 1}));
   Value other = bound ? converted_operand(ctx, 1, t) : operand(ctx, 1, t);
   return result(ctx, nan_propagating(ctx.b, op, operand(ctx, 0, t), other));
 }
@@ -253,7 +247,7 @@ std::vector<Value> maximum(LowerContext& ctx) { return extremum(ctx, "maximum", 
 std::vector<Value> minimum(LowerContext& ctx) { return extremum(ctx, "minimum", false); }
 
 std::vector<Value> atan2(LowerContext& ctx) {
-  TensorType t = compute_type(ctx, accumulation_type(float_compute_type(result_type(ctx, {0, 1}))));
+  TensorType t = out_shape_in(ctx, accumulation_type(float_compute_type(result_type(ctx, {0, 1}))));
   return result(ctx, ctx.b.binary("atan2", operand(ctx, 0, t), operand(ctx, 1, t)));
 }
 
@@ -267,7 +261,7 @@ std::vector<Value> bitwise_or(LowerContext& ctx) { return bitwise_binary(ctx, "o
 std::vector<Value> bitwise_xor(LowerContext& ctx) { return bitwise_binary(ctx, "xor", "bitwise_xor"); }
 
 std::vector<Value> pow(LowerContext& ctx) {
-  TensorType t = compute_type(ctx, accumulation_type(result_type(ctx, {0, 1})));
+  TensorType t = out_shape_in(ctx, accumulation_type(result_type(ctx, {0, 1})));
   Builder& b = ctx.b;
   const Arg& e = ctx.args.at(1);
   if (e.kind == Arg::Kind::Scalar) {
@@ -282,16 +276,16 @@ std::vector<Value> pow(LowerContext& ctx) {
     }
     // CPU's pow kernel converts the exponent to the tensor's type, double
     // for float32 (pow_tensor_scalar_kernel), so it must fit that.
-    const ElementType out = out0(ctx).dtype;
+    const ElementType out = out_type(ctx).dtype;
     check_scalar_fits(e.scalar, out == ElementType::F32 ? ElementType::F64 : out);
     // Small exponents as exact multiplies / sqrt, as PyTorch's pow kernel does.
     if (p == 2.0) return result(ctx, b.binary("multiply", x, x));
     if (p == 3.0) return result(ctx, b.binary("multiply", b.binary("multiply", x, x), x));
     if (p == 0.5 && hlo::is_float(t.dtype)) return result(ctx, b.unary("sqrt", x));
     if (p == -0.5 && hlo::is_float(t.dtype)) return result(ctx, b.unary("rsqrt", x));
-    if (p == -1.0 && hlo::is_float(t.dtype)) return result(ctx, b.binary("divide", scalar_like(ctx, 1, x), x));
+    if (p == -1.0 && hlo::is_float(t.dtype)) return result(ctx, b.binary("divide", ctx.b.splat(1, x.type), x));
     if (p == -2.0 && hlo::is_float(t.dtype))
-      return result(ctx, b.binary("divide", scalar_like(ctx, 1, x), b.binary("multiply", x, x)));
+      return result(ctx, b.binary("divide", ctx.b.splat(1, x.type), b.binary("multiply", x, x)));
   }
   if (t.dtype == ElementType::Pred) not_implemented_for("pow", t.dtype);
   return result(ctx, b.binary("power", operand(ctx, 0, t), operand(ctx, 1, t)));
@@ -313,7 +307,7 @@ std::vector<Value> logical_not(LowerContext& ctx) {
 }
 
 static std::vector<Value> logical_binary(LowerContext& ctx, const char* op) {
-  const Shape& shape = out0(ctx).shape;
+  const Shape& shape = out_type(ctx).shape;
   Value a = ctx.b.broadcast_to(truth(ctx.b, ctx.tensor(0)), shape);
   Value c = ctx.b.broadcast_to(truth(ctx.b, ctx.tensor(1)), shape);
   return result(ctx, ctx.b.binary(op, a, c));
@@ -330,13 +324,13 @@ std::vector<Value> bitwise_not(LowerContext& ctx) {
 }
 
 std::vector<Value> where(LowerContext& ctx) {  // where.self(condition, self, other)
-  TensorType t = compute_type(ctx, result_type(ctx, {1, 2}));
+  TensorType t = out_shape_in(ctx, result_type(ctx, {1, 2}));
   Value c = ctx.b.broadcast_to(ctx.b.convert(ctx.tensor(0), ElementType::Pred), t.shape);
   return result(ctx, ctx.b.select(c, operand(ctx, 1, t), operand(ctx, 2, t)));
 }
 
 std::vector<Value> masked_fill(LowerContext& ctx) {  // (self, mask, value Scalar|Tensor): value cast to self's dtype
-  TensorType t = out0(ctx);
+  TensorType t = out_type(ctx);
   Value m = ctx.b.broadcast_to(ctx.b.convert(ctx.tensor(1), ElementType::Pred), t.shape);
   return {ctx.b.select(m, converted_operand(ctx, 2, t), operand(ctx, 0, t))};
 }
@@ -344,7 +338,7 @@ std::vector<Value> masked_fill(LowerContext& ctx) {  // (self, mask, value Scala
 // clamp(self, min?, max?): min(max(x, lo), hi), so min > max gives max; NaN in
 // any operand propagates.
 std::vector<Value> clamp(LowerContext& ctx) {
-  TensorType t = compute_type(ctx, result_type(ctx, {0, 1, 2}));
+  TensorType t = out_shape_in(ctx, result_type(ctx, {0, 1, 2}));
   Value x = operand(ctx, 0, t);
   if (ctx.has(1)) x = nan_propagating(ctx.b, "maximum", x, converted_operand(ctx, 1, t));
   if (ctx.has(2)) x = nan_propagating(ctx.b, "minimum", x, converted_operand(ctx, 2, t));
@@ -371,7 +365,7 @@ TORCH_TPU_UNARY(sigmoid, "logistic")
 #undef TORCH_TPU_UNARY
 
 std::vector<Value> erf(LowerContext& ctx) {
-  TensorType t = compute_type(ctx, accumulation_type(float_compute_type(ctx.tensor(0).dtype())));
+  TensorType t = out_shape_in(ctx, accumulation_type(float_compute_type(ctx.tensor(0).dtype())));
   return result(ctx, erf_value(ctx.b, coerce(ctx.b, ctx.tensor(0), t)));
 }
 
@@ -386,7 +380,7 @@ static Value same_dtype_input(LowerContext& ctx, const char* op) {
 std::vector<Value> abs(LowerContext& ctx) {
   const Value& x = ctx.tensor(0);
   if (hlo::is_complex(x.dtype())) {  // |a + bi| is real: complex64 -> float32, complex128 -> float64
-    return {coerce(ctx.b, ctx.b.op("abs", {x}, {hlo::complex_part_type(x.dtype()), x.shape()}), out0(ctx))};
+    return {coerce(ctx.b, ctx.b.op("abs", {x}, {hlo::complex_part_type(x.dtype()), x.shape()}), out_type(ctx))};
   }
   // XLA's abs takes signed types only; an unsigned value is its own magnitude.
   if (hlo::is_unsigned(x.dtype())) return result(ctx, same_dtype_input(ctx, "abs"));
@@ -415,29 +409,29 @@ std::vector<Value> sign(LowerContext& ctx) {
   check_out_dtype(ctx, x);
   if (x.dtype() == ElementType::Pred) return result(ctx, x);
   if (hlo::is_unsigned(x.dtype())) {  // XLA's sign takes signed types only
-    return result(ctx, ctx.b.convert(ctx.b.compare(x, scalar_like(ctx, 0, x), CompareDirection::NE), x.dtype()));
+    return result(ctx, ctx.b.convert(ctx.b.compare(x, ctx.b.splat(0, x.type), CompareDirection::NE), x.dtype()));
   }
   Value s = ctx.b.unary("sign", x);
   // PyTorch's sign is (0 < x) - (x < 0): 0 for NaN.
-  if (hlo::is_float(x.dtype())) s = ctx.b.select(is_nan(ctx.b, x), scalar_like(ctx, 0, x), s);
+  if (hlo::is_float(x.dtype())) s = ctx.b.select(is_nan(ctx.b, x), ctx.b.splat(0, x.type), s);
   return result(ctx, s);
 }
 
 std::vector<Value> reciprocal(LowerContext& ctx) {
   Value x =
-      coerce(ctx.b, ctx.tensor(0), compute_type(ctx, accumulation_type(float_compute_type(ctx.tensor(0).dtype()))));
-  return result(ctx, ctx.b.binary("divide", scalar_like(ctx, 1, x), x));
+      coerce(ctx.b, ctx.tensor(0), out_shape_in(ctx, accumulation_type(float_compute_type(ctx.tensor(0).dtype()))));
+  return result(ctx, ctx.b.binary("divide", ctx.b.splat(1, x.type), x));
 }
 
 std::vector<Value> log2(LowerContext& ctx) {
   Value x =
-      coerce(ctx.b, ctx.tensor(0), compute_type(ctx, accumulation_type(float_compute_type(ctx.tensor(0).dtype()))));
+      coerce(ctx.b, ctx.tensor(0), out_shape_in(ctx, accumulation_type(float_compute_type(ctx.tensor(0).dtype()))));
   Value l = ctx.b.unary("log", x);
   if (hlo::is_complex(l.dtype())) {  // c10::complex / T divides each part: log2(0) is -inf + 0j
-    auto by_ln2 = [&](const Value& v) { return ctx.b.binary("divide", v, scalar_like(ctx, std::log(2.0), v)); };
+    auto by_ln2 = [&](const Value& v) { return ctx.b.binary("divide", v, ctx.b.splat(std::log(2.0), v.type)); };
     return result(ctx, ctx.b.op("complex", {by_ln2(ctx.b.real(l)), by_ln2(ctx.b.imag(l))}, l.type));
   }
-  return result(ctx, ctx.b.binary("divide", l, scalar_like(ctx, std::log(2.0), l)));
+  return result(ctx, ctx.b.binary("divide", l, ctx.b.splat(std::log(2.0), l.type)));
 }
 
 std::vector<Value> isnan(LowerContext& ctx) {
@@ -476,27 +470,27 @@ std::vector<Value> floor_divide(LowerContext& ctx) {
 // raises what the installed torch's CPU relu raises.
 std::vector<Value> relu(LowerContext& ctx) {
   const Value& x = ctx.tensor(0);
-  return result(ctx, nan_propagating(ctx.b, "maximum", x, scalar_like(ctx, 0, x)));
+  return result(ctx, nan_propagating(ctx.b, "maximum", x, ctx.b.splat(0, x.type)));
 }
 
 std::vector<Value> threshold_backward(LowerContext& ctx) {  // (grad_output, self, threshold)
-  TensorType t = out0(ctx);
+  TensorType t = out_type(ctx);
   Value g = coerce(ctx.b, ctx.tensor(0), t);
   Value x = coerce(ctx.b, ctx.tensor(1), t);
   Value th = ctx.b.broadcast_to(ctx.cast_scalar(ctx.args.at(2).scalar, t.dtype), t.shape);
-  return {ctx.b.select(ctx.b.compare(x, th, CompareDirection::LE), scalar_like(ctx, 0, g), g)};
+  return {ctx.b.select(ctx.b.compare(x, th, CompareDirection::LE), ctx.b.splat(0, g.type), g)};
 }
 
 std::vector<Value> gelu(LowerContext& ctx) {  // (self, approximate)
   bool tanh_approx = ctx.has(1) && ctx.args[1].s == "tanh";
-  ElementType acc = accumulation_type(out0(ctx).dtype);
+  ElementType acc = accumulation_type(out_type(ctx).dtype);
   Value x = ctx.b.convert(float_input(ctx, 0, "GeluKernelImpl"), acc);
-  return {ctx.b.convert(gelu_value(ctx.b, x, tanh_approx), out0(ctx).dtype)};
+  return {ctx.b.convert(gelu_value(ctx.b, x, tanh_approx), out_type(ctx).dtype)};
 }
 
 std::vector<Value> gelu_backward(LowerContext& ctx) {  // (grad_output, self, approximate)
   Builder& b = ctx.b;
-  ElementType acc = accumulation_type(out0(ctx).dtype);
+  ElementType acc = accumulation_type(out_type(ctx).dtype);
   Value g = b.convert(ctx.tensor(0), acc), x = b.convert(ctx.tensor(1), acc);
   bool tanh_approx = ctx.has(2) && ctx.args[2].s == "tanh";
   Value d;
@@ -523,7 +517,7 @@ std::vector<Value> gelu_backward(LowerContext& ctx) {  // (grad_output, self, ap
                  b.unary("exponential", b.binary("multiply", b.splat(-0.5, x.type), b.binary("multiply", x, x))));
     d = b.binary("add", cdf, b.binary("multiply", x, pdf));
   }
-  return {b.convert(b.binary("multiply", g, d), out0(ctx).dtype)};
+  return {b.convert(b.binary("multiply", g, d), out_type(ctx).dtype)};
 }
 
 // x * sigmoid(x); complex x as CPU's complex kernel computes it,
@@ -531,48 +525,48 @@ std::vector<Value> gelu_backward(LowerContext& ctx) {  // (grad_output, self, ap
 std::vector<Value> silu(LowerContext& ctx) {
   Builder& b = ctx.b;
   if (hlo::is_complex(ctx.tensor(0).dtype())) {
-    Value x = coerce(b, ctx.tensor(0), out0(ctx));
+    Value x = coerce(b, ctx.tensor(0), out_type(ctx));
     return {
-        b.binary("divide", x, b.binary("add", scalar_like(ctx, 1, x), b.unary("exponential", b.unary("negate", x))))};
+        b.binary("divide", x, b.binary("add", ctx.b.splat(1, x.type), b.unary("exponential", b.unary("negate", x))))};
   }
-  Value x = coerce(ctx.b, float_input(ctx, 0, "silu"), out0(ctx));
+  Value x = coerce(ctx.b, float_input(ctx, 0, "silu"), out_type(ctx));
   return {ctx.b.binary("multiply", x, logistic(ctx.b, x))};
 }
 
 std::vector<Value> silu_backward(LowerContext& ctx) {  // (grad_output, self)
   Builder& b = ctx.b;
-  TensorType t = out0(ctx);
+  TensorType t = out_type(ctx);
   Value g = coerce(b, ctx.tensor(0), t), x = coerce(b, ctx.tensor(1), t);
   Value s = logistic(b, x);
-  Value one = scalar_like(ctx, 1, x);
+  Value one = ctx.b.splat(1, x.type);
   Value d = b.binary("multiply", s, b.binary("add", one, b.binary("multiply", x, b.binary("subtract", one, s))));
   return {b.binary("multiply", g, d)};
 }
 
 std::vector<Value> sigmoid_backward(LowerContext& ctx) {  // (grad_output, output)
   Builder& b = ctx.b;
-  TensorType t = out0(ctx);
+  TensorType t = out_type(ctx);
   Value g = coerce(b, ctx.tensor(0), t), y = coerce(b, ctx.tensor(1), t);
-  return {b.binary("multiply", g, b.binary("multiply", y, b.binary("subtract", scalar_like(ctx, 1, y), y)))};
+  return {b.binary("multiply", g, b.binary("multiply", y, b.binary("subtract", ctx.b.splat(1, y.type), y)))};
 }
 
 std::vector<Value> tanh_backward(LowerContext& ctx) {  // (grad_output, output)
   Builder& b = ctx.b;
-  TensorType t = out0(ctx);
+  TensorType t = out_type(ctx);
   Value g = coerce(b, ctx.tensor(0), t), y = coerce(b, ctx.tensor(1), t);
-  return {b.binary("multiply", g, b.binary("subtract", scalar_like(ctx, 1, y), b.binary("multiply", y, y)))};
+  return {b.binary("multiply", g, b.binary("subtract", ctx.b.splat(1, y.type), b.binary("multiply", y, y)))};
 }
 
 // ---- ternary -------------------------------------------------------------------
 std::vector<Value> addcmul(LowerContext& ctx) {  // (self, tensor1, tensor2, value)
-  TensorType t = compute_type(ctx, accumulation_type(result_type(ctx, {0, 1, 2})));
+  TensorType t = out_shape_in(ctx, accumulation_type(result_type(ctx, {0, 1, 2})));
   Builder& b = ctx.b;
   Value prod = b.binary("multiply", operand(ctx, 1, t), operand(ctx, 2, t));
   return result(ctx, b.binary("add", operand(ctx, 0, t), alpha_scaled(ctx, prod, 3, t.dtype)));
 }
 
 std::vector<Value> addcdiv(LowerContext& ctx) {  // (self, tensor1, tensor2, value)
-  TensorType t = compute_type(ctx, accumulation_type(result_type(ctx, {0, 1, 2})));
+  TensorType t = out_shape_in(ctx, accumulation_type(result_type(ctx, {0, 1, 2})));
   Builder& b = ctx.b;
   Value q = b.binary("divide", operand(ctx, 1, t), operand(ctx, 2, t));
   return result(ctx, b.binary("add", operand(ctx, 0, t), alpha_scaled(ctx, q, 3, t.dtype)));
@@ -582,25 +576,25 @@ std::vector<Value> addcdiv(LowerContext& ctx) {  // (self, tensor1, tensor2, val
 //                                  : end - (end - self) * (1 - weight),
 // exact at both ends; bf16 computes in float32 (opmath).
 std::vector<Value> lerp(LowerContext& ctx) {  // (self, end, weight Scalar|Tensor)
-  TensorType t = compute_type(ctx, accumulation_type(out0(ctx).dtype));
+  TensorType t = accumulation_out_type(ctx);
   Builder& b = ctx.b;
   Value s = operand(ctx, 0, t), e = operand(ctx, 1, t), w = converted_operand(ctx, 2, t);
   Value diff = b.binary("subtract", e, s);
   Value magnitude = b.unary("abs", w);  // real for complex w
-  Value small = b.compare(magnitude, scalar_like(ctx, 0.5, magnitude), CompareDirection::LT);
+  Value small = b.compare(magnitude, ctx.b.splat(0.5, magnitude.type), CompareDirection::LT);
   Value from_start = b.binary("add", s, b.binary("multiply", w, diff));
-  Value from_end = b.binary("subtract", e, b.binary("multiply", diff, b.binary("subtract", scalar_like(ctx, 1, w), w)));
+  Value from_end = b.binary("subtract", e, b.binary("multiply", diff, b.binary("subtract", ctx.b.splat(1, w.type), w)));
   return result(ctx, b.select(small, from_start, from_end));
 }
 
 // ---- fill ------------------------------------------------------------------------
 std::vector<Value> fill(LowerContext& ctx) {  // fill_.Scalar / fill_.Tensor (self, value)
-  const TensorType t = out0(ctx);
+  const TensorType t = out_type(ctx);
   const Arg& v = ctx.args.at(1);
   if (v.kind == Arg::Kind::Scalar) return {ctx.b.broadcast_to(ctx.fill_scalar(v.scalar, t), t.shape)};
   return {operand(ctx, 1, t)};
 }
 
-std::vector<Value> zero(LowerContext& ctx) { return {zeros(ctx.b, out0(ctx))}; }
+std::vector<Value> zero(LowerContext& ctx) { return {zeros(ctx.b, out_type(ctx))}; }
 
 }  // namespace torch_tpu::lower

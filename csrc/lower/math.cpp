@@ -12,6 +12,7 @@
 
 #include "lower/common/arith.h"
 #include "lower/common/reduction.h"
+#include "lower/common/result_types.h"
 #include "lower/common/type_promotion.h"
 
 namespace torch_tpu::lower {
@@ -22,8 +23,6 @@ using math::Arith;
 using math::float_op;
 using math::float_unary;
 using math::operand_as;
-
-TensorType out0(LowerContext& ctx) { return ctx.out_types.at(0); }
 
 std::vector<Value> unary_chlo(LowerContext& ctx, const char* name) {
   return float_op(ctx, {0},
@@ -210,7 +209,7 @@ std::vector<Value> heaviside(LowerContext& ctx) {  // (self, values)
   Value x = operand_as(ctx, 0, t), v = operand_as(ctx, 1, t);
   Value zero = b.splat(0, x.type);
   Value step = b.convert(b.compare(x, zero, hlo::CompareDirection::GT), t);
-  return {b.convert(b.select(b.compare(x, zero, hlo::CompareDirection::EQ), v, step), out0(ctx).dtype)};
+  return {b.convert(b.select(b.compare(x, zero, hlo::CompareDirection::EQ), v, step), out_type(ctx).dtype)};
 }
 
 // fmax/fmin: a NaN operand yields the other one.
@@ -219,13 +218,13 @@ static std::vector<Value> nan_ignoring(LowerContext& ctx, const char* op) {
   Builder& b = ctx.b;
   Value x = operand_as(ctx, 0, t), y = operand_as(ctx, 1, t);
   if (t == ElementType::Pred)
-    return {b.convert(b.binary(std::string(op) == "maximum" ? "or" : "and", x, y), out0(ctx).dtype)};
+    return {b.convert(b.binary(std::string(op) == "maximum" ? "or" : "and", x, y), out_type(ctx).dtype)};
   Value r = b.binary(op, x, y);
   if (hlo::is_float(t)) {
     Arith m{b};
     r = m.select(m.isnan(x), y, m.select(m.isnan(y), x, r));
   }
-  return {b.convert(r, out0(ctx).dtype)};
+  return {b.convert(r, out_type(ctx).dtype)};
 }
 std::vector<Value> fmax(LowerContext& ctx) { return nan_ignoring(ctx, "maximum"); }
 std::vector<Value> fmin(LowerContext& ctx) { return nan_ignoring(ctx, "minimum"); }
@@ -235,14 +234,14 @@ std::vector<Value> nextafter(LowerContext& ctx) {
   const ElementType t = result_type(ctx, {0, 1});
   if (!hlo::is_float(t)) not_implemented_for("nextafter_cpu", t);
   Value x = operand_as(ctx, 0, t), y = operand_as(ctx, 1, t);
-  return {ctx.b.convert(ctx.b.chlo("next_after", {x, y}, x.type), out0(ctx).dtype)};
+  return {ctx.b.convert(ctx.b.chlo("next_after", {x, y}, x.type), out_type(ctx).dtype)};
 }
 
 // NaN -> nan (0), +inf -> posinf (dtype max), -inf -> neginf (dtype lowest);
 // integers are copied.
 std::vector<Value> nan_to_num(LowerContext& ctx) {  // (self, nan?, posinf?, neginf?)
   const Value& x = ctx.tensor(0);
-  const TensorType t = out0(ctx);
+  const TensorType t = out_type(ctx);
   Builder& b = ctx.b;
   if (!hlo::is_float(x.dtype())) return {b.convert(x, t.dtype)};
   const double max = x.dtype() == ElementType::BF16  ? 3.38953138925153547590e+38
@@ -298,7 +297,7 @@ static ElementType integer_dtype(LowerContext& ctx, const char* op) {
 
 std::vector<Value> gcd(LowerContext& ctx) {
   const ElementType t = integer_dtype(ctx, "gcd_cpu");
-  return {ctx.b.convert(gcd_value(ctx.b, operand_as(ctx, 0, t), operand_as(ctx, 1, t)), out0(ctx).dtype)};
+  return {ctx.b.convert(gcd_value(ctx.b, operand_as(ctx, 0, t), operand_as(ctx, 1, t)), out_type(ctx).dtype)};
 }
 
 // |a / gcd * b|, 0 where the gcd is 0 (at::native calc_lcm).
@@ -311,7 +310,7 @@ std::vector<Value> lcm(LowerContext& ctx) {
   Value g_is_zero = b.compare(g, zero, hlo::CompareDirection::EQ);
   Value l = b.binary("multiply", b.binary("divide", x, b.select(g_is_zero, b.splat(1, g.type), g)), y);
   if (!hlo::is_unsigned(t)) l = b.unary("abs", l);
-  return {b.convert(b.select(g_is_zero, zero, l), out0(ctx).dtype)};
+  return {b.convert(b.select(g_is_zero, zero, l), out_type(ctx).dtype)};
 }
 
 // at::native lshift/rshift: a shift that is negative or not below the bit
@@ -332,7 +331,7 @@ static std::vector<Value> shift(LowerContext& ctx, bool left) {
   Value shifted = b.binary(left ? "shift_left" : right_op, a, safe);
   Value fill =
       left || !is_signed ? b.splat(0, a.type) : b.binary(right_op, a, b.splat(static_cast<double>(bits - 1), a.type));
-  return {b.convert(b.select(out_of_range, fill, shifted), out0(ctx).dtype)};
+  return {b.convert(b.select(out_of_range, fill, shifted), out_type(ctx).dtype)};
 }
 std::vector<Value> bitwise_left_shift(LowerContext& ctx) { return shift(ctx, true); }
 std::vector<Value> bitwise_right_shift(LowerContext& ctx) { return shift(ctx, false); }

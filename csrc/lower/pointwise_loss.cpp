@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "lower/common/arith.h"
 #include "lower/common/reduction.h"
 #include "lower/common/scalars.h"
 
@@ -29,10 +30,10 @@ using hlo::CompareDirection;
 
 enum Reduction : int64_t { kNone = 0, kMean = 1, kSum = 2 };
 
-Value mul(Builder& b, const Value& x, const Value& y) { return b.binary("multiply", x, y); }
-Value add(Builder& b, const Value& x, const Value& y) { return b.binary("add", x, y); }
-Value sub(Builder& b, const Value& x, const Value& y) { return b.binary("subtract", x, y); }
-Value div(Builder& b, const Value& x, const Value& y) { return b.binary("divide", x, y); }
+using math::add;
+using math::div;
+using math::mul;
+using math::sub;
 
 Shape broadcast_shape(const Shape& a, const Shape& b) {
   Shape out(std::max(a.size(), b.size()), 1);

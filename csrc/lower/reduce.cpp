@@ -15,14 +15,13 @@
 #include <utility>
 
 #include "lower/common/reduction.h"
+#include "lower/common/result_types.h"
 
 namespace torch_tpu::lower {
 
 namespace {
 
 using hlo::CompareDirection;
-
-TensorType out0(LowerContext& ctx) { return ctx.out_types.at(0); }
 
 // Value and index of the first max (or min) along `dims` (a single dim, or
 // every dim of a flattened input). NaN counts as larger (and smaller) than
@@ -59,7 +58,7 @@ std::vector<Value> arg_reduce(Builder& b, const Value& x, int64_t dim, bool is_m
 std::vector<Value> arg_index(LowerContext& ctx, bool is_max) {
   Builder& b = ctx.b;
   Value x = ctx.tensor(0);
-  TensorType out = out0(ctx);
+  TensorType out = out_type(ctx);
   int64_t dim = 0;
   if (!ctx.has(1) || x.rank() == 0) {
     x = b.reshape(x, {x.type.numel()});
@@ -94,7 +93,7 @@ std::vector<Value> extreme(LowerContext& ctx, bool is_max, bool has_dims) {
                              "reduction dim with the 'dim' argument.");
   }
   std::vector<int64_t> dims = reduction_dims(ctx, 1, x.rank(), has_dims);
-  return {ctx.b.reshape(nan_max_min(ctx.b, x, dims, is_max), out0(ctx).shape)};
+  return {ctx.b.reshape(nan_max_min(ctx.b, x, dims, is_max), out_type(ctx).shape)};
 }
 
 // all/any: overloads with three or more arguments carry a dim (int or int[]?).
@@ -102,7 +101,7 @@ std::vector<Value> logical_reduce(LowerContext& ctx, const char* combiner) {
   Builder& b = ctx.b;
   Value x = b.convert(ctx.tensor(0), ElementType::Pred);
   std::vector<int64_t> dims = reduction_dims(ctx, 1, x.rank(), ctx.args.size() >= 3, false);
-  TensorType out = out0(ctx);
+  TensorType out = out_type(ctx);
   return {b.reshape(b.convert(reduce_with(b, x, dims, combiner), out.dtype), out.shape)};
 }
 
@@ -113,7 +112,7 @@ std::vector<Value> logical_reduce(LowerContext& ctx, const char* combiner) {
 // accumulation type (PyTorch uses Welford).
 std::pair<Value, Value> variance_and_mean(LowerContext& ctx) {
   Builder& b = ctx.b;
-  const ElementType acc = accumulation_type(out0(ctx).dtype);
+  const ElementType acc = accumulation_type(out_type(ctx).dtype);
   const ElementType in = ctx.tensor(0).dtype();
   Value x = b.convert(ctx.tensor(0), hlo::is_complex(in) ? in : acc);  // never a complex input's real part alone
   std::vector<int64_t> dims = reduction_dims(ctx, 1, x.rank());
@@ -173,7 +172,7 @@ SoftmaxParts softmax_parts(Builder& b, const Value& x, int64_t dim) {
 
 // The type softmax math runs in: the result's accumulation type.
 Value softmax_input(LowerContext& ctx, size_t i) {
-  return ctx.b.convert(ctx.tensor(i), accumulation_type(out0(ctx).dtype));
+  return ctx.b.convert(ctx.tensor(i), accumulation_type(out_type(ctx).dtype));
 }
 
 int64_t softmax_dim(LowerContext& ctx, size_t i, const Value& x) {
@@ -192,12 +191,12 @@ std::vector<int64_t> one_dim(const Value& x, int64_t dim) {
 std::vector<Value> sum(LowerContext& ctx) {
   Value x = ctx.tensor(0);
   std::vector<int64_t> dims = reduction_dims(ctx, 1, x.rank(), ctx.args.size() >= 4);
-  return {sum_to(ctx.b, x, dims, out0(ctx))};
+  return {sum_to(ctx.b, x, dims, out_type(ctx))};
 }
 
 std::vector<Value> mean(LowerContext& ctx) {  // mean(self, dtype) / mean.dim(self, dim?, keepdim, dtype)
   Builder& b = ctx.b;
-  TensorType out = out0(ctx);
+  TensorType out = out_type(ctx);
   const ElementType acc = accumulation_type(out.dtype);
   Value x = b.convert(ctx.tensor(0), acc);
   std::vector<int64_t> dims = reduction_dims(ctx, 1, x.rank(), ctx.args.size() >= 4);
@@ -208,7 +207,7 @@ std::vector<Value> mean(LowerContext& ctx) {  // mean(self, dtype) / mean.dim(se
 
 std::vector<Value> prod(LowerContext& ctx) {  // prod(self, dtype) / prod.dim_int(self, dim, keepdim, dtype)
   Builder& b = ctx.b;
-  TensorType out = out0(ctx);
+  TensorType out = out_type(ctx);
   const ElementType acc = accumulation_type(out.dtype);
   Value x = b.convert(ctx.tensor(0), acc);
   std::vector<int64_t> dims = reduction_dims(ctx, 1, x.rank(), ctx.args.size() >= 4);
@@ -256,7 +255,7 @@ std::vector<Value> std_mean(LowerContext& ctx) { return moments(ctx, true, true)
 // converted to the result dtype (PyTorch converts to `dtype` when given).
 std::vector<Value> linalg_vector_norm(LowerContext& ctx) {
   Builder& b = ctx.b;
-  TensorType out = out0(ctx);
+  TensorType out = out_type(ctx);
   const ElementType acc = accumulation_type(out.dtype);
   // A complex input's norm is the norm of its magnitudes (the result is real).
   const Value& in = ctx.tensor(0);
@@ -271,7 +270,7 @@ std::vector<Value> linalg_vector_norm(LowerContext& ctx) {
 // logsumexp(self, dim[], keepdim): max-shifted; an all -inf slice gives -inf.
 std::vector<Value> logsumexp(LowerContext& ctx) {
   Builder& b = ctx.b;
-  TensorType out = out0(ctx);
+  TensorType out = out_type(ctx);
   const ElementType acc = accumulation_type(out.dtype);
   Value x = b.convert(ctx.tensor(0), acc);
   std::vector<int64_t> dims = reduction_dims(ctx, 1, x.rank());
@@ -288,14 +287,14 @@ std::vector<Value> softmax(LowerContext& ctx) {
   Builder& b = ctx.b;
   Value x = softmax_input(ctx, 0);
   SoftmaxParts p = softmax_parts(b, x, softmax_dim(ctx, 1, x));
-  return {b.convert(b.binary("divide", b.unary("exponential", p.shifted), p.sum_exp), out0(ctx).dtype)};
+  return {b.convert(b.binary("divide", b.unary("exponential", p.shifted), p.sum_exp), out_type(ctx).dtype)};
 }
 
 std::vector<Value> log_softmax(LowerContext& ctx) {
   Builder& b = ctx.b;
   Value x = softmax_input(ctx, 0);
   SoftmaxParts p = softmax_parts(b, x, softmax_dim(ctx, 1, x));
-  return {b.convert(b.binary("subtract", p.shifted, b.unary("log", p.sum_exp)), out0(ctx).dtype)};
+  return {b.convert(b.binary("subtract", p.shifted, b.unary("log", p.sum_exp)), out_type(ctx).dtype)};
 }
 
 // _softmax_backward_data(grad_output, output, dim, input_dtype):
@@ -306,7 +305,7 @@ std::vector<Value> softmax_backward(LowerContext& ctx) {
   std::vector<int64_t> dims = one_dim(y, softmax_dim(ctx, 2, y));
   Value gy = b.binary("multiply", g, y);
   Value s = expand_back(b, reduce_with(b, gy, dims, "add"), y, dims);
-  return {b.convert(b.binary("subtract", gy, b.binary("multiply", y, s)), out0(ctx).dtype)};
+  return {b.convert(b.binary("subtract", gy, b.binary("multiply", y, s)), out_type(ctx).dtype)};
 }
 
 // _log_softmax_backward_data(grad_output, output, dim, input_dtype):
@@ -316,7 +315,7 @@ std::vector<Value> log_softmax_backward(LowerContext& ctx) {
   Value g = softmax_input(ctx, 0), y = softmax_input(ctx, 1);
   std::vector<int64_t> dims = one_dim(y, softmax_dim(ctx, 2, y));
   Value s = expand_back(b, reduce_with(b, g, dims, "add"), y, dims);
-  return {b.convert(b.binary("subtract", g, b.binary("multiply", b.unary("exponential", y), s)), out0(ctx).dtype)};
+  return {b.convert(b.binary("subtract", g, b.binary("multiply", b.unary("exponential", y), s)), out_type(ctx).dtype)};
 }
 
 // ---- scans ------------------------------------------------------------------------
@@ -325,7 +324,7 @@ std::vector<Value> log_softmax_backward(LowerContext& ctx) {
 // accumulation type (int and bool inputs arrive with an int64 result).
 std::vector<Value> cumsum(LowerContext& ctx) {
   Builder& b = ctx.b;
-  TensorType out = out0(ctx);
+  TensorType out = out_type(ctx);
   const ElementType acc = accumulation_type(out.dtype);
   Value x = b.convert(ctx.tensor(0), acc);
   if (x.rank() == 0 || x.type.numel() == 0) return {b.convert(x, out.dtype)};

@@ -46,6 +46,11 @@ Value Arith::chbevl(const Value& x, const std::vector<double>& coefficients) con
   return mul(sub(b0, b2), 0.5);
 }
 
+Value add(Builder& b, const Value& x, const Value& y) { return b.binary("add", x, y); }
+Value sub(Builder& b, const Value& x, const Value& y) { return b.binary("subtract", x, y); }
+Value mul(Builder& b, const Value& x, const Value& y) { return b.binary("multiply", x, y); }
+Value div(Builder& b, const Value& x, const Value& y) { return b.binary("divide", x, y); }
+
 ElementType float_opmath(ElementType t) {
   if (hlo::is_complex(t)) return t;  // as c10::complex<float> / <double>: never its real part alone
   if (!hlo::is_float(t)) return ElementType::F32;

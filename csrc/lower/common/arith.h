@@ -75,6 +75,13 @@ struct Arith {
   Value chbevl(const Value& x, const std::vector<double>& coefficients) const;
 };
 
+// The four arithmetic ops as functions of a builder, for lowerings with
+// too few formulas to want an Arith.
+Value add(Builder& b, const Value& x, const Value& y);
+Value sub(Builder& b, const Value& x, const Value& y);
+Value mul(Builder& b, const Value& x, const Value& y);
+Value div(Builder& b, const Value& x, const Value& y);
+
 // Where PyTorch's kernel computes: integer and bool inputs of float ops in
 // float32 (promote_integer_inputs_to_float), bfloat16/half in float32 (opmath).
 ElementType float_opmath(ElementType t);
