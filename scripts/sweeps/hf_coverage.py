@@ -37,6 +37,7 @@ import os
 import sys
 
 import torch
+
 from sweeps import accuracy, child_process, command_line, report
 from sweeps.outcomes import CannotBuild, PassInFloat64, WrongValues, excluded, not_built, outcome, passed, run_check
 
@@ -50,6 +51,18 @@ HEADS = [
     ("base", "MODEL_MAPPING_NAMES", False),
 ]
 CHECKS = ("forward", "generate", "train", "compile")
+# The report's layout; it reads its records back for --merge.
+LEDGER = report.Ledger(
+    CHECKS,
+    columns=[("architecture", "model_type"), ("head", "head"), ("class", "class")],
+    excluded_heading="## Cannot build tiny",
+    excluded_columns=[("architecture", "model_type")],
+    not_built="cannot build tiny",
+    name="model_type",
+    items="architectures",
+)
+read_report = LEDGER.read
+merge = LEDGER.merge
 
 # Config fields shrunk wherever they appear (sub-configs included), to these values.
 TINY = {
@@ -833,19 +846,6 @@ def _run_one(arch, timeout):
 def _record(model_type, head, class_name, seconds, results):
     """One architecture's line of the report: {check: (outcome, detail)} and its wall time."""
     return {"model_type": model_type, "head": head, "class": class_name, "seconds": seconds, "results": results}
-
-
-LEDGER = report.Ledger(
-    CHECKS,
-    columns=[("architecture", "model_type"), ("head", "head"), ("class", "class")],
-    excluded_heading="## Cannot build tiny",
-    excluded_columns=[("architecture", "model_type")],
-    not_built="cannot build tiny",
-    name="model_type",
-    items="architectures",
-)
-read_report = LEDGER.read
-merge = LEDGER.merge
 
 
 def write_report(records, path, seconds, workers, merged=False):

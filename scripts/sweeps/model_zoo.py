@@ -36,11 +36,24 @@ import os
 import sys
 
 import torch
+
 from sweeps import accuracy, child_process, command_line, report
 from sweeps.outcomes import CannotBuild, PassInFloat64, WrongValues, excluded, not_built, outcome, passed, run_check
 
 CHECKS = ("eval", "train")
 BATCH = 2
+# The report's layout; it reads its records back for --merge.
+LEDGER = report.Ledger(
+    CHECKS,
+    columns=[("source", "source"), ("category", "category"), ("model", "name")],
+    excluded_heading="## Excluded",
+    excluded_columns=[("source", "source"), ("model", "name")],
+    not_built="cannot build",
+    name="name",
+    items="models",
+)
+read_report = LEDGER.read
+merge = LEDGER.merge
 
 # Families first, then names; each must be in timm.list_models() (the sweep
 # reports any that is not).
@@ -860,19 +873,6 @@ def _run_one(model, timeout):
 def _record(source, name, category, seconds, results):
     """One model's line of the report: {check: (outcome, detail)} and its wall time."""
     return {"source": source, "name": name, "category": category, "seconds": seconds, "results": results}
-
-
-LEDGER = report.Ledger(
-    CHECKS,
-    columns=[("source", "source"), ("category", "category"), ("model", "name")],
-    excluded_heading="## Excluded",
-    excluded_columns=[("source", "source"), ("model", "name")],
-    not_built="cannot build",
-    name="name",
-    items="models",
-)
-read_report = LEDGER.read
-merge = LEDGER.merge
 
 
 def write_report(records, path, seconds, workers, command, merged=False):
