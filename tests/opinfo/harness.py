@@ -217,6 +217,12 @@ def op_key(op):
 _OPS = None
 
 
+def torch_release():
+    """The running torch's release ("2.13.0"): the OpInfo database is the
+    same in its CPU and CUDA builds ("+cpu", "+cu132")."""
+    return torch.__version__.split("+")[0]
+
+
 def opinfos():
     """{opkey: OpInfo} over op_db (which includes the linalg, fft, special and
     signal databases)."""
