@@ -27,17 +27,32 @@ mkdir -p "$copy"
 # A file whose content changed is written anew, so it is newer than the
 # copy's last build even when this tree's file is older (ninja rebuilds by
 # modification times); unchanged files keep theirs.
+# TORCH_VERSION_FROM=HEAD (any commit) copies that commit's files instead:
+# the committed state, without the edits in progress in this working tree
+# (several people editing one tree: a half-made edit would stop the copy's
+# build).
 stage=$(mktemp -d)
-git ls-files -z --cached --others --exclude-standard |
-  xargs -0 sh -c 'for f; do [ -e "$f" ] && printf "%s\0" "$f"; done' sh |
-  tar --null -T - -cf - | tar -xf - -C "$stage"
+if [ -n "${TORCH_VERSION_FROM:-}" ]; then
+  git archive --format=tar "$TORCH_VERSION_FROM" | tar -xf - -C "$stage"
+else
+  git ls-files -z --cached --others --exclude-standard |
+    xargs -0 sh -c 'for f; do [ -e "$f" ] && printf "%s\0" "$f"; done' sh |
+    tar --null -T - -cf - | tar -xf - -C "$stage"
+fi
 (cd "$stage" && find . -type f -print0) | while IFS= read -r -d '' f; do
   if ! cmp -s "$stage/$f" "$copy/$f"; then
     mkdir -p "$(dirname "$copy/$f")"
     cp "$stage/$f" "$copy/$f"
   fi
 done
-rm -rf "$stage"
+# A file the tree no longer has (deleted, or moved by an edit in progress)
+# leaves the copy too: the build globs its sources. The copy's ignored files
+# (its .venv, build/, extension, caches) stay.
+(cd "$stage" && find . -type f | sed 's|^\./||' | sort) >"$stage.files"
+(cd "$copy" && find . \( -path ./.venv -o -path ./build \) -prune -o -type f -print | sed 's|^\./||' | sort) |
+  comm -23 - "$stage.files" | git check-ignore --stdin -n -v --non-matching |
+  awk -F '\t' '$1 == "::" { print $2 }' | while IFS= read -r f; do rm -f "$copy/$f"; done
+rm -rf "$stage" "$stage.files"
 sed -i "s/^torch==.*/torch==$version/" "$copy/requirements.txt"
 # Extras whose C++ code links against torch pair with torch releases:
 # requirements.txt pins the ones that load next to the default torch, and
