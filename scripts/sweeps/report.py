@@ -14,8 +14,9 @@ from sweeps.outcomes import excluded
 # Where the ledgers are written: the repository's docs/.
 DOCS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "docs")
 
+# A check's outcomes, the totals table's columns; a cell of another than "pass" names it before its detail.
+OUTCOMES = ("pass", "wrong values", "missing op", "error")
 PASS_IN_FLOAT64 = "pass (float64)"
-_OUTCOMES = ("wrong values", "missing op", "error")
 _PROCESS_FAILURES = ("process died", "timed out after", "killed past the memory limit")
 
 
@@ -36,7 +37,7 @@ def parse_cell(cell):
         return ("pass", "")
     if cell.startswith(PASS_IN_FLOAT64 + ": "):
         return ("pass", f"in float64 ({cell[len(PASS_IN_FLOAT64) + 2 :]})")
-    for o in _OUTCOMES:
+    for o in OUTCOMES[1:]:
         if cell.startswith(o + ": "):
             return (o, cell[len(o) + 2 :])
     raise ValueError(f"unrecognized report cell {cell!r}")
@@ -80,9 +81,6 @@ def optimization_note(merged):
     if merged:
         return f"The last batch's programs were compiled at {flag}; earlier batches may have run at the default, 2."
     return f"Programs compiled at {flag}."
-
-
-OUTCOMES = ("pass", "wrong values", "missing op", "error")
 
 
 class Ledger:
