@@ -157,6 +157,9 @@ def merge_expected(path, expected, ran_slots):
     expectations file; every other entry stays as recorded."""
     with open(path) as f:
         merged = json.load(f)
+    made_with = merged.get("_made_with", {}).get("torch")
+    if made_with not in (None, harness.torch_release()):
+        sys.exit(f"{path} holds torch {made_with}'s OpInfos: merge into it under that torch")
     for key, slots in ran_slots.items():
         entry = merged.setdefault(key, {})
         for slot in slots:
@@ -364,6 +367,7 @@ def main():
         os.makedirs(os.path.dirname(out), exist_ok=True)
         write_report(out, rows, totals, blocked, overloads, crashes, elapsed, args.jobs, cache_at_start)
     if expected_path:
+        expected["_made_with"] = {"torch": harness.torch_release()}  # tests/opinfo/test_opinfo.py reads it
         with open(expected_path, "w") as f:
             json.dump(expected, f, indent=1, sort_keys=True)
             f.write("\n")
