@@ -137,7 +137,8 @@ Value conv_weight_grad(LowerContext& ctx, const Value& x, const Value& g, const 
   return convolution_op(ctx, x, g, win, dims, out);
 }
 
-ElementType compute_type(ElementType t) {
+// The type a convolution computes in (float inputs only, as CPU).
+ElementType convolution_type(ElementType t) {
   if (!hlo::is_float(t)) throw NotImplementedForDtype("convolution: only floating point inputs are supported");
   return accumulation_type(t);
 }
@@ -155,7 +156,7 @@ Value add_bias(Builder& b, const Value& y, const Value& bias) {
 std::vector<Value> convolution(LowerContext& ctx) {
   Builder& b = ctx.b;
   const TensorType& out = ctx.out_types.at(0);
-  const ElementType acc = compute_type(out.dtype);
+  const ElementType acc = convolution_type(out.dtype);
   Float16InputPrecision precision(ctx, ctx.tensor(0).dtype());  // the convolution runs in acc
   Value x = b.convert(ctx.tensor(0), acc);
   Value w = b.convert(ctx.tensor(1), acc);
@@ -171,7 +172,7 @@ std::vector<Value> convolution(LowerContext& ctx) {
 //   -> (grad_input, grad_weight, grad_bias); only the defined ones are returned.
 std::vector<Value> convolution_backward(LowerContext& ctx) {
   Builder& b = ctx.b;
-  const ElementType acc = compute_type(ctx.tensor(1).dtype());
+  const ElementType acc = convolution_type(ctx.tensor(1).dtype());
   Float16InputPrecision precision(ctx, ctx.tensor(1).dtype());  // the convolutions run in acc
   Value g = b.convert(ctx.tensor(0), acc);
   Value x = b.convert(ctx.tensor(1), acc);
