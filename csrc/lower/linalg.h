@@ -1,6 +1,17 @@
-// Linear algebra lowerings (linalg.cpp), in the input's precision: factorizations built from
-// StableHLO's cholesky/triangular_solve and while loops, and the solvers,
-// inverses and determinants PyTorch composes from them.
+// Linear algebra lowerings, defined in linalg/ by factorization (cholesky,
+// lu, solve, qr, jacobi, ldl, matrix_exp; shared helpers in linalg/common).
+// They compute in the input's precision: float32 or float64, and complex64
+// or complex128; half types compute in float32. LAPACK's conventions (what
+// PyTorch's CPU kernels return): Cholesky and triangular solves map to
+// stablehlo.cholesky and stablehlo.triangular_solve; LU with partial pivoting
+// (getrf), Householder QR (geqrf/orgqr) and Bunch-Kaufman LDL^T (sytrf/sytrs,
+// and hetrf/hetrs for Hermitian complex matrices) are stablehlo.while
+// loops over the columns; solvers, inverses and determinants are built from
+// those. Batch dims are flattened to one leading dim B. Loop bodies select
+// with row/column masks instead of slicing at a loop-variable index, so every
+// step has static shapes. Singular or non-positive-definite inputs report
+// through the `info` results (PyTorch's *_ex ops); the non-_ex ops check info
+// on the host.
 #pragma once
 
 #include "lower/lowering.h"
