@@ -10,7 +10,10 @@ def metrics():
     cpu_fallbacks (op -> count), flushes (DeferAndFuse: reason -> count),
     ops_by_mode (eager mode -> lowered ops dispatched), graph_replays,
     op_cache_replays and op_cache_captures (Strict ops that reran a captured
-    program without lowering, and signatures captured for that), and
+    program without lowering, and signatures captured for that),
+    program_temp_bytes_peak and program_alias_bytes_peak (of the programs
+    compiled or loaded since the last reset, the most scratch memory one
+    needs and the most argument bytes one updates in place), and
     graphs (torch.compile: see torch_tpu.compile.stats())."""
     raw = dict(_C._metrics())
     out = {k: v for k, v in raw.items() if "::" not in k}

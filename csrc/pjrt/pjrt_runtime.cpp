@@ -259,6 +259,33 @@ std::string LoadedExecutable::serialize() const {
   return bytes;
 }
 
+CompiledMemoryStats LoadedExecutable::memory_stats() const {
+  const auto& plugin = client_->plugin();
+  CompiledMemoryStats stats;
+  if (plugin->api()->PJRT_Executable_GetCompiledMemoryStats == nullptr) return stats;
+  auto get = PJRT_ARGS(PJRT_LoadedExecutable_GetExecutable_Args);
+  get.loaded_executable = exe_;
+  plugin->check(plugin->api()->PJRT_LoadedExecutable_GetExecutable(&get), "LoadedExecutable_GetExecutable");
+  auto args = PJRT_ARGS(PJRT_Executable_GetCompiledMemoryStats_Args);
+  args.executable = get.executable;
+  PJRT_Error* err = plugin->api()->PJRT_Executable_GetCompiledMemoryStats(&args);
+  auto d = PJRT_ARGS(PJRT_Executable_Destroy_Args);
+  d.executable = get.executable;
+  plugin->api()->PJRT_Executable_Destroy(&d);
+  if (err != nullptr) {  // not every plugin implements it: no numbers, not an error
+    auto e = PJRT_ARGS(PJRT_Error_Destroy_Args);
+    e.error = err;
+    plugin->api()->PJRT_Error_Destroy(&e);
+    return stats;
+  }
+  stats.available = true;
+  stats.argument = args.argument_size_in_bytes;
+  stats.output = args.output_size_in_bytes;
+  stats.alias = args.alias_size_in_bytes;
+  stats.temp = args.temp_size_in_bytes;
+  return stats;
+}
+
 std::shared_ptr<Client> Client::create(std::shared_ptr<Plugin> plugin, const Options& options) {
   auto client = std::shared_ptr<Client>(new Client());
   client->plugin_ = plugin;

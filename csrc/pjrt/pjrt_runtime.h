@@ -90,6 +90,14 @@ class Buffer {
   PJRT_Buffer* buffer_;
 };
 
+// What XLA's buffer assignment gives a compiled program
+// (PJRT_Executable_GetCompiledMemoryStats), in bytes: `alias` of the
+// arguments are reused for outputs, `temp` is scratch the program allocates.
+struct CompiledMemoryStats {
+  bool available = false;  // the plugin reports them
+  int64_t argument = 0, output = 0, alias = 0, temp = 0;
+};
+
 class LoadedExecutable {
  public:
   LoadedExecutable(std::shared_ptr<Client> client, PJRT_LoadedExecutable* exe);
@@ -109,6 +117,7 @@ class LoadedExecutable {
   std::vector<std::shared_ptr<Buffer>> execute(PJRT_Device* device, const std::vector<PJRT_Buffer*>& args,
                                                const std::vector<bool>& donatable, int launch_id = 0) const;
   std::string serialize() const;
+  CompiledMemoryStats memory_stats() const;
   PJRT_LoadedExecutable* raw() const { return exe_; }
 
  private:

@@ -432,6 +432,9 @@ std::shared_ptr<pjrt::LoadedExecutable> CompileCache::get_or_compile(pjrt::Clien
     }
     if (!name.empty()) store_on_disk(name, identity, *exe);
   }
+  if (const pjrt::CompiledMemoryStats memory = exe->memory_stats(); memory.available) {
+    metrics().note_program_memory(memory.temp, memory.alias);
+  }
   // Every program this process runs, compiled now or loaded from the disk
   // tier: a warm cache must not hide what runs.
   if (const char* dir = std::getenv("TORCH_TPU_DUMP_HLO"); dir && *dir && make_dirs(dir, 0755)) {

@@ -16,6 +16,19 @@ void Metrics::add_live_bytes(int64_t delta) {
   }
 }
 
+namespace {
+void raise_to(std::atomic<int64_t>& peak, int64_t value) {
+  int64_t now = peak.load();
+  while (value > now && !peak.compare_exchange_weak(now, value)) {
+  }
+}
+}  // namespace
+
+void Metrics::note_program_memory(int64_t temp_bytes, int64_t alias_bytes) {
+  raise_to(program_temp_bytes_peak, temp_bytes);
+  raise_to(program_alias_bytes_peak, alias_bytes);
+}
+
 void Metrics::count_fallback(const std::string& op) {
   std::lock_guard<std::mutex> lock(mutex);
   cpu_fallbacks[op] += 1;
@@ -47,6 +60,8 @@ std::map<std::string, int64_t> Metrics::snapshot() {
       {"graph_replays", graph_replays},
       {"op_cache_replays", op_cache_replays},
       {"op_cache_captures", op_cache_captures},
+      {"program_temp_bytes_peak", program_temp_bytes_peak},
+      {"program_alias_bytes_peak", program_alias_bytes_peak},
   };
   std::lock_guard<std::mutex> lock(mutex);
   for (const auto& [op, n] : cpu_fallbacks) s["cpu_fallback::" + op] = n;
@@ -58,7 +73,7 @@ std::map<std::string, int64_t> Metrics::snapshot() {
 void Metrics::reset() {
   ops_dispatched = programs_executed = host_waits = bytes_to_device = bytes_to_host = 0;
   cache_hits = cache_misses = compiles = compile_nanos = graph_replays = 0;
-  op_cache_replays = op_cache_captures = 0;
+  op_cache_replays = op_cache_captures = program_temp_bytes_peak = program_alias_bytes_peak = 0;
   peak_device_bytes = live_device_bytes.load();
   std::lock_guard<std::mutex> lock(mutex);
   cpu_fallbacks.clear();

@@ -24,6 +24,12 @@ struct Metrics {
   std::atomic<int64_t> op_cache_captures{0};  // Strict op signatures captured for replay
   std::atomic<int64_t> live_device_bytes{0};
   std::atomic<int64_t> peak_device_bytes{0};
+  // Of the programs compiled or loaded since the last reset, the most
+  // scratch memory one needs and the most argument bytes one updates in
+  // place (XLA's buffer assignment): an in-place op that copies its tensor
+  // instead shows that tensor's size as scratch.
+  std::atomic<int64_t> program_temp_bytes_peak{0};
+  std::atomic<int64_t> program_alias_bytes_peak{0};
 
   std::mutex mutex;
   std::map<std::string, int64_t> cpu_fallbacks;  // per op
@@ -31,6 +37,7 @@ struct Metrics {
   std::map<std::string, int64_t> ops_by_mode;    // lowered ops dispatched, per eager mode
 
   void add_live_bytes(int64_t delta);
+  void note_program_memory(int64_t temp_bytes, int64_t alias_bytes);
   void count_fallback(const std::string& op);
   void count_flush(const std::string& reason);
   void count_op_in_mode(const char* mode);
