@@ -333,7 +333,14 @@ void LoweredKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
         returns.push_back(meta.values[r]);  // an int return (SDPA's max_q): the meta kernel's value
       } else if (alias >= 0) {
         const at::Tensor& target = args[alias].toTensor();
-        prog.write(target, next_result());
+        const hlo::Value& result = next_result();
+        // The first result of an in-place scatter updates self's storage
+        // point by point (a functional or out= call writes it whole).
+        if (alias == 0 && r == 0 && ctx.point_update()) {
+          prog.write_points(target, result, *ctx.point_update());
+        } else {
+          prog.write(target, result);
+        }
         returns.push_back(target);
       } else if (!meta.return_is_list[r] && !meta.returns[r][0].defined) {
         returns.push_back(at::Tensor());  // e.g. a backward's output_mask entry false

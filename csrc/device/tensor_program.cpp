@@ -14,6 +14,7 @@
 namespace torch_tpu::device {
 
 using hlo::ElementType;
+using hlo::Shape;
 using hlo::TensorType;
 using hlo::Value;
 
@@ -236,16 +237,13 @@ void TensorProgram::write(const at::Tensor& t, const Value& v) {
   hlo::Builder& b = state_->b;
   Value value = lower::coerce(b, v, {dtype, t.sizes().vec()});
   const runtime::ViewLayout layout = layout_of(t);
-  if (state_->range_checks.size() > checks_at_start_ && slot.param) {
+  const std::optional<Value> ok = slot.param ? op_checks_hold() : std::nullopt;
+  if (ok) {
     // The op's index or value checks failed: it raises by the next
     // synchronization, and the tensor it updates in place keeps the value
     // it had before the op, never one computed from clamped indices.
-    Value ok = state_->range_checks[checks_at_start_].first;
-    for (size_t k = checks_at_start_ + 1; k < state_->range_checks.size(); ++k) {
-      ok = b.binary("and", ok, state_->range_checks[k].first);
-    }
     Value before = runtime::read_view(b, flat, layout);
-    value = b.select(b.broadcast_to(ok, value.shape()), value, before);
+    value = b.select(b.broadcast_to(*ok, value.shape()), value, before);
   }
   save_for_undo(static_cast<size_t>(&slot - state_->slots.data()));
   Value written;
@@ -260,6 +258,102 @@ void TensorProgram::write(const at::Tensor& t, const Value& v) {
     written = runtime::write_view(b, flat, value, layout);
   }
   slot.current = runtime::merge_flat(b, *slot.current, written);
+  slot.written = true;
+  if (state_->owner) storage_buffer(t).pending_in = state_->owner;
+}
+
+std::optional<Value> TensorProgram::op_checks_hold() {
+  if (state_->range_checks.size() <= checks_at_start_) return std::nullopt;
+  Value ok = state_->range_checks[checks_at_start_].first;
+  for (size_t k = checks_at_start_ + 1; k < state_->range_checks.size(); ++k) {
+    ok = state_->b.binary("and", ok, state_->range_checks[k].first);
+  }
+  return ok;
+}
+
+namespace {
+
+// Whether no two elements of a view share a storage element: its dims of
+// size > 1, by decreasing stride, each stride spanning the next dim's whole
+// extent. Sufficient, and true of every view but as_strided's odd ones.
+bool elements_disjoint(const runtime::ViewLayout& l) {
+  std::vector<size_t> dims;
+  for (size_t d = 0; d < l.sizes.size(); ++d) {
+    if (l.sizes[d] <= 1) continue;
+    if (l.strides[d] <= 0) return false;
+    dims.push_back(d);
+  }
+  std::sort(dims.begin(), dims.end(), [&](size_t x, size_t y) { return l.strides[x] > l.strides[y]; });
+  for (size_t k = 0; k + 1 < dims.size(); ++k) {
+    if (l.strides[dims[k]] < l.strides[dims[k + 1]] * l.sizes[dims[k + 1]]) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void TensorProgram::write_points(const at::Tensor& t, const Value& whole,
+                                 const lower::LowerContext::PointUpdate& points) {
+  ProgramState::Slot& slot = slot_for(t);
+  const ElementType dtype = element_type(t.scalar_type());
+  runtime::ViewLayout layout = layout_of(t);
+  if (layout.sizes.empty()) layout.sizes = {1}, layout.strides = {1};  // a 0-d self is addressed as one element
+  const int64_t rank = static_cast<int64_t>(layout.sizes.size());
+  const bool bits = dtype == ElementType::BF16 || dtype == ElementType::F16;
+  hlo::Builder& b = state_->b;
+  Value flat = flat_as(slot, dtype);
+  // A storage last written through another dtype (a byte-level view) keeps
+  // that type: its elements are not this view's, so the whole result goes.
+  if (slot.current->dtype() != dtype || points.updates.dtype() != dtype || points.coords.shape().back() != rank ||
+      !elements_disjoint(layout) || (bits && !points.overwrite)) {
+    write(t, whole);
+    return;
+  }
+  const Shape at = points.updates.shape();
+  const TensorType index_type{ElementType::S64, at};
+  Value coords = b.convert(points.coords, ElementType::S64);
+  Value index = b.splat(static_cast<double>(layout.offset), index_type);
+  Value inside = b.splat(1, {ElementType::Pred, at});
+  for (int64_t d = 0; d < rank; ++d) {
+    Shape lo(at.size() + 1, 0), hi = at;
+    lo.back() = d;
+    hi.push_back(d + 1);
+    Value c = b.reshape(b.slice(coords, lo, hi, Shape(at.size() + 1, 1)), at);
+    inside = b.binary("and", inside, b.compare(c, b.splat(0, index_type), hlo::CompareDirection::GE));
+    inside =
+        b.binary("and", inside,
+                 b.compare(c, b.splat(static_cast<double>(layout.sizes[d]), index_type), hlo::CompareDirection::LT));
+    index =
+        b.binary("add", index, b.binary("multiply", c, b.splat(static_cast<double>(layout.strides[d]), index_type)));
+  }
+  // The op's checks failed: no point is written, so the tensor keeps its
+  // value from before the op, as write() keeps it. Selecting over the points
+  // instead of over the whole result is what keeps the scatter in place: a
+  // select between the result and the old value needs both buffers. A
+  // point goes nowhere by being sent past the storage's end: XLA's scatter
+  // skips updates whose index is out of bounds (the behaviour JAX's "drop"
+  // scatter mode and our lowerings rely on), and so does a point outside
+  // the view, which would otherwise land on another element of the storage.
+  if (slot.param) {
+    if (const std::optional<Value> ok = op_checks_hold()) inside = b.binary("and", inside, b.broadcast_to(*ok, at));
+  }
+  index = b.select(inside, index, b.splat(static_cast<double>(flat.shape()[0]), index_type));
+  Shape column = at;
+  column.push_back(1);
+  Value written;
+  if (bits) {
+    // As in write(): 16-bit floats are moved as their bits, so XLA:CPU's
+    // float32 detour cannot quiet a NaN's payload (measured: a bf16 scatter
+    // there converts the whole storage to f32 and back). XLA:CPU copies the
+    // storage for the two bitcasts (scratch of the storage's size), once.
+    Value moved = b.scatter_points(runtime::reinterpret_flat(b, flat, ElementType::U16), b.reshape(index, column),
+                                   b.bitcast_convert(points.updates, {ElementType::U16, at}), hlo::overwrite);
+    written = runtime::reinterpret_flat(b, moved, dtype);
+  } else {
+    written = b.scatter_points(flat, b.reshape(index, column), points.updates, points.combiner);
+  }
+  save_for_undo(static_cast<size_t>(&slot - state_->slots.data()));
+  slot.current = written;
   slot.written = true;
   if (state_->owner) storage_buffer(t).pending_in = state_->owner;
 }

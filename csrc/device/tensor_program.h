@@ -60,6 +60,13 @@ class TensorProgram {
   hlo::Value host_input(const at::Tensor& cpu, int origin = -1);
   // Writes `v` (converted to t's dtype) into t's view of its storage.
   void write(const at::Tensor& t, const hlo::Value& v);
+  // An in-place scatter (lower::LowerContext::PointUpdate): each point goes
+  // through t's view to its element of the flat storage, and one scatter
+  // updates the storage's buffer, which XLA then updates in place (its
+  // buffer is donated): the cost is the update's, not the storage's.
+  // Where points cannot be placed so (a byte-level view, a layout whose
+  // elements may overlap), writes `whole`, the op's full result, as write().
+  void write_points(const at::Tensor& t, const hlo::Value& whole, const lower::LowerContext::PointUpdate& points);
   // A new tensor with `sizes`/`strides`/`dtype` holding `v`.
   at::Tensor produce(const hlo::Value& v, at::IntArrayRef sizes, at::IntArrayRef strides, at::ScalarType dtype);
   void produce_into(const at::Tensor& fresh, const hlo::Value& v);
@@ -84,6 +91,8 @@ class TensorProgram {
   void bind(const hlo::Value& param, runtime::BufferPtr buffer, ParamSource source);
   // The slot reads `buffer` (its storage's, as `dtype` elements) from here on.
   void bind_storage(ProgramState::Slot& slot, runtime::BufferPtr buffer, hlo::ElementType dtype);
+  // Whether every range check of this op holds (tensor<i1>); none without checks.
+  std::optional<hlo::Value> op_checks_hold();
 
   int device_;
   bool deferred_;

@@ -47,6 +47,9 @@ Value scatter_along(LowerContext& ctx, const Value& updates_in, Combine combine)
   const std::optional<ScatterAlongDim> s =
       scatter_along_dim(ctx, updates_in, sum_type(out.dtype, combine), "scatter", /*runtime_error=*/true);
   if (!s) return coerce(b, ctx.tensor(0), out);
+  if (s->updates.dtype() == out.dtype) {  // not a 16-bit float sum, which runs in float32
+    ctx.update_points_of_self(s->coords, s->updates, combiner(combine), combine == Combine::Overwrite);
+  }
   Value r = b.scatter_points(s->operand, s->coords, s->updates, combiner(combine));
   return b.convert(b.reshape(r, out.shape), out.dtype);
 }
@@ -233,6 +236,35 @@ void check_advanced_ranges(LowerContext& ctx, const Value& self, const AdvancedI
   }
 }
 
+// Where each element of the indexing result sits in self, as [*a.result,
+// rank] int64: the index's coordinates in the indexed dims, the element's
+// own position in the others.
+Value element_coordinates(Builder& b, const AdvancedIndex& a, int64_t rank) {
+  const int64_t nb = static_cast<int64_t>(a.batch.size()), places = static_cast<int64_t>(a.result.size());
+  std::vector<int64_t> batch_places;  // the result dims B occupies
+  for (int64_t p = 0; p < places; ++p) {
+    if (std::find(a.rest_places.begin(), a.rest_places.end(), p) == a.rest_places.end()) batch_places.push_back(p);
+  }
+  Shape column = a.result;
+  column.push_back(1);
+  std::vector<Value> cols;
+  for (int64_t d = 0; d < rank; ++d) {
+    const auto indexed = std::find(a.dims.begin(), a.dims.end(), d);
+    Value c;
+    if (indexed != a.dims.end()) {
+      Shape lo(nb + 1, 0), hi = a.batch;
+      lo[nb] = indexed - a.dims.begin();
+      hi.push_back(lo[nb] + 1);
+      c = b.broadcast_in_dim(b.reshape(b.slice(a.coords, lo, hi, Shape(nb + 1, 1)), a.batch), a.result, batch_places);
+    } else {
+      const auto rest = std::find(a.rest_dims.begin(), a.rest_dims.end(), d) - a.rest_dims.begin();
+      c = b.iota({ElementType::S64, a.result}, a.rest_places[rest]);
+    }
+    cols.push_back(b.reshape(c, column));
+  }
+  return b.concatenate(cols, places);
+}
+
 // Coordinates of every element of `shape`, row-major, as [n, rank] int64.
 Value coordinates(Builder& b, const Shape& shape, int64_t n) {
   std::vector<Value> cols;
@@ -299,7 +331,13 @@ std::vector<Value> index_add(LowerContext& ctx) {
     check_scalar_fits(ctx.args[4].scalar, out.dtype);  // CPU converts alpha to self's type, not to `t`
     updates = b.binary("multiply", updates, b.broadcast_to(ctx.scalar_arg(4, t), update_shape));
   }
-  Value r = b.scatter_slices(operand, dim, b.reshape(as_index(b, index), {n, 1}), updates, hlo::accumulate);
+  Value positions = b.reshape(as_index(b, index), {n, 1});
+  if (t == out.dtype) {  // not a 16-bit float sum, which runs in float32
+    Value along = b.broadcast_in_dim(b.reshape(positions, {n}), update_shape, {dim});
+    ctx.update_points_of_self(point_coordinates(b, update_shape, dim, along), updates, hlo::accumulate,
+                              /*overwrite=*/false);
+  }
+  Value r = b.scatter_slices(operand, dim, positions, updates, hlo::accumulate);
   return {b.convert(b.reshape(r, out.shape), out.dtype)};
 }
 
@@ -340,6 +378,10 @@ std::vector<Value> index_put(LowerContext& ctx) {
   TensorType result{out.dtype, a.result};
   if (result.numel() == 0 || any_indexed_dim_empty(self, a)) return {self};
   Value updates = values_for(b, b.convert(ctx.tensor(2), t), a.result);
+  if (t == out.dtype) {  // not a 16-bit float sum, which runs in float32
+    ctx.update_points_of_self(element_coordinates(b, a, self.rank()), updates, combiner(combine),
+                              combine == Combine::Overwrite);
+  }
   hlo::ScatterDims s;
   s.update_window_dims = a.rest_places;
   s.inserted_window_dims = a.dims;

@@ -199,7 +199,9 @@ std::vector<Value> index_copy(LowerContext& ctx) {
   const std::optional<IndexAlongDim> a = index_along_dim(ctx, ctx.tensor(0).dtype());
   if (!a) return {coerce(b, ctx.tensor(0), out)};
   check_index_in_dim(ctx, a->index, a->dim, a->size, "index_copy_()");
-  Value result = scatter_points(b, a->operand, a->coords(b), a->source(ctx, 3, out.dtype), Reduce::Overwrite);
+  const Value coords = a->coords(b), source = a->source(ctx, 3, out.dtype);
+  ctx.update_points_of_self(coords, source, hlo::overwrite, /*overwrite=*/true);
+  Value result = scatter_points(b, a->operand, coords, source, Reduce::Overwrite);
   return {b.reshape(result, out.shape)};
 }
 

@@ -59,6 +59,13 @@ void check_scalar_fits(const ScalarArg& s, ElementType dtype);
 // maximum overflow.
 using FloatIntoIntegerOverflows = bool (*)(double v, ElementType integer_dtype);
 void set_float_into_integer_overflows(FloatIntoIntegerOverflows rule);
+// Whether the torch the device layer links computes a bfloat16 or float16
+// linspace in float32 from the ends rounded to the dtype, rounding once
+// (torch 2.15), rather than in the dtype, rounding every operation (2.13,
+// 2.14). The device layer hands over a function that asks that torch's CPU
+// kernel; until then, every operation rounds.
+void set_half_linspace_rounds_once(bool (*ask_torch)());
+bool half_linspace_rounds_once();
 
 struct Arg {
   enum class Kind { None, Tensor, TensorList, Int, Double, Bool, Scalar, IntList, DoubleList, String, Other };
@@ -175,6 +182,26 @@ class LowerContext {
   void assert_all(const Value& ok, const std::string& message);
   const std::vector<RangeCheck>& range_checks() const { return range_checks_; }
 
+  // A scatter's first result stated as what it is: argument 0 (self) with
+  // `updates` combined into the elements at `coords` ([*updates.shape, R],
+  // R self's rank, 1 for a 0-d self), all in self's dtype. The lowering
+  // still returns the whole result (the functional and out= variants use
+  // it); where the op updates self in place, the device layer scatters the
+  // points into self's storage through its view instead
+  // (TensorProgram::write_points): the storage's donated buffer is updated
+  // in place, at a cost proportional to the update, not to the storage.
+  // `overwrite`: the combiner keeps the update (moved as bits for 16-bit
+  // floats).
+  struct PointUpdate {
+    Value coords, updates;
+    hlo::ScatterCombiner combiner;
+    bool overwrite = false;
+  };
+  void update_points_of_self(const Value& coords, const Value& updates, hlo::ScatterCombiner combiner, bool overwrite) {
+    point_update_ = PointUpdate{coords, updates, std::move(combiner), overwrite};
+  }
+  const std::optional<PointUpdate>& point_update() const { return point_update_; }
+
  private:
   Value scalar_value(const ScalarArg& s, ElementType dtype, bool range_checked);
 
@@ -183,6 +210,7 @@ class LowerContext {
   std::vector<Value> rng_params_;
   int rng_requests_ = 0;
   std::vector<RangeCheck> range_checks_;
+  std::optional<PointUpdate> point_update_;
 };
 
 using LowerFn = std::vector<Value> (*)(LowerContext&);
