@@ -1113,7 +1113,7 @@ void check_amp_update_scale(const c10::FunctionSchema&, const Args& args) {
   TORCH_CHECK(found_inf->scalar_type() == at::kFloat, "found_inf must be a float tensor.");
 }
 
-// ---- lower/'s conversion of floats into integer dtypes: this torch's rule ----------
+// ---- what lower/ computes as this torch does (lowering.h) ---------------------------
 namespace {
 
 bool c10_float_into_integer_overflows(double v, lower::ElementType t) {
@@ -1139,8 +1139,17 @@ bool c10_float_into_integer_overflows(double v, lower::ElementType t) {
   }
 }
 
-[[maybe_unused]] const bool float_into_integer_rule_installed = [] {
+// Asked once, on the first such linspace: whether this torch's CPU kernel
+// gives a bfloat16 linspace rounded once from float32.
+bool cpu_half_linspace_rounds_once() {
+  static const bool once = at::linspace(0, 1, 100, at::TensorOptions(at::kBFloat16))
+                               .equal(at::linspace(0, 1, 100, at::TensorOptions(at::kFloat)).to(at::kBFloat16));
+  return once;
+}
+
+[[maybe_unused]] const bool torch_rules_installed = [] {
   lower::set_float_into_integer_overflows(c10_float_into_integer_overflows);
+  lower::set_half_linspace_rounds_once(cpu_half_linspace_rounds_once);
   return true;
 }();
 

@@ -173,16 +173,22 @@ std::vector<Value> linspace(LowerContext& ctx) {
     step = (end - start) / static_cast<double>(steps - 1);
   }
   if (out.dtype == ElementType::BF16 || out.dtype == ElementType::F16) {
-    // c10::BFloat16/Half arithmetic, as CPU's kernel computes with step_t =
-    // scalar_t: every operation (and every int operand) rounds to the dtype.
+    // Both ends convert to the dtype. Then c10::BFloat16/Half arithmetic, as
+    // CPU's kernel computes with step_t = scalar_t: every operation (and
+    // every int operand) rounds to the dtype; or, where the installed torch
+    // computes in float32 (its opmath type), one rounding at the end.
+    const bool once = half_linspace_rounds_once();
     const Shape shape{steps};
     Value i = b.iota({ElementType::S64, shape}, 0);
     Value halfway = b.broadcast_to(b.constant_int(steps / 2, ElementType::S64), shape);
     Value from_end = b.binary("subtract", b.broadcast_to(b.constant_int(steps - 1, ElementType::S64), shape), i);
-    auto rounded = [&](const Value& v) { return b.convert(b.convert(v, out.dtype), ElementType::F32); };
-    auto splat = [&](double v) { return rounded(b.splat(v, {ElementType::F32, shape})); };
-    Value s = splat(static_cast<float>(start_arg.as_double())), e = splat(static_cast<float>(end_arg.as_double()));
-    Value d = rounded(b.binary("divide", rounded(b.binary("subtract", e, s)), splat(static_cast<double>(steps - 1))));
+    auto to_dtype = [&](const Value& v) { return b.convert(b.convert(v, out.dtype), ElementType::F32); };
+    auto rounded = [&](const Value& v) { return once ? v : to_dtype(v); };
+    auto splat = [&](double v) { return b.splat(v, {ElementType::F32, shape}); };
+    Value s = to_dtype(splat(static_cast<float>(start_arg.as_double())));
+    Value e = to_dtype(splat(static_cast<float>(end_arg.as_double())));
+    Value d = rounded(
+        b.binary("divide", rounded(b.binary("subtract", e, s)), rounded(splat(static_cast<double>(steps - 1)))));
     Value head = rounded(b.binary("add", s, rounded(b.binary("multiply", d, rounded(b.convert(i, ElementType::F32))))));
     Value tail = rounded(
         b.binary("subtract", e, rounded(b.binary("multiply", d, rounded(b.convert(from_end, ElementType::F32))))));

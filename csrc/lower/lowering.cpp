@@ -172,6 +172,14 @@ bool scalar_overflows(const ScalarArg& s, ElementType dtype) {
 
 void set_float_into_integer_overflows(FloatIntoIntegerOverflows rule) { float_into_integer_overflows = rule; }
 
+namespace {
+bool (*ask_half_linspace_rounds_once)() = nullptr;
+}  // namespace
+
+void set_half_linspace_rounds_once(bool (*ask_torch)()) { ask_half_linspace_rounds_once = ask_torch; }
+
+bool half_linspace_rounds_once() { return ask_half_linspace_rounds_once && ask_half_linspace_rounds_once(); }
+
 void check_scalar_fits(const ScalarArg& s, ElementType dtype) {
   if (scalar_overflows(s, dtype)) {
     throw ScalarOverflow(std::string("value cannot be converted to type ") + cpp_type_name(dtype) +
