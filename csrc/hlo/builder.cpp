@@ -2,6 +2,7 @@
 
 #include "hlo/foreign_module.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -60,6 +61,11 @@ ElementType complex_part_type(ElementType t) {
   if (t == ElementType::C64) return ElementType::F32;
   if (t == ElementType::C128) return ElementType::F64;
   return t;
+}
+ElementType complex_type(ElementType part) {
+  if (part == ElementType::F32) return ElementType::C64;
+  if (part == ElementType::F64) return ElementType::C128;
+  throw std::invalid_argument(std::string("no complex type has ") + mlir_name(part) + " parts");
 }
 
 int64_t byte_size(ElementType t) {
@@ -277,6 +283,20 @@ Value Builder::constant_bits_like(const std::string& literal, ElementType dtype)
   return op("constant", {}, t, "value = dense<" + literal + "> : " + t.str());
 }
 
+Value Builder::constant_vector(const std::vector<double>& values, ElementType dtype) {
+  TensorType t{dtype, {static_cast<int64_t>(values.size())}};
+  std::string lit;
+  for (size_t i = 0; i < values.size(); ++i) lit += (i ? ", " : "") + float_literal(values[i]);
+  return op("constant", {}, t, "value = dense<[" + lit + "]> : " + t.str());
+}
+
+Value Builder::constant_indices(const std::vector<int64_t>& values) {
+  TensorType t{ElementType::S64, {static_cast<int64_t>(values.size())}};
+  std::string lit;
+  for (size_t i = 0; i < values.size(); ++i) lit += (i ? ", " : "") + std::to_string(values[i]);
+  return op("constant", {}, t, "value = dense<[" + lit + "]> : " + t.str());
+}
+
 Value Builder::splat(double value, const TensorType& type) {
   return broadcast_in_dim(constant(value, type.dtype), type.shape, {});
 }
@@ -360,6 +380,10 @@ Value Builder::pad(const Value& v, const Value& pad_value, const Shape& low, con
 
 Value Builder::iota(const TensorType& type, int64_t dim) {
   return op("iota", {}, type, "iota_dimension = " + std::to_string(dim) + " : i64");
+}
+
+Value Builder::reverse(const Value& v, const std::vector<int64_t>& dims) {
+  return op("reverse", {v}, v.type, "dimensions = " + dims_attr(dims));
 }
 
 Value Builder::dynamic_update_slice(const Value& base, const Value& update, const std::vector<Value>& starts) {
@@ -555,7 +579,12 @@ Value Builder::imag(const Value& z) { return op("imag", {z}, {complex_part_type(
 
 Value Builder::conjugate(const Value& z) {
   if (!is_complex(z.dtype())) return z;
-  return op("complex", {real(z), unary("negate", imag(z))}, z.type);
+  Value re = real(z);
+  return complex(re, unary("negate", imag(z)));
+}
+
+Value Builder::complex(const Value& re, const Value& im) {
+  return op("complex", {re, im}, {complex_type(re.dtype()), re.shape()});
 }
 
 Value Builder::binary(const std::string& name, const Value& a, const Value& b) { return op(name, {a, b}, a.type); }
@@ -608,13 +637,27 @@ Value Builder::reduce(const Value& v, const Value& init, const std::vector<int64
     merged.push_back(size);
   }
   const Value input = merged.size() < static_cast<size_t>(v.rank()) ? reshape(v, merged) : v;
-  TensorType scalar{v.dtype(), {}};
-  Value r =
-      op_with_region("reduce", {input, init}, {{v.dtype(), merged_kept}}, "dimensions = " + dims_attr(merged_dims),
-                     {scalar, scalar}, [&](Builder& b, const std::vector<Value>& args) {
-                       return std::vector<Value>{b.binary(combiner, args[0], args[1])};
-                     })[0];
+  Value r = reduce({input}, {init}, merged_dims, [&](Builder& b, const std::vector<Value>& args) {
+    return std::vector<Value>{b.binary(combiner, args[0], args[1])};
+  })[0];
   return merged_kept == kept ? r : reshape(r, kept);
+}
+
+std::vector<Value> Builder::reduce(const std::vector<Value>& operands, const std::vector<Value>& inits,
+                                   const std::vector<int64_t>& dims, const RegionBody& body) {
+  Shape kept;
+  const Shape& in = operands.at(0).shape();
+  for (int64_t d = 0; d < static_cast<int64_t>(in.size()); ++d) {
+    if (std::find(dims.begin(), dims.end(), d) == dims.end()) kept.push_back(in[d]);
+  }
+  std::vector<TensorType> results, block_args;
+  for (const Value& v : operands) results.push_back({v.dtype(), kept});
+  for (int twice = 0; twice < 2; ++twice) {
+    for (const Value& v : operands) block_args.push_back({v.dtype(), {}});
+  }
+  std::vector<Value> all(operands);
+  all.insert(all.end(), inits.begin(), inits.end());
+  return op_with_region("reduce", all, results, "dimensions = " + dims_attr(dims), block_args, body);
 }
 
 Value Builder::dot_general(const Value& a, const Value& b, const std::vector<int64_t>& batch_a,

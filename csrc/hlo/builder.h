@@ -19,6 +19,7 @@ bool is_integer(ElementType t);        // signed or unsigned, not pred
 bool is_unsigned(ElementType t);
 bool is_complex(ElementType t);
 ElementType complex_part_type(ElementType t);  // c64 -> f32, c128 -> f64; others unchanged
+ElementType complex_type(ElementType part);    // f32 -> c64, f64 -> c128
 int64_t byte_size(ElementType t);
 
 using Shape = std::vector<int64_t>;
@@ -122,7 +123,10 @@ class Builder {
   Value constant_int(int64_t value, ElementType dtype);                     // 0-d, exact for integers
   Value constant_bits_like(const std::string& literal, ElementType dtype);  // 0-d from a literal
   Value splat(double value, const TensorType& type);                        // broadcast constant
-  Value convert(const Value& v, ElementType dtype);                         // no-op when equal
+  // 1-D constants: `values` in `dtype` (a float type), and int64 `values`.
+  Value constant_vector(const std::vector<double>& values, ElementType dtype);
+  Value constant_indices(const std::vector<int64_t>& values);
+  Value convert(const Value& v, ElementType dtype);  // no-op when equal
   Value bitcast_convert(const Value& v, const TensorType& type);
   Value reshape(const Value& v, const Shape& shape);
   Value broadcast_in_dim(const Value& v, const Shape& shape, const std::vector<int64_t>& dims);
@@ -132,6 +136,7 @@ class Builder {
   Value concatenate(const std::vector<Value>& vs, int64_t dim);
   Value pad(const Value& v, const Value& pad_value, const Shape& low, const Shape& high, const Shape& interior);
   Value iota(const TensorType& type, int64_t dim);
+  Value reverse(const Value& v, const std::vector<int64_t>& dims);
   Value dynamic_update_slice(const Value& base, const Value& update, const std::vector<Value>& starts);
   // `sizes` elements from 0-d `starts` on (clamped in range, as StableHLO does).
   Value dynamic_slice(const Value& operand, const std::vector<Value>& starts, const Shape& sizes);
@@ -181,12 +186,19 @@ class Builder {
   Value real(const Value& z);
   Value imag(const Value& z);
   Value conjugate(const Value& z);
+  // re + i im, of the parts' shape and their complex type (complex_type).
+  Value complex(const Value& re, const Value& im);
   Value binary(const std::string& name, const Value& a, const Value& b);  // same types
   Value compare(const Value& a, const Value& b, CompareDirection dir);
   Value select(const Value& pred, const Value& on_true, const Value& on_false);
   Value clamp(const Value& lo, const Value& v, const Value& hi);
   // Reduction with a binary combiner ("add", "multiply", "maximum", "minimum", "and", "or").
   Value reduce(const Value& v, const Value& init, const std::vector<int64_t>& dims, const std::string& combiner);
+  // stablehlo.reduce of `operands` (one shape) over `dims`, with 0-d `inits`,
+  // one each; `body` combines (accumulators..., elements...) into the next
+  // accumulators. The results have the operands' dtypes, without `dims`.
+  std::vector<Value> reduce(const std::vector<Value>& operands, const std::vector<Value>& inits,
+                            const std::vector<int64_t>& dims, const RegionBody& body);
   Value dot_general(const Value& a, const Value& b, const std::vector<int64_t>& batch_a,
                     const std::vector<int64_t>& batch_b, const std::vector<int64_t>& contract_a,
                     const std::vector<int64_t>& contract_b, const TensorType& result,

@@ -42,7 +42,8 @@ std::vector<Value> complex(LowerContext& ctx) {
   const TensorType& out = ctx.out_types.at(0);
   const TensorType part = part_type(ctx);
   if (out.numel() == 0) return {zeros(b, out)};
-  return {b.op("complex", {coerce(b, ctx.tensor(0), part), coerce(b, ctx.tensor(1), part)}, out)};
+  Value re = coerce(b, ctx.tensor(0), part);
+  return {b.complex(re, coerce(b, ctx.tensor(1), part))};
 }
 
 // polar(abs, angle) -> abs * cos(angle) + i * abs * sin(angle), as std::polar.
@@ -54,7 +55,7 @@ std::vector<Value> polar(LowerContext& ctx) {
   Value r = coerce(b, ctx.tensor(0), part), theta = coerce(b, ctx.tensor(1), part);
   Value re = b.binary("multiply", r, b.unary("cosine", theta));
   Value im = b.binary("multiply", r, b.unary("sine", theta));
-  return {b.op("complex", {re, im}, out)};
+  return {b.complex(re, im)};
 }
 
 }  // namespace torch_tpu::lower

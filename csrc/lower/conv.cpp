@@ -103,7 +103,7 @@ Value transposed_weight(Builder& b, const Value& w, int64_t groups) {
     flip.push_back(2 + i);
   }
   Value r = b.reshape(t, plain);
-  return b.op("reverse", {r}, r.type, "dimensions = " + Builder::dims_attr(flip));
+  return b.reverse(r, flip);
 }
 
 // y of a transposed convolution of x [N, Cin, *] with w [Cin, Cout/g, *K]

@@ -104,7 +104,7 @@ Value complex_ramp(LowerContext& ctx, int64_t steps, const ScalarArg& start, con
   auto imag_of = [](const ScalarArg& a) { return a.kind == ScalarArg::Kind::Complex ? a.imag : 0.0; };
   Value re = part_ramp(start.as_double(), end.as_double());
   Value im = part_ramp(imag_of(start), imag_of(end));
-  return ctx.b.op("complex", {re, im}, {dtype, {steps}});
+  return ctx.b.complex(re, im);
 }
 
 }  // namespace
@@ -226,10 +226,8 @@ std::vector<Value> logspace(LowerContext& ctx) {
     Value exponents = steps == 1 ? b.broadcast_to(ctx.scalar(start, out.dtype), {1})
                                  : complex_ramp(ctx, steps, start, ctx.args.at(1).scalar, out.dtype);
     const ElementType part = hlo::complex_part_type(out.dtype);
-    Value log_base = b.op("complex",
-                          {ctx.cast_scalar(float_scalar(std::log(std::abs(base))), part),
-                           ctx.cast_scalar(float_scalar(base < 0 ? M_PI : 0.0), part)},
-                          {out.dtype, {}});
+    Value log_modulus = ctx.cast_scalar(float_scalar(std::log(std::abs(base))), part);
+    Value log_base = b.complex(log_modulus, ctx.cast_scalar(float_scalar(base < 0 ? M_PI : 0.0), part));
     Value powers = b.unary("exponential", b.binary("multiply", exponents, b.broadcast_to(log_base, {steps})));
     return {b.reshape(powers, out.shape)};
   }

@@ -380,7 +380,7 @@ static Value same_dtype_input(LowerContext& ctx, const char* op) {
 std::vector<Value> abs(LowerContext& ctx) {
   const Value& x = ctx.tensor(0);
   if (hlo::is_complex(x.dtype())) {  // |a + bi| is real: complex64 -> float32, complex128 -> float64
-    return {coerce(ctx.b, ctx.b.op("abs", {x}, {hlo::complex_part_type(x.dtype()), x.shape()}), out_type(ctx))};
+    return {coerce(ctx.b, ctx.b.unary("abs", x), out_type(ctx))};
   }
   // XLA's abs takes signed types only; an unsigned value is its own magnitude.
   if (hlo::is_unsigned(x.dtype())) return result(ctx, same_dtype_input(ctx, "abs"));
@@ -429,7 +429,8 @@ std::vector<Value> log2(LowerContext& ctx) {
   Value l = ctx.b.unary("log", x);
   if (hlo::is_complex(l.dtype())) {  // c10::complex / T divides each part: log2(0) is -inf + 0j
     auto by_ln2 = [&](const Value& v) { return ctx.b.binary("divide", v, ctx.b.splat(std::log(2.0), v.type)); };
-    return result(ctx, ctx.b.op("complex", {by_ln2(ctx.b.real(l)), by_ln2(ctx.b.imag(l))}, l.type));
+    Value re = by_ln2(ctx.b.real(l));
+    return result(ctx, ctx.b.complex(re, by_ln2(ctx.b.imag(l))));
   }
   return result(ctx, ctx.b.binary("divide", l, ctx.b.splat(std::log(2.0), l.type)));
 }

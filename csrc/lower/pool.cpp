@@ -117,8 +117,7 @@ Value avg_divisor(Builder& b, const PoolParams& p, const Shape& in, const Tensor
       counts.push_back(include_pad ? end - start : std::min(end, in[d]) - std::max<int64_t>(start, 0));
     }
     // Counts are small integers, exact in float64 and in any dtype they convert to.
-    Value c =
-        b.broadcast_in_dim(b.convert(spatial::constant_vector(b, counts, ElementType::F64), out.dtype), out.shape, {d});
+    Value c = b.broadcast_in_dim(b.convert(b.constant_vector(counts, ElementType::F64), out.dtype), out.shape, {d});
     divisor = b.binary("multiply", divisor, c);
   }
   return divisor;
@@ -170,11 +169,6 @@ Value plane_index(Builder& b, const Shape& shape, int64_t n) {
 
 // Reduces (values, indices) over `dims` with PyTorch's max-with-index rule.
 std::vector<Value> max_with_index(Builder& b, const Value& v, const Value& idx, const std::vector<int64_t>& dims) {
-  Shape shape;
-  for (int64_t i = 0; i < v.rank(); ++i) {
-    if (std::find(dims.begin(), dims.end(), i) == dims.end()) shape.push_back(v.shape()[i]);
-  }
-  const TensorType sv{v.dtype(), {}}, si{ElementType::S64, {}};
   Value lowest = b.constant(-std::numeric_limits<double>::infinity(), v.dtype());
   Value no_index = b.constant_int(std::numeric_limits<int64_t>::max(), ElementType::S64);
   auto body = [](Builder& rb, const std::vector<Value>& a) {
@@ -190,8 +184,7 @@ std::vector<Value> max_with_index(Builder& b, const Value& v, const Value& idx, 
                                        rb.binary("and", both, rb.compare(ai, bi, CompareDirection::GT))));
     return std::vector<Value>{rb.select(take_a, av, bv), rb.select(take_a, ai, bi)};
   };
-  return b.op_with_region("reduce", {v, idx, lowest, no_index}, {{v.dtype(), shape}, {ElementType::S64, shape}},
-                          "dimensions = " + Builder::dims_attr(dims), {sv, si, sv, si}, body);
+  return b.reduce({v, idx}, {lowest, no_index}, dims, body);
 }
 
 // How out's trailing n dims split it into planes: `count` planes of `out`

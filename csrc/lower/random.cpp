@@ -147,7 +147,8 @@ Value complex_draw(LowerContext& ctx, const TensorType& out, const std::function
     limit[rank] = k + 1;
     return b.reshape(b.slice(pairs, start, limit, strides), out.shape);
   };
-  return b.op("complex", {part(0), part(1)}, out);
+  Value re = part(0);
+  return b.complex(re, part(1));
 }
 
 Value uniform_draw(LowerContext& ctx, const TensorType& out, double from, double to) {

@@ -28,11 +28,6 @@ using hlo::CompareDirection;
 // everything, so the first NaN wins, as in PyTorch.
 std::vector<Value> arg_reduce(Builder& b, const Value& x, int64_t dim, bool is_max) {
   const ElementType t = x.dtype();
-  Shape shape;
-  for (int64_t d = 0; d < x.rank(); ++d) {
-    if (d != dim) shape.push_back(x.shape()[d]);
-  }
-  TensorType vt{t, {}}, it{ElementType::S64, {}};
   Value index = b.iota({ElementType::S64, x.shape()}, dim);
   Value init_v = reduce_init(b, is_max ? "maximum" : "minimum", t);
   // Ties with the init keep the element: the init's index is the largest.
@@ -50,8 +45,7 @@ std::vector<Value> arg_reduce(Builder& b, const Value& x, int64_t dim, bool is_m
     Value pick_a = rb.binary("or", better, rb.binary("and", equal, first));
     return std::vector<Value>{rb.select(pick_a, av, bv), rb.select(pick_a, ai, bi)};
   };
-  return b.op_with_region("reduce", {x, index, init_v, init_i}, {{t, shape}, {ElementType::S64, shape}},
-                          "dimensions = " + Builder::dims_attr({dim}), {vt, it, vt, it}, body);
+  return b.reduce({x, index}, {init_v, init_i}, {dim}, body);
 }
 
 // argmax/argmin(self, dim?, keepdim): dim None flattens.
@@ -259,8 +253,7 @@ std::vector<Value> linalg_vector_norm(LowerContext& ctx) {
   const ElementType acc = accumulation_type(out.dtype);
   // A complex input's norm is the norm of its magnitudes (the result is real).
   const Value& in = ctx.tensor(0);
-  Value magnitude =
-      hlo::is_complex(in.dtype()) ? b.op("abs", {in}, {hlo::complex_part_type(in.dtype()), in.shape()}) : in;
+  Value magnitude = hlo::is_complex(in.dtype()) ? b.unary("abs", in) : in;
   Value x = b.convert(b.convert(magnitude, out.dtype), acc);
   std::vector<int64_t> dims = reduction_dims(ctx, 2, x.rank());
   Value r = vector_norm(b, x, dims, ctx.has(1) ? ctx.double_arg(1) : 2.0);

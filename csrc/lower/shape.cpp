@@ -52,7 +52,7 @@ std::vector<Value> flip(LowerContext& ctx) {
   std::vector<int64_t> dims;
   for (int64_t d : ctx.ints(1)) dims.push_back(wrap_dim(d, x.rank()));
   if (dims.empty() || x.rank() == 0) return {x};
-  return {ctx.b.op("reverse", {x}, x.type, "dimensions = " + Builder::dims_attr(dims))};
+  return {ctx.b.reverse(x, dims)};
 }
 
 }  // namespace torch_tpu::lower

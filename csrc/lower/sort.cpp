@@ -109,19 +109,15 @@ std::vector<Value> median_of_all(LowerContext& ctx, bool ignore_nan) {
 // Position of the first maximum of `score` (s64) along `dim`.
 Value first_argmax(Builder& b, const Value& score, int64_t dim) {
   Value index = b.iota(score.type, dim);
-  TensorType s{ElementType::S64, {}};
-  Shape shape = without(score.shape(), dim);
   Value lowest = reduce_init(b, "maximum", ElementType::S64);
-  return b.op_with_region("reduce", {score, index, lowest, b.constant_int(0, ElementType::S64)},
-                          {{ElementType::S64, shape}, {ElementType::S64, shape}},
-                          "dimensions = " + Builder::dims_attr({dim}), {s, s, s, s},
-                          [&](Builder& rb, const std::vector<Value>& a) {
-                            Value gt = rb.compare(a[0], a[2], CompareDirection::GT);
-                            Value eq = rb.compare(a[0], a[2], CompareDirection::EQ);
-                            Value first = rb.compare(a[1], a[3], CompareDirection::LT);
-                            Value pick = rb.binary("or", gt, rb.binary("and", eq, first));
-                            return std::vector<Value>{rb.select(pick, a[0], a[2]), rb.select(pick, a[1], a[3])};
-                          })[1];
+  return b.reduce({score, index}, {lowest, b.constant_int(0, ElementType::S64)}, {dim},
+                  [&](Builder& rb, const std::vector<Value>& a) {
+                    Value gt = rb.compare(a[0], a[2], CompareDirection::GT);
+                    Value eq = rb.compare(a[0], a[2], CompareDirection::EQ);
+                    Value first = rb.compare(a[1], a[3], CompareDirection::LT);
+                    Value pick = rb.binary("or", gt, rb.binary("and", eq, first));
+                    return std::vector<Value>{rb.select(pick, a[0], a[2]), rb.select(pick, a[1], a[3])};
+                  })[1];
 }
 
 }  // namespace

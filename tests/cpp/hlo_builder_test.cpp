@@ -309,3 +309,47 @@ TEST(hlo, triangular_solve_spells_its_flags) {
            "false, transpose_a = #stablehlo<transpose TRANSPOSE>} : (tensor<3x3xf32>, tensor<4x3xf32>) -> "
            "tensor<4x3xf32>\n");
 }
+
+TEST(hlo, reduce_of_several_operands_drops_the_dims_and_pairs_its_block_arguments) {
+  Emitted e = emit({kRows, {ElementType::S64, {4, 3}}}, [](Builder& b, const Params& p) {
+    return b.reduce(p, {b.constant(0, ElementType::F32), b.constant_int(0, ElementType::S64)}, {1},
+                    [](Builder& rb, const std::vector<Value>& a) {
+                      return std::vector<Value>{rb.binary("add", a[0], a[2]), rb.binary("add", a[1], a[3])};
+                    })[1];
+  });
+  CHECK_EQ(e.type.str(), "tensor<4xi64>");
+  CHECK(e.body.find("^bb0(%3: tensor<f32>, %4: tensor<i64>, %5: tensor<f32>, %6: tensor<i64>):") != std::string::npos);
+  CHECK(e.body.find("}) {dimensions = array<i64: 1>} : (tensor<4x3xf32>, tensor<4x3xi64>, tensor<f32>, tensor<i64>) "
+                    "-> (tensor<4xf32>, tensor<4xi64>)\n") != std::string::npos);
+}
+
+TEST(hlo, complex_takes_its_type_from_its_parts) {
+  Emitted e = emit({kVector, kVector}, [](Builder& b, const Params& p) { return b.complex(p[0], p[1]); });
+  CHECK_EQ(e.body,
+           "    %0 = \"stablehlo.complex\"(%arg0, %arg1) : (tensor<5xf32>, tensor<5xf32>) -> "
+           "tensor<5xcomplex<f32>>\n");
+  const TensorType f64{ElementType::F64, {}};
+  CHECK_EQ(emit({f64, f64}, [](Builder& b, const Params& p) { return b.complex(p[0], p[1]); }).type.str(),
+           "tensor<complex<f64>>");
+  Builder b;
+  Value half = b.parameter({ElementType::F16, {5}});
+  CHECK_THROWS(b.complex(half, half), std::invalid_argument, "no complex type has f16 parts");
+}
+
+TEST(hlo, reverse_names_its_dims) {
+  Emitted e = emit({kRows}, [](Builder& b, const Params& p) { return b.reverse(p[0], {0, 1}); });
+  CHECK_EQ(e.body,
+           "    %0 = \"stablehlo.reverse\"(%arg0) {dimensions = array<i64: 0, 1>} : (tensor<4x3xf32>) -> "
+           "tensor<4x3xf32>\n");
+}
+
+TEST(hlo, constant_vectors_spell_every_element) {
+  Emitted floats =
+      emit({}, [](Builder& b, const Params&) { return b.constant_vector({0.5, 2, 1e20}, ElementType::F64); });
+  CHECK_EQ(floats.body,
+           "    %0 = \"stablehlo.constant\"() {value = dense<[0.5, 2.0, 1.0e+20]> : tensor<3xf64>} : () -> "
+           "tensor<3xf64>\n");
+  Emitted ints = emit({}, [](Builder& b, const Params&) { return b.constant_indices({3, 0, -1}); });
+  CHECK_EQ(ints.body,
+           "    %0 = \"stablehlo.constant\"() {value = dense<[3, 0, -1]> : tensor<3xi64>} : () -> tensor<3xi64>\n");
+}

@@ -21,7 +21,8 @@ Value Arith::c(double v, const Value& like) const {
 
 Value Arith::mul(const Value& x, double y) const {
   if (!hlo::is_complex(x.dtype())) return mul(x, c(y, x));
-  return b.op("complex", {mul(b.real(x), y), mul(b.imag(x), y)}, x.type);
+  Value re = mul(b.real(x), y);
+  return b.complex(re, mul(b.imag(x), y));
 }
 
 Value Arith::polevl(const Value& x, const std::vector<double>& coefficients) const {
@@ -96,11 +97,11 @@ Value complex_log_add_exp(Builder& b, const Value& x, const Value& y) {
   Value infinite = b.binary("or", b.compare(b.unary("abs", sum_re), inf, hlo::CompareDirection::EQ),
                             b.compare(b.unary("abs", sum_im), inf, hlo::CompareDirection::EQ));
   Value log_modulus = b.select(infinite, inf, b.real(b.unary("log", sum)));
-  Value both_exp = b.op("complex", {log_modulus, b.binary("atan2", sum_im, sum_re)}, x.type);
+  Value both_exp = b.complex(log_modulus, b.binary("atan2", sum_im, sum_re));
   Value at_inf = b.select(b.compare(mn_re, b.splat(0, mn_re.type), hlo::CompareDirection::LT), mn, both_exp);
   r = b.select(same_inf, at_inf, r);
   Value nan_part = b.splat(NAN, mn_re.type);
-  return b.select(b.binary("or", x_nan, y_nan), b.op("complex", {nan_part, nan_part}, x.type), r);
+  return b.select(b.binary("or", x_nan, y_nan), b.complex(nan_part, nan_part), r);
 }
 
 }  // namespace math

@@ -132,14 +132,11 @@ Value nan_max_min(Builder& b, const Value& x, const std::vector<int64_t>& dims, 
   if (t == ElementType::Pred) return reduce_with(b, x, dims, is_max ? "or" : "and");
   const std::string comb = is_max ? "maximum" : "minimum";
   if (!hlo::is_float(t)) return reduce_with(b, x, dims, comb);
-  TensorType scalar{t, {}};
-  return b.op_with_region("reduce", {x, reduce_init(b, comb, t)}, {{t, kept_shape(x, dims)}},
-                          "dimensions = " + Builder::dims_attr(dims), {scalar, scalar},
-                          [&](Builder& rb, const std::vector<Value>& a) {
-                            Value m = rb.binary(comb, a[0], a[1]);
-                            m = rb.select(is_nan(rb, a[1]), a[1], m);
-                            return std::vector<Value>{rb.select(is_nan(rb, a[0]), a[0], m)};
-                          })[0];
+  return b.reduce({x}, {reduce_init(b, comb, t)}, dims, [&](Builder& rb, const std::vector<Value>& a) {
+    Value m = rb.binary(comb, a[0], a[1]);
+    m = rb.select(is_nan(rb, a[1]), a[1], m);
+    return std::vector<Value>{rb.select(is_nan(rb, a[0]), a[0], m)};
+  })[0];
 }
 
 // Sum in the accumulation type of `out`, converted to `out` (a bf16 sum

@@ -11,32 +11,12 @@ namespace torch_tpu::lower {
 
 namespace spatial {
 
-Value constant_vector(Builder& b, const std::vector<double>& values, ElementType dtype) {
-  TensorType t{dtype, {static_cast<int64_t>(values.size())}};
-  std::string lit = "dense<[";
-  char buf[64];
-  for (size_t i = 0; i < values.size(); ++i) {
-    std::snprintf(buf, sizeof(buf), "%.17g", values[i]);
-    std::string s(buf);
-    if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
-    lit += (i ? ", " : "") + s;
-  }
-  return b.op("constant", {}, t, "value = " + lit + "]> : " + t.str());
-}
-
-Value constant_indices(Builder& b, const std::vector<int64_t>& values) {
-  TensorType t{ElementType::S64, {static_cast<int64_t>(values.size())}};
-  std::string lit = "dense<[";
-  for (size_t i = 0; i < values.size(); ++i) lit += (i ? ", " : "") + std::to_string(values[i]);
-  return b.op("constant", {}, t, "value = " + lit + "]> : " + t.str());
-}
-
 Value take_along(Builder& b, const Value& x, int64_t d, const std::vector<int64_t>& idx) {
   const int64_t n = static_cast<int64_t>(idx.size());
   Shape shape = x.shape();
   shape[d] = n;
   if (n == 0 || x.type.numel() == 0) return b.splat(0, {x.dtype(), shape});
-  return b.gather_slices(x, d, b.reshape(constant_indices(b, idx), {n, 1}));
+  return b.gather_slices(x, d, b.reshape(b.constant_indices(idx), {n, 1}));
 }
 
 namespace {
@@ -69,7 +49,7 @@ size_t widest(const Rows& rows) {
 }
 
 Value along(Builder& b, const std::vector<double>& v, ElementType dtype, const Shape& shape, int64_t d) {
-  return b.broadcast_in_dim(constant_vector(b, v, dtype), shape, {d});
+  return b.broadcast_in_dim(b.constant_vector(v, dtype), shape, {d});
 }
 
 // `term` where the row has tap k, else 0: a row never reads (or, transposed,
@@ -110,7 +90,7 @@ Value apply_rows_transposed(Builder& b, const Value& g, int64_t d, const Rows& r
   for (size_t k = 0; k < widest(rows); ++k) {
     const Tap t = tap(rows, k);
     Value upd = where_present(b, t, b.binary("multiply", g, along(b, t.w, g.dtype(), g.shape(), d)), d);
-    Value indices = b.reshape(constant_indices(b, t.idx), {out, 1});
+    Value indices = b.reshape(b.constant_indices(t.idx), {out, 1});
     sum = b.scatter_slices(sum, d, indices, upd, hlo::accumulate);
   }
   return sum;

@@ -13,10 +13,6 @@ namespace torch_tpu::lower {
 
 namespace spatial {
 
-// A 1-D constant of `values` in `dtype`.
-Value constant_vector(Builder& b, const std::vector<double>& values, ElementType dtype);
-// A 1-D int64 constant.
-Value constant_indices(Builder& b, const std::vector<int64_t>& values);
 // x with dim d replaced by the listed positions of it (static indices; exact
 // for every value, NaN and infinities included).
 Value take_along(Builder& b, const Value& x, int64_t d, const std::vector<int64_t>& idx);

@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
-#include <string>
 #include <utility>
 #include <vector>
 
@@ -26,14 +25,6 @@ using namespace linalg;  // lower/linalg/common.h and the factorizations' own he
 namespace {
 
 constexpr int64_t kMaxSweeps = 20;
-
-Value index_constant(Builder& b, const std::vector<int64_t>& values) {
-  std::string lit = "[";
-  for (size_t i = 0; i < values.size(); ++i) lit += (i ? ", " : "") + std::to_string(values[i]);
-  lit += "]";
-  TensorType t{ElementType::S64, {static_cast<int64_t>(values.size())}};
-  return b.op("constant", {}, t, "value = dense<" + lit + "> : " + t.str());
-}
 
 // v[t] of a 1-D constant, as a scalar.
 Value element(Builder& b, const Value& v, const Value& t) {
@@ -109,7 +100,7 @@ Pairs all_pairs(Builder& b, int64_t n) {
     }
   }
   if (ps.empty()) return {Value{}, Value{}, 0};
-  return {index_constant(b, ps), index_constant(b, qs), static_cast<int64_t>(ps.size())};
+  return {b.constant_indices(ps), b.constant_indices(qs), static_cast<int64_t>(ps.size())};
 }
 
 Value entry2(Builder& b, const Value& a, const Value& i, const Value& j) {
