@@ -153,24 +153,26 @@ TORCH_TPU_FOREACH(tanh)
 TORCH_TPU_FOREACH(trunc)
 #undef TORCH_TPU_FOREACH
 
-// _foreach_clone(self[]) -> Tensor[].
-std::vector<Value> foreach_clone(LowerContext& ctx) {
+namespace {
+
+// The tensors of list argument `list`, each converted and broadcast to its
+// result.
+std::vector<Value> coerced_list(LowerContext& ctx, size_t list) {
   PerElement each(ctx);
   std::vector<Value> results;
   for (size_t i = 0; i < each.size(); ++i)
-    results.push_back(coerce(ctx.b, *each.args()[0].tensors.at(i), each.out_type(i)));
+    results.push_back(coerce(ctx.b, *each.args()[list].tensors.at(i), each.out_type(i)));
   return results;
 }
 
+}  // namespace
+
+// _foreach_clone(self[]) -> Tensor[].
+std::vector<Value> foreach_clone(LowerContext& ctx) { return coerced_list(ctx, 0); }
+
 // _foreach_copy_(self[], src[], non_blocking) and _foreach_copy: src_i
 // converted and broadcast to self_i, as copy_.
-std::vector<Value> foreach_copy(LowerContext& ctx) {
-  PerElement each(ctx);
-  std::vector<Value> results;
-  for (size_t i = 0; i < each.size(); ++i)
-    results.push_back(coerce(ctx.b, *each.args()[1].tensors.at(i), each.out_type(i)));
-  return results;
-}
+std::vector<Value> foreach_copy(LowerContext& ctx) { return coerced_list(ctx, 1); }
 
 // _foreach_zero_(self[]) and _foreach_zero.
 std::vector<Value> foreach_zero(LowerContext& ctx) {

@@ -20,8 +20,6 @@ namespace {
 
 using hlo::CompareDirection;
 
-enum Reduction : int64_t { kNone = 0, kMean = 1, kSum = 2 };
-
 // Per-target quantities shared by forward and backward.
 struct NllTerms {
   int64_t class_dim = 0;

@@ -28,8 +28,6 @@ namespace {
 
 using hlo::CompareDirection;
 
-enum Reduction : int64_t { kNone = 0, kMean = 1, kSum = 2 };
-
 using math::add;
 using math::div;
 using math::mul;

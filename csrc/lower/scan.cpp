@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "lower/common/arith.h"
+#include "lower/common/reduction.h"
 #include "lower/common/scan.h"
 
 namespace torch_tpu::lower {
@@ -14,16 +15,10 @@ namespace {
 
 using hlo::CompareDirection;
 
-// The scan dim, and the input read as rank >= 1 (a 0-d tensor scans as one element).
-struct ScanInput {
-  Value x;
-  int64_t dim = 0;
-};
-
-ScanInput scan_input(LowerContext& ctx, ElementType compute) {
-  Value x = ctx.b.convert(ctx.tensor(0), compute);
-  if (x.rank() == 0) return {ctx.b.reshape(x, {1}), 0};
-  return {x, wrap_dim(ctx.int_arg(1), x.rank())};
+// The scan dim, and the input in `compute` read as rank >= 1 (a 0-d tensor
+// scans as one element).
+DimInput scan_input(LowerContext& ctx, ElementType compute) {
+  return dim_input(ctx, ctx.b.convert(ctx.tensor(0), compute), 1);
 }
 
 // cummax/cummin(self, dim) -> (values, indices). PyTorch's CPU rule, element
@@ -35,7 +30,7 @@ std::vector<Value> cumulative_extreme(LowerContext& ctx, bool is_max) {
   const TensorType& vt = ctx.out_types.at(0);
   const TensorType& it = ctx.out_types.at(1);
   if (vt.numel() == 0) return {zeros(b, vt), zeros(b, it)};
-  ScanInput in = scan_input(ctx, vt.dtype);
+  DimInput in = scan_input(ctx, vt.dtype);
   const bool fl = hlo::is_float(vt.dtype);
   Value index = b.iota({ElementType::S64, in.x.shape()}, in.dim);
   std::vector<Value> identity{reduce_init(b, is_max ? "maximum" : "minimum", vt.dtype),
@@ -85,7 +80,7 @@ std::vector<Value> scan_accumulating(LowerContext& ctx, double identity,
   const TensorType& out = ctx.out_types.at(0);
   if (out.numel() == 0) return {zeros(b, out)};
   const ElementType acc = accumulation_type(out.dtype);
-  ScanInput in = scan_input(ctx, acc);
+  DimInput in = scan_input(ctx, acc);
   auto combine = [op](Builder& rb, const std::vector<Value>& a, const std::vector<Value>& c) {
     return std::vector<Value>{op(rb, a[0], c[0])};
   };

@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "lower/common/reduction.h"
 #include "lower/common/scan.h"
 
 namespace torch_tpu::lower {
@@ -38,18 +39,6 @@ Value slice_along(Builder& b, const Value& x, int64_t dim, int64_t start, int64_
   lo[dim] = start;
   hi[dim] = limit;
   return b.slice(x, lo, hi, st);
-}
-
-// The input read as rank >= 1 and the wrapped dim argument at `i`.
-struct DimInput {
-  Value x;
-  int64_t dim = 0;
-};
-
-DimInput dim_input(LowerContext& ctx, size_t i) {
-  Value x = ctx.tensor(0);
-  if (x.rank() == 0) return {ctx.b.reshape(x, {1}), 0};
-  return {x, wrap_dim(ctx.int_arg(i), x.rank())};
 }
 
 // The values and indices at sorted position `pos` (x's shape without dim).
@@ -87,7 +76,7 @@ Value median_position(Builder& b, const Value& x, int64_t dim, bool ignore_nan) 
 }
 
 std::vector<Value> median_of_dim(LowerContext& ctx, bool ignore_nan) {
-  DimInput in = dim_input(ctx, 1);
+  DimInput in = dim_input(ctx, ctx.tensor(0), 1);
   check_nonempty(in, ignore_nan ? "nanmedian" : "median");
   if (ctx.out_types.at(0).numel() == 0) return {zeros(ctx.b, ctx.out_types[0]), zeros(ctx.b, ctx.out_types[1])};
   Sorted s = sort_along(ctx.b, in.x, in.dim, false);
@@ -152,7 +141,7 @@ std::vector<Value> sort(LowerContext& ctx) {
   const TensorType& vt = ctx.out_types.at(0);
   const TensorType& it = ctx.out_types.at(1);
   if (vt.numel() == 0) return {zeros(b, vt), zeros(b, it)};
-  DimInput in = dim_input(ctx, dim_at);
+  DimInput in = dim_input(ctx, ctx.tensor(0), dim_at);
   Sorted s = sort_along(b, in.x, in.dim, ctx.bool_arg(dim_at + 1));
   return {b.reshape(s.values, vt.shape), b.reshape(s.indices, it.shape)};
 }
@@ -164,7 +153,7 @@ std::vector<Value> topk(LowerContext& ctx) {
   const TensorType& vt = ctx.out_types.at(0);
   const TensorType& it = ctx.out_types.at(1);
   if (vt.numel() == 0) return {zeros(b, vt), zeros(b, it)};
-  DimInput in = dim_input(ctx, 2);
+  DimInput in = dim_input(ctx, ctx.tensor(0), 2);
   const int64_t k = ctx.int_arg(1);
   Sorted s = sort_along(b, in.x, in.dim, ctx.bool_arg(3, true));
   return {b.reshape(slice_along(b, s.values, in.dim, 0, k), vt.shape),
@@ -174,7 +163,7 @@ std::vector<Value> topk(LowerContext& ctx) {
 // kthvalue(self, k, dim, keepdim): the k-th smallest (1-based).
 std::vector<Value> kthvalue(LowerContext& ctx) {
   Builder& b = ctx.b;
-  DimInput in = dim_input(ctx, 2);
+  DimInput in = dim_input(ctx, ctx.tensor(0), 2);
   const int64_t k = ctx.int_arg(1);
   if (k < 1 || k > in.x.shape()[in.dim]) {
     throw std::runtime_error("kthvalue(): selected number k out of range for dimension " + std::to_string(in.dim));
@@ -196,7 +185,7 @@ std::vector<Value> nanmedian_dim(LowerContext& ctx) { return median_of_dim(ctx, 
 // compare equal, so each is a run of its own).
 std::vector<Value> mode(LowerContext& ctx) {
   Builder& b = ctx.b;
-  DimInput in = dim_input(ctx, 1);
+  DimInput in = dim_input(ctx, ctx.tensor(0), 1);
   check_nonempty(in, "mode");
   if (ctx.out_types.at(0).numel() == 0) return {zeros(b, ctx.out_types[0]), zeros(b, ctx.out_types[1])};
   const int64_t n = in.x.shape()[in.dim];

@@ -7,6 +7,11 @@
 
 namespace torch_tpu::lower {
 
+DimInput dim_input(const LowerContext& ctx, const Value& x, size_t dim_arg) {
+  if (x.rank() == 0) return {ctx.b.reshape(x, {1}), 0};
+  return {x, wrap_dim(ctx.int_arg(dim_arg), x.rank())};
+}
+
 std::vector<int64_t> all_dims(int64_t rank) {
   std::vector<int64_t> dims;
   for (int64_t d = 0; d < rank; ++d) dims.push_back(d);

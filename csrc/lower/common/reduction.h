@@ -10,6 +10,18 @@
 
 namespace torch_tpu::lower {
 
+// A tensor read along the dim argument `dim_arg` (cumsum, sort, median,
+// mode, kthvalue ...): `x` as rank >= 1 (a 0-d tensor is one element along
+// dim 0) and the argument's dim wrapped.
+struct DimInput {
+  Value x;
+  int64_t dim = 0;
+};
+DimInput dim_input(const LowerContext& ctx, const Value& x, size_t dim_arg);
+
+// A loss's `reduction` argument (at::Reduction::Reduction).
+enum Reduction : int64_t { kNone = 0, kMean = 1, kSum = 2 };
+
 // 0, 1, ..., rank - 1.
 std::vector<int64_t> all_dims(int64_t rank);
 
