@@ -1,4 +1,4 @@
-// Linear algebra kernels besides the lowerings (csrc/lower/linalg.cpp):
+// Linear algebra kernels besides the lowerings (csrc/lower/linalg/):
 // - aten::geqrf has CPU and CUDA kernels but no Meta kernel, and every
 //   lowered op first runs its Meta kernel (lowered_kernel.cpp) for argument
 //   checks and result types. Registered for the Meta key, so fake tensors

@@ -1,4 +1,4 @@
-"""Complex matrices in the linalg lowerings (csrc/lower/linalg.cpp).
+"""Complex matrices in the linalg lowerings (csrc/lower/linalg/).
 
 The LU family (getrf with icamax's |re| + |im| pivoting, and the solves,
 inverses and determinants built on it), least squares, the Cholesky family (A = L L^H, its
