@@ -45,6 +45,7 @@ CASES = {
     "index_copy_ rows of kv[0]": lambda kv, i, u: kv[0].index_copy_(0, i, u),
     "index_copy_ columns of a transposed view": lambda kv, i, u: kv[1].t().index_copy_(1, i, u.t()),
     "index_copy_ rows of a strided view": lambda kv, i, u: kv[:, :, ::2][0].index_copy_(0, i, u[:, ::2]),
+    "index_copy_ from the same storage": lambda kv, i, u: kv[1].index_copy_(0, i, kv[0][: len(i)] * 2),
     "index_put_": lambda kv, i, u: kv[1].index_put_((i,), u),
     "index_put_ negative indices": lambda kv, i, u: kv[1].index_put_((i - kv.shape[1],), u),
     "index_put_ two index tensors": lambda kv, i, u: kv[0].index_put_((i, i % kv.shape[2]), u[:, 0]),
