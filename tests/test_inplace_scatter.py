@@ -49,6 +49,9 @@ CASES = {
     "index_put_": lambda kv, i, u: kv[1].index_put_((i,), u),
     "index_put_ negative indices": lambda kv, i, u: kv[1].index_put_((i - kv.shape[1],), u),
     "index_put_ two index tensors": lambda kv, i, u: kv[0].index_put_((i, i % kv.shape[2]), u[:, 0]),
+    "setitem non-adjacent index tensors of a transposed view": lambda kv, i, u: kv.transpose(0, 1).__setitem__(
+        (i[:3], slice(None), i.new_tensor([0, 3, 5])), u[:3, :1]
+    ),
     "index_put_ accumulate, duplicates": lambda kv, i, u: kv[1].index_put_((i % 5,), u, accumulate=True),
     "setitem": lambda kv, i, u: kv[1].__setitem__(i, u),
     "scatter_ src": lambda kv, i, u: kv[1].scatter_(0, i[:, None].expand(-1, kv.shape[2]), u),
