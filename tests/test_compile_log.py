@@ -1,6 +1,6 @@
 """The compile log: each new program of a call site after its warm-up says
 what differs from the site's nearest earlier variant (torch_tpu/profiler.py,
-csrc/device/compile_log.h). An eager op's or a flush's warm-up ends when it
+csrc/exec/compile_log.h). An eager op's or a flush's warm-up ends when it
 runs a program again (each test calls the first shape twice); a graph's is
 its first program. Shapes here are odd sizes no other test uses, so each of
 them is a new program in this process."""

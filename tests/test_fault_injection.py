@@ -174,7 +174,7 @@ def test_scalar_that_cpu_takes_computes_cpus_value(case, mode):
 
 def test_scalar_overflowing_the_dtype_raises_when_an_op_cache_replay_would_feed_it():
     # fill_'s and add's floats are inputs of their captured programs
-    # (csrc/device/op_cache.h): a replay feeds each call's own number.
+    # (csrc/exec/op_cache.h): a replay feeds each call's own number.
     torch_tpu._C._clear_op_cache()
     x = torch.zeros(3, device="tpu")
     h = torch.zeros(3, dtype=torch.float16, device="tpu")

@@ -1,4 +1,4 @@
-"""Strict mode's op cache (csrc/device/op_cache.h): an op called again with a
+"""Strict mode's op cache (csrc/exec/op_cache.h): an op called again with a
 signature it was called with before replays its captured program. Every
 result here is checked against CPU PyTorch, across the changes a replay must
 notice: Python numbers, CPU scalars, aliasing, views, storage sizes, RNG

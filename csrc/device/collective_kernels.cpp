@@ -30,7 +30,7 @@
 #include <string>
 #include <string_view>
 
-#include "device/tensor_program.h"
+#include "exec/tensor_program.h"
 #include "lower/collective.h"
 #include "runtime/eager_mode.h"
 

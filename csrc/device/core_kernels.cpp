@@ -16,7 +16,7 @@
 
 #include "device/debug_checks.h"
 #include "device/storage_buffer.h"
-#include "device/tensor_program.h"
+#include "exec/tensor_program.h"
 #include "runtime/metrics.h"
 
 namespace torch_tpu::device {

@@ -4,8 +4,8 @@
 
 #include <stdexcept>
 
-#include "device/mode_executor.h"
-#include "device/tensor_program.h"
+#include "exec/mode_executor.h"
+#include "exec/tensor_program.h"
 #include "runtime/metrics.h"
 
 namespace torch_tpu::device {

@@ -8,7 +8,7 @@
 #include "device/generator.h"
 #include "device/pinned_memory.h"
 #include "device/storage_buffer.h"
-#include "device/tensor_program.h"
+#include "exec/tensor_program.h"
 #include "runtime/device_runtime.h"
 #include "runtime/view_layout.h"
 

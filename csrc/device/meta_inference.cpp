@@ -4,8 +4,8 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "device/call_signature.h"
 #include "device/storage_buffer.h"
+#include "exec/call_signature.h"
 
 namespace torch_tpu::device {
 

@@ -4,7 +4,7 @@
 // costs hundreds of microseconds, so results are cached by everything the
 // meta kernel can see: argument metadata, aliasing between arguments, and
 // non-tensor argument values (the call's signature under the meta policy,
-// csrc/device/call_signature.h).
+// csrc/exec/call_signature.h).
 #pragma once
 
 #include <ATen/ATen.h>

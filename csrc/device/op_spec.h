@@ -98,7 +98,7 @@ struct OpSpec {
   // it; its new value follows the lowering's returns.
   uint32_t unmarked_writes = 0;
   // Python floats may feed program inputs when the op cache replays a call
-  // (csrc/device/op_cache.h): the arithmetic optimizers are made of.
+  // (csrc/exec/op_cache.h): the arithmetic optimizers are made of.
   bool floats_are_inputs = false;
 
   constexpr OpSpec(lower::LowerFn fn, const char* names) : lowering(fn), overloads(names) {}

@@ -5,8 +5,8 @@
 #include <set>
 #include <utility>
 
-#include "device/program_state.h"
 #include "device/registration.h"
+#include "exec/program_state.h"
 #include "runtime/metrics.h"
 #include "runtime/program_timeline.h"
 

@@ -49,7 +49,7 @@ class ExecutableLookup {
 // graph's name is made at its capture (graph_capture.cpp, name_next_graph).
 std::string program_trace_name(const ProgramState& state);
 
-// Records one launch (called by device/program_launch.cpp while profiled).
+// Records one launch (called by exec/program_launch.cpp while profiled).
 // `ops`: the op names it ran, for the event's args (may be null).
 void profile_launch(const std::string& name, ProgramOrigin origin, const std::vector<std::string>* ops, int device,
                     int64_t launched_ns, int64_t bytes_in, const std::vector<runtime::BufferPtr>& results);

@@ -23,7 +23,7 @@ hlo::ElementType element_type(at::ScalarType t);  // throws TypeError for unsupp
 at::ScalarType scalar_type(hlo::ElementType t);
 PJRT_Buffer_Type pjrt_type(hlo::ElementType t);
 
-struct PendingWork;  // csrc/device/tensor_program.h: one thread's DeferAndFuse programs
+struct PendingWork;  // csrc/exec/tensor_program.h: one thread's DeferAndFuse programs
 
 // Any thread may read a storage's buffer or swap it. Copying the pointer out
 // (current()) and a program's launch (deciding which inputs to donate,

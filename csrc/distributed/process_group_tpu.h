@@ -23,7 +23,7 @@
 // fingerprint then also says which transport each rank chose, and is always
 // exchanged (eager calls), so mismatched calls raise with what each rank
 // ran; the ranks' replicas then meet before entering the plugin
-// (device/program_launch.h), since a replica left alone there would end the
+// (exec/program_launch.h), since a replica left alone there would end the
 // process.
 //
 // A collective that fails in the transport (a peer died, the timeout passed,

@@ -1,14 +1,14 @@
 // torch_tpu._C entry points for torch.compile's captured graph programs
-// (csrc/device/graph_capture.h). With custom_kernel_bindings.cpp, the only
+// (csrc/exec/graph_capture.h). With custom_kernel_bindings.cpp, the only
 // translation units that convert Python objects to tensors.
 #include <pybind11/pybind11.h>
 #include <torch/csrc/autograd/python_variable.h>
 
 #include <atomic>
 
-#include "device/graph_capture.h"
 #include "device/meta_inference.h"
-#include "device/op_cache.h"
+#include "exec/graph_capture.h"
+#include "exec/op_cache.h"
 #include "runtime/metrics.h"
 
 namespace py = pybind11;

@@ -6,7 +6,7 @@
 #include "device/cpu_fallback.h"
 #include "device/registration.h"
 #include "device/storage_buffer.h"
-#include "device/tensor_program.h"
+#include "exec/tensor_program.h"
 #include "runtime/device_runtime.h"
 #include "runtime/eager_mode.h"
 #include "runtime/metrics.h"

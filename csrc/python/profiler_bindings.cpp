@@ -1,13 +1,13 @@
 // torch_tpu._C entry points for torch_tpu/profiler.py: whether torch.profiler
 // records tpu programs (device/program_profiler.h) and the compile log
-// (device/compile_log.h).
+// (exec/compile_log.h).
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 #include <torch/csrc/Exceptions.h>
 #include <torch/csrc/autograd/python_variable.h>
 
-#include "device/compile_log.h"
 #include "device/program_profiler.h"
+#include "exec/compile_log.h"
 
 namespace py = pybind11;
 

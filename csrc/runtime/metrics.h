@@ -20,7 +20,7 @@ struct Metrics {
   std::atomic<int64_t> compiles{0};
   std::atomic<int64_t> compile_nanos{0};
   std::atomic<int64_t> graph_replays{0};      // torch.compile graph calls that reused a captured program
-  std::atomic<int64_t> op_cache_replays{0};   // Strict ops that replayed a captured program (device/op_cache.h)
+  std::atomic<int64_t> op_cache_replays{0};   // Strict ops that replayed a captured program (exec/op_cache.h)
   std::atomic<int64_t> op_cache_captures{0};  // Strict op signatures captured for replay
   std::atomic<int64_t> live_device_bytes{0};
   std::atomic<int64_t> peak_device_bytes{0};

@@ -18,10 +18,10 @@
 #include <string>
 #include <vector>
 
-#include "device/pending_work.h"
-#include "device/program_launch.h"
-#include "device/program_state.h"
 #include "device/storage_buffer.h"
+#include "exec/pending_work.h"
+#include "exec/program_launch.h"
+#include "exec/program_state.h"
 #include "hlo/builder.h"
 #include "lower/lowering.h"
 #include "runtime/view_layout.h"
@@ -79,7 +79,7 @@ class TensorProgram {
   // `op` names it in errors (a failed fused program names the op that failed).
   void run(const std::string& op = "");
   // Strict/Debug, instead of run(): hands the program over unrun, for the
-  // op cache to capture (csrc/device/op_cache.h).
+  // op cache to capture (csrc/exec/op_cache.h).
   std::unique_ptr<ProgramState> release();
 
  private:

@@ -1,4 +1,4 @@
-#include "device/lowered_kernel.h"
+#include "exec/lowered_kernel.h"
 
 #include <ATen/ATen.h>
 
@@ -8,9 +8,9 @@
 #include "device/generator.h"
 #include "device/meta_inference.h"
 #include "device/missing_meta_kernels.h"
-#include "device/mode_executor.h"
-#include "device/op_cache.h"
-#include "device/tensor_program.h"
+#include "exec/mode_executor.h"
+#include "exec/op_cache.h"
+#include "exec/tensor_program.h"
 #include "runtime/eager_mode.h"
 #include "runtime/metrics.h"
 
@@ -70,7 +70,7 @@ hlo::Value read_resolving_conjugate(TensorProgram& prog, const at::Tensor& t) {
 }
 
 // `flat_start`: where the argument begins in the call's flat signature
-// (csrc/device/call_signature.h), or -1; Python floats keep it as their origin.
+// (csrc/exec/call_signature.h), or -1; Python floats keep it as their origin.
 Arg to_arg(TensorProgram& prog, const c10::Argument& schema_arg, const c10::IValue& v, bool read_tensors,
            int flat_start) {
   Arg a;

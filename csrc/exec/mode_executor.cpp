@@ -1,9 +1,9 @@
-#include "device/mode_executor.h"
+#include "exec/mode_executor.h"
 
-#include "device/compile_log.h"
 #include "device/debug_checks.h"
-#include "device/pending_work.h"
-#include "device/tensor_program.h"
+#include "exec/compile_log.h"
+#include "exec/pending_work.h"
+#include "exec/tensor_program.h"
 #include "runtime/device_runtime.h"
 
 namespace torch_tpu::device {

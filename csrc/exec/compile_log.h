@@ -59,7 +59,7 @@ std::string log_compile(const std::string& site, const std::string& what, const 
 void log_reuse(const std::string& site);
 
 // Strict: the call whose program the calling thread launches now (its op
-// and flat signature, csrc/device/op_cache.h), for run_program's log line.
+// and flat signature, csrc/exec/op_cache.h), for run_program's log line.
 class LoggedCallScope {
  public:
   LoggedCallScope(const c10::OperatorHandle& op, const std::vector<c10::IValue>& flat, const std::vector<int>& starts);

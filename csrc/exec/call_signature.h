@@ -2,8 +2,8 @@
 // cached result may be reused for. One module encodes it for the three
 // caches that reuse work across calls:
 //   - meta caching (csrc/device/meta_inference.h): result shapes and dtypes;
-//   - Strict's op cache (csrc/device/op_cache.h): a captured one-op program;
-//   - graph replay (csrc/device/graph_capture.h): a captured graph program.
+//   - Strict's op cache (csrc/exec/op_cache.h): a captured one-op program;
+//   - graph replay (csrc/exec/graph_capture.h): a captured graph program.
 // A signature is a flat list of values (lists element by element behind
 // their length, so each position means the same thing for every call of one
 // op), a hash of it, and a record that verifies a later call against it

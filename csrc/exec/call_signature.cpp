@@ -1,10 +1,10 @@
-#include "device/call_signature.h"
+#include "exec/call_signature.h"
 
 #include <cstring>
 #include <unordered_map>
 
-#include "device/pending_work.h"
 #include "device/storage_buffer.h"
+#include "exec/pending_work.h"
 #include "lower/lowering.h"
 
 namespace torch_tpu::device {

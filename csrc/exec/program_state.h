@@ -19,7 +19,7 @@
 namespace torch_tpu::device {
 
 // Where a program parameter's buffer came from; a captured graph program
-// (csrc/device/graph_capture.cpp) rebinds parameters from these on replay.
+// (csrc/exec/graph_capture.cpp) rebinds parameters from these on replay.
 struct ParamSource {
   enum class Kind { Storage, HostTensor, Constant, Rng, HostScalar };
   Kind kind = Kind::Constant;

@@ -7,7 +7,7 @@
 #include <mutex>
 #include <vector>
 
-#include "device/program_state.h"
+#include "exec/program_state.h"
 
 namespace torch_tpu::device {
 

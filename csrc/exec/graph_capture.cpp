@@ -1,4 +1,4 @@
-#include "device/graph_capture.h"
+#include "exec/graph_capture.h"
 
 #include <algorithm>
 #include <atomic>

@@ -1,4 +1,4 @@
-#include "device/pending_work.h"
+#include "exec/pending_work.h"
 
 #include <algorithm>
 #include <atomic>
@@ -6,8 +6,8 @@
 #include <exception>
 #include <thread>
 
-#include "device/program_launch.h"
 #include "device/program_profiler.h"
+#include "exec/program_launch.h"
 #include "runtime/metrics.h"
 
 namespace torch_tpu::device {

@@ -1,4 +1,4 @@
-#include "device/program_launch.h"
+#include "exec/program_launch.h"
 
 #include <atomic>
 #include <chrono>
@@ -9,8 +9,8 @@
 #include <optional>
 #include <unordered_map>
 
-#include "device/compile_log.h"
-#include "device/pending_work.h"
+#include "exec/compile_log.h"
+#include "exec/pending_work.h"
 #include "runtime/eager_mode.h"
 #include "runtime/metrics.h"
 #include "runtime/program_timeline.h"

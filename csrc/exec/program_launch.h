@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "device/program_profiler.h"
-#include "device/program_state.h"
+#include "exec/program_state.h"
 #include "runtime/device_runtime.h"
 
 namespace torch_tpu::device {

@@ -1,4 +1,4 @@
-#include "device/op_cache.h"
+#include "exec/op_cache.h"
 
 #include <cstdlib>
 #include <mutex>
@@ -6,9 +6,9 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "device/call_signature.h"
 #include "device/storage_buffer.h"
-#include "device/tensor_program.h"
+#include "exec/call_signature.h"
+#include "exec/tensor_program.h"
 #include "runtime/metrics.h"
 
 namespace torch_tpu::device {

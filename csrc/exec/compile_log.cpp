@@ -1,4 +1,4 @@
-#include "device/compile_log.h"
+#include "exec/compile_log.h"
 
 #include <algorithm>
 #include <atomic>
@@ -10,8 +10,8 @@
 #include <sstream>
 #include <unordered_map>
 
-#include "device/pending_work.h"
-#include "device/program_state.h"
+#include "exec/pending_work.h"
+#include "exec/program_state.h"
 #include "runtime/metrics.h"
 
 namespace torch_tpu::device {

@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "device/call_signature.h"
-#include "device/tensor_program.h"
+#include "exec/call_signature.h"
+#include "exec/tensor_program.h"
 
 namespace torch_tpu::device {
 
@@ -65,7 +65,7 @@ class CapturedGraph {
   // Null for a graph that runs no device op (views, reshapes and metadata of
   // its inputs): its replays launch nothing and return the views again.
   std::shared_ptr<pjrt::LoadedExecutable> executable;
-  SignatureRecord signature;  // of the inputs (csrc/device/call_signature.h)
+  SignatureRecord signature;  // of the inputs (csrc/exec/call_signature.h)
   std::vector<Param> params;
   std::vector<Sink> sinks;
   std::vector<Output> outputs;
@@ -91,7 +91,7 @@ std::shared_ptr<CapturedGraph> end_capture(int device, const std::vector<c10::IV
 void abort_capture();
 
 // The capture of a recorded program `state` (a graph's, or one Strict op's:
-// csrc/device/op_cache.h): runs it once with the recorded buffers, writes
+// csrc/exec/op_cache.h): runs it once with the recorded buffers, writes
 // its results, and returns the capture, or null (with `why`) when it cannot
 // be replayed. `broken`: a flush split the recording. `name`: the
 // program's name in torch.profiler (its op, or the graph's).

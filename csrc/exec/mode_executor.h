@@ -22,8 +22,8 @@
 #include <optional>
 #include <vector>
 
-#include "device/op_cache.h"
 #include "device/op_spec.h"
+#include "exec/op_cache.h"
 #include "runtime/eager_mode.h"
 
 namespace torch_tpu::device {

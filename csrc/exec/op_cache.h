@@ -4,7 +4,7 @@
 // Eager training loops repeat the same few hundred op signatures every step;
 // building their program text was most of Strict's per-op cost.
 //
-// A signature is what fixes the program (csrc/device/call_signature.h, under
+// A signature is what fixes the program (csrc/exec/call_signature.h, under
 // the program policy): the op, the matmul precision, every tpu tensor's
 // dtype, sizes, strides, offset, storage size, buffer and aliasing, CPU
 // scalar tensors' dtypes, and every other argument's value (lists element by
@@ -22,7 +22,7 @@
 // does not fit runs the lowering, which raises CPU's error.
 // A key is captured the second time it is seen. Replays bind the new
 // buffers exactly as torch.compile's graph replays do
-// (csrc/device/graph_capture.h): CPU scalars are uploaded, RNG states
+// (csrc/exec/graph_capture.h): CPU scalars are uploaded, RNG states
 // drawn, in-place results donated.
 //
 // Not cached: Debug and DeferAndFuse (their own paths), ops with out=
@@ -40,8 +40,8 @@
 #include <optional>
 #include <vector>
 
-#include "device/graph_capture.h"
 #include "device/op_spec.h"
+#include "exec/graph_capture.h"
 
 namespace torch_tpu::device {
 

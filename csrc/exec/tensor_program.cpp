@@ -1,9 +1,9 @@
-#include "device/tensor_program.h"
+#include "exec/tensor_program.h"
 
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include "device/generator.h"
-#include "device/mode_executor.h"
+#include "exec/mode_executor.h"
 #include "runtime/metrics.h"
 
 #include <algorithm>
