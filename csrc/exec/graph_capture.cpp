@@ -43,7 +43,7 @@ runtime::BufferPtr draw_rng_state(const at::Generator& generator, int device) {
 // view): autograd refuses in-place ops on views a multi-output function
 // returns, and the trace returned no view there either (a 0-d loss the
 // Trainer scales in place).
-at::Tensor restride(const at::Tensor& base, const CapturedGraph::Output& o, bool fresh) {
+at::Tensor restride(const at::Tensor& base, const CapturedProgram::Output& o, bool fresh) {
   if (base.sizes().vec() == o.sizes && base.strides().vec() == o.strides && base.storage_offset() == o.offset) {
     return base;
   }
@@ -53,7 +53,7 @@ at::Tensor restride(const at::Tensor& base, const CapturedGraph::Output& o, bool
 
 }  // namespace
 
-bool CapturedGraph::matches(const std::vector<c10::IValue>& values) {
+bool CapturedProgram::matches(const std::vector<c10::IValue>& values) {
   auto fail = [&](size_t k, const std::string& what) {
     mismatch_ = "input " + std::to_string(k) + ": " + what;
     return false;
@@ -79,7 +79,7 @@ bool CapturedGraph::matches(const std::vector<c10::IValue>& values) {
   return true;
 }
 
-std::optional<std::vector<c10::IValue>> CapturedGraph::replay(const std::vector<c10::IValue>& values) {
+std::optional<std::vector<c10::IValue>> CapturedProgram::replay(const std::vector<c10::IValue>& values) {
   if (!matches(values)) return std::nullopt;
   ProgramLaunch l;
   l.device = device;
@@ -149,8 +149,8 @@ void begin_capture(int device) { begin_graph_capture(device); }
 
 void abort_capture() { abort_graph_capture(); }
 
-std::shared_ptr<CapturedGraph> end_capture(int device, const std::vector<c10::IValue>& values,
-                                           const std::vector<c10::IValue>& graph_outputs, std::string* why) {
+std::shared_ptr<CapturedProgram> end_capture(int device, const std::vector<c10::IValue>& values,
+                                             const std::vector<c10::IValue>& graph_outputs, std::string* why) {
   bool broken = false;
   std::unique_ptr<ProgramState> state = end_graph_capture(device, &broken);
   // A graph that ran no device op (a vision tower's reshapes and permutes
@@ -166,11 +166,11 @@ std::shared_ptr<CapturedGraph> end_capture(int device, const std::vector<c10::IV
   return capture_program(std::move(state), broken, device, values, graph_outputs, why, name);
 }
 
-std::shared_ptr<CapturedGraph> capture_program(std::unique_ptr<ProgramState> state, bool broken, int device,
-                                               const std::vector<c10::IValue>& values,
-                                               const std::vector<c10::IValue>& graph_outputs, std::string* why,
-                                               const std::string& name) {
-  auto cap = std::make_shared<CapturedGraph>();
+std::shared_ptr<CapturedProgram> capture_program(std::unique_ptr<ProgramState> state, bool broken, int device,
+                                                 const std::vector<c10::IValue>& values,
+                                                 const std::vector<c10::IValue>& graph_outputs, std::string* why,
+                                                 const std::string& name) {
+  auto cap = std::make_shared<CapturedProgram>();
   cap->device = device;
   cap->trace_name = name;
   for (const auto& op : state->ops) {
@@ -218,14 +218,14 @@ std::shared_ptr<CapturedGraph> capture_program(std::unique_ptr<ProgramState> sta
   // Parameters: graph inputs are rebound on replay, the rest kept or redrawn.
   for (size_t i = 0; i < state->sources.size(); ++i) {
     const ParamSource& src = state->sources[i];
-    CapturedGraph::Param p;
+    CapturedProgram::Param p;
     switch (src.kind) {
       case ParamSource::Kind::Storage: {
         auto it = input_of_storage.find(src.storage_id);
         if (it == input_of_storage.end()) {
           refuse("the graph reads a tensor that is not one of its inputs");
         } else {
-          p.kind = CapturedGraph::Param::Kind::Input;
+          p.kind = CapturedProgram::Param::Kind::Input;
           p.input = it->second;
         }
         break;
@@ -233,7 +233,7 @@ std::shared_ptr<CapturedGraph> capture_program(std::unique_ptr<ProgramState> sta
       case ParamSource::Kind::HostTensor: {
         auto it = input_of_host.find(src.host);
         if (it != input_of_host.end()) {
-          p.kind = CapturedGraph::Param::Kind::Input;
+          p.kind = CapturedProgram::Param::Kind::Input;
           p.input = it->second;
         } else {
           // A CPU tensor computed inside the graph (from a CPU input, say an
@@ -250,14 +250,14 @@ std::shared_ptr<CapturedGraph> capture_program(std::unique_ptr<ProgramState> sta
           p.constant = state->args[i];
           break;
         }
-        p.kind = CapturedGraph::Param::Kind::HostFloat;
+        p.kind = CapturedProgram::Param::Kind::HostFloat;
         p.origins = src.origins;
         p.dtype = src.dtype;
         p.range_checked = src.range_checked;
-        for (int o : src.origins) cap->signature.entries[o].kind = CapturedGraph::Input::Kind::FreeFloat;
+        for (int o : src.origins) cap->signature.entries[o].kind = CapturedProgram::Input::Kind::FreeFloat;
         break;
       case ParamSource::Kind::Rng:
-        p.kind = CapturedGraph::Param::Kind::Rng;
+        p.kind = CapturedProgram::Param::Kind::Rng;
         p.generator = src.generator;
         break;
     }
@@ -272,12 +272,12 @@ std::shared_ptr<CapturedGraph> capture_program(std::unique_ptr<ProgramState> sta
     if (!slot.written) continue;
     auto storage = slot.storage.lock();
     if (!storage) continue;
-    CapturedGraph::Sink sink;
+    CapturedProgram::Sink sink;
     sink.dtype = slot.current->dtype();
     sink.nbytes = slot.nbytes;
     auto it = input_of_storage.find(slot.storage_id);
     if (it != input_of_storage.end()) {
-      sink.kind = CapturedGraph::Sink::Kind::InputWrite;
+      sink.kind = CapturedProgram::Sink::Kind::InputWrite;
       sink.input = it->second;
       if (slot.param && !state->replication) {  // replays may update it in place (replicas donate nothing)
         state->b.mark_donated(*slot.param);
@@ -295,7 +295,7 @@ std::shared_ptr<CapturedGraph> capture_program(std::unique_ptr<ProgramState> sta
   // Graph outputs, in terms of sinks and inputs.
   std::vector<bool> sink_returned(cap->sinks.size(), false);
   for (const c10::IValue& v : graph_outputs) {
-    CapturedGraph::Output o;
+    CapturedProgram::Output o;
     if (v.isNone() || (v.isTensor() && !v.toTensor().defined())) {
       cap->outputs.push_back(o);
       continue;
@@ -311,13 +311,13 @@ std::shared_ptr<CapturedGraph> capture_program(std::unique_ptr<ProgramState> sta
     o.strides = t.strides().vec();
     o.offset = t.storage_offset();
     if (auto it = sink_of_storage.find(sb.id);
-        it != sink_of_storage.end() && cap->sinks[it->second].kind == CapturedGraph::Sink::Kind::Fresh) {
-      o.kind = CapturedGraph::Output::Kind::FromSink;
+        it != sink_of_storage.end() && cap->sinks[it->second].kind == CapturedProgram::Sink::Kind::Fresh) {
+      o.kind = CapturedProgram::Output::Kind::FromSink;
       o.index = it->second;
       sink_returned[it->second] = true;
       if (element_type(o.dtype) != cap->sinks[it->second].dtype) refuse("the graph returns a view of another dtype");
     } else if (auto in = input_of_storage.find(sb.id); in != input_of_storage.end()) {
-      o.kind = CapturedGraph::Output::Kind::Input;
+      o.kind = CapturedProgram::Output::Kind::Input;
       o.index = in->second;
       if (o.dtype != cap->signature.entries[in->second].dtype)
         refuse("the graph returns a view of an input in another dtype");
@@ -327,7 +327,7 @@ std::shared_ptr<CapturedGraph> capture_program(std::unique_ptr<ProgramState> sta
     cap->outputs.push_back(std::move(o));
   }
   for (size_t s = 0; s < cap->sinks.size(); ++s) {
-    if (cap->sinks[s].kind == CapturedGraph::Sink::Kind::Fresh && !sink_returned[s]) {
+    if (cap->sinks[s].kind == CapturedProgram::Sink::Kind::Fresh && !sink_returned[s]) {
       refuse("a tensor computed inside the graph outlives it without being returned");
     }
   }

@@ -23,7 +23,9 @@
 
 namespace torch_tpu::device {
 
-class CapturedGraph {
+// One captured program: a torch.compile graph's, or (op_cache.h) a Strict
+// op's one-op program, replayed the same way.
+class CapturedProgram {
  public:
   // Runs the captured program on `inputs`; nullopt when they do not match
   // the captured signature (the caller traces the graph again).
@@ -86,8 +88,8 @@ void begin_capture(int device);
 // recording). Returns the capture, or null (with `why`) when the graph
 // cannot be replayed (it was split by a flush, kept intermediates alive,
 // returned views across dtypes...); its results are correct either way.
-std::shared_ptr<CapturedGraph> end_capture(int device, const std::vector<c10::IValue>& inputs,
-                                           const std::vector<c10::IValue>& outputs, std::string* why);
+std::shared_ptr<CapturedProgram> end_capture(int device, const std::vector<c10::IValue>& inputs,
+                                             const std::vector<c10::IValue>& outputs, std::string* why);
 void abort_capture();
 
 // The capture of a recorded program `state` (a graph's, or one Strict op's:
@@ -95,9 +97,9 @@ void abort_capture();
 // its results, and returns the capture, or null (with `why`) when it cannot
 // be replayed. `broken`: a flush split the recording. `name`: the
 // program's name in torch.profiler (its op, or the graph's).
-std::shared_ptr<CapturedGraph> capture_program(std::unique_ptr<ProgramState> state, bool broken, int device,
-                                               const std::vector<c10::IValue>& inputs,
-                                               const std::vector<c10::IValue>& outputs, std::string* why,
-                                               const std::string& name);
+std::shared_ptr<CapturedProgram> capture_program(std::unique_ptr<ProgramState> state, bool broken, int device,
+                                                 const std::vector<c10::IValue>& inputs,
+                                                 const std::vector<c10::IValue>& outputs, std::string* why,
+                                                 const std::string& name);
 
 }  // namespace torch_tpu::device

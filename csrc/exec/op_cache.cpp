@@ -38,8 +38,8 @@ constexpr int kTensorReturn = -1;  // one Tensor (undefined ones included)
 constexpr int kNoneReturn = -2;
 
 struct Entry {
-  std::shared_ptr<CapturedGraph> program;  // null: the capture was refused, and is not tried again
-  std::vector<int> list_sizes;             // per return: kTensorReturn, kNoneReturn, or n for a Tensor[] of n
+  std::shared_ptr<CapturedProgram> program;  // null: the capture was refused, and is not tried again
+  std::vector<int> list_sizes;               // per return: kTensorReturn, kNoneReturn, or n for a Tensor[] of n
 };
 
 // Captures of one key: they differ in floats their programs baked in (a

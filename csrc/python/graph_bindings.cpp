@@ -12,7 +12,7 @@
 #include "runtime/metrics.h"
 
 namespace py = pybind11;
-using torch_tpu::device::CapturedGraph;
+using torch_tpu::device::CapturedProgram;
 
 namespace {
 
@@ -50,9 +50,9 @@ py::list to_python(const std::vector<c10::IValue>& values) {
 }  // namespace
 
 void register_graph_bindings(py::module_& m) {
-  py::class_<CapturedGraph, std::shared_ptr<CapturedGraph>>(m, "_CapturedGraph")
+  py::class_<CapturedProgram, std::shared_ptr<CapturedProgram>>(m, "_CapturedProgram")
       .def("replay",
-           [](CapturedGraph& g, const py::sequence& inputs) -> py::object {
+           [](CapturedProgram& g, const py::sequence& inputs) -> py::object {
              std::vector<c10::IValue> values = to_ivalues(inputs);
              std::optional<std::vector<c10::IValue>> out;
              {
@@ -63,7 +63,7 @@ void register_graph_bindings(py::module_& m) {
              torch_tpu::runtime::metrics().graph_replays++;
              return to_python(*out);
            })
-      .def_property_readonly("mismatch", &CapturedGraph::mismatch);
+      .def_property_readonly("mismatch", &CapturedProgram::mismatch);
   m.def("_clear_op_cache", []() { torch_tpu::device::op_cache_clear(); });
   // The format of the fake convolution results torch.compile traces with
   // (torch_tpu/memory_format.py): eager's rule, by name of torch's constant.
@@ -89,7 +89,7 @@ void register_graph_bindings(py::module_& m) {
   m.def("_capture_end", [](int device, const py::sequence& inputs, const py::sequence& outputs) {
     std::string why;
     std::vector<c10::IValue> input_values = to_ivalues(inputs), output_values = to_ivalues(outputs);
-    std::shared_ptr<torch_tpu::device::CapturedGraph> cap;
+    std::shared_ptr<torch_tpu::device::CapturedProgram> cap;
     {
       py::gil_scoped_release release;
       cap = torch_tpu::device::end_capture(device, input_values, output_values, &why);
