@@ -30,9 +30,9 @@
 #include <string>
 #include <string_view>
 
+#include "exec/mode_executor.h"
 #include "exec/tensor_program.h"
 #include "lower/collective.h"
-#include "runtime/eager_mode.h"
 
 namespace torch_tpu::device {
 namespace {
@@ -170,15 +170,8 @@ bool joins_program(const at::Tensor& self) {
 // a completion callback), in Strict mode there, so the copy runs now rather
 // than waiting in that thread's DeferAndFuse program.
 at::Tensor& write_back_(at::Tensor& self, const at::Tensor& src) {
-  const runtime::EagerMode previous = runtime::eager_mode();
-  runtime::set_eager_mode(runtime::EagerMode::Strict);
-  try {
-    self.copy_(src);
-  } catch (...) {
-    runtime::set_eager_mode(previous);
-    throw;
-  }
-  runtime::set_eager_mode(previous);
+  ScopedEagerMode strict(runtime::EagerMode::Strict);
+  self.copy_(src);
   return self;
 }
 

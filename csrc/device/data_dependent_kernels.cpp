@@ -7,8 +7,10 @@
 // result, so their semantics (sorting, counts, errors) are exactly CPU's.
 #include "device/data_dependent_kernels.h"
 
+#include <memory>
+
 #include "device/debug_checks.h"
-#include "runtime/eager_mode.h"
+#include "exec/mode_executor.h"
 
 namespace torch_tpu::device {
 
@@ -38,20 +40,15 @@ std::tuple<T...> to_device(const char* op, const std::tuple<T...>& r, const at::
 // NaN/Inf under its own name, the op the user called.
 class AsOneOp {
  public:
-  explicit AsOneOp(const char* op) : op_(op), debug_(runtime::eager_mode() == runtime::EagerMode::Debug) {
-    if (debug_) runtime::set_eager_mode(runtime::EagerMode::Strict);
+  explicit AsOneOp(const char* op) : op_(op) {
+    if (current_mode_executor().checks_each_op())
+      unchecked_ = std::make_unique<ScopedEagerMode>(runtime::EagerMode::Strict);
   }
-  ~AsOneOp() {
-    if (debug_) runtime::set_eager_mode(runtime::EagerMode::Debug);
-  }
-  AsOneOp(const AsOneOp&) = delete;
-  AsOneOp& operator=(const AsOneOp&) = delete;
 
   template <typename... T>
   std::tuple<T...> results(std::tuple<T...> r) {
-    if (debug_) {
-      runtime::set_eager_mode(runtime::EagerMode::Debug);
-      debug_ = false;
+    if (unchecked_) {
+      unchecked_.reset();  // back in the caller's mode, which checks
       check_finite(op_, r);
     }
     return r;
@@ -59,7 +56,7 @@ class AsOneOp {
 
  private:
   const char* op_;
-  bool debug_;
+  std::unique_ptr<ScopedEagerMode> unchecked_;  // while its own ops run
 };
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "device/debug_checks.h"
 
 #include "device/argument_checks.h"
+#include "exec/mode_executor.h"
 #include "runtime/eager_mode.h"
 
 namespace torch_tpu::device {
@@ -62,7 +63,7 @@ void check_advanced_index_ranges(const c10::FunctionSchema&, const std::vector<c
 }
 
 void check_finite_results(const std::string& op, const std::vector<c10::IValue>& results) {
-  if (runtime::eager_mode() != runtime::EagerMode::Debug || !runtime::check_nans()) return;
+  if (!current_mode_executor().checks_each_op() || !runtime::check_nans()) return;
   std::vector<at::Tensor> tensors;
   for (const auto& r : results) collect_tensors(r, tensors);
   for (const at::Tensor& t : tensors) {

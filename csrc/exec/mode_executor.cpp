@@ -42,6 +42,7 @@ class StrictExecutor final : public ModeExecutor {
 class DebugExecutor final : public ModeExecutor {
  public:
   runtime::EagerMode mode() const override { return runtime::EagerMode::Debug; }
+  bool checks_each_op() const override { return true; }
 
   void check_arguments(const OpSpec& spec, const c10::FunctionSchema& schema,
                        const std::vector<c10::IValue>& args) const override {

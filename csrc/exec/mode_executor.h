@@ -46,6 +46,9 @@ class ModeExecutor {
   // Whether ops append to the thread's pending program rather than each
   // building and launching its own.
   virtual bool defers_programs() const { return false; }
+  // Whether each op's errors, index ranges and (if asked) NaN/Inf surface at
+  // the op that made them (Debug), rather than at a later synchronization.
+  virtual bool checks_each_op() const { return false; }
   // Runs (or records) the op's finished program. `call` is cache_record's.
   virtual void launch(const c10::OperatorHandle& op, const std::optional<OpCall>& call, TensorProgram& program,
                       int device, const std::vector<c10::IValue>& returns) const;
@@ -57,5 +60,20 @@ class ModeExecutor {
 const ModeExecutor& mode_executor(runtime::EagerMode mode);
 // The calling thread's (each thread has its own mode).
 inline const ModeExecutor& current_mode_executor() { return mode_executor(runtime::eager_mode()); }
+
+// Runs the calling thread's ops under `mode` until the scope ends, then
+// restores the thread's own mode (also when an exception leaves the scope).
+class ScopedEagerMode {
+ public:
+  explicit ScopedEagerMode(runtime::EagerMode mode) : previous_(current_mode_executor().mode()) {
+    runtime::set_eager_mode(mode);
+  }
+  ~ScopedEagerMode() { runtime::set_eager_mode(previous_); }
+  ScopedEagerMode(const ScopedEagerMode&) = delete;
+  ScopedEagerMode& operator=(const ScopedEagerMode&) = delete;
+
+ private:
+  runtime::EagerMode previous_;
+};
 
 }  // namespace torch_tpu::device

@@ -10,8 +10,8 @@
 #include <unordered_map>
 
 #include "exec/compile_log.h"
+#include "exec/mode_executor.h"
 #include "exec/pending_work.h"
-#include "runtime/eager_mode.h"
 #include "runtime/metrics.h"
 #include "runtime/program_timeline.h"
 
@@ -259,7 +259,7 @@ void verify_range_checks() {
     // that reach here there come from a compiled graph, waited for at its call.
     // An assertion (_assert_async) is checked nowhere else: in Debug mode it
     // raises at its own call, eager or compiled, as on CPU.
-    const bool debug = runtime::eager_mode() == runtime::EagerMode::Debug;
+    const bool debug = current_mode_executor().checks_each_op();
     const char* where =
         debug ? (info.assertion ? "" : " (found by a compiled graph; Debug mode raises at the graph's call)")
               : " (found at the next synchronization; TORCH_TPU_LAUNCH_BLOCKING=1 raises at the op itself)";
