@@ -6,7 +6,6 @@
 #include <utility>
 
 #include "device/registration.h"
-#include "exec/program_state.h"
 #include "runtime/metrics.h"
 #include "runtime/program_timeline.h"
 
@@ -196,15 +195,7 @@ std::string take_graph_name() { return std::exchange(next_graph_name, std::strin
 FlushReasonScope::FlushReasonScope(const char* reason) : previous_(flush_reason) { flush_reason = reason; }
 FlushReasonScope::~FlushReasonScope() { flush_reason = previous_; }
 
-std::string program_trace_name(const ProgramState& state) {
-  if (state.owner) {
-    const size_t n = state.ops.size();
-    return "fused " + std::to_string(n) + (n == 1 ? " op" : " ops") +
-           " (cut: " + (flush_reason ? flush_reason : "flush") + ")";
-  }
-  if (state.ops.size() == 1) return state.ops.front().name;
-  return state.ops.empty() ? "tpu program" : "program of " + std::to_string(state.ops.size()) + " ops";
-}
+const char* current_flush_reason() { return flush_reason; }
 
 void profile_launch(const std::string& name, ProgramOrigin origin, const std::vector<std::string>* ops, int device,
                     int64_t launched_ns, int64_t bytes_in, const std::vector<runtime::BufferPtr>& results) {

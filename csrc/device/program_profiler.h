@@ -24,8 +24,6 @@
 
 namespace torch_tpu::device {
 
-struct ProgramState;
-
 // Whether a profiler session records tpu programs (a relaxed load).
 bool programs_profiled();
 
@@ -43,11 +41,6 @@ class ExecutableLookup {
  private:
   int64_t compiles_, misses_;
 };
-
-// A name for `state`'s program: its op (one op) or "fused N ops (cut: R)"
-// (a DeferAndFuse flush, R its reason). Only while profiled; a captured
-// graph's name is made at its capture (graph_capture.cpp, name_next_graph).
-std::string program_trace_name(const ProgramState& state);
 
 // Records one launch (called by exec/program_launch.cpp while profiled).
 // `ops`: the op names it ran, for the event's args (may be null).
@@ -69,5 +62,6 @@ class FlushReasonScope {
  private:
   const char* previous_;
 };
+const char* current_flush_reason();  // null outside a flush
 
 }  // namespace torch_tpu::device

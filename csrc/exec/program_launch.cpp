@@ -21,6 +21,19 @@ using hlo::Value;
 
 namespace {
 
+// A name for `state`'s program in a profile: its op (one op) or "fused N
+// ops (cut: R)" (a DeferAndFuse flush, R its reason). A captured graph's name
+// is made at its capture (graph_capture.cpp, name_next_graph).
+std::string program_trace_name(const ProgramState& state) {
+  if (state.owner) {
+    const size_t n = state.ops.size();
+    const char* reason = current_flush_reason();
+    return "fused " + std::to_string(n) + (n == 1 ? " op" : " ops") + " (cut: " + (reason ? reason : "flush") + ")";
+  }
+  if (state.ops.size() == 1) return state.ops.front().name;
+  return state.ops.empty() ? "tpu program" : "program of " + std::to_string(state.ops.size()) + " ops";
+}
+
 // Fault injection (inject_fault): off unless a test asks.
 struct InjectedFault {
   std::mutex mutex;
