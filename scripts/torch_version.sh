@@ -39,8 +39,13 @@ else
     xargs -0 sh -c 'for f; do [ -e "$f" ] && printf "%s\0" "$f"; done' sh |
     tar --null -T - -cf - | tar -xf - -C "$stage"
 fi
+# A copy made before this rule (files extracted with their own, older times)
+# may hold objects built from other content than its files': its first run
+# under this rule writes every file anew, so everything rebuilds once
+# (ccache makes that cheap); build/.synced_by_content marks it done.
+marker=$copy/build/.synced_by_content
 (cd "$stage" && find . -type f -print0) | while IFS= read -r -d '' f; do
-  if ! cmp -s "$stage/$f" "$copy/$f"; then
+  if [ ! -e "$marker" ] || ! cmp -s "$stage/$f" "$copy/$f"; then
     mkdir -p "$(dirname "$copy/$f")"
     cp "$stage/$f" "$copy/$f"
   fi
@@ -53,6 +58,7 @@ done
   comm -23 - "$stage.files" | git check-ignore --stdin -n -v --non-matching |
   awk -F '\t' '$1 == "::" { print $2 }' | while IFS= read -r f; do rm -f "$copy/$f"; done
 rm -rf "$stage" "$stage.files"
+mkdir -p "$copy/build" && touch "$marker"
 sed -i "s/^torch==.*/torch==$version/" "$copy/requirements.txt"
 # Extras whose C++ code links against torch pair with torch releases:
 # requirements.txt pins the ones that load next to the default torch, and
