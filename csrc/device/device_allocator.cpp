@@ -328,17 +328,25 @@ c10::CachingDeviceAllocator::DeviceStats TpuAllocator::getDeviceStats(c10::Devic
   return a.stats[device];
 }
 
+namespace {
+// Every Stat of DeviceStats, for the resets, which treat them all alike.
+template <typename Reset>
+void for_each_stat(DeviceStats& s, Reset reset) {
+  for (auto* per_pool : {&s.allocation, &s.segment, &s.active, &s.inactive_split, &s.allocated_bytes, &s.reserved_bytes,
+                         &s.active_bytes, &s.inactive_split_bytes, &s.requested_bytes}) {
+    for (auto& stat : *per_pool) reset(stat);
+  }
+  reset(s.oversize_allocations);
+  reset(s.oversize_segments);
+}
+}  // namespace
+
 void TpuAllocator::resetAccumulatedStats(c10::DeviceIndex device) {
   check_stats_device(device);
   Accounting& a = accounting();
   std::lock_guard<std::mutex> lock(a.mutex);
   DeviceStats& s = a.stats[device];
-  for (auto* array : {&s.allocation, &s.segment, &s.active, &s.inactive_split, &s.allocated_bytes, &s.reserved_bytes,
-                      &s.active_bytes, &s.inactive_split_bytes, &s.requested_bytes}) {
-    for (auto& stat : *array) stat.reset_accumulated();
-  }
-  s.oversize_allocations.reset_accumulated();
-  s.oversize_segments.reset_accumulated();
+  for_each_stat(s, [](c10::CachingAllocator::Stat& stat) { stat.reset_accumulated(); });
   s.num_alloc_retries = 0;
   s.num_ooms = 0;
   s.num_sync_all_streams = 0;
@@ -351,12 +359,7 @@ void TpuAllocator::resetPeakStats(c10::DeviceIndex device) {
   Accounting& a = accounting();
   std::lock_guard<std::mutex> lock(a.mutex);
   DeviceStats& s = a.stats[device];
-  for (auto* array : {&s.allocation, &s.segment, &s.active, &s.inactive_split, &s.allocated_bytes, &s.reserved_bytes,
-                      &s.active_bytes, &s.inactive_split_bytes, &s.requested_bytes}) {
-    for (auto& stat : *array) stat.reset_peak();
-  }
-  s.oversize_allocations.reset_peak();
-  s.oversize_segments.reset_peak();
+  for_each_stat(s, [](c10::CachingAllocator::Stat& stat) { stat.reset_peak(); });
 }
 
 std::pair<size_t, size_t> TpuAllocator::getMemoryInfo(c10::DeviceIndex device) {
