@@ -6,7 +6,7 @@ torch or in the process reaches every user of torch in that environment,
 CPU and CUDA work included. Each change is one function below; its
 docstring says why it is needed, what it changes for work that never
 touches a tpu tensor, and since when (commit, torch versions). `torch_tpu.
-global_patches()` lists them (tests/test_global_patches.py fails when
+global_patches()` lists them (tests/runtime/test_global_patches.py fails when
 importing torch_tpu changes torch in a way this list does not name, and
 checks that CPU torch.compile, printing, fake tensors and the matmul
 precision behave as without torch_tpu).
@@ -176,23 +176,26 @@ def fake_convolution_memory_format():
 
 
 @_listed(
-    "fake_impls.op_implementations_checks (aten._grouped_mm)",
+    "fake_impls.op_implementations_checks (ops whose row serves fake tensors)",
     "import",
     "none: the rule returns NotImplemented for non-tpu inputs, and PyTorch's meta kernel runs as before",
 )
-def fake_grouped_mm_for_every_dtype():
-    """Fake _grouped_mm on tpu admits CPU's dtypes, which the device lowers (transformers' MoE layers).
+def fake_tensors_from_row_meta_kernels():
+    """Fake tensors on tpu take their shapes from the C++ meta kernel of the op's row.
 
-    PyTorch's meta kernel admits only CUDA's bfloat16 (torch_tpu/fake_kernels.py).
-    `register_op_impl` with a predicate is the hook FakeTensorMode consults
-    before meta kernels. Since b11a79b (2026-12-02); torch 2.13 and 2.14."""
+    For the rows marked `.fake_from_meta()`, where PyTorch's fake rule
+    rejects what the device runs: _grouped_mm's admits only CUDA's bfloat16,
+    the device lowers CPU's dtypes too (transformers' MoE layers). The rule
+    is torch_tpu/fake_kernels.py's, one for every such row. `register_op_impl`
+    with a predicate is the hook FakeTensorMode consults before meta kernels.
+    Since b11a79b (2026-12-02); torch 2.13 and 2.14."""
     from torch._subclasses import fake_impls
 
     from . import fake_kernels
 
     # A torch without the hook keeps PyTorch's rule (eager is unaffected).
     if hasattr(fake_impls, "register_op_impl"):
-        fake_impls.register_op_impl(fake_kernels.is_grouped_mm)(fake_kernels.grouped_mm)
+        fake_impls.register_op_impl(fake_kernels.is_served_by_row)(fake_kernels.row_meta)
 
 
 @_listed(

@@ -388,12 +388,16 @@ def _constants_as_inputs(gm):
     return constants
 
 
-_INDEX_OPS = (
-    torch.ops.aten.index.Tensor,
-    torch.ops.aten._unsafe_index.Tensor,
-    torch.ops.aten.index_put.default,
-    torch.ops.aten._unsafe_index_put.default,
-)
+def _indexes_with_tensors(target):
+    """Whether `target` is an advanced-indexing op: self, then a list of
+    optional index tensors (`Tensor?[] indices`: index, index_put and their
+    in-place and _unsafe_ forms), whose CPU and CUDA kernels accept index
+    tensors on the CPU."""
+    schema = getattr(target, "_schema", None)
+    if schema is None or len(schema.arguments) < 2:
+        return False
+    indices = schema.arguments[1]
+    return indices.name == "indices" and str(indices.type) == "List[Optional[Tensor]]"
 
 
 def _device_reading(user, node):
@@ -403,7 +407,7 @@ def _device_reading(user, node):
     if user.target is torch.ops.aten._to_copy.default:
         device = _copy_target_device(user)
         return device if device is not None and device.type == "tpu" else None
-    if user.target in _INDEX_OPS and len(user.args) > 1 and isinstance(user.args[1], (list, tuple)):
+    if _indexes_with_tensors(user.target) and len(user.args) > 1 and isinstance(user.args[1], (list, tuple)):
         indices, rest = user.args[1], [user.args[0], *user.args[2:]]
         value = user.args[0].meta.get("val") if isinstance(user.args[0], torch.fx.Node) else None
         if any(i is node for i in indices) and not any(a is node for a in rest):

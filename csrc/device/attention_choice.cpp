@@ -17,6 +17,8 @@
 #include <ATen/native/transformers/attention.h>
 #include <torch/library.h>
 
+#include "device/hand_written_kernels.h"
+
 namespace torch_tpu::device {
 
 namespace {
@@ -71,7 +73,7 @@ int64_t fused_sdp_choice(const at::Tensor& query, const at::Tensor& key, const a
   return static_cast<int64_t>(at::SDPBackend::error);
 }
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) { m.impl("_fused_sdp_choice", TORCH_FN(fused_sdp_choice)); }
+torch::CppFunction fused_sdp_choice_kernel() { return torch::CppFunction(TORCH_FN(fused_sdp_choice)); }
 
 }  // namespace torch_tpu::device
 

@@ -16,6 +16,7 @@
 
 #include "device/debug_checks.h"
 #include "device/storage_buffer.h"
+#include "exec/step_replay.h"
 #include "exec/tensor_program.h"
 #include "runtime/metrics.h"
 
@@ -208,6 +209,15 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_b
   // A lazy conj() (the conjugate bit) is resolved by the copy, as on CPU.
   const bool conjugate = self.is_conj() != dst.is_conj();
   if (self.numel() == 0) return dst;
+  // TensorIterator's overlap checks, which ATen runs for copy_ only after
+  // _copy_from, so never for tpu: a destination whose elements share memory,
+  // and a source that partly overlaps it (x[1:].copy_(x[:-1])), raise as on
+  // CPU and CUDA instead of computing some order's answer. A source exactly
+  // the destination returned before _copy_from.
+  if (is_tpu(dst)) {
+    at::assert_no_internal_overlap(dst);
+    if (is_tpu(self)) at::assert_no_partial_overlap(dst, self);
+  }
   if (self.device() != dst.device()) flush_deferred("host_transfer");  // raw buffers cross below
   if (is_tpu(dst) && is_tpu(self)) {
     at::Tensor src = self;
@@ -225,10 +235,20 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_b
       }
       src = src.as_strided(packed.sizes(), packed.strides(), packed.storage_offset());
     }
+    // DeferAndFuse: the next copy of a remembered step replays (exec/step_replay.h).
+    static const char copy_kernel = 0;
+    const std::vector<c10::IValue> step_args{src, dst};
+    const std::optional<OpCall> step_call =
+        self.device() == dst.device() ? step_kernel_call(&copy_kernel, step_args) : std::nullopt;
+    if (step_call && step_replay_kernel(&copy_kernel, "aten::copy_", *step_call, step_args)) {
+      check_cast_result(self, dst);
+      return dst;
+    }
     TensorProgram prog(dst.device().index());
     hlo::Value v = prog.read(src);
     if (conjugate) v = prog.builder().conjugate(v);
     prog.write(dst, prog.builder().broadcast_to(v, dst.sizes().vec()));
+    if (step_call) set_step_kernel_key(&copy_kernel, *step_call, prog);
     prog.run("aten::copy_");
     check_cast_result(self, dst);
     return dst;

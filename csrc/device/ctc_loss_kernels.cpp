@@ -14,6 +14,8 @@
 #include <limits>
 #include <vector>
 
+#include "device/hand_written_kernels.h"
+
 namespace torch_tpu::device {
 
 namespace {
@@ -25,8 +27,10 @@ struct ExtendedTargets {
   int64_t batch = 0, steps = 0, classes = 0, length = 0;  // length: 2 * max target length + 1
   at::Tensor labels;                                      // (B, L) long: l'
   at::Tensor valid;                                       // (B, L): s < 2 * target_length + 1
-  at::Tensor can_skip;                       // (B, L): alpha may come from s - 2 (l'(s) is a label unlike l'(s - 2))
-  at::Tensor step_of;                        // (T): t, on the device, for per-batch time masks
+  at::Tensor can_skip;  // (B, L): alpha may come from s - 2 (l'(s) is a label unlike l'(s - 2))
+  // (T, B, 1) masks read at step t in the time loops (through at_step).
+  at::Tensor computed_at;                    // t < input_length: alpha and beta exist at t
+  at::Tensor last_at;                        // t == input_length - 1
   at::Tensor input_lengths, target_lengths;  // (B) long, on the device
 };
 
@@ -46,8 +50,11 @@ ExtendedTargets extended_targets(const at::Tensor& log_probs, const at::Tensor& 
   int64_t offset = 0;
   for (int64_t b = 0; b < e.batch; ++b) {
     for (int64_t i = 0; i < max_target; ++i) {
-      const int64_t within = std::min(i, std::max<int64_t>(target_lengths[b] - 1, 0));
-      index.push_back(targets.dim() == 1 ? offset + within : b * targets.size(1) + within);
+      // An empty target reads no label (its l' is all blanks); index 0
+      // stands in, as its offset may lie past the end of 1-D targets.
+      const int64_t within = std::min(i, target_lengths[b] - 1);
+      const int64_t at = targets.dim() == 1 ? offset + within : b * targets.size(1) + within;
+      index.push_back(target_lengths[b] == 0 ? 0 : at);
     }
     offset += target_lengths[b];
   }
@@ -63,9 +70,14 @@ ExtendedTargets extended_targets(const at::Tensor& log_probs, const at::Tensor& 
   e.target_lengths = at::tensor(target_lengths.vec(), at::kLong).to(targets.device());
   at::Tensor position = at::arange(e.length, long_options).unsqueeze(0);
   e.valid = position.lt((2 * e.target_lengths + 1).unsqueeze(1));
-  at::Tensor two_back = at::cat({at::full({e.batch, 2}, blank, long_options), e.labels.narrow(1, 0, e.length - 2)}, 1);
+  // l'(s - 2); every target empty: l' is one blank.
+  at::Tensor two_back =
+      e.length < 2 ? at::full({e.batch, e.length}, blank, long_options)
+                   : at::cat({at::full({e.batch, 2}, blank, long_options), e.labels.narrow(1, 0, e.length - 2)}, 1);
   e.can_skip = position.ge(2) & e.labels.ne(blank) & e.labels.ne(two_back);
-  e.step_of = at::arange(e.steps, long_options);
+  at::Tensor step = at::arange(e.steps, long_options).view({e.steps, 1, 1});
+  e.computed_at = step.lt(e.input_lengths.view({1, e.batch, 1}));
+  e.last_at = step.eq((e.input_lengths - 1).view({1, e.batch, 1}));
   return e;
 }
 
@@ -73,6 +85,17 @@ ExtendedTargets extended_targets(const at::Tensor& log_probs, const at::Tensor& 
 at::Tensor shifted_right(const at::Tensor& v, int64_t k) {
   if (k >= v.size(1)) return at::full_like(v, kNegInf);
   return at::cat({at::full({v.size(0), k}, kNegInf, v.options()), v.narrow(1, 0, v.size(1) - k)}, 1);
+}
+
+// Time step t as a (1) index tensor on device, for at_step. A view at t
+// (v.select(dim, t)) or a mask computed from t would bake t into the
+// programs that read it, one compile per step; an uploaded index keeps one
+// program for all steps.
+at::Tensor step_index(int64_t t, const c10::Device& device) { return at::tensor({t}, at::kLong).to(device); }
+
+// v's slice at the step `index` (from step_index) along dim.
+at::Tensor at_step(const at::Tensor& v, int64_t dim, const at::Tensor& index) {
+  return v.index_select(dim, index).squeeze(dim);
 }
 
 at::Tensor shifted_left(const at::Tensor& v, int64_t k) {
@@ -92,9 +115,6 @@ at::Tensor extended_log_probs(const at::Tensor& log_probs, const ExtendedTargets
   return log_probs.gather(2, e.labels.unsqueeze(0).expand({e.steps, e.batch, e.length}));
 }
 
-// Rows (B, 1) whose element's last time step is t.
-at::Tensor last_step_is(const at::Tensor& last_step, int64_t t) { return last_step.eq(t).unsqueeze(1); }
-
 void check_ctc_arguments(const at::Tensor& log_probs, const at::Tensor& targets, at::IntArrayRef input_lengths,
                          at::IntArrayRef target_lengths, int64_t blank, bool zero_infinity) {
   // CPU's checks: its meta kernel on the arguments' shapes.
@@ -113,20 +133,21 @@ std::tuple<at::Tensor, at::Tensor> ctc_loss(const at::Tensor& log_probs, const a
   check_ctc_arguments(log_probs, targets, input_lengths, target_lengths, blank, zero_infinity);
   const ExtendedTargets e = extended_targets(log_probs, targets, input_lengths, target_lengths, blank);
   at::Tensor lp = extended_log_probs(log_probs, e);
-  at::Tensor last_step = e.input_lengths - 1;
   at::Tensor position = at::arange(e.length, e.labels.options()).unsqueeze(0);
   at::Tensor neg_inf = at::full({e.batch, e.length}, kNegInf, log_probs.options());
   // alpha_0: l'(0) and l'(1) (a label only if the target is not empty).
-  at::Tensor alpha = at::where(position.lt(2) & e.valid, lp.select(0, 0), neg_inf);
-  at::Tensor final_alpha = at::where(last_step_is(last_step, 0), alpha, neg_inf);
+  const at::Tensor first = step_index(0, log_probs.device());
+  at::Tensor alpha = at::where(position.lt(2) & e.valid, at_step(lp, 0, first), neg_inf);
+  at::Tensor final_alpha = at::where(at_step(e.last_at, 0, first), alpha, neg_inf);
   std::vector<at::Tensor> alphas{alpha};
   for (int64_t t = 1; t < e.steps; ++t) {
+    const at::Tensor step = step_index(t, log_probs.device());
     at::Tensor skip = at::where(e.can_skip, shifted_right(alpha, 2), neg_inf);
-    at::Tensor next = log_add3(alpha, shifted_right(alpha, 1), skip) + lp.select(0, t);
+    at::Tensor next = log_add3(alpha, shifted_right(alpha, 1), skip) + at_step(lp, 0, step);
     next = at::where(e.valid, next, neg_inf);
     // Past an element's input length its alpha is not computed (CPU leaves it unset; here -inf).
-    alpha = at::where(e.input_lengths.gt(t).unsqueeze(1), next, neg_inf);
-    final_alpha = at::where(last_step_is(last_step, t), alpha, final_alpha);
+    alpha = at::where(at_step(e.computed_at, 0, step), next, neg_inf);
+    final_alpha = at::where(at_step(e.last_at, 0, step), alpha, final_alpha);
     alphas.push_back(alpha);
   }
   // -log(alpha_T(2 l) + alpha_T(2 l - 1)), the second only for a non-empty target.
@@ -145,7 +166,6 @@ at::Tensor ctc_loss_backward(const at::Tensor& grad_out, const at::Tensor& log_p
                              const at::Tensor& log_alpha, int64_t blank, bool zero_infinity) {
   const ExtendedTargets e = extended_targets(log_probs, targets, input_lengths, target_lengths, blank);
   at::Tensor lp = extended_log_probs(log_probs, e);
-  at::Tensor last_step = e.input_lengths - 1;
   at::Tensor position = at::arange(e.length, e.labels.options()).unsqueeze(0);
   at::Tensor neg_inf = at::full({e.batch, e.length}, kNegInf, log_probs.options());
   // beta at an element's last step: l'(2 l) and l'(2 l - 1).
@@ -159,16 +179,19 @@ at::Tensor ctc_loss_backward(const at::Tensor& grad_out, const at::Tensor& log_p
   std::vector<at::Tensor> grads(e.steps);
   const at::Tensor scale = grad_out.unsqueeze(1);
   for (int64_t t = e.steps - 1; t >= 0; --t) {
-    at::Tensor lp_t = lp.select(0, t);
+    const at::Tensor step = step_index(t, log_probs.device());
+    at::Tensor lp_t = at_step(lp, 0, step);
     at::Tensor skip = at::where(can_skip_ahead, shifted_left(beta, 2), neg_inf);
     at::Tensor inner = at::where(e.valid, log_add3(beta, shifted_left(beta, 1), skip) + lp_t, neg_inf);
     at::Tensor at_end = at::where(ends, lp_t, neg_inf);
-    beta = at::where(last_step_is(last_step, t), at_end, at::where(last_step.gt(t).unsqueeze(1), inner, neg_inf));
-    at::Tensor both = (log_alpha.select(1, t) + beta).unsqueeze(2).expand({e.batch, e.length, e.classes});
+    // Before the last step beta comes from t + 1; past it, -inf.
+    at::Tensor before_last = at_step(e.computed_at, 0, step) & at_step(e.last_at, 0, step).logical_not();
+    beta = at::where(at_step(e.last_at, 0, step), at_end, at::where(before_last, inner, neg_inf));
+    at::Tensor both = (at_step(log_alpha, 1, step) + beta).unsqueeze(2).expand({e.batch, e.length, e.classes});
     at::Tensor by_class = at::logsumexp(at::where(is_class, both, at::full_like(both, kNegInf)), {1});
-    at::Tensor lp_full = log_probs.select(0, t);
+    at::Tensor lp_full = at_step(log_probs, 0, step);
     at::Tensor grad = (at::exp(lp_full) - at::exp(by_class + nll.unsqueeze(1) - lp_full)) * scale;
-    grad = at::where(e.input_lengths.gt(t).unsqueeze(1), grad, at::zeros_like(grad));
+    grad = at::where(at_step(e.computed_at, 0, step), grad, at::zeros_like(grad));
     if (zero_infinity)
       grad = at::where(nll.eq(std::numeric_limits<double>::infinity()).unsqueeze(1), at::zeros_like(grad), grad);
     grads[t] = grad;
@@ -200,11 +223,9 @@ at::Tensor ctc_loss_backward_tensor(const at::Tensor& grad, const at::Tensor& lo
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("_ctc_loss", TORCH_FN(ctc_loss));
-  m.impl("_ctc_loss.Tensor", TORCH_FN(ctc_loss_tensor));
-  m.impl("_ctc_loss_backward", TORCH_FN(ctc_loss_backward));
-  m.impl("_ctc_loss_backward.Tensor", TORCH_FN(ctc_loss_backward_tensor));
-}
+torch::CppFunction ctc_loss_kernel() { return torch::CppFunction(TORCH_FN(ctc_loss)); }
+torch::CppFunction ctc_loss_tensor_kernel() { return torch::CppFunction(TORCH_FN(ctc_loss_tensor)); }
+torch::CppFunction ctc_loss_backward_kernel() { return torch::CppFunction(TORCH_FN(ctc_loss_backward)); }
+torch::CppFunction ctc_loss_backward_tensor_kernel() { return torch::CppFunction(TORCH_FN(ctc_loss_backward_tensor)); }
 
 }  // namespace torch_tpu::device

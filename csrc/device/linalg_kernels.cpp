@@ -1,8 +1,4 @@
 // Linear algebra kernels besides the lowerings (csrc/lower/linalg/):
-// - aten::geqrf has CPU and CUDA kernels but no Meta kernel, and every
-//   lowered op first runs its Meta kernel (lowered_kernel.cpp) for argument
-//   checks and result types. Registered for the Meta key, so fake tensors
-//   gain it too.
 // - torch.cholesky (the old API) raises on a matrix that is not positive
 //   definite, which needs the factorization's info on the host (a wait, as on
 //   CUDA): it runs the lowered linalg_cholesky_ex and checks.
@@ -34,31 +30,12 @@
 #include <string_view>
 
 #include "device/debug_checks.h"
+#include "device/hand_written_kernels.h"
 #include "runtime/metrics.h"
 
 namespace torch_tpu::device {
 
 namespace {
-
-// CPU's checks and results (LAPACK layout: `a` batched column-major).
-std::tuple<at::Tensor, at::Tensor> geqrf_meta(const at::Tensor& self) {
-  TORCH_CHECK(self.dim() >= 2, "torch.geqrf: input must have at least 2 dimensions.");
-  TORCH_CHECK(at::isFloatingType(self.scalar_type()) || at::isComplexType(self.scalar_type()),
-              "torch.geqrf: Expected a floating point or complex tensor as input. Got ", self.scalar_type());
-  auto sizes = self.sizes();
-  at::Tensor a =
-      at::empty_strided(sizes, at::native::batched_matrix_contiguous_strides(sizes, /*f_contig=*/true), self.options());
-  std::vector<int64_t> tau_sizes(sizes.begin(), sizes.end() - 2);
-  tau_sizes.push_back(std::min(sizes[sizes.size() - 2], sizes[sizes.size() - 1]));
-  return {a, at::empty(tau_sizes, self.options())};
-}
-
-std::tuple<at::Tensor&, at::Tensor&> geqrf_out_meta(const at::Tensor& self, at::Tensor& a, at::Tensor& tau) {
-  auto [ra, rtau] = geqrf_meta(self);
-  at::native::resize_output(a, ra.sizes());
-  at::native::resize_output(tau, rtau.sizes());
-  return {a, tau};
-}
 
 at::Tensor checked_cholesky(const at::Tensor& self, bool upper) {
   auto [factor, info] = at::linalg_cholesky_ex(self, upper, /*check_errors=*/false);
@@ -94,19 +71,13 @@ void check_lstsq_arguments(const at::Tensor& input, const at::Tensor& other, std
 // ATen's linalg kernels disable TF32 (NoTF32Guard).
 class FullPrecisionMatmuls {
  public:
-  FullPrecisionMatmuls() : previous_(runtime::matmul_precision()) { runtime::set_thread_matmul_precision("highest"); }
-  ~FullPrecisionMatmuls() {
-    const bool was_process_setting = torch_name(previous_) == runtime::matmul_precision_torch_name() ||
-                                     (previous_ == "DEFAULT" && runtime::matmul_precision_torch_name() == "medium");
-    runtime::set_thread_matmul_precision(was_process_setting ? "" : torch_name(previous_));
-  }
+  FullPrecisionMatmuls() : previous_(runtime::set_thread_matmul_precision("highest")) {}
+  // The thread's own override again, or none: the process setting.
+  ~FullPrecisionMatmuls() { runtime::set_thread_matmul_precision(previous_); }
   FullPrecisionMatmuls(const FullPrecisionMatmuls&) = delete;
   FullPrecisionMatmuls& operator=(const FullPrecisionMatmuls&) = delete;
 
  private:
-  static std::string torch_name(const std::string& precision) {
-    return precision == "HIGHEST" ? "highest" : precision == "HIGH" ? "high" : "medium";
-  }
   std::string previous_;
 };
 
@@ -242,21 +213,14 @@ at::Tensor& eigvals_out(const at::Tensor& self, at::Tensor& out) {
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("linalg_eig", TORCH_FN(eig));
-  m.impl("linalg_eig.out", TORCH_FN(eig_out));
-  m.impl("_linalg_eigvals", TORCH_FN(eigvals));
-  m.impl("linalg_eigvals.out", TORCH_FN(eigvals_out));
-  m.impl("ormqr", TORCH_FN(reflectors_product));
-  m.impl("ormqr.out", TORCH_FN(ormqr_out));
-  m.impl("cholesky", TORCH_FN(checked_cholesky));
-  m.impl("cholesky.out", TORCH_FN(checked_cholesky_out));
-  m.impl("linalg_lstsq.out", TORCH_FN(lstsq_out));
-}
-
-TORCH_LIBRARY_IMPL(aten, Meta, m) {
-  m.impl("geqrf", TORCH_FN(geqrf_meta));
-  m.impl("geqrf.a", TORCH_FN(geqrf_out_meta));
-}
+torch::CppFunction linalg_eig_kernel() { return torch::CppFunction(TORCH_FN(eig)); }
+torch::CppFunction linalg_eig_out_kernel() { return torch::CppFunction(TORCH_FN(eig_out)); }
+torch::CppFunction linalg_eigvals_kernel() { return torch::CppFunction(TORCH_FN(eigvals)); }
+torch::CppFunction linalg_eigvals_out_kernel() { return torch::CppFunction(TORCH_FN(eigvals_out)); }
+torch::CppFunction ormqr_kernel() { return torch::CppFunction(TORCH_FN(reflectors_product)); }
+torch::CppFunction ormqr_out_kernel() { return torch::CppFunction(TORCH_FN(ormqr_out)); }
+torch::CppFunction cholesky_kernel() { return torch::CppFunction(TORCH_FN(checked_cholesky)); }
+torch::CppFunction cholesky_out_kernel() { return torch::CppFunction(TORCH_FN(checked_cholesky_out)); }
+torch::CppFunction linalg_lstsq_out_kernel() { return torch::CppFunction(TORCH_FN(lstsq_out)); }
 
 }  // namespace torch_tpu::device

@@ -155,12 +155,6 @@ MetaResult infer_meta(const c10::OperatorHandle& op, const std::vector<c10::IVal
   return r;
 }
 
-void empty_statistics_in_evaluation(const std::vector<c10::IValue>& args, MetaResult& meta) {
-  const bool training = !(args.size() > 5 && args[5].isBool() && !args[5].toBool());
-  if (training || meta.returns.size() != 3) return;
-  for (size_t r = 1; r < 3; ++r) meta.returns[r][0].sizes = {0}, meta.returns[r][0].strides = {1};
-}
-
 at::MemoryFormat convolution_memory_format(const at::Tensor& input, const at::Tensor& weight) {
   const at::MemoryFormat in = input.suggest_memory_format(), w = weight.suggest_memory_format();
   if (weight.dim() == 4 && (in == at::MemoryFormat::ChannelsLast || w == at::MemoryFormat::ChannelsLast))
@@ -168,20 +162,6 @@ at::MemoryFormat convolution_memory_format(const at::Tensor& input, const at::Te
   if (weight.dim() == 5 && (in == at::MemoryFormat::ChannelsLast3d || w == at::MemoryFormat::ChannelsLast3d))
     return at::MemoryFormat::ChannelsLast3d;
   return at::MemoryFormat::Contiguous;
-}
-
-void convolution_result_format(const std::vector<c10::IValue>& args, MetaResult& meta) {
-  TensorMeta& out = meta.returns.at(0).at(0);
-  switch (convolution_memory_format(args.at(0).toTensor(), args.at(1).toTensor())) {
-    case at::MemoryFormat::ChannelsLast:
-      out.strides = c10::get_channels_last_strides_2d(out.sizes);
-      break;
-    case at::MemoryFormat::ChannelsLast3d:
-      out.strides = c10::get_channels_last_strides_3d(out.sizes);
-      break;
-    default:
-      break;
-  }
 }
 
 }  // namespace torch_tpu::device

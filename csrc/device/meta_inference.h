@@ -43,13 +43,6 @@ struct MetaResult {
 MetaResult infer_meta(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args, bool reads_numbers,
                       void (*kernel)(const c10::OperatorHandle&, torch::jit::Stack*) = nullptr);
 
-// Meta corrections (OpSpec::correct_meta), where CPU's and CUDA's kernels
-// differ from PyTorch's meta kernel.
-// Batch norm (native_batch_norm, _native_batch_norm_legit) in evaluation
-// saves no statistics: CPU and CUDA return empty save_mean/save_invstd where
-// the Python meta kernel gives (C,).
-void empty_statistics_in_evaluation(const std::vector<c10::IValue>& args, MetaResult& meta);
-
 // The memory format of a convolution's result and of its input and weight
 // gradients, by CUDA's rule (cudnn_conv_suggest_memory_format) and CPU's
 // (mkldnn_conv_use_channels_last): channels_last (channels_last_3d) when the
@@ -57,7 +50,5 @@ void empty_statistics_in_evaluation(const std::vector<c10::IValue>& args, MetaRe
 // always answers contiguous for a PrivateUse1 device. The fake tensors
 // torch.compile traces with apply the same rule (torch_tpu/memory_format.py).
 at::MemoryFormat convolution_memory_format(const at::Tensor& input, const at::Tensor& weight);
-// convolution's result (argument 0 the input, 1 the weight) in that format.
-void convolution_result_format(const std::vector<c10::IValue>& args, MetaResult& meta);
 
 }  // namespace torch_tpu::device

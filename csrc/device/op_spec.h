@@ -9,11 +9,16 @@
 
 #include <ATen/ATen.h>
 #include <ATen/core/function_schema.h>
+#include <ATen/core/stack.h>
 
 #include <cstdint>
 #include <vector>
 
 #include "lower/lowering.h"
+
+namespace c10 {
+class OperatorHandle;
+}  // namespace c10
 
 namespace torch_tpu::device {
 
@@ -46,25 +51,20 @@ enum class WriteOverlap {
   InputsCopiedFirst,  // its inputs are read (copied) before any write, so they may overlap it (fill_.Tensor)
 };
 
-// Which Meta kernel gives the op's result shapes: PyTorch's, or one the
-// device registers where PyTorch has none (csrc/device/missing_meta_kernels.cpp).
-// LstmCell replaces PyTorch's own: its Python meta kernel (torch 2.13) reads
-// `.device` of the biases, which are None for nn.LSTM(bias=False). GroupedMm
-// too: PyTorch's admits only CUDA's bfloat16, the device takes CPU's dtypes.
-// UpsampleNearest too: PyTorch's raises TypeError for an empty batch.
-// Histogram too: torch 2.15's Python meta kernels for histogramdd check only
-// the number of bins, where CPU checks ranges, edges and weights first.
-enum class MetaSource {
-  PyTorch,
-  LikeSelf,
-  UpdatesInPlace,
-  FusedAttentionBackward,
-  GruCell,
-  GruCellBackward,
-  LstmCell,
-  GroupedMm,
-  Histogram,
-  UpsampleNearest
+// A Meta kernel the device supplies for a row (csrc/device/missing_meta_kernels.h),
+// boxed: it serves every overload of its row.
+using BoxedMetaKernel = void (*)(const c10::OperatorHandle& op, torch::jit::Stack* stack);
+
+// Which Meta kernel gives the op's result shapes: PyTorch's (kernel nullptr)
+// or the row's own. The row's is registered where PyTorch has none; with
+// `replaces_pytorch` it is called instead of PyTorch's own, which rejects
+// what the device runs (missing_meta_kernels.h says why for each).
+// With `serves_fake_tensors`, torch.compile's fake tensors on tpu get their
+// shapes from it too (torch_tpu/fake_kernels.py), so the rule is written once.
+struct RowMeta {
+  BoxedMetaKernel kernel = nullptr;
+  bool replaces_pytorch = false;
+  bool serves_fake_tensors = false;
 };
 
 struct OpSpec {
@@ -85,7 +85,7 @@ struct OpSpec {
   // them (advanced indexing's CPU indices and boolean masks).
   void (*normalize_arguments)(std::vector<c10::IValue>& args) = nullptr;
 
-  MetaSource meta = MetaSource::PyTorch;
+  RowMeta meta;
   // Whether the meta kernel's results depend on the values of numbers;
   // false: meta results are cached by their kinds only (the _foreach_ ops,
   // whose optimizers pass new numbers every step).
@@ -112,6 +112,9 @@ struct OpSpec {
   // Builders for the table's rows: OpSpec(L::lerp, "...").check(a).floats_in().
   constexpr OpSpec check(ArgCheck c) const {
     OpSpec s = *this;
+    // The rows are constexpr: a third check fails to compile instead of
+    // replacing the second.
+    if (s.checks[1]) throw "a row names at most two checks: merge two into one function";
     (s.checks[0] ? s.checks[1] : s.checks[0]) = c;
     return s;
   }
@@ -130,7 +133,15 @@ struct OpSpec {
   constexpr OpSpec normalize(void (*fn)(std::vector<c10::IValue>&)) const {
     return with(&OpSpec::normalize_arguments, fn);
   }
-  constexpr OpSpec meta_from(MetaSource m) const { return with(&OpSpec::meta, m); }
+  // Where PyTorch has no Meta kernel for the op: `kernel`.
+  constexpr OpSpec meta_from(BoxedMetaKernel kernel) const { return with(&OpSpec::meta, RowMeta{kernel, false}); }
+  // In place of PyTorch's own Meta kernel: `kernel`.
+  constexpr OpSpec meta_instead(BoxedMetaKernel kernel) const { return with(&OpSpec::meta, RowMeta{kernel, true}); }
+  // That kernel for fake tensors too, where PyTorch's fake rule rejects
+  // what the device runs; the kernel must read sizes as SymInts.
+  constexpr OpSpec fake_from_meta() const {
+    return with(&OpSpec::meta, RowMeta{meta.kernel, meta.replaces_pytorch, true});
+  }
   constexpr OpSpec meta_ignores_numbers() const { return with(&OpSpec::meta_reads_numbers, false); }
   constexpr OpSpec correct(void (*fn)(const std::vector<c10::IValue>&, MetaResult&)) const {
     return with(&OpSpec::correct_meta, fn);

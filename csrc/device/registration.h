@@ -9,6 +9,8 @@ namespace torch_tpu::device {
 
 void register_hooks();                        // hooks.cpp
 std::vector<std::string> lowered_op_names();  // op_table.cpp
+// op_table.cpp: the overloads implemented for nested tensors on tpu.
+std::vector<std::string> nested_tensor_op_names();
 // op_table.cpp: the Meta kernels PyTorch lacks for lowered ops (OpSpec::meta),
 // registered where it has none; once, at import, after torch's own.
 void register_missing_meta_kernels();

@@ -27,6 +27,8 @@
 #include <cmath>
 #include <limits>
 
+#include "device/hand_written_kernels.h"
+
 namespace torch_tpu::device {
 
 namespace {
@@ -201,20 +203,26 @@ at::Tensor nested_transformer_encoder_layer_forward(
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("_addmm_activation", TORCH_FN(addmm_activation));
-  m.impl("_addmm_activation.out", TORCH_FN(addmm_activation_out));
-  m.impl("_masked_softmax", TORCH_FN(masked_softmax));
-  m.impl("_native_multi_head_attention", TORCH_FN(at::native::native_multi_head_attention_cpu));
-  m.impl("_nested_tensor_from_mask", TORCH_FN(nested_tensor_from_mask));
-  m.impl("_nested_tensor_from_mask_left_aligned", TORCH_FN(nested_tensor_from_mask_left_aligned));
-  m.impl("_transform_bias_rescale_qkv", TORCH_FN(transform_bias_rescale_qkv));
-  m.impl("_transformer_encoder_layer_fwd", TORCH_FN(at::native::transformer_encoder_layer_forward));
+torch::CppFunction addmm_activation_kernel() { return torch::CppFunction(TORCH_FN(addmm_activation)); }
+torch::CppFunction addmm_activation_out_kernel() { return torch::CppFunction(TORCH_FN(addmm_activation_out)); }
+torch::CppFunction masked_softmax_kernel() { return torch::CppFunction(TORCH_FN(masked_softmax)); }
+torch::CppFunction native_multi_head_attention_kernel() {
+  return torch::CppFunction(TORCH_FN(at::native::native_multi_head_attention_cpu));
+}
+torch::CppFunction nested_tensor_from_mask_kernel() { return torch::CppFunction(TORCH_FN(nested_tensor_from_mask)); }
+torch::CppFunction nested_tensor_from_mask_left_aligned_kernel() {
+  return torch::CppFunction(TORCH_FN(nested_tensor_from_mask_left_aligned));
+}
+torch::CppFunction transform_bias_rescale_qkv_kernel() {
+  return torch::CppFunction(TORCH_FN(transform_bias_rescale_qkv));
+}
+torch::CppFunction transformer_encoder_layer_fwd_kernel() {
+  return torch::CppFunction(TORCH_FN(at::native::transformer_encoder_layer_forward));
 }
 
-TORCH_LIBRARY_IMPL(aten, NestedTensorPrivateUse1, m) {
-  m.impl("_transformer_encoder_layer_fwd", TORCH_FN(nested_transformer_encoder_layer_forward));
-  m.impl("to_padded_tensor", TORCH_FN(padded_of_nested));
+torch::CppFunction nested_transformer_encoder_layer_fwd_kernel() {
+  return torch::CppFunction(TORCH_FN(nested_transformer_encoder_layer_forward));
 }
+torch::CppFunction nested_to_padded_tensor_kernel() { return torch::CppFunction(TORCH_FN(padded_of_nested)); }
 
 }  // namespace torch_tpu::device

@@ -190,6 +190,44 @@ void await(TransportFailure& failure, const char* op, const c10::intrusive_ptr<W
   }
 }
 
+// What a transport thread finished with: the Work it completed (its results
+// are the caller's tpu tensors, often with Python objects) and the host
+// copies. Dropping the last reference to a tensor that has a Python object
+// takes the GIL, and a thread that asks for the GIL while the interpreter is
+// finalizing is ended by Python with a forced unwind, which std::terminate
+// stops inside the destructor: the rank aborted at exit ("terminate called
+// without an active exception") whenever a waiter had dropped its Work
+// before the transport's worker left the callback. So transport threads
+// never drop these references: the next thread that issues or waits on a
+// collective drops them, or the group's destructor, and at exit the process
+// leaves them to the OS.
+class RetiredWork {
+ public:
+  static RetiredWork& instance() {
+    // Never destroyed: what it holds at exit is left to the OS, since
+    // dropping it after the interpreter is gone would call into Python.
+    static auto* retired = new RetiredWork();
+    return *retired;
+  }
+  void hold(std::shared_ptr<void> finished_with) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    held_.push_back(std::move(finished_with));
+  }
+  // Drops everything held, on the calling thread (which is not a transport
+  // worker), outside the lock: a destructor may take the GIL.
+  void release() {
+    std::vector<std::shared_ptr<void>> dropped;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      dropped.swap(held_);
+    }
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::shared_ptr<void>> held_;
+};
+
 // The Work of a collective that the transport's completion callback
 // completes. Work::create_from_future's would not do: its wait() returns
 // once the future is set, with a value or an error alike, so a collective
@@ -215,6 +253,7 @@ class TransportWork : public Work {
   bool wait(std::chrono::milliseconds timeout) override {
     Work::wait(timeout);  // rethrows the failure
     future_->wait();      // set right after finish(): readable once wait() returns
+    RetiredWork::instance().release();
     return true;
   }
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
@@ -249,20 +288,31 @@ c10::intrusive_ptr<Work> finish_async(const std::shared_ptr<TransportFailure>& f
     staging->write_back();
     return finished(std::move(results));
   }
+  RetiredWork::instance().release();
   auto work = c10::make_intrusive<TransportWork>(type, std::move(results));
-  done->addCallback([transport, staging, work, failure, op, finish](c10::ivalue::Future& f) {
+  done->addCallback([transport, staging, work, failure, op, finish](c10::ivalue::Future& f) mutable {
     if (f.hasError()) {
       failure->record(op, f.exception_ptr());  // before anyone waiting on `work` issues the next call
       work->complete(f.exception_ptr());
-      return;
+    } else {
+      try {
+        if (finish) finish();
+        staging->write_back_from_callback();
+        work->complete(nullptr);
+      } catch (...) {
+        work->complete(std::current_exception());
+      }
     }
-    try {
-      if (finish) finish();
-      staging->write_back_from_callback();
-      work->complete(nullptr);
-    } catch (...) {
-      work->complete(std::current_exception());
-    }
+    // This runs on the transport's worker: hand every reference over
+    // instead of dropping it here (RetiredWork).
+    struct FinishedWith {
+      c10::intrusive_ptr<Work> transport;
+      std::shared_ptr<Staging> staging;
+      c10::intrusive_ptr<TransportWork> work;
+      std::function<void()> finish;
+    };
+    RetiredWork::instance().hold(std::make_shared<FinishedWith>(
+        FinishedWith{std::move(transport), std::move(staging), std::move(work), std::move(finish)}));
   });
   return work;
 }
@@ -442,6 +492,7 @@ ProcessGroupTpu::ProcessGroupTpu(c10::intrusive_ptr<c10d::Backend> host, int ran
 // exiting), the two threads would wait on each other forever. c10d holds its
 // own backends' Python references the same way.
 ProcessGroupTpu::~ProcessGroupTpu() {
+  RetiredWork::instance().release();
   if (Py_IsInitialized() && PyGILState_Check()) {
     pybind11::gil_scoped_release released;
     host_.reset();

@@ -53,15 +53,30 @@ bool append_signature(const c10::IValue& v, std::vector<c10::IValue>& flat, cons
     if (policy.wrapped_values && t.defined() && t.unsafeGetTensorImpl()->is_wrapped_number()) {
       // A Python number the dispatcher wrapped (x * 2.5): a program keeps
       // the value as a constant (graph_capture.cpp), so it is signature.
-      if (t.scalar_type() == at::kUInt64) return false;  // an integer past int64
-      const c10::Scalar value = t.item();
-      if (value.isComplex()) return false;
-      if (value.isFloatingPoint()) {
-        flat.emplace_back(value.toDouble());
-      } else if (value.isBoolean()) {
-        flat.emplace_back(value.toBool());
-      } else {
-        flat.emplace_back(value.toLong());
+      // Read in place: the dispatcher wraps a Python float as a double, an
+      // int as a long, a bool as a bool (item() would be a dispatcher call).
+      switch (t.scalar_type()) {
+        case at::kDouble:
+          flat.emplace_back(*t.const_data_ptr<double>());
+          break;
+        case at::kLong:
+          flat.emplace_back(*t.const_data_ptr<int64_t>());
+          break;
+        case at::kBool:
+          flat.emplace_back(*t.const_data_ptr<bool>());
+          break;
+        default: {
+          if (t.scalar_type() == at::kUInt64) return false;  // an integer past int64
+          const c10::Scalar value = t.item();
+          if (value.isComplex()) return false;
+          if (value.isFloatingPoint()) {
+            flat.emplace_back(value.toDouble());
+          } else if (value.isBoolean()) {
+            flat.emplace_back(value.toBool());
+          } else {
+            flat.emplace_back(value.toLong());
+          }
+        }
       }
     }
   } else if (v.isSymInt()) {
@@ -91,9 +106,11 @@ uint64_t signature_hash(const void* op, const std::vector<c10::IValue>& flat, co
       if (!is_tpu(t)) continue;
       for (int64_t s : t.strides()) h = mix(h, static_cast<uint64_t>(s));
       StorageBuffer& sb = storage_buffer(t);
-      h = mix(h, static_cast<uint64_t>(t.storage_offset()) * 4 + t.is_conj() * 2 + t.is_neg());
+      const int64_t offset = policy.offsets_by_value ? t.storage_offset() : t.storage_offset() != 0;
+      h = mix(h, static_cast<uint64_t>(offset) * 4 + t.is_conj() * 2 + t.is_neg());
       if (policy.buffers) {
-        settle_pending_writes(sb);  // another thread's pending program writes it: its buffer is not current yet
+        // another thread's pending program writes it: its buffer is not current yet
+        if (!policy.keeps_own_pending || !pending_in_this_thread(sb)) settle_pending_writes(sb);
         hlo::ElementType buffer_dtype = hlo::ElementType::U8;
         const bool has_buffer = sb.current(&buffer_dtype) != nullptr;
         h = mix(h, sb.nbytes * 4 + static_cast<uint64_t>(has_buffer) * 2);
@@ -133,6 +150,7 @@ uint64_t signature_hash(const void* op, const std::vector<c10::IValue>& flat, co
 SignatureRecord record_signature(const std::vector<c10::IValue>& flat, const SignaturePolicy& policy) {
   SignatureRecord record;
   record.buffers = policy.buffers;
+  record.keeps_own_pending = policy.keeps_own_pending;
   record.entries.reserve(flat.size());
   std::unordered_map<uint64_t, int> first_of_storage;
   for (size_t k = 0; k < flat.size(); ++k) {
@@ -169,6 +187,24 @@ SignatureRecord record_signature(const std::vector<c10::IValue>& flat, const Sig
   return record;
 }
 
+int position_of_tensor(const std::vector<c10::IValue>& flat, const c10::TensorImpl* t) {
+  for (size_t k = 0; k < flat.size(); ++k) {
+    if (is_device_tensor(flat[k]) && flat[k].toTensor().unsafeGetTensorImpl() == t) return static_cast<int>(k);
+  }
+  return -1;
+}
+
+bool views_storage(const std::vector<c10::IValue>& flat, uint64_t storage_id) {
+  for (const c10::IValue& v : flat) {
+    if (is_device_tensor(v) && storage_buffer(v.toTensor()).id == storage_id) return true;
+  }
+  return false;
+}
+
+void free_offsets(SignatureRecord& record) {
+  for (SignatureEntry& e : record.entries) e.free_offset = e.kind == SignatureEntry::Kind::DeviceTensor;
+}
+
 bool SignatureRecord::matches(const std::vector<c10::IValue>& values, std::string* why) const {
   auto fail = [&](size_t k, const std::string& what) {
     if (why) *why = "input " + std::to_string(k) + ": " + what;
@@ -188,13 +224,23 @@ bool SignatureRecord::matches(const std::vector<c10::IValue>& values, std::strin
         const at::Tensor& t = v.toTensor();
         if (t.scalar_type() != in.dtype) return fail(k, "dtype changed");
         if (t.sizes() != in.sizes) return fail(k, "sizes changed");
-        if (t.strides() != in.strides || t.storage_offset() != in.offset) return fail(k, "strides or offset changed");
+        if (t.strides() != in.strides) return fail(k, "strides changed");
+        if (!in.free_offset) {
+          if (t.storage_offset() != in.offset) return fail(k, "offset changed");
+        } else if ((t.storage_offset() != 0) != (in.offset != 0)) {
+          return fail(k, "offset became 0, or stopped being 0");
+        } else if (in.alias_of >= 0 && t.storage_offset() - values[in.alias_of].toTensor().storage_offset() !=
+                                           in.offset - entries[in.alias_of].offset) {
+          // values[alias_of] is a tpu tensor: that position matched earlier
+          return fail(k, "offset from another view of its storage changed");
+        }
         if (t.is_conj() != in.conj || t.is_neg() != in.neg) return fail(k, "conjugate or negative bit changed");
         StorageBuffer& sb = storage_buffer(t);
         if (sb.device != in.device) return fail(k, "device changed");
         if (sb.nbytes != in.storage_nbytes) return fail(k, "storage size changed");
         if (buffers) {
-          settle_pending_writes(sb);  // another thread's pending program writes it: run that first
+          // another thread's pending program writes it: run that first
+          if (!keeps_own_pending || !pending_in_this_thread(sb)) settle_pending_writes(sb);
           hlo::ElementType buffer_dtype = hlo::ElementType::U8;
           if ((sb.current(&buffer_dtype) != nullptr) != in.has_buffer) {
             return fail(k, "storage materialization changed");

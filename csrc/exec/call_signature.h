@@ -38,6 +38,19 @@ struct SignaturePolicy {
   // Whether a storage holds a buffer yet, and its element type: a program's
   // parameter types; meta kernels see no buffers.
   bool buffers = true;
+  // A view's storage offset by value, or only whether it is 0: a program
+  // takes a non-zero offset as an input (runtime::ViewLayout::
+  // dynamic_offset), so the key of x[t] is one for every t > 0 and the
+  // record checks what else the program depends on (SignatureEntry::
+  // free_offset). A meta kernel's overlap checks read offsets, and its
+  // cache holds one result per key.
+  bool offsets_by_value = false;
+  // Whether the calling thread's own pending DeferAndFuse program is left
+  // pending where a storage it writes is read: DeferAndFuse's step replay
+  // (step_replay.h) keys ops that read its results while recording, and
+  // running the program there would cut every step after its first op.
+  // Another thread's pending writes are always run first.
+  bool keeps_own_pending = false;
 };
 
 // Policies of the three users.
@@ -51,6 +64,7 @@ inline SignaturePolicy meta_signature(bool reads_numbers) {
   p.numbers = reads_numbers ? SignaturePolicy::Numbers::ByValue : SignaturePolicy::Numbers::ByKind;
   p.wrapped_values = false;
   p.buffers = false;
+  p.offsets_by_value = true;
   return p;
 }
 
@@ -71,6 +85,13 @@ struct SignatureEntry {
   bool wrapped = false;  // HostTensor: a Python number the dispatcher wrapped (type promotion treats it apart)
   std::vector<int64_t> sizes, strides;
   int64_t offset = 0;
+  // DeviceTensor: a program reads this tensor's offset only as an input a
+  // replay feeds (every ParamSource::Kind::ViewOffset of the capture was an
+  // argument's): any offset matches that is 0 where this one was and not 0
+  // where it was not, and, for a storage an earlier position also views,
+  // lies as far from that position's offset as when recorded (whether two
+  // views overlap, which argument checks read, depends on that alone).
+  bool free_offset = false;
   size_t storage_nbytes = 0;
   int device = 0;
   bool has_buffer = false;
@@ -85,12 +106,24 @@ struct SignatureEntry {
 
 struct SignatureRecord {
   std::vector<SignatureEntry> entries;
-  bool buffers = true;  // SignaturePolicy::buffers when recorded
+  bool buffers = true;             // SignaturePolicy::buffers when recorded
+  bool keeps_own_pending = false;  // SignaturePolicy::keeps_own_pending when recorded
 
   // Whether `flat` matches; when not, `why` says which position and what changed.
   bool matches(const std::vector<c10::IValue>& flat, std::string* why) const;
 };
 
 SignatureRecord record_signature(const std::vector<c10::IValue>& flat, const SignaturePolicy& policy);
+
+// The flat position of the tpu tensor `t` (by identity), or -1: where a
+// replay takes the offset of a view a program reads as an input.
+int position_of_tensor(const std::vector<c10::IValue>& flat, const c10::TensorImpl* t);
+// Whether a tpu tensor of `flat` views storage `storage_id`.
+bool views_storage(const std::vector<c10::IValue>& flat, uint64_t storage_id);
+// Marks every tpu tensor's offset free (SignatureEntry::free_offset): for a
+// capture whose offset inputs are all offsets of its arguments, fed anew by
+// each replay (a view a kernel made of an argument inside the call keeps
+// its offset as a constant, and the record its exact offsets).
+void free_offsets(SignatureRecord& record);
 
 }  // namespace torch_tpu::device

@@ -20,11 +20,58 @@ bool is_host_tensor(const c10::IValue& v) {
   return v.isTensor() && v.toTensor().defined() && v.toTensor().device().is_cpu();
 }
 
+// Donation updates an input in place, so a replay needs no second buffer of
+// its size. XLA:CPU runs a program that donates a buffer only after every
+// earlier program using that buffer finished, so the host waits for the
+// device at every in-place op of a chain (an optimizer's add_ after add_):
+// measured 47 us per 32x32 add_ against 13 us without donation
+// (benchmarks/dispatch.py). Below this size a copy costs less than that wait.
+constexpr size_t kMinDonatedBytes = 64 * 1024;
+
+// An output over an input's storage is a view of that input, as the graph
+// made it; one over a fresh storage is a tensor of its own (set_, not a
+// view): autograd refuses in-place ops on views a multi-output function
+// returns, and the trace returned no view there either (a 0-d loss the
+// Trainer scales in place).
+at::Tensor restride(const at::Tensor& base, const CapturedProgram::Output& o, bool fresh) {
+  if (base.sizes() == c10::IntArrayRef(o.sizes) && base.strides() == c10::IntArrayRef(o.strides) &&
+      base.storage_offset() == o.offset) {
+    return base;
+  }
+  if (fresh) return at::empty({0}, base.options()).set_(base.storage(), o.offset, o.sizes, o.strides);
+  return base.as_strided(o.sizes, o.strides, o.offset);
+}
+
+}  // namespace
+
 runtime::BufferPtr upload_host(const at::Tensor& cpu, int device) {
   at::Tensor c = cpu.contiguous();
   hlo::ElementType dtype = element_type(c.scalar_type());
   runtime::metrics().bytes_to_device += static_cast<int64_t>(c.nbytes());
   return runtime::DeviceRuntime::get().upload(c.data_ptr(), pjrt_type(dtype), c.sizes().vec(), device);
+}
+
+// A Python float as a 0-d buffer of `dtype`, converted as CPU converts it
+// (c10's casts), without making CPU tensors: a replay with a changing float
+// (an optimizer's lr, a scale) uploads one on every call.
+runtime::BufferPtr upload_number(double value, hlo::ElementType dtype, int device) {
+  const at::ScalarType type = scalar_type(dtype);
+  runtime::metrics().bytes_to_device += static_cast<int64_t>(c10::elementSize(type));
+  auto upload = [&](const auto& number) {
+    return runtime::DeviceRuntime::get().upload(&number, pjrt_type(dtype), {}, device);
+  };
+  switch (type) {
+    case at::kFloat:
+      return upload(static_cast<float>(value));
+    case at::kDouble:
+      return upload(value);
+    case at::kHalf:
+      return upload(static_cast<c10::Half>(value));
+    case at::kBFloat16:
+      return upload(static_cast<c10::BFloat16>(value));
+    default:
+      return upload_host(at::scalar_tensor(value, at::kDouble).to(type), device);
+  }
 }
 
 runtime::BufferPtr draw_rng_state(const at::Generator& generator, int device) {
@@ -37,21 +84,6 @@ runtime::BufferPtr draw_rng_state(const at::Generator& generator, int device) {
   }
   return runtime::DeviceRuntime::get().upload(state, PJRT_Buffer_Type_U64, {2}, device);
 }
-
-// An output over an input's storage is a view of that input, as the graph
-// made it; one over a fresh storage is a tensor of its own (set_, not a
-// view): autograd refuses in-place ops on views a multi-output function
-// returns, and the trace returned no view there either (a 0-d loss the
-// Trainer scales in place).
-at::Tensor restride(const at::Tensor& base, const CapturedProgram::Output& o, bool fresh) {
-  if (base.sizes().vec() == o.sizes && base.strides().vec() == o.strides && base.storage_offset() == o.offset) {
-    return base;
-  }
-  if (fresh) return at::empty({0}, base.options()).set_(base.storage(), o.offset, o.sizes, o.strides);
-  return base.as_strided(o.sizes, o.strides, o.offset);
-}
-
-}  // namespace
 
 bool CapturedProgram::matches(const std::vector<c10::IValue>& values) {
   auto fail = [&](size_t k, const std::string& what) {
@@ -100,22 +132,27 @@ std::optional<std::vector<c10::IValue>> CapturedProgram::replay(const std::vecto
       case Param::Kind::Rng:
         arg = draw_rng_state(p.generator, device);
         break;
-      case Param::Kind::HostFloat: {
-        at::Tensor host = at::scalar_tensor(values[p.origins.front()].toDouble(), at::kDouble);
-        arg = upload_host(host.to(scalar_type(p.dtype)), device);
+      case Param::Kind::HostFloat:
+        arg = upload_number(values[p.origins.front()].toDouble(), p.dtype, device);
         break;
-      }
+      case Param::Kind::ViewOffset:
+        arg = view_offset_buffer(values[p.input].toTensor().storage_offset(), device);
+        break;
     }
     // An input the graph overwrites is updated in place when only its
     // storage and this argument list hold its buffer.
-    if (p.donor) l.donors.push_back({i, 2});
+    if (p.donor && signature.entries[p.input].storage_nbytes >= kMinDonatedBytes) l.donors.push_back({i, 2});
   }
   // The fresh outputs' storages first: allocating can raise (out of memory)
   // before anything ran.
   std::vector<at::Tensor> fresh(sinks.size());
   for (size_t s = 0; s < sinks.size(); ++s) {
     const Sink& sink = sinks[s];
-    if (sink.kind == Sink::Kind::Fresh) {
+    if (sink.kind == Sink::Kind::Fresh && sink.only_output >= 0) {
+      // Made in its output's shape: no second tensor over the storage.
+      const Output& o = outputs[sink.only_output];
+      fresh[s] = empty_tpu(o.sizes, o.strides, o.dtype, device);
+    } else if (sink.kind == Sink::Kind::Fresh) {
       const int64_t numel = static_cast<int64_t>(sink.nbytes) / hlo::byte_size(sink.dtype);
       fresh[s] = empty_tpu({numel}, {1}, scalar_type(sink.dtype), device);
     }
@@ -137,9 +174,15 @@ std::optional<std::vector<c10::IValue>> CapturedProgram::replay(const std::vecto
       case Output::Kind::FromSink:
         out.emplace_back(restride(fresh[o.index], o, /*fresh=*/true));
         break;
-      case Output::Kind::Input:
-        out.emplace_back(restride(values[o.index].toTensor(), o, /*fresh=*/false));
+      case Output::Kind::Input: {
+        // A view of an input at an offset that is free (a replay's x[t].add_
+        // returns x[t], not x[t] of the capture) sits where it sat from it.
+        const at::Tensor& input = values[o.index].toTensor();
+        Output moved = o;
+        moved.offset += input.storage_offset() - signature.entries[o.index].offset;
+        out.emplace_back(restride(input, moved, /*fresh=*/false));
         break;
+      }
     }
   }
   return out;
@@ -216,6 +259,7 @@ std::shared_ptr<CapturedProgram> capture_program(std::unique_ptr<ProgramState> s
   };
 
   // Parameters: graph inputs are rebound on replay, the rest kept or redrawn.
+  bool offsets_pinned = false;
   for (size_t i = 0; i < state->sources.size(); ++i) {
     const ParamSource& src = state->sources[i];
     CapturedProgram::Param p;
@@ -260,8 +304,28 @@ std::shared_ptr<CapturedProgram> capture_program(std::unique_ptr<ProgramState> s
         p.kind = CapturedProgram::Param::Kind::Rng;
         p.generator = src.generator;
         break;
+      case ParamSource::Kind::ViewOffset:
+        p.input = position_of_tensor(values, src.host);
+        if (p.input >= 0) {
+          p.kind = CapturedProgram::Param::Kind::ViewOffset;
+        } else {
+          // A view made inside the call or graph: its offset stays the
+          // program's, and so do the inputs' when it views one of them.
+          p.constant = state->args[i];
+          if (views_storage(values, src.storage_id)) offsets_pinned = true;
+        }
+        break;
     }
     cap->params.push_back(std::move(p));
+  }
+  if (offsets_pinned) {
+    for (CapturedProgram::Param& p : cap->params) {
+      if (p.kind != CapturedProgram::Param::Kind::ViewOffset) continue;
+      p.kind = CapturedProgram::Param::Kind::Constant;
+      p.constant = state->args[&p - cap->params.data()];
+    }
+  } else {
+    free_offsets(cap->signature);
   }
 
   // Program outputs: every storage the graph wrote that is still alive.
@@ -330,6 +394,19 @@ std::shared_ptr<CapturedProgram> capture_program(std::unique_ptr<ProgramState> s
     if (cap->sinks[s].kind == CapturedProgram::Sink::Kind::Fresh && !sink_returned[s]) {
       refuse("a tensor computed inside the graph outlives it without being returned");
     }
+  }
+  // A fresh storage only one output covers, whole and from offset 0 (an
+  // eager op's result): replays allocate it in that output's shape.
+  std::vector<int> outputs_of_sink(cap->sinks.size(), 0);
+  for (const CapturedProgram::Output& o : cap->outputs) {
+    if (o.kind == CapturedProgram::Output::Kind::FromSink) outputs_of_sink[o.index]++;
+  }
+  for (size_t i = 0; i < cap->outputs.size(); ++i) {
+    const CapturedProgram::Output& o = cap->outputs[i];
+    if (o.kind != CapturedProgram::Output::Kind::FromSink || outputs_of_sink[o.index] != 1 || o.offset != 0) continue;
+    CapturedProgram::Sink& sink = cap->sinks[o.index];
+    const size_t nbytes = at::detail::computeStorageNbytes(o.sizes, o.strides, c10::elementSize(o.dtype));
+    if (element_type(o.dtype) == sink.dtype && nbytes == sink.nbytes) sink.only_output = static_cast<int>(i);
   }
 
   // A graph that writes nothing (its outputs are inputs or views of them)

@@ -5,7 +5,8 @@
 // lowerings as eager) into one pending program, then captures it: which
 // program parameter is which graph input's storage, which output storage
 // becomes which graph output, which inputs the graph wrote. Later calls whose
-// inputs have the same signature (dtypes, sizes, strides, offsets, storage
+// inputs have the same signature (dtypes, sizes, strides, offsets (inputs'
+// offsets are program inputs: only whether each is 0), storage
 // sizes, aliasing, CPU scalars' shapes, non-tensor values) bind the new
 // buffers to the compiled executable and run it; nothing is lowered, no
 // program text is built or hashed.
@@ -37,7 +38,8 @@ class CapturedProgram {
   struct Param {
     // HostFloat: the number at `origins` (all equal), uploaded as `dtype`;
     // `range_checked`: only a number that fits `dtype` (ParamSource).
-    enum class Kind { Input, Constant, Rng, HostFloat } kind = Kind::Constant;
+    // ViewOffset: the storage offset of the tensor at `input`.
+    enum class Kind { Input, Constant, Rng, HostFloat, ViewOffset } kind = Kind::Constant;
     int input = -1;
     std::vector<int> origins;
     hlo::ElementType dtype = hlo::ElementType::F32;
@@ -51,13 +53,16 @@ class CapturedProgram {
     int input = -1;  // InputWrite
     hlo::ElementType dtype = hlo::ElementType::F32;
     size_t nbytes = 0;  // Fresh: the new storage's size
+    // Fresh: the one output over it when that output covers the storage
+    // from offset 0 in its own dtype (a replay allocates it in that shape), or -1.
+    int only_output = -1;
   };
   struct Output {  // one graph output
     enum class Kind { None, FromSink, Input } kind = Kind::None;
     int index = -1;  // sink or input
     at::ScalarType dtype = at::kFloat;
     std::vector<int64_t> sizes, strides;
-    int64_t offset = 0;
+    int64_t offset = 0;  // Input: where the input's own offset was when captured, it follows it
   };
 
   int device = 0;
@@ -80,6 +85,13 @@ class CapturedProgram {
   bool matches(const std::vector<c10::IValue>& inputs);
   std::string mismatch_;
 };
+
+// A replay's inputs, made as recording made them: a CPU tensor's values,
+// a Python float as a 0-d buffer of `dtype` (converted as CPU converts it,
+// without making CPU tensors), a fresh random state drawn from `generator`.
+runtime::BufferPtr upload_host(const at::Tensor& cpu, int device);
+runtime::BufferPtr upload_number(double value, hlo::ElementType dtype, int device);
+runtime::BufferPtr draw_rng_state(const at::Generator& generator, int device);
 
 // Starts recording a graph's ops on `device` (flushing earlier eager work).
 void begin_capture(int device);

@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <cstdlib>
 #include <set>
 
 #include "device/argument_checks.h"
@@ -10,7 +11,9 @@
 #include "device/missing_meta_kernels.h"
 #include "exec/mode_executor.h"
 #include "exec/op_cache.h"
+#include "exec/step_replay.h"
 #include "exec/tensor_program.h"
+#include "runtime/device_runtime.h"
 #include "runtime/eager_mode.h"
 #include "runtime/metrics.h"
 
@@ -19,6 +22,24 @@ namespace torch_tpu::device {
 namespace {
 
 using lower::Arg;
+
+// The loaded plugin's kind of device, for the few lowerings that differ by
+// it (lower::Platform); TORCH_TPU_LOWERING_PLATFORM=tpu|gpu|cpu lowers as for
+// another (the tests run a TPU's programs on the CPU plugin that way). One
+// plugin serves the process.
+lower::Platform lowering_platform() {
+  static const lower::Platform platform = [] {
+    const char* forced = std::getenv("TORCH_TPU_LOWERING_PLATFORM");
+    const std::string name =
+        forced && *forced ? std::string(forced) : runtime::DeviceRuntime::get().client().platform_name();
+    if (name == "cpu") return lower::Platform::Cpu;
+    if (name == "cuda" || name == "rocm" || name == "gpu") return lower::Platform::Gpu;
+    TORCH_CHECK(!forced || !*forced || name == "tpu", "TORCH_TPU_LOWERING_PLATFORM must be tpu, gpu or cpu, not ",
+                name);
+    return lower::Platform::Tpu;
+  }();
+  return platform;
+}
 
 // Device of the op: the first tpu tensor's. Mixing devices raises as CUDA does.
 int op_device(const std::vector<at::Tensor>& tensors) {
@@ -245,6 +266,18 @@ void LoweredKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
     }
   }
 
+  // DeferAndFuse: the next op of a remembered step replays without recording.
+  std::optional<OpCall> step_call;
+  if (mode.defers_programs()) {
+    step_call = step_op_call(op, *spec_, args);
+    if (step_call) {
+      if (auto replayed = step_replay_op(op, *step_call, args)) {
+        for (auto& r : *replayed) stack->push_back(std::move(r));
+        return;
+      }
+    }
+  }
+
   std::vector<at::Tensor> tensors;
   at::Generator generator;
   for (const auto& v : args) {
@@ -260,7 +293,14 @@ void LoweredKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
   MetaResult meta = infer_meta(op, args, spec_->meta_reads_numbers, replacement_meta_kernel(spec_->meta));
   if (spec_->correct_meta) spec_->correct_meta(args, meta);
 
-  // 2. out= arguments take the meta kernel's resize.
+  // 2. out= arguments take the meta kernel's resize (a step replay does it
+  // again: its key keeps the call as it was before).
+  std::optional<SignatureRecord> step_record_before;
+  std::vector<StepOpKey::Resize> step_resizes;
+  if (step_call && !meta.written_args.empty()) {
+    step_record_before = step_record(*step_call);
+    for (const auto& [i, m] : meta.written_args) step_resizes.push_back({static_cast<int>(i), m.sizes, m.strides});
+  }
   for (const auto& [i, m] : meta.written_args) {
     at::Tensor real = args[i].toTensor();
     if (real.sizes() != m.sizes || real.strides() != m.strides) {
@@ -279,15 +319,17 @@ void LoweredKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
   }
   std::vector<Arg> largs;
   largs.reserve(num_args);
-  const bool origins = cached_call && cached_call->floats_are_inputs;  // floats may feed replays
+  const OpCall* signed_call = cached_call ? &*cached_call : step_call ? &*step_call : nullptr;
+  const bool origins = signed_call && signed_call->floats_are_inputs;  // floats may feed replays
   for (size_t i = 0; i < num_args; ++i) {
     const c10::Argument& sa = schema.arguments()[i];
     // A pure out= argument (written, listed after `*` as `out`) is not read.
     bool pure_out = writes_argument(sa) && sa.is_out();
-    largs.push_back(to_arg(prog, sa, args[i], !pure_out, origins ? cached_call->arg_start[i] : -1));
+    largs.push_back(to_arg(prog, sa, args[i], !pure_out, origins ? signed_call->arg_start[i] : -1));
   }
   lower::LowerContext ctx(prog.builder(), std::move(largs), std::move(out_types));
   ctx.matmul_precision = runtime::matmul_precision();
+  ctx.platform = lowering_platform();
   std::vector<hlo::Value> results;
   try {
     results = spec_->lowering(ctx);
@@ -308,8 +350,16 @@ void LoweredKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
   }
   prog.bind_lowering_inputs(ctx, generator);
 
-  // 4. Results: into aliased arguments, or into fresh tensors.
+  // 4. Results: into aliased arguments, or into fresh tensors (and, for a
+  // step replay, what each return is).
   std::vector<c10::IValue> returns;
+  std::vector<StepOpKey::Result> step_results;
+  auto step_result = [&](StepOpKey::Result::Kind kind) -> StepOpKey::Result& {
+    step_results.emplace_back();
+    step_results.back().kind = kind;
+    return step_results.back();
+  };
+  auto fresh_of = [](const TensorMeta& m) { return StepOpKey::Result::Fresh{m.sizes, m.strides, m.dtype, 0}; };
   size_t k = 0;  // results consumed; results are flat: a Tensor[] return takes one per element
   if (schema.returns().empty()) {
     // In-place ops returning nothing (_foreach_*_): one result per written tensor.
@@ -331,7 +381,9 @@ void LoweredKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
       int alias = aliased_argument(schema, r);
       if (!meta.values[r].isNone()) {
         returns.push_back(meta.values[r]);  // an int return (SDPA's max_q): the meta kernel's value
+        step_result(StepOpKey::Result::Kind::Value).value = meta.values[r];
       } else if (alias >= 0) {
+        step_result(StepOpKey::Result::Kind::Argument).argument = alias;
         const at::Tensor& target = args[alias].toTensor();
         const hlo::Value& result = next_result();
         // The first result of an in-place scatter updates self's storage
@@ -344,14 +396,19 @@ void LoweredKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
         returns.push_back(target);
       } else if (!meta.return_is_list[r] && !meta.returns[r][0].defined) {
         returns.push_back(at::Tensor());  // e.g. a backward's output_mask entry false
+        step_result(StepOpKey::Result::Kind::Undefined);
       } else if (meta.return_is_list[r]) {
         std::vector<at::Tensor> outs;
-        for (const TensorMeta& m : meta.returns[r])
+        StepOpKey::Result& described = step_result(StepOpKey::Result::Kind::FreshList);
+        for (const TensorMeta& m : meta.returns[r]) {
           outs.push_back(prog.produce(next_result(), m.sizes, m.strides, m.dtype));
+          described.fresh.push_back(fresh_of(m));
+        }
         returns.push_back(outs);
       } else {
         const TensorMeta& m = meta.returns[r][0];
         returns.push_back(prog.produce(next_result(), m.sizes, m.strides, m.dtype));
+        step_result(StepOpKey::Result::Kind::Fresh).fresh.push_back(fresh_of(m));
       }
     }
   }
@@ -365,6 +422,10 @@ void LoweredKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
     if (!written || returned.count(static_cast<int>(i)) || !args[i].isTensor() || !args[i].toTensor().defined())
       continue;
     prog.write(args[i].toTensor(), results[k++]);
+  }
+  if (step_call) {
+    prog.set_step_key(make_step_key(op, *step_call, prog, std::move(step_results), returns,
+                                    std::move(step_record_before), std::move(step_resizes)));
   }
   mode.launch(op, cached_call, prog, device, returns);
   mode.after_launch(schema.operator_name(), device, returns);

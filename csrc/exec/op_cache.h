@@ -6,9 +6,10 @@
 //
 // A signature is what fixes the program (csrc/exec/call_signature.h, under
 // the program policy): the op, the matmul precision, every tpu tensor's
-// dtype, sizes, strides, offset, storage size, buffer and aliasing, CPU
-// scalar tensors' dtypes, and every other argument's value (lists element by
-// element). For the arithmetic ops optimizers are made of
+// dtype, sizes, strides, offset (only whether it is 0 where the program
+// takes it as an input, SignatureEntry::free_offset), storage size, buffer
+// and aliasing, CPU scalar tensors' dtypes, and every other argument's
+// value (lists element by element). For the arithmetic ops optimizers are made of
 // (OpSpec::floats_are_inputs: the _foreach_ ops and add, sub, rsub, mul,
 // div, addcmul, addcdiv, lerp, fill_), Python floats that the lowering made program inputs
 // (ScalarArg::origin) are the exception: a replay uploads the new call's
@@ -59,6 +60,13 @@ struct OpCall {
 // The call's flat signature, or nullopt when the call is not cached.
 std::optional<OpCall> op_cache_call(const c10::OperatorHandle& op, const OpSpec& spec,
                                     const std::vector<c10::IValue>& args);
+
+// The same signature without asking whether the op cache is on, out=
+// arguments included (as their call passes them, before the resize); with
+// `keeps_own_pending`, as DeferAndFuse's step replay keys a call
+// (SignaturePolicy::keeps_own_pending).
+std::optional<OpCall> op_call_signature(const c10::OperatorHandle& op, const OpSpec& spec,
+                                        const std::vector<c10::IValue>& args, bool keeps_own_pending);
 
 // The op's returns from a captured replay, or nullopt (not captured yet, or
 // the signature did not match): the caller runs the op normally.

@@ -8,6 +8,7 @@
 
 #include "device/program_profiler.h"
 #include "exec/program_launch.h"
+#include "exec/step_replay.h"
 #include "runtime/metrics.h"
 
 namespace torch_tpu::device {
@@ -51,6 +52,12 @@ struct ThreadWorkHandle {
         flush_work(*work, "thread_exit");
       } catch (const std::exception&) {
         // Lost tensors raise the error to whoever reads them.
+      }
+    }
+    if (work->replay) {
+      d.pending_programs--;
+      for (const auto& [recorded, storage] : work->replay->storages) {
+        if (auto alive = storage.storage.lock()) storage_buffer(c10::Storage(alive)).pending_in = nullptr;
       }
     }
     for (auto& state : work->per_device) {
@@ -140,7 +147,7 @@ int max_deferred_ops() {
 // until its results are in their storages: a thread that finds no pending
 // program reads storages without the lock. A failure is recovered under the
 // deferred mutex (recursive: the caller may hold it already).
-void run_flushed(std::unique_ptr<ProgramState> pending) {
+void run_flushed(std::unique_ptr<ProgramState> pending, LaunchedProgram* launched = nullptr) {
   DeferredPrograms& d = deferred();
   struct Uncount {
     DeferredPrograms& d;
@@ -148,13 +155,41 @@ void run_flushed(std::unique_ptr<ProgramState> pending) {
   } uncount{d};
   std::string error;
   try {
-    run_program(*pending);
+    run_program(*pending, {}, launched);
     return;
   } catch (const std::exception& e) {
     error = e.what();
   }
   std::lock_guard<std::recursive_mutex> lock(d.mutex);
   recover_failed_flush(std::move(pending), error);
+}
+
+// Runs the step `work` replays: its remembered executable when every op
+// matched and the same results are alive, else its ops as a program (a
+// prefix of the step, or the whole with other results to store), not
+// remembered in place of the step. Call with the deferred mutex held.
+void flush_replay(PendingWork& work, const char* reason) {
+  std::shared_ptr<StepReplay> replay = std::move(work.replay);
+  runtime::metrics().count_flush(reason);
+  const FlushReasonScope named(reason);
+  if (replay->matched == replay->step->keys.size()) {
+    DeferredPrograms& d = deferred();
+    std::string error;
+    try {
+      if (launch_replay(*replay, &work)) {
+        d.pending_programs--;
+        return;
+      }
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    if (!error.empty()) {
+      d.pending_programs--;
+      recover_failed_flush(replay_as_program(*replay, &work), error);
+    }
+  }
+  runtime::metrics().step_replay_fallbacks++;
+  run_flushed(replay_as_program(*replay, &work));
 }
 
 // Runs `work`'s pending programs. Call with the deferred mutex held.
@@ -165,6 +200,7 @@ void run_flushed(std::unique_ptr<ProgramState> pending) {
 // there, so the caller runs it after releasing the mutex (run_replicated).
 void flush_work(PendingWork& work, const char* reason, Replicated* replicated) {
   if (work.capture.active) work.capture.broken = true;  // the graph no longer runs as one program
+  if (work.replay) flush_replay(work, reason);
   for (auto& state : work.per_device) {
     if (!state || state->ops.empty()) continue;
     std::unique_ptr<ProgramState> pending = std::move(state);
@@ -174,7 +210,10 @@ void flush_work(PendingWork& work, const char* reason, Replicated* replicated) {
       replicated->push_back(std::move(pending));  // still counted as pending until it ran
       continue;
     }
-    run_flushed(std::move(pending));
+    std::unique_ptr<StepTemplate> step = template_of(*pending, reason);
+    LaunchedProgram launched;
+    run_flushed(std::move(pending), step ? &launched : nullptr);
+    remember_step(work, std::move(step), std::move(launched));
   }
 }
 
@@ -267,9 +306,10 @@ void flush_if_pending_uses(const StorageBuffer& sb, const char* reason) {
   Replicated replicated;
   {
     std::lock_guard<std::recursive_mutex> lock(deferred().mutex);
-    if (sb.device >= static_cast<int>(w->per_device.size()) || !w->per_device[sb.device]) return;
-    bool uses = false;
-    for (const ProgramState::Slot& slot : w->per_device[sb.device]->slots) uses = uses || slot.storage_id == sb.id;
+    bool uses = w->replay && w->replay->replay_ids.count(sb.id);
+    if (sb.device < static_cast<int>(w->per_device.size()) && w->per_device[sb.device]) {
+      for (const ProgramState::Slot& slot : w->per_device[sb.device]->slots) uses = uses || slot.storage_id == sb.id;
+    }
     if (!uses) return;
     flush_work(*w, reason, &replicated);
   }
@@ -300,6 +340,11 @@ ProgramState& lock_pending_program(int device, std::unique_lock<std::recursive_m
   DeferredPrograms& d = deferred();
   if (!lock.owns_lock()) lock = std::unique_lock<std::recursive_mutex>(d.mutex);
   PendingWork& w = my_work();
+  if (w.replay) {
+    std::shared_ptr<StepReplay> replay = std::move(w.replay);
+    runtime::metrics().step_replay_fallbacks++;
+    replay_became_program(w, replay_as_program(*replay, &w));
+  }
   if (static_cast<int>(w.per_device.size()) <= device) w.per_device.resize(device + 1);
   if (!w.per_device[device]) {
     w.per_device[device] = std::make_unique<ProgramState>(device);
@@ -307,6 +352,31 @@ ProgramState& lock_pending_program(int device, std::unique_lock<std::recursive_m
   }
   return *w.per_device[device];
 }
+
+PendingWork& lock_pending_work(std::unique_lock<std::recursive_mutex>& lock) {
+  if (!lock.owns_lock()) lock = std::unique_lock<std::recursive_mutex>(deferred().mutex);
+  return my_work();
+}
+
+bool pending_in_this_thread(const StorageBuffer& sb) {
+  PendingWork* w = this_thread_work.work;
+  if (!w || deferred().pending_programs.load() == 0) return false;
+  std::lock_guard<std::recursive_mutex> lock(deferred().mutex);
+  return sb.pending_in == w;
+}
+
+void replay_began() { deferred().pending_programs++; }
+
+void replay_became_program(PendingWork& work, std::unique_ptr<ProgramState> state) {
+  const int device = state->device;
+  if (static_cast<int>(work.per_device.size()) <= device) work.per_device.resize(device + 1);
+  TORCH_CHECK(!work.per_device[device] || work.per_device[device]->ops.empty(),
+              "internal: a replayed step met a pending program");
+  if (state->ops.empty()) deferred().pending_programs--;
+  work.per_device[device] = std::move(state);
+}
+
+void flush_pending_work(PendingWork& work, const char* reason) { flush_work(work, reason); }
 
 void op_recorded(ProgramState& state) {
   if (state.ops.size() == 1) deferred().pending_programs++;

@@ -48,10 +48,20 @@ bool graph_capture_on(int device);
 // the question and the program, so no flush can come between them.
 ProgramState* lock_capture_program(int device, std::unique_lock<std::recursive_mutex>& lock);
 
-// One thread's DeferAndFuse work: its pending program per device and its
-// graph capture. Guarded by the pending-work mutex.
+// Whether `sb` is written by the calling thread's pending DeferAndFuse work.
+bool pending_in_this_thread(const StorageBuffer& sb);
+
+struct StepReplay;
+struct StepTemplate;
+
+// One thread's DeferAndFuse work: its pending program per device, the step
+// it is replaying instead (step_replay.h; then it has no pending program),
+// the flushes it remembers for replay, and its graph capture. Guarded by
+// the pending-work mutex.
 struct PendingWork {
   std::vector<std::unique_ptr<ProgramState>> per_device;
+  std::shared_ptr<StepReplay> replay;
+  std::vector<std::shared_ptr<const StepTemplate>> templates;  // most recently recorded last
   struct {
     bool active = false;
     bool broken = false;
@@ -61,7 +71,20 @@ struct PendingWork {
 
 // For TensorProgram: the calling thread's pending program on `device`,
 // locking the pending-work mutex into `lock` (held while the op records).
+// A step being replayed becomes that pending program first, made of the ops
+// it matched (step_replay.h): the op recording now is not the step's next.
 ProgramState& lock_pending_program(int device, std::unique_lock<std::recursive_mutex>& lock);
+// For the step replay: the calling thread's pending work, locked into
+// `lock`, made on first use.
+PendingWork& lock_pending_work(std::unique_lock<std::recursive_mutex>& lock);
+// For the step replay: a replay began (it counts as a pending program
+// until its flush), or its ops became the pending program `state` on its
+// device (which then counts instead).
+void replay_began();
+void replay_became_program(PendingWork& work, std::unique_ptr<ProgramState> state);
+// Runs `work`'s pending programs now (the replayed step completed a flush
+// that a size bound made).
+void flush_pending_work(PendingWork& work, const char* reason);
 // For TensorProgram: an op was recorded into `state` (flushes at the size bound).
 void op_recorded(ProgramState& state);
 

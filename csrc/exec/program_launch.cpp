@@ -135,14 +135,15 @@ int meet_other_replicas(const pjrt::LoadedExecutable& executable, const std::vec
 
 // Compiles (or finds) and launches `state`'s program; stores the results
 // into the storages that are still alive.
-void run_program(ProgramState& state, const RunOptions& options) {
+void run_program(ProgramState& state, const RunOptions& options, LaunchedProgram* launched) {
   std::vector<Value> outputs;
   std::vector<c10::intrusive_ptr<c10::StorageImpl>> alive;  // the targets' storages, held through the launch
   ProgramLaunch l;
   l.device = state.device;
   l.owner = state.owner;
   const bool capturing = state.owner && state.owner->capture.active;
-  for (auto& s : state.slots) {
+  for (size_t slot = 0; slot < state.slots.size(); ++slot) {
+    ProgramState::Slot& s = state.slots[slot];
     if (!s.written) continue;
     auto storage = s.storage.lock();
     // An in-place result reuses the old buffer's memory when nothing else
@@ -154,9 +155,11 @@ void run_program(ProgramState& state, const RunOptions& options) {
       if (state.args[idx].use_count() <= holders) {
         state.b.mark_donated(*s.param);
         l.donors.push_back({idx, holders + 1});  // + the launch's copy of the arguments
+        if (launched) launched->donated_params.push_back(idx);
       }
     }
     if (!storage) continue;  // died before the program ran: never materialized
+    if (launched) launched->output_slots.push_back(slot);
     outputs.push_back(*s.current);
     l.targets.push_back({&storage_buffer(c10::Storage(storage)), s.current->dtype()});
     alive.push_back(std::move(storage));
@@ -202,6 +205,7 @@ void run_program(ProgramState& state, const RunOptions& options) {
   if (state.replication) l.replica_devices = &state.replication->devices;
   l.args = state.args;
   if (!options.apply) l.targets.clear(), l.checks.clear();
+  if (launched) launched->executable = executable;
   auto results = launch(*executable, l);
   if (options.wait) {
     for (const auto& r : results) r->await_ready();

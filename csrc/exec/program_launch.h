@@ -80,8 +80,15 @@ struct RunOptions {
   bool apply = true;   // store the results into their storages
   bool wait = false;   // wait for the results (errors of the run surface here)
 };
+// What run_program launched, so a later launch of the same program over
+// other buffers needs neither its text nor a cache lookup (step_replay.h).
+struct LaunchedProgram {
+  std::shared_ptr<pjrt::LoadedExecutable> executable;  // null: nothing ran (nothing alive was written)
+  std::vector<size_t> output_slots;                    // the written slots stored, in result order
+  std::vector<size_t> donated_params;                  // parameters the program updates in place
+};
 // Compiles (or finds) and launches `state`'s program; stores the results
-// into the storages that are still alive.
-void run_program(ProgramState& state, const RunOptions& options = {});
+// into the storages that are still alive. `launched`: filled when given.
+void run_program(ProgramState& state, const RunOptions& options = {}, LaunchedProgram* launched = nullptr);
 
 }  // namespace torch_tpu::device

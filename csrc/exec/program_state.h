@@ -21,11 +21,15 @@ namespace torch_tpu::device {
 // Where a program parameter's buffer came from; a captured graph program
 // (csrc/exec/graph_capture.cpp) rebinds parameters from these on replay.
 struct ParamSource {
-  enum class Kind { Storage, HostTensor, Constant, Rng, HostScalar };
+  enum class Kind { Storage, HostTensor, Constant, Rng, HostScalar, ViewOffset };
   Kind kind = Kind::Constant;
-  uint64_t storage_id = 0;                // Storage: the StorageBuffer id
-  const c10::TensorImpl* host = nullptr;  // HostTensor: identity only, never dereferenced
+  uint64_t storage_id = 0;                // Storage: the StorageBuffer id; ViewOffset: the view's storage's
+  const c10::TensorImpl* host = nullptr;  // HostTensor, ViewOffset: the tensor; identity only, never dereferenced
   at::Generator generator;                // Rng: drawn from again on replay
+  // ViewOffset: a view's storage offset as a program input
+  // (runtime::ViewLayout::dynamic_offset); a replay feeds the offset of the
+  // tensor at the same place in its call, so `host` must be one of the
+  // call's arguments (a view a kernel made inside the call keeps its value).
   // HostScalar: a Python float the lowering made an input (lower::HostScalar):
   // its value, dtype, origins in the call's signature, whether the
   // program also serves a number with no origin (then it is a constant), and
@@ -52,6 +56,8 @@ inline bool asserts_something(const std::vector<std::pair<hlo::Value, RangeCheck
 }
 
 // One program under construction and the buffers bound to its parameters.
+struct StepOpKey;  // exec/step_replay.h
+
 struct ProgramState {
   struct Slot {
     uint64_t storage_id;
@@ -60,6 +66,7 @@ struct ProgramState {
     std::optional<hlo::Value> param;
     std::optional<hlo::Value> current;  // flat value after this program's writes
     bool written = false;
+    bool produced = false;  // a storage an op of this program made (TensorProgram::produce)
   };
   // Where one recorded op began, so the program can be cut back to the ops
   // before it: an op that throws while recording, or, when a fused program
@@ -68,6 +75,9 @@ struct ProgramState {
     std::string name;
     hlo::Builder::Checkpoint checkpoint;
     size_t slots = 0, args = 0, checks = 0, undo = 0;
+    // What a later call must match to replay this op (exec/step_replay.h);
+    // null for an op recorded outside the lowered kernel or with no signature.
+    std::shared_ptr<const StepOpKey> key;
   };
   // A slot an op changed that existed before it, as it was.
   struct SlotUndo {

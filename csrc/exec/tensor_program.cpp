@@ -9,7 +9,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <map>
 #include <thread>
+#include <utility>
 
 namespace torch_tpu::device {
 
@@ -35,6 +37,22 @@ runtime::ViewLayout layout_of(const at::Tensor& t) {
   l.strides = t.strides().vec();
   l.offset = t.storage_offset();
   return l;
+}
+
+runtime::BufferPtr view_offset_buffer(int64_t offset, int device) {
+  // A loop over t reads a few hundred offsets at most; a bound keeps a
+  // loop over ever new ones from growing the table.
+  constexpr size_t kMaxOffsets = 4096;
+  static std::mutex mutex;
+  static auto* buffers = new std::map<std::pair<int, int64_t>, runtime::BufferPtr>();  // leaked: used at exit
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = buffers->find({device, offset});
+  if (it != buffers->end()) return it->second;
+  if (buffers->size() >= kMaxOffsets) buffers->clear();
+  runtime::BufferPtr buffer = runtime::DeviceRuntime::get().upload(&offset, PJRT_Buffer_Type_S64, {}, device);
+  runtime::metrics().bytes_to_device += static_cast<int64_t>(sizeof(offset));
+  buffers->emplace(std::make_pair(device, offset), buffer);
+  return buffer;
 }
 
 at::Tensor empty_tpu(at::IntArrayRef sizes, at::IntArrayRef strides, at::ScalarType dtype, int device) {
@@ -201,7 +219,23 @@ Value TensorProgram::flat_as(ProgramState::Slot& slot, ElementType dtype) {
 Value TensorProgram::read(const at::Tensor& t) {
   ProgramState::Slot& slot = slot_for(t);
   Value flat = flat_as(slot, element_type(t.scalar_type()));
-  return runtime::read_view(state_->b, flat, layout_of(t));
+  return runtime::read_view(state_->b, flat, program_layout(slot, t));
+}
+
+runtime::ViewLayout TensorProgram::program_layout(const ProgramState::Slot& slot, const at::Tensor& t) {
+  runtime::ViewLayout layout = layout_of(t);
+  if (layout.offset == 0 || layout.numel() == 0) return layout;
+  if (slot.produced) {
+    static_offset_views_.push_back(t.unsafeGetTensorImpl());
+    return layout;
+  }
+  layout.dynamic_offset = state_->b.parameter({ElementType::S64, {}});
+  ParamSource source;
+  source.kind = ParamSource::Kind::ViewOffset;
+  source.storage_id = storage_buffer(t).id;
+  source.host = t.unsafeGetTensorImpl();
+  bind(*layout.dynamic_offset, view_offset_buffer(layout.offset, device_), std::move(source));
+  return layout;
 }
 
 Value TensorProgram::host_input(const at::Tensor& cpu, int origin) {
@@ -236,7 +270,7 @@ void TensorProgram::write(const at::Tensor& t, const Value& v) {
   Value flat = flat_as(slot, dtype);
   hlo::Builder& b = state_->b;
   Value value = lower::coerce(b, v, {dtype, t.sizes().vec()});
-  const runtime::ViewLayout layout = layout_of(t);
+  const runtime::ViewLayout layout = program_layout(slot, t);
   const std::optional<Value> ok = slot.param ? op_checks_hold() : std::nullopt;
   if (ok) {
     // The op's index or value checks failed: it raises by the next
@@ -312,7 +346,10 @@ void TensorProgram::write_points(const at::Tensor& t, const Value& whole,
   const Shape at = points.updates.shape();
   const TensorType index_type{ElementType::S64, at};
   Value coords = b.convert(points.coords, ElementType::S64);
-  Value index = b.splat(static_cast<double>(layout.offset), index_type);
+  // A point past the storage's end is dropped by the scatter (below), so an
+  // offset input needs no window here: it is added to every index.
+  const std::optional<Value> offset = program_layout(slot, t).dynamic_offset;
+  Value index = offset ? b.broadcast_in_dim(*offset, at, {}) : b.splat(static_cast<double>(layout.offset), index_type);
   Value inside = b.splat(1, {ElementType::Pred, at});
   for (int64_t d = 0; d < rank; ++d) {
     Shape lo(at.size() + 1, 0), hi = at;
@@ -370,7 +407,8 @@ void TensorProgram::produce_into(const at::Tensor& fresh, const Value& v) {
                    : runtime::write_view(b, b.splat(0, {dtype, {flat_numel}}), value, layout);
   ProgramState::Slot slot{sb.id,     c10::weak_intrusive_ptr<c10::StorageImpl>(fresh.storage().getWeakStorageImpl()),
                           sb.nbytes, std::nullopt,
-                          flat,      true};
+                          flat,      true,
+                          true};
   state_->slots.push_back(std::move(slot));
   if (state_->owner) sb.pending_in = state_->owner;
 }
@@ -418,7 +456,8 @@ void TensorProgram::bind_lowering_inputs(lower::LowerContext& ctx, const at::Gen
 
 void TensorProgram::run(const std::string& op) {
   finished_ = true;
-  state_->ops.push_back({op, checkpoint_, slots_at_start_, args_at_start_, checks_at_start_, undo_at_start_});
+  state_->ops.push_back(
+      {op, checkpoint_, slots_at_start_, args_at_start_, checks_at_start_, undo_at_start_, std::move(step_key_)});
   if (!deferred_) {
     run_program(*state_);
     return;

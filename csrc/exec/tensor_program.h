@@ -30,6 +30,10 @@ namespace torch_tpu::device {
 
 runtime::ViewLayout layout_of(const at::Tensor& t);
 
+// A view's storage offset as a 0-d S64 buffer on `device`, shared by every
+// program input of that offset (buffers are immutable and never donated).
+runtime::BufferPtr view_offset_buffer(int64_t offset, int device);
+
 class TensorProgram {
  public:
   explicit TensorProgram(int device);
@@ -50,6 +54,16 @@ class TensorProgram {
 
   hlo::Builder& builder() { return state_->b; }
   int device() const { return device_; }
+  // The program so far, and its first parameter this op added.
+  const ProgramState& state() const { return *state_; }
+  size_t first_param() const { return args_at_start_; }
+  // The tensors this op read or wrote at a static non-zero offset (views of
+  // storages the program made, program_layout): a replay's key keeps
+  // their offsets exact.
+  const std::vector<const c10::TensorImpl*>& static_offset_views() const { return static_offset_views_; }
+  // DeferAndFuse: what a later call must match to replay this op
+  // (step_replay.h), kept with the op when run() records it.
+  void set_step_key(std::shared_ptr<const StepOpKey> key) { step_key_ = std::move(key); }
 
   // The tensor's elements (its view), in its own dtype.
   hlo::Value read(const at::Tensor& t);
@@ -91,6 +105,12 @@ class TensorProgram {
   void bind(const hlo::Value& param, runtime::BufferPtr buffer, ParamSource source);
   // The slot reads `buffer` (its storage's, as `dtype` elements) from here on.
   void bind_storage(ProgramState::Slot& slot, runtime::BufferPtr buffer, hlo::ElementType dtype);
+  // t's layout in this program: a non-zero offset is a program input
+  // (ParamSource::Kind::ViewOffset); offset 0 stays static, the common
+  // whole-tensor read keeping its plain reshape, and so does a view of a
+  // storage this program made (a fused program's q and k of its own qkv
+  // projection, whose offsets its own ops fix: XLA sees them as constants).
+  runtime::ViewLayout program_layout(const ProgramState::Slot& slot, const at::Tensor& t);
   // Whether every range check of this op holds (tensor<i1>); none without checks.
   std::optional<hlo::Value> op_checks_hold();
 
@@ -104,6 +124,8 @@ class TensorProgram {
   bool finished_ = false;
   int channel_ = 0;
   bool made_replicated_ = false;  // this op made the pending program replicated (undone if it throws)
+  std::shared_ptr<const StepOpKey> step_key_;
+  std::vector<const c10::TensorImpl*> static_offset_views_;
 };
 
 at::Tensor empty_tpu(at::IntArrayRef sizes, at::IntArrayRef strides, at::ScalarType dtype, int device);

@@ -32,6 +32,16 @@ Value operand(LowerContext& ctx, size_t i, const TensorType& type) {
   return coerce(ctx.b, ctx.tensor(i), type);
 }
 
+// Argument i cast to the op's common dtype, then widened to `compute`: what
+// TensorIterator does with a Python number or a 0-d tensor of another dtype
+// (it casts every input to the common dtype; the kernel then computes in
+// opmath). A float16 x + 0.1 adds 0.1 rounded to float16, as CPU and CUDA
+// do. mul and true div read the number unrounded (their kernels take
+// original_scalar_value), so they keep operand().
+Value operand_in_common(LowerContext& ctx, size_t i, ElementType common, const TensorType& compute) {
+  return ctx.b.convert(operand(ctx, i, {common, compute.shape}), compute.dtype);
+}
+
 // Argument i as a value of `type`, a Scalar converted as CPU's kernel
 // converts it (`scalar.to<scalar_t>()`), so it must fit: clamp's bounds,
 // masked_fill's value, lerp's weight.
@@ -159,24 +169,27 @@ Value div_floor_float(Builder& b, const Value& a, const Value& d) {
 
 // ---- arithmetic ------------------------------------------------------------
 std::vector<Value> add(LowerContext& ctx) {
-  TensorType t = out_shape_in(ctx, accumulation_type(result_type(ctx, {0, 1})));
-  Value a = operand(ctx, 0, t);
-  Value o = alpha_scaled(ctx, operand(ctx, 1, t), 2, out_type(ctx).dtype);
+  const ElementType common = result_type(ctx, {0, 1});
+  TensorType t = out_shape_in(ctx, accumulation_type(common));
+  Value a = operand_in_common(ctx, 0, common, t);
+  Value o = alpha_scaled(ctx, operand_in_common(ctx, 1, common, t), 2, out_type(ctx).dtype);
   return result(ctx, ctx.b.binary(t.dtype == ElementType::Pred ? "or" : "add", a, o));
 }
 
 // Bool operands never reach sub and rsub: the rows' check raises what the
 // installed torch's sub_check raises (csrc/device/argument_checks.cpp).
 std::vector<Value> sub(LowerContext& ctx) {
-  TensorType t = out_shape_in(ctx, accumulation_type(result_type(ctx, {0, 1})));
-  Value scaled = alpha_scaled(ctx, operand(ctx, 1, t), 2, out_type(ctx).dtype);
-  return result(ctx, ctx.b.binary("subtract", operand(ctx, 0, t), scaled));
+  const ElementType common = result_type(ctx, {0, 1});
+  TensorType t = out_shape_in(ctx, accumulation_type(common));
+  Value scaled = alpha_scaled(ctx, operand_in_common(ctx, 1, common, t), 2, out_type(ctx).dtype);
+  return result(ctx, ctx.b.binary("subtract", operand_in_common(ctx, 0, common, t), scaled));
 }
 
 std::vector<Value> rsub(LowerContext& ctx) {
-  TensorType t = out_shape_in(ctx, accumulation_type(result_type(ctx, {0, 1})));
-  Value scaled = alpha_scaled(ctx, operand(ctx, 0, t), 2, out_type(ctx).dtype);
-  return result(ctx, ctx.b.binary("subtract", operand(ctx, 1, t), scaled));
+  const ElementType common = result_type(ctx, {0, 1});
+  TensorType t = out_shape_in(ctx, accumulation_type(common));
+  Value scaled = alpha_scaled(ctx, operand_in_common(ctx, 0, common, t), 2, out_type(ctx).dtype);
+  return result(ctx, ctx.b.binary("subtract", operand_in_common(ctx, 1, common, t), scaled));
 }
 
 std::vector<Value> mul(LowerContext& ctx) {
@@ -222,17 +235,21 @@ std::vector<Value> div(LowerContext& ctx) {
 }
 
 std::vector<Value> remainder(LowerContext& ctx) {
-  TensorType t = out_shape_in(ctx, accumulation_type(result_type(ctx, {0, 1})));
+  const ElementType common = result_type(ctx, {0, 1});
+  TensorType t = out_shape_in(ctx, accumulation_type(common));
   // No kernel for bool or complex on CPU and CUDA (XLA's remainder of
   // complex numbers crashes its compiler).
   if (t.dtype == ElementType::Pred || hlo::is_complex(t.dtype)) not_implemented_for("remainder_cpu", t.dtype);
-  return result(ctx, python_remainder(ctx.b, operand(ctx, 0, t), operand(ctx, 1, t)));
+  return result(ctx,
+                python_remainder(ctx.b, operand_in_common(ctx, 0, common, t), operand_in_common(ctx, 1, common, t)));
 }
 
 std::vector<Value> fmod(LowerContext& ctx) {
-  TensorType t = out_shape_in(ctx, accumulation_type(result_type(ctx, {0, 1})));
+  const ElementType common = result_type(ctx, {0, 1});
+  TensorType t = out_shape_in(ctx, accumulation_type(common));
   if (t.dtype == ElementType::Pred || hlo::is_complex(t.dtype)) not_implemented_for("fmod_cpu", t.dtype);
-  return result(ctx, ctx.b.binary("remainder", operand(ctx, 0, t), operand(ctx, 1, t)));
+  return result(ctx,
+                ctx.b.binary("remainder", operand_in_common(ctx, 0, common, t), operand_in_common(ctx, 1, common, t)));
 }
 
 // maximum/minimum, and clamp_min/clamp_max (`bound`: argument 1 converted
@@ -247,8 +264,9 @@ std::vector<Value> maximum(LowerContext& ctx) { return extremum(ctx, "maximum", 
 std::vector<Value> minimum(LowerContext& ctx) { return extremum(ctx, "minimum", false); }
 
 std::vector<Value> atan2(LowerContext& ctx) {
-  TensorType t = out_shape_in(ctx, accumulation_type(float_compute_type(result_type(ctx, {0, 1}))));
-  return result(ctx, ctx.b.binary("atan2", operand(ctx, 0, t), operand(ctx, 1, t)));
+  const ElementType common = float_compute_type(result_type(ctx, {0, 1}));
+  TensorType t = out_shape_in(ctx, accumulation_type(common));
+  return result(ctx, ctx.b.binary("atan2", operand_in_common(ctx, 0, common, t), operand_in_common(ctx, 1, common, t)));
 }
 
 static std::vector<Value> bitwise_binary(LowerContext& ctx, const char* op, const char* name) {
@@ -288,7 +306,8 @@ std::vector<Value> pow(LowerContext& ctx) {
       return result(ctx, b.binary("divide", ctx.b.splat(1, x.type), b.binary("multiply", x, x)));
   }
   if (t.dtype == ElementType::Pred) not_implemented_for("pow", t.dtype);
-  return result(ctx, b.binary("power", operand(ctx, 0, t), operand(ctx, 1, t)));
+  const ElementType common = result_type(ctx, {0, 1});
+  return result(ctx, b.binary("power", operand_in_common(ctx, 0, common, t), operand_in_common(ctx, 1, common, t)));
 }
 
 // ---- comparisons and logic ----------------------------------------------------
@@ -559,18 +578,21 @@ std::vector<Value> tanh_backward(LowerContext& ctx) {  // (grad_output, output)
 }
 
 // ---- ternary -------------------------------------------------------------------
+// self + value * tensor1 (* or /) tensor2, evaluated left to right as CPU's
+// and CUDA's kernels do: value * tensor1 first. Another order rounds
+// differently (a float32 result one ulp off in 7-40% of elements).
 std::vector<Value> addcmul(LowerContext& ctx) {  // (self, tensor1, tensor2, value)
   TensorType t = out_shape_in(ctx, accumulation_type(result_type(ctx, {0, 1, 2})));
   Builder& b = ctx.b;
-  Value prod = b.binary("multiply", operand(ctx, 1, t), operand(ctx, 2, t));
-  return result(ctx, b.binary("add", operand(ctx, 0, t), alpha_scaled(ctx, prod, 3, t.dtype)));
+  Value prod = b.binary("multiply", alpha_scaled(ctx, operand(ctx, 1, t), 3, t.dtype), operand(ctx, 2, t));
+  return result(ctx, b.binary("add", operand(ctx, 0, t), prod));
 }
 
 std::vector<Value> addcdiv(LowerContext& ctx) {  // (self, tensor1, tensor2, value)
   TensorType t = out_shape_in(ctx, accumulation_type(result_type(ctx, {0, 1, 2})));
   Builder& b = ctx.b;
-  Value q = b.binary("divide", operand(ctx, 1, t), operand(ctx, 2, t));
-  return result(ctx, b.binary("add", operand(ctx, 0, t), alpha_scaled(ctx, q, 3, t.dtype)));
+  Value q = b.binary("divide", alpha_scaled(ctx, operand(ctx, 1, t), 3, t.dtype), operand(ctx, 2, t));
+  return result(ctx, b.binary("add", operand(ctx, 0, t), q));
 }
 
 // at::native::lerp: |weight| < 0.5 ? self + weight * (end - self)

@@ -526,6 +526,7 @@ std::vector<Value> embedding_bag_backward(LowerContext& ctx) {
   args.erase(args.begin() + 2);  // offsets
   LowerContext dense(ctx.b, std::move(args), ctx.out_types);
   dense.matmul_precision = ctx.matmul_precision;
+  dense.platform = ctx.platform;
   return embedding_bag_dense_backward(dense);  // reads no scalars, checks no ranges: nothing to hand back
 }
 

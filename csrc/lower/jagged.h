@@ -7,7 +7,7 @@
 // jagged_tensor_ops/jagged_tensor_ops_cpu.cpp); argument indices follow their
 // schemas. A result size that depends on values (the permuted total length)
 // arrives as an argument the device layer fills from the host
-// (csrc/device/jagged_arguments.h).
+// (csrc/device/rows/fbgemm.cpp).
 #pragma once
 
 #include "lower/lowering.h"

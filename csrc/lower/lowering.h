@@ -113,6 +113,12 @@ bool is_special_scalar(double v);
 // tensor<i1> (0-d): whether `pred` (i1, any shape) holds everywhere.
 Value all_true(Builder& b, const Value& pred);
 
+// The kind of device a program is lowered for. An op lowers the same way on
+// every device unless one device's compiler is pathological for it and
+// another formulation is exact and fast there (conv.cpp: XLA:CPU's
+// depthwise and grouped-gradient convolutions).
+enum class Platform { Tpu, Gpu, Cpu };
+
 class LowerContext {
  public:
   LowerContext(Builder& b, std::vector<Arg> args, std::vector<TensorType> out_types)
@@ -122,6 +128,7 @@ class LowerContext {
   std::vector<Arg> args;
   std::vector<TensorType> out_types;         // PyTorch's result types, one per op result
   std::string matmul_precision = "DEFAULT";  // DEFAULT | HIGH | HIGHEST
+  Platform platform = Platform::Tpu;         // the loaded plugin's (exec/lowered_kernel.cpp)
 
   const Value& tensor(size_t i) const;  // throws if the argument is not a tensor
   bool has(size_t i) const { return i < args.size() && !args[i].is_none(); }

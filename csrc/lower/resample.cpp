@@ -261,9 +261,10 @@ namespace {
 
 using hlo::CompareDirection;
 
-// Elementwise arithmetic on f32 values of one shape. With `round_to` (the
-// input's half-width dtype) every result is rounded to it, as PyTorch's CPU
-// kernel computes those dtypes in scalar_t, operation by operation.
+// Elementwise arithmetic on values of one shape, in the op's compute type
+// (f32 for float32 and the half-width dtypes, f64 for float64, as PyTorch's
+// CPU kernel computes in scalar_t). With `round_to` (the input's half-width
+// dtype) every result is rounded to it, operation by operation.
 struct Arith {
   Builder& b;
   TensorType t;
@@ -282,7 +283,7 @@ struct Arith {
 };
 
 struct SourceCoord {
-  Value pos;   // source position (f32)
+  Value pos;   // source position (compute type)
   Value grad;  // d pos / d grid coordinate
 };
 
@@ -330,7 +331,7 @@ SourceCoord unnormalize(const Arith& m, const Value& coord, int64_t size, bool a
 // One tap: an integer position per spatial dim (spatial order), its weight,
 // and d weight / d source position per dim (grid order: x first).
 struct Tap {
-  std::vector<Value> index;  // f32 holding integers, [N, O...]
+  std::vector<Value> index;  // compute type holding integers, [N, O...]
   Value weight;
   std::vector<Value> dweight;
 };
@@ -373,7 +374,7 @@ GridSample grid_taps(LowerContext& ctx, const Value& input, const Value& grid, i
   g.n = input.rank() - 2;
   g.spatial.assign(input.shape().begin() + 2, input.shape().end());
   Shape pts(grid.shape().begin(), grid.shape().end() - 1);
-  const Arith m{b, {ElementType::F32, pts}, round_to};
+  const Arith m{b, {grid.dtype(), pts}, round_to};
   std::vector<Value> pos(g.n), grad(g.n);
   for (int64_t k = 0; k < g.n; ++k) {
     const int64_t comp = g.n - 1 - k;
@@ -444,7 +445,7 @@ GridSample grid_taps(LowerContext& ctx, const Value& input, const Value& grid, i
 // clamped in range, and whether the tap lies inside the input.
 std::pair<Value, Value> tap_indices(Builder& b, const GridSample& g, const Tap& t) {
   const Shape& pts = t.weight.shape();
-  const TensorType f{ElementType::F32, pts};
+  const TensorType f{t.weight.dtype(), pts};
   Shape one = pts;
   one.push_back(1);
   Value inside = b.splat(1, {ElementType::Pred, pts});
@@ -531,8 +532,9 @@ std::vector<Value> grid_sampler(LowerContext& ctx) {
   const TensorType& out = ctx.out_types.at(0);
   require_floating_input(out.dtype, "grid_sampler");
   if (out.numel() == 0) return {zeros(b, out)};
-  Value input = b.convert(ctx.tensor(0), ElementType::F32);
-  Value grid = b.convert(ctx.tensor(1), ElementType::F32);
+  const ElementType compute = accumulation_type(out.dtype);
+  Value input = b.convert(ctx.tensor(0), compute);
+  Value grid = b.convert(ctx.tensor(1), compute);
   if (input.type.numel() == 0) return {zeros(b, out)};
   std::optional<ElementType> round_to;
   if (accumulation_type(out.dtype) != out.dtype) round_to = out.dtype;
@@ -574,9 +576,10 @@ std::vector<Value> grid_sampler_backward(LowerContext& ctx) {
   const TensorType& in_t = ctx.tensor(1).type;
   const TensorType& grid_t = ctx.tensor(2).type;
   require_floating_input(grid_t.dtype, "grid_sampler_backward");
-  Value input = b.convert(ctx.tensor(1), ElementType::F32);
-  Value grid = b.convert(ctx.tensor(2), ElementType::F32);
-  Value go = b.convert(ctx.tensor(0), ElementType::F32);
+  const ElementType compute = accumulation_type(grid_t.dtype);
+  Value input = b.convert(ctx.tensor(1), compute);
+  Value grid = b.convert(ctx.tensor(2), compute);
+  Value go = b.convert(ctx.tensor(0), compute);
   const int64_t mode = ctx.int_arg(3);
   if (go.type.numel() == 0 || input.type.numel() == 0) {
     std::vector<Value> r;
@@ -588,7 +591,7 @@ std::vector<Value> grid_sampler_backward(LowerContext& ctx) {
   Value cl = b.transpose(input, to_channels_last(input.rank()));
   Value gcl = b.transpose(go, to_channels_last(go.rank()));  // [N, O..., C]
   const Shape& pts = g.taps[0].weight.shape();
-  const Arith m{b, {ElementType::F32, pts}, std::nullopt};
+  const Arith m{b, {compute, pts}, std::nullopt};
   std::vector<Value> dpos(g.n, m.c(0));
   Value grad_cl = b.splat(0, cl.type);
   const std::vector<int64_t> channel_dim{static_cast<int64_t>(pts.size())};
@@ -601,7 +604,7 @@ std::vector<Value> grid_sampler_backward(LowerContext& ctx) {
     }
     if (mode == 1) continue;  // nearest: the grid gets no gradient
     Value v = gather_tap(b, cl, g, t);
-    Value gv = b.reduce(b.binary("multiply", v, gcl), b.constant(0, ElementType::F32), channel_dim, "add");
+    Value gv = b.reduce(b.binary("multiply", v, gcl), b.constant(0, compute), channel_dim, "add");
     for (int64_t k = 0; k < g.n; ++k) dpos[k] = m.add(dpos[k], m.mul(gv, t.dweight[k]));
   }
   if (want_input) {

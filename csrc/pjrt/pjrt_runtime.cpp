@@ -207,35 +207,52 @@ LoadedExecutable::~LoadedExecutable() {
   client_->plugin()->api()->PJRT_LoadedExecutable_Destroy(&args);
 }
 
-std::vector<std::shared_ptr<Buffer>> LoadedExecutable::execute(PJRT_Device* device,
-                                                               const std::vector<PJRT_Buffer*>& args,
-                                                               const std::vector<bool>& donatable,
-                                                               int launch_id) const {
+std::vector<std::shared_ptr<Buffer>> LoadedExecutable::execute(PJRT_Device* device, PJRT_Buffer* const* args,
+                                                               size_t num_args, const std::vector<bool>& donatable,
+                                                               int launch_id,
+                                                               std::shared_ptr<Event>* completion) const {
   const auto& plugin = client_->plugin();
-  std::vector<int64_t> non_donatable;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (i >= donatable.size() || !donatable[i]) non_donatable.push_back(static_cast<int64_t>(i));
+  // Index and output lists of a small program live on the stack: this runs
+  // once per op.
+  constexpr size_t kOnStack = 16;
+  int64_t non_donatable_on_stack[kOnStack];
+  std::vector<int64_t> non_donatable_on_heap;
+  int64_t* non_donatable = non_donatable_on_stack;
+  if (num_args > kOnStack) {
+    non_donatable_on_heap.resize(num_args);
+    non_donatable = non_donatable_on_heap.data();
+  }
+  size_t num_non_donatable = 0;
+  for (size_t i = 0; i < num_args; ++i) {
+    if (i >= donatable.size() || !donatable[i]) non_donatable[num_non_donatable++] = static_cast<int64_t>(i);
   }
   auto options = PJRT_ARGS(PJRT_ExecuteOptions);
-  options.non_donatable_input_indices = non_donatable.data();
-  options.num_non_donatable_input_indices = non_donatable.size();
+  options.non_donatable_input_indices = non_donatable;
+  options.num_non_donatable_input_indices = num_non_donatable;
   options.launch_id = launch_id;
-  std::vector<PJRT_Buffer*> outputs(num_outputs_, nullptr);
-  PJRT_Buffer* const* arg_list = args.data();
-  PJRT_Buffer** out_list = outputs.data();
+  PJRT_Buffer* outputs_on_stack[kOnStack] = {};
+  std::vector<PJRT_Buffer*> outputs_on_heap;
+  PJRT_Buffer** out_list = outputs_on_stack;
+  if (num_outputs_ > kOnStack) {
+    outputs_on_heap.assign(num_outputs_, nullptr);
+    out_list = outputs_on_heap.data();
+  }
+  PJRT_Buffer* const* arg_list = args;
   auto exec = PJRT_ARGS(PJRT_LoadedExecutable_Execute_Args);
   exec.executable = exe_;
   exec.options = &options;
   exec.argument_lists = &arg_list;
   exec.num_devices = 1;
-  exec.num_args = args.size();
+  exec.num_args = num_args;
   exec.output_lists = &out_list;
-  exec.device_complete_events = nullptr;  // completion is tracked per output buffer
+  PJRT_Event* complete_event = nullptr;  // one per device launched: here one
+  exec.device_complete_events = completion ? &complete_event : nullptr;
   exec.execute_device = device;
   plugin->check(plugin->api()->PJRT_LoadedExecutable_Execute(&exec), "LoadedExecutable_Execute");
+  if (completion) *completion = complete_event ? std::make_shared<Event>(plugin, complete_event) : nullptr;
   std::vector<std::shared_ptr<Buffer>> result;
-  result.reserve(outputs.size());
-  for (PJRT_Buffer* b : outputs) result.push_back(std::make_shared<Buffer>(client_, b));
+  result.reserve(num_outputs_);
+  for (size_t k = 0; k < num_outputs_; ++k) result.push_back(std::make_shared<Buffer>(client_, out_list[k]));
   return result;
 }
 

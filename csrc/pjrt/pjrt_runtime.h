@@ -115,7 +115,17 @@ class LoadedExecutable {
   // plugin such a launch blocks in its first collective until every replica
   // reached it, so each replica is launched from its own thread.
   std::vector<std::shared_ptr<Buffer>> execute(PJRT_Device* device, const std::vector<PJRT_Buffer*>& args,
-                                               const std::vector<bool>& donatable, int launch_id = 0) const;
+                                               const std::vector<bool>& donatable, int launch_id = 0) const {
+    return execute(device, args.data(), args.size(), donatable, launch_id);
+  }
+  // The same over `num_args` arguments at `args`: a launch per op passes an
+  // array on its stack, not a vector made per call. With `completion`, the
+  // plugin's event of this execution finishing is stored there (null if the
+  // plugin gives none): it asks the plugin once, in the launch itself, where
+  // an output's ready event is a second call that holds the output.
+  std::vector<std::shared_ptr<Buffer>> execute(PJRT_Device* device, PJRT_Buffer* const* args, size_t num_args,
+                                               const std::vector<bool>& donatable, int launch_id,
+                                               std::shared_ptr<Event>* completion = nullptr) const;
   std::string serialize() const;
   CompiledMemoryStats memory_stats() const;
   PJRT_LoadedExecutable* raw() const { return exe_; }

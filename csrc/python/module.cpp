@@ -17,6 +17,7 @@ using torch_tpu::runtime::DeviceRuntime;
 void register_graph_bindings(py::module_& m);          // graph_bindings.cpp
 void register_custom_kernel_bindings(py::module_& m);  // custom_kernel_bindings.cpp
 void register_memory_bindings(py::module_& m);         // memory_bindings.cpp
+void register_op_table_bindings(py::module_& m);       // op_table_bindings.cpp
 void register_profiler_bindings(py::module_& m);       // profiler_bindings.cpp
 
 PYBIND11_MODULE(_C, m) {
@@ -26,6 +27,7 @@ PYBIND11_MODULE(_C, m) {
   register_graph_bindings(m);
   register_custom_kernel_bindings(m);
   register_memory_bindings(m);
+  register_op_table_bindings(m);
   register_profiler_bindings(m);
 
   m.def("_configure", [](const std::string& plugin_path, int num_devices, const std::string& error) {
@@ -51,6 +53,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("_set_cpu_fallback", &torch_tpu::device::set_cpu_fallback);
   m.def("_cpu_fallback_enabled", &torch_tpu::device::cpu_fallback_enabled);
   m.def("_lowered_ops", &torch_tpu::device::lowered_op_names);
+  m.def("_nested_tensor_ops", &torch_tpu::device::nested_tensor_op_names);
   m.def("_register_library_ops", &torch_tpu::device::register_library_ops);
   m.def("_set_matmul_precision", &torch_tpu::runtime::set_matmul_precision);
   m.def("_get_matmul_precision", &torch_tpu::runtime::matmul_precision_torch_name);

@@ -586,9 +586,14 @@ void CompileCache::evict_if_needed(int64_t written_bytes) {
   }
   closedir(d);
   if (total > max_bytes_) {
+    // Down to a quarter below the bound, not to just under it: a cache kept
+    // just under its bound crosses it again with the next write, and each
+    // crossing rescans the directory (at 300,000 entries a scan per compile
+    // made a warm user's test suite three times slower).
+    const int64_t low_water = max_bytes_ - max_bytes_ / 4;
     std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.mtime < b.mtime; });
     for (const auto& e : entries) {  // least recently used first
-      if (total <= max_bytes_) break;
+      if (total <= low_water) break;
       if (unlinkat(dir_fd_, e.name.c_str(), 0) == 0) {
         total -= e.size;
         std::lock_guard<std::mutex> lock(mutex_);

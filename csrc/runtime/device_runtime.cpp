@@ -117,17 +117,32 @@ std::shared_ptr<pjrt::LoadedExecutable> DeviceRuntime::replicated_executable(con
 std::vector<BufferPtr> DeviceRuntime::run(pjrt::LoadedExecutable& exe, int device, const std::vector<BufferPtr>& args,
                                           const std::vector<bool>& donatable, int launch_id) {
   auto& c = client();
-  std::vector<PJRT_Buffer*> raw;
-  raw.reserve(args.size());
-  for (const auto& a : args) raw.push_back(a->raw());
-  auto outputs = exe.execute(c.devices().at(device), raw, donatable, launch_id);
+  // On the stack for a small program: this runs once per op.
+  constexpr size_t kOnStack = 16;
+  PJRT_Buffer* raw_on_stack[kOnStack];
+  std::vector<PJRT_Buffer*> raw_on_heap;
+  PJRT_Buffer** raw = raw_on_stack;
+  if (args.size() > kOnStack) {
+    raw_on_heap.resize(args.size());
+    raw = raw_on_heap.data();
+  }
+  for (size_t i = 0; i < args.size(); ++i) raw[i] = args[i]->raw();
+  std::shared_ptr<pjrt::Event> completion;
+  auto outputs = exe.execute(c.devices().at(device), raw, args.size(), donatable, launch_id, &completion);
   metrics().programs_executed++;
-  if (!outputs.empty()) note_output(device, outputs.back());
+  if (completion) {
+    note_pending(device, std::move(completion));
+  } else if (!outputs.empty()) {
+    note_output(device, outputs.back());
+  }
   return outputs;
 }
 
 void DeviceRuntime::note_output(int device, const BufferPtr& b) {
-  auto event = b->ready_event();  // now, while this thread alone holds the fresh buffer
+  note_pending(device, b->ready_event());  // now, while this thread alone holds the fresh buffer
+}
+
+void DeviceRuntime::note_pending(int device, std::shared_ptr<pjrt::Event> event) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (device < 0 || static_cast<size_t>(device) >= pending_outputs_.size()) return;
   auto& list = pending_outputs_[device];

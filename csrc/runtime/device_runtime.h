@@ -63,6 +63,8 @@ class DeviceRuntime {
   void note_output(int device, const BufferPtr& b);
 
  private:
+  // Lists `event` (work launched on `device` finishing) for synchronize().
+  void note_pending(int device, std::shared_ptr<pjrt::Event> event);
   void wait_for(int device);
   std::mutex mutex_;
   std::string plugin_path_, config_error_;

@@ -1,6 +1,7 @@
 #include "metrics.h"
 
 #include <stdexcept>
+#include <string>
 
 namespace torch_tpu::runtime {
 
@@ -34,9 +35,15 @@ void Metrics::count_fallback(const std::string& op) {
   cpu_fallbacks[op] += 1;
 }
 
+static_assert(static_cast<int>(EagerMode::DeferAndFuse) + 1 == Metrics::kEagerModes, "a counter per eager mode");
+
 void Metrics::count_op_in_mode(const char* mode) {
-  std::lock_guard<std::mutex> lock(mutex);
-  ops_by_mode[mode] += 1;
+  // eager_mode_name returns one literal per mode: its address finds the mode
+  // without comparing text.
+  for (EagerMode m : {EagerMode::Strict, EagerMode::DeferAndFuse, EagerMode::Debug}) {
+    if (mode == eager_mode_name(m)) return count_op_in_mode(m);
+  }
+  count_op_in_mode(eager_mode_from_name(mode));
 }
 
 void Metrics::count_flush(const std::string& reason) {
@@ -60,13 +67,20 @@ std::map<std::string, int64_t> Metrics::snapshot() {
       {"graph_replays", graph_replays},
       {"op_cache_replays", op_cache_replays},
       {"op_cache_captures", op_cache_captures},
+      {"step_replays", step_replays},
+      {"step_replay_ops", step_replay_ops},
+      {"step_replay_fallbacks", step_replay_fallbacks},
       {"program_temp_bytes_peak", program_temp_bytes_peak},
       {"program_alias_bytes_peak", program_alias_bytes_peak},
   };
   std::lock_guard<std::mutex> lock(mutex);
   for (const auto& [op, n] : cpu_fallbacks) s["cpu_fallback::" + op] = n;
   for (const auto& [reason, n] : flushes) s["flush::" + reason] = n;
-  for (const auto& [mode, n] : ops_by_mode) s["ops_in_mode::" + mode] = n;
+  // A mode that dispatched no op since the last reset is left out.
+  for (int m = 0; m < kEagerModes; ++m) {
+    const int64_t n = ops_by_mode[m].load(std::memory_order_relaxed);
+    if (n > 0) s[std::string("ops_in_mode::") + eager_mode_name(static_cast<EagerMode>(m))] = n;
+  }
   return s;
 }
 
@@ -74,49 +88,50 @@ void Metrics::reset() {
   ops_dispatched = programs_executed = host_waits = bytes_to_device = bytes_to_host = 0;
   cache_hits = cache_misses = compiles = compile_nanos = graph_replays = 0;
   op_cache_replays = op_cache_captures = program_temp_bytes_peak = program_alias_bytes_peak = 0;
+  step_replays = step_replay_ops = step_replay_fallbacks = 0;
+  for (auto& n : ops_by_mode) n = 0;
   peak_device_bytes = live_device_bytes.load();
   std::lock_guard<std::mutex> lock(mutex);
   cpu_fallbacks.clear();
   flushes.clear();
-  ops_by_mode.clear();
 }
 
 namespace {
-std::mutex precision_mutex;
-std::string precision_name = "medium";  // TorchTPU's default: one bf16 pass, f32 accumulation
+// Read by every op (its cache key and its lowering), so held as numbers, not
+// names behind a mutex. 0 medium (TorchTPU's default: one bf16 pass, f32
+// accumulation), 1 high, 2 highest.
+constexpr const char* kTorchNames[] = {"medium", "high", "highest"};
+constexpr const char* kStableHloNames[] = {"DEFAULT", "HIGH", "HIGHEST"};
+std::atomic<int> process_precision{0};
 
-void set_matmul_precision_check(const std::string& torch_name) {
-  if (torch_name != "medium" && torch_name != "high" && torch_name != "highest") {
-    throw std::invalid_argument("matmul precision must be medium, high or highest, got " + torch_name);
+int precision_level(const std::string& torch_name) {
+  for (int level = 0; level < 3; ++level) {
+    if (torch_name == kTorchNames[level]) return level;
   }
+  throw std::invalid_argument("matmul precision must be medium, high or highest, got " + torch_name);
 }
+
+// A compiled graph traces at the precision it was compiled with, on its own
+// thread only: other threads keep the process setting meanwhile. -1: none.
+thread_local int thread_precision_override = -1;
 }  // namespace
 
 void set_matmul_precision(const std::string& torch_name) {
-  set_matmul_precision_check(torch_name);
-  std::lock_guard<std::mutex> lock(precision_mutex);
-  precision_name = torch_name;
+  process_precision.store(precision_level(torch_name), std::memory_order_relaxed);
 }
 
-std::string matmul_precision_torch_name() {
-  std::lock_guard<std::mutex> lock(precision_mutex);
-  return precision_name;
+std::string matmul_precision_torch_name() { return kTorchNames[process_precision.load(std::memory_order_relaxed)]; }
+
+std::string set_thread_matmul_precision(const std::string& torch_name) {
+  const int previous = thread_precision_override;
+  thread_precision_override = torch_name.empty() ? -1 : precision_level(torch_name);
+  return previous < 0 ? "" : kTorchNames[previous];
 }
 
-namespace {
-// A compiled graph traces at the precision it was compiled with, on its own
-// thread only: other threads keep the process setting meanwhile.
-thread_local std::string thread_precision_override;
-}  // namespace
-
-void set_thread_matmul_precision(const std::string& torch_name) {
-  if (!torch_name.empty()) set_matmul_precision_check(torch_name);
-  thread_precision_override = torch_name;
+int matmul_precision_level() {
+  return thread_precision_override >= 0 ? thread_precision_override : process_precision.load(std::memory_order_relaxed);
 }
 
-std::string matmul_precision() {
-  std::string n = thread_precision_override.empty() ? matmul_precision_torch_name() : thread_precision_override;
-  return n == "highest" ? "HIGHEST" : n == "high" ? "HIGH" : "DEFAULT";
-}
+std::string matmul_precision() { return kStableHloNames[matmul_precision_level()]; }
 
 }  // namespace torch_tpu::runtime

@@ -7,6 +7,8 @@
 #include <mutex>
 #include <string>
 
+#include "runtime/eager_mode.h"
+
 namespace torch_tpu::runtime {
 
 struct Metrics {
@@ -22,6 +24,11 @@ struct Metrics {
   std::atomic<int64_t> graph_replays{0};      // torch.compile graph calls that reused a captured program
   std::atomic<int64_t> op_cache_replays{0};   // Strict ops that replayed a captured program (exec/op_cache.h)
   std::atomic<int64_t> op_cache_captures{0};  // Strict op signatures captured for replay
+  // DeferAndFuse flushes launched as a remembered step, the ops they matched
+  // instead of recording, and replays that became a recorded program (exec/step_replay.h).
+  std::atomic<int64_t> step_replays{0};
+  std::atomic<int64_t> step_replay_ops{0};
+  std::atomic<int64_t> step_replay_fallbacks{0};
   std::atomic<int64_t> live_device_bytes{0};
   std::atomic<int64_t> peak_device_bytes{0};
   // Of the programs compiled or loaded since the last reset, the most
@@ -31,15 +38,21 @@ struct Metrics {
   std::atomic<int64_t> program_temp_bytes_peak{0};
   std::atomic<int64_t> program_alias_bytes_peak{0};
 
+  // Lowered ops dispatched, per eager mode (indexed by EagerMode): counted
+  // on every op, so a relaxed atomic each, not a locked map keyed by name.
+  static constexpr int kEagerModes = 3;
+  std::atomic<int64_t> ops_by_mode[kEagerModes] = {};
+
   std::mutex mutex;
   std::map<std::string, int64_t> cpu_fallbacks;  // per op
   std::map<std::string, int64_t> flushes;        // DeferAndFuse, per reason
-  std::map<std::string, int64_t> ops_by_mode;    // lowered ops dispatched, per eager mode
 
   void add_live_bytes(int64_t delta);
   void note_program_memory(int64_t temp_bytes, int64_t alias_bytes);
   void count_fallback(const std::string& op);
   void count_flush(const std::string& reason);
+  void count_op_in_mode(EagerMode mode) { ops_by_mode[static_cast<int>(mode)].fetch_add(1, std::memory_order_relaxed); }
+  // `mode` is eager_mode_name's text; an unknown name throws std::invalid_argument.
   void count_op_in_mode(const char* mode);
   std::map<std::string, int64_t> snapshot();
   void reset();
@@ -49,9 +62,12 @@ Metrics& metrics();
 
 // StableHLO dot precision for float32 matmuls: DEFAULT, HIGH or HIGHEST.
 std::string matmul_precision();
+// The same as a number for cache keys: 0 DEFAULT (medium), 1 HIGH, 2 HIGHEST.
+int matmul_precision_level();
 void set_matmul_precision(const std::string& torch_name);  // medium|high|highest
 std::string matmul_precision_torch_name();
 // The calling thread's override ("" clears it): a compiled graph's trace.
-void set_thread_matmul_precision(const std::string& torch_name);
+// Returns the override it replaces ("" for none), to restore it.
+std::string set_thread_matmul_precision(const std::string& torch_name);
 
 }  // namespace torch_tpu::runtime

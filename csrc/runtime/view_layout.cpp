@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <numeric>
+#include <stdexcept>
+#include <string>
 
 namespace torch_tpu::runtime {
 
@@ -26,7 +28,34 @@ bool ViewLayout::is_contiguous() const {
   return true;
 }
 
+int64_t ViewLayout::extent() const {
+  if (numel() == 0) return 0;
+  int64_t last = 0;
+  for (size_t d = 0; d < sizes.size(); ++d) last += (sizes[d] - 1) * strides[d];
+  return last + 1;
+}
+
 namespace {
+
+// A view whose offset is a program input reads and writes its window, the
+// storage from the offset to one past its last element, cut out with
+// dynamic_slice and put back with dynamic_update_slice, and addresses the
+// window as a view at offset 0: the strided read or write inside is the
+// same program for every offset. XLA clamps a dynamic start so the window
+// fits the operand; a valid view's window always fits its storage (PyTorch
+// checks offset + extent against the storage's size when it makes the
+// view), so the clamp never moves it. The host checks that it fits.
+ViewLayout window_layout(const ViewLayout& layout, int64_t flat_numel) {
+  if (layout.offset < 0 || layout.offset + layout.extent() > flat_numel) {
+    throw std::logic_error("internal: a view at offset " + std::to_string(layout.offset) + " spanning " +
+                           std::to_string(layout.extent()) + " elements does not fit its storage of " +
+                           std::to_string(flat_numel));
+  }
+  ViewLayout local = layout;
+  local.offset = 0;
+  local.dynamic_offset.reset();
+  return local;
+}
 
 // Flat element index of every view element, shape `sizes`, in i64 (or i32
 // when the storage is small, which XLA handles faster).
@@ -205,6 +234,10 @@ Value read_view(Builder& b, const Value& flat, const ViewLayout& layout) {
   TensorType t{flat.dtype(), layout.sizes};
   if (layout.numel() == 0) return b.splat(0, t);
   const int64_t flat_numel = flat.shape()[0];
+  if (layout.dynamic_offset) {
+    const ViewLayout local = window_layout(layout, flat_numel);
+    return read_view(b, b.dynamic_slice(flat, {*layout.dynamic_offset}, {local.extent()}), local);
+  }
   if (layout.is_contiguous()) {
     Value seg = b.slice(flat, {layout.offset}, {layout.offset + layout.numel()}, {1});
     return b.reshape(seg, layout.sizes);
@@ -220,6 +253,13 @@ Value write_view(Builder& b, const Value& flat, const Value& value, const ViewLa
   const int64_t flat_numel = flat.shape()[0];
   const int64_t n = layout.numel();
   if (n == 0) return flat;
+  if (layout.dynamic_offset) {
+    const ViewLayout local = window_layout(layout, flat_numel);
+    if (local.is_contiguous()) return b.dynamic_update_slice(flat, b.reshape(value, {n}), {*layout.dynamic_offset});
+    // Elements of the window between the view's are kept: it is read first.
+    const Value window = b.dynamic_slice(flat, {*layout.dynamic_offset}, {local.extent()});
+    return b.dynamic_update_slice(flat, write_view(b, window, value, local), {*layout.dynamic_offset});
+  }
   if (layout.is_contiguous()) {
     Value v = b.reshape(value, {n});
     if (layout.offset == 0 && n == flat_numel) return v;

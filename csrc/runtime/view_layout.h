@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "hlo/builder.h"
@@ -15,10 +16,17 @@ struct ViewLayout {
   std::vector<int64_t> sizes;
   std::vector<int64_t> strides;
   int64_t offset = 0;
+  // The offset as a program input (a 0-d S64 value), so one program serves
+  // the view at every offset (x[t] in a loop over t). `offset` still holds
+  // this call's value, for the host's checks.
+  std::optional<hlo::Value> dynamic_offset;
 
   int64_t numel() const;
   // Row-major contiguous (size-1 dims ignored).
   bool is_contiguous() const;
+  // Elements from the view's first to one past its last (0 when empty):
+  // the window of the storage it reads and writes.
+  int64_t extent() const;
 };
 
 // The view's elements, shape `layout.sizes`, from a flat (rank-1) value.
