@@ -7,7 +7,7 @@ prints the per-mode table (calls, same exception type, same value, other
 type, raised where CPU computes, silent differences, late errors, crashes,
 hangs) and every difference with the call that shows it; exits 1 if any.
 The calls and their mutations: tests/fuzz/calls.py; the runner and the
-allowed differences: tests/fuzz/runner.py; the suite's run: tests/test_fuzz.py.
+allowed differences: tests/fuzz/runner.py; the suite's run: tests/ops/test_fuzz.py.
 """
 
 import argparse

@@ -83,4 +83,4 @@ export PIP_CONSTRAINT=/dev/null
 # The copy is no git checkout (its files lie in an ignored folder of this
 # one), and formatting does not depend on torch: the style test runs in the
 # default suite only.
-TORCH_VERSION= exec bash scripts/test.sh --ignore=tests/test_style.py "$@"
+TORCH_VERSION= exec bash scripts/test.sh --ignore=tests/tools/test_style.py "$@"

@@ -7,7 +7,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 # The suite compiles its programs with XLA:CPU's LLVM optimizations off: most
 # of its time is XLA compiling thousands of small programs, and at level 0
-# that takes half as long (tests/test_byte_views.py on a cold cache: 64 s
+# that takes half as long (tests/ops/test_byte_views.py on a cold cache: 64 s
 # against 134 s). The values are the same, but for an ulp here and there
 # where LLVM's optimizer contracts or reorders
 # (measured: matmul, softmax, sums, cumsum, conv, gelu, a backward and a

@@ -170,6 +170,27 @@ TEST(pjrt, buffers_report_ready_through_events_that_outlive_them) {
   CHECK_EQ(squares, (std::vector<float>{1, 4, 9}));
 }
 
+// DeviceRuntime::run lists this event for synchronize(): once it is ready,
+// every output of the execution is, and it outlives the outputs.
+TEST(pjrt, execution_reports_its_completion_in_the_launch) {
+  auto in = upload<float>({1, 2, 3}, PJRT_Buffer_Type_F32, {3});
+  Builder b;
+  Value x = b.parameter({ElementType::F32, {3}});
+  auto exe =
+      client()->compile(b.finish({b.binary("add", x, x), b.binary("multiply", x, x)}), default_compile_options());
+  PJRT_Buffer* args[] = {in->raw()};
+  std::shared_ptr<Event> done;
+  auto out = exe->execute(client()->devices().at(0), args, 1, {}, 0, &done);
+  CHECK(done != nullptr);
+  CHECK_EQ(out.size(), size_t{2});
+  done->await();
+  CHECK(out[0]->is_ready());
+  CHECK(out[1]->is_ready());
+  CHECK_EQ(download<float>(*out[1], 3), (std::vector<float>{1, 4, 9}));
+  out.clear();
+  CHECK(done->is_ready());
+}
+
 // A donated argument's memory may become the output's: the runtime must not
 // read it afterwards, and PJRT reports any attempt as an error, not garbage.
 TEST(pjrt, donated_argument_is_consumed_by_the_execution) {

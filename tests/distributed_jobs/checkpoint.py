@@ -1,5 +1,5 @@
 """torch.distributed.checkpoint of an FSDP2 model on tpu: `save DIR` on one
-world size, `load DIR` on another (tests/test_distributed_sharding.py saves
+world size, `load DIR` on another (tests/distributed/test_distributed_sharding.py saves
 with 4 processes and loads with 2)."""
 
 import os

@@ -1,9 +1,12 @@
 """Every c10d collective on tpu tensors through tpu_dist, against gloo on the
-same values as CPU tensors. Launched by tests/test_distributed.py with
+same values as CPU tensors. Launched by tests/distributed/test_distributed.py with
 torchrun on 2 and 4 processes."""
 
 import os
 import sys
+import threading
+import time
+import weakref
 from datetime import timedelta
 
 import torch
@@ -445,6 +448,27 @@ def split_group_makes_subgroups_that_reduce_their_own_ranks():
     same(t, torch.full((2,), float(WORLD * sum(range(WORLD)))))
     dist.destroy_process_group(group)
     dist.destroy_process_group(everyone)
+
+
+@check
+def transport_threads_never_release_a_tensor_python_holds():
+    # A transport worker that dropped the last reference to a tensor with a
+    # Python object took the GIL; at interpreter exit Python ends such a
+    # thread inside a destructor, and the rank aborted ("terminate called
+    # without an active exception"). The chained callback keeps the worker in
+    # its completion callback while this thread drops every reference it
+    # has; the tensor must then be released here, at the next collective.
+    released_on = []
+    t = torch.ones(4, device=DEV)
+    weakref.finalize(t, lambda: released_on.append(threading.get_ident()))
+    work = dist.all_reduce(t, async_op=True)
+    work.get_future().then(lambda f: time.sleep(0.5))
+    work.wait()
+    del work, t
+    time.sleep(1.0)  # the worker has left the completion callback
+    assert not released_on, f"released early, on thread {released_on} (this one: {threading.get_ident()})"
+    dist.all_reduce(torch.ones(1, device=DEV))
+    assert released_on == [threading.get_ident()], released_on
 
 
 run_checks(RANK)

@@ -14,7 +14,7 @@ collective did.
 
 `--device cpu` runs the same with gloo on CPU tensors, the reference.
 Prints one line `RESULTS <json>`: a list of runs, each {rank: record}.
-tests/test_distributed_faults.py runs it under a hard timeout.
+tests/distributed/test_distributed_faults.py runs it under a hard timeout.
 """
 
 import argparse

@@ -1,6 +1,6 @@
 """transformers' Trainer on a tiny llama: the model, data and arguments of
-tests/test_hf_trainer.py, and, run as a script, the same training under
-torchrun (tests/test_hf_trainer_distributed.py).
+tests/integrations/test_hf_trainer.py, and, run as a script, the same training under
+torchrun (tests/integrations/test_hf_trainer_distributed.py).
 
     torchrun --nproc_per_node=2 hf_trainer.py OUT.pt [--steps N] [--save-steps K]
         [--resume-from CHECKPOINT] [--attention-dropout P] [--fp16]

@@ -1,6 +1,6 @@
 """FSDP2, DTensor and tensor parallelism on tpu through tpu_dist, each
 against the same model trained on CPU in one process. Launched by
-tests/test_distributed_sharding.py with torchrun."""
+tests/distributed/test_distributed_sharding.py with torchrun."""
 
 import copy
 import os

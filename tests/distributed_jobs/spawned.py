@@ -1,6 +1,6 @@
 """mp.spawn instead of torchrun: the parent picks the rendezvous and gives
 each child its device through TORCH_TPU_NUM_DEVICES and set_device(rank).
-Run as a script (tests/test_distributed.py); writes rank<r>.json like the
+Run as a script (tests/distributed/test_distributed.py); writes rank<r>.json like the
 torchrun jobs."""
 
 import os

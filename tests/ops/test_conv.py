@@ -2,11 +2,15 @@
 and ConvTranspose with stride, padding, dilation, groups and output_padding,
 against CPU, forward and backward."""
 
+import os
+import subprocess
+import sys
+
 import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from reference import assert_close, check_op
+from reference import assert_close, check_op, in_mode
 
 import torch_tpu
 
@@ -235,3 +239,99 @@ def test_float16_convolution_is_as_accurate_as_cpu_at_the_default_precision(tran
     for name, e, c, t in zip(("out", "grad_input", "grad_weight"), exact, cpu, tpu):
         cpu_error, tpu_error = (c - e).abs().max().item(), (t - e).abs().max().item()
         assert tpu_error <= 2 * cpu_error + 1e-3, (name, tpu_error, cpu_error)
+
+
+# Depthwise (groups = input channels, channel multiplier 1 or 2) and grouped
+# convolutions, which the CPU plugin lowers without stablehlo.convolution
+# (csrc/lower/conv.cpp: multiply-adds of shifted windows; the grouped weight
+# gradient one group at a time). (input shape, weight shape, kwargs).
+DEPTHWISE_CASES = [
+    ((2, 4, 12), (4, 1, 3), dict(padding=1, groups=4)),
+    ((2, 3, 13), (6, 1, 4), dict(stride=2, dilation=2, padding=3, groups=3)),  # multiplier 2
+    ((2, 5, 9, 10), (5, 1, 3, 3), dict(padding=1, groups=5)),
+    ((1, 4, 11, 9), (4, 1, 3, 2), dict(stride=(2, 3), padding=(1, 0), dilation=(2, 1), groups=4)),
+    ((1, 3, 10, 10), (6, 1, 7, 7), dict(padding=3, groups=3)),  # 49 taps, multiplier 2
+    ((1, 2, 12, 12), (2, 1, 9, 9), dict(padding=4, groups=2)),  # 81 taps: a convolution again
+    ((1, 2, 5, 6, 7), (2, 1, 3, 3, 3), dict(stride=2, padding=1, groups=2)),
+    ((2, 8, 7, 7), (8, 2, 3, 3), dict(padding=1, groups=4)),  # grouped
+    ((2, 6, 9), (4, 3, 2), dict(stride=2, groups=2)),  # grouped, the strided tail unread
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("x_shape,w_shape,kwargs", DEPTHWISE_CASES)
+def test_depthwise_and_grouped_conv_forward_and_backward(x_shape, w_shape, kwargs, dtype):
+    fn = CONV_FNS[len(x_shape)]
+    tol = dict(atol=1e-4, rtol=1e-5) if dtype == torch.float32 else {}
+    check_op(
+        lambda x, w, b: fn(x, w, b, **kwargs),
+        torch.randn(x_shape, dtype=dtype),
+        torch.randn(w_shape, dtype=dtype),
+        torch.randn(w_shape[0], dtype=dtype),
+        grad=True,
+        **tol,
+    )
+
+
+@pytest.mark.parametrize("mode", ["defer_and_fuse", "compiled"])
+def test_depthwise_conv_training_step_in_each_mode(mode):
+    torch.manual_seed(0)
+    cpu = nn.Sequential(nn.Conv2d(4, 4, 3, padding=1, groups=4), nn.Conv2d(4, 8, 3, stride=2, groups=2))
+    tpu = nn.Sequential(nn.Conv2d(4, 4, 3, padding=1, groups=4), nn.Conv2d(4, 8, 3, stride=2, groups=2)).to("tpu")
+    tpu.load_state_dict(cpu.state_dict())
+    x = torch.randn(2, 4, 9, 9)
+
+    def step(model, x):
+        out = model(x)
+        out.square().sum().backward()
+        return out
+
+    out = in_mode(mode, step)(tpu, x.to("tpu"))
+    assert_close(out, step(cpu, x), 1e-4, 1e-5)
+    for (name, p), q in zip(tpu.named_parameters(), cpu.parameters()):
+        assert_close(p.grad, q.grad, 1e-4, 1e-5, msg=name)
+
+
+_PLATFORM_SCRIPT = """
+import glob, os, torch, torch.nn.functional as F, torch_tpu
+torch.set_float32_matmul_precision("highest")
+for x_shape, w_shape, kwargs in {cases!r}:
+    fn = {{3: F.conv1d, 4: F.conv2d, 5: F.conv3d}}[len(x_shape)]
+    x, w = torch.randn(x_shape, requires_grad=True), torch.randn(w_shape, requires_grad=True)
+    xt, wt = x.detach().to("tpu").requires_grad_(), w.detach().to("tpu").requires_grad_()
+    y, yt = fn(x, w, **kwargs), fn(xt, wt, **kwargs)
+    y.square().sum().backward()
+    yt.square().sum().backward()
+    for a, e in ((yt, y), (xt.grad, x.grad), (wt.grad, w.grad)):
+        torch.testing.assert_close(a.cpu(), e, atol=1e-3, rtol=1e-4)
+texts = [open(f).read() for f in glob.glob(os.path.join(os.environ["TORCH_TPU_DUMP_HLO"], "*.mlir"))]
+print("CONVOLUTIONS", sum("stablehlo.convolution" in t for t in texts))
+"""
+
+
+@pytest.mark.parametrize("platform", ["cpu", "tpu"])
+def test_depthwise_and_grouped_lowerings_of_each_platform_compute_cpus_values(platform, tmp_path):
+    # The CPU plugin's own lowering takes no convolution for the depthwise
+    # cases and the grouped weight gradient; lowered as for a TPU
+    # (TORCH_TPU_LOWERING_PLATFORM=tpu) the same calls are convolutions. Both
+    # run here and must give CPU's values.
+    cases = [DEPTHWISE_CASES[0], DEPTHWISE_CASES[3], DEPTHWISE_CASES[6]]
+    env = dict(
+        os.environ,
+        TORCH_TPU_LOWERING_PLATFORM=platform,
+        TORCH_TPU_DUMP_HLO=str(tmp_path),
+        TORCH_TPU_CACHE_DIR=str(tmp_path / "cache"),
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", _PLATFORM_SCRIPT.format(cases=cases)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    convolutions = int(run.stdout.split("CONVOLUTIONS")[1])
+    if platform == "cpu":
+        assert convolutions == 0
+    else:
+        assert convolutions >= 2 * len(cases)  # each case's forward and backward programs

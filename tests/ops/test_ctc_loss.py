@@ -81,6 +81,21 @@ def test_empty_targets_and_blank_other_than_zero_match_cpu():
     check_matches_cpu(log_probs, targets, [6, 4, 5], [3, 0, 2], reduction="none", blank=4)
 
 
+# Empty targets where they once failed: after the others in concatenated
+# targets (their offset is past the end), and every target empty (l' is one
+# blank). transformers' CTC heads drop blank labels, so a batch of silence
+# has them.
+@pytest.mark.parametrize("mode", ["strict", "defer_and_fuse"])
+@pytest.mark.parametrize("concatenated", [False, True])
+@pytest.mark.parametrize("target_lengths", [[0, 2, 3], [3, 2, 0], [2, 0, 0], [0, 0, 0]])
+@pytest.mark.parametrize("reduction", ["none", "mean"])
+def test_empty_targets_anywhere_in_the_batch_match_cpu(reduction, target_lengths, concatenated, mode):
+    log_probs = torch.randn(T, B, C).log_softmax(2)
+    padded = torch.randint(1, C, (B, S))
+    targets = torch.cat([padded[b, : target_lengths[b]] for b in range(B)]) if concatenated else padded
+    check_matches_cpu(log_probs, targets, INPUT_LENGTHS, target_lengths, mode=mode, reduction=reduction)
+
+
 def test_bad_lengths_raise_like_cpu():
     log_probs, targets = inputs(False)
     cases = [

@@ -3,12 +3,17 @@ over shapes (broadcast, 0-d, empty) and dtypes, scalar operands, type
 promotion, in-place and out= variants, and float backward."""
 
 import math
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
-from reference import TOLERANCES, assert_close, check_op, to_device
+from reference import TOLERANCES, assert_close, check_op, in_mode, to_device
 
 import torch_tpu
+
+TESTS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 SHAPES = [(), (0,), (5,), (3, 4), (2, 1, 3)]
 BINARY_SHAPES = [((3, 4), (3, 4)), ((3, 1), (1, 4)), ((), (2, 3)), ((2, 3), ()), ((0, 3), (3,)), ((2, 1, 3), (4, 1))]
@@ -859,3 +864,101 @@ def test_python_complex_numbers_with_tpu_tensors_match_cpu(case):
     got, want = f(x.tpu(), z.tpu()).cpu(), f(x, z)
     assert got.dtype == want.dtype
     torch.testing.assert_close(got, want)
+
+
+# addcmul and addcdiv on CPU and CUDA: self + value * tensor1 (* or /)
+# tensor2, value * tensor1 first (tensor1 * tensor2 first rounds
+# differently: one float32 ulp off in 7-40% of elements). Adam and RMSprop
+# update every parameter through these two.
+ADDC_VALUES = (0.1, 0.3, -1.7)
+
+
+def _addc(name):
+    op = getattr(torch, name)
+    if not name.startswith("_foreach"):
+        return lambda x, a, b, value: op(x, a, b, value=value)
+    return lambda x, a, b, value: torch.stack(op(list(x.unbind()), list(a.unbind()), list(b.unbind()), value=value))
+
+
+def _addc_inputs(dtype):
+    torch.manual_seed(0)
+    x, a = torch.randn(2, 8192).to(dtype), torch.randn(2, 8192).to(dtype)
+    return x, a, (torch.rand(2, 8192) + 0.5).to(dtype)
+
+
+# Eager only: tracing for torch.compile decomposes addcdiv into div, mul and
+# add in torch._refs' order, value * (tensor1 / tensor2), the graph Inductor
+# computes on CPU and CUDA too.
+@pytest.mark.parametrize("mode", ["strict", "defer_and_fuse"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("name", ["addcdiv", "_foreach_addcdiv"])
+def test_addcdiv_scales_tensor1_first_as_cpu(name, dtype, mode):
+    fn, (x, a, b) = _addc(name), _addc_inputs(dtype)
+    for value in ADDC_VALUES:
+        actual = in_mode(mode, lambda x, a, b, value=value: fn(x, a, b, value))(x.tpu(), a.tpu(), b.tpu()).cpu()
+        torch.testing.assert_close(actual, fn(x, a, b, value), atol=0, rtol=0)
+
+
+# addcmul's last step is a fused multiply-add on CPU (its vectorized loop,
+# and the compiler's contraction of the scalar one) and on CUDA (nvcc
+# contracts): fma(value * tensor1, tensor2, self). XLA:CPU contracts the
+# lowering's multiply and add the same way at its default optimization
+# level, which the suite turns off for compile speed (tests/conftest.py):
+# so this runs in a process at the plugin's default.
+_ADDCMUL_AT_DEFAULT_LEVEL = """
+import torch, torch_tpu
+from reference import in_mode
+from ops.test_elementwise import ADDC_VALUES, _addc, _addc_inputs
+for name in ("addcmul", "_foreach_addcmul"):
+    fn = _addc(name)
+    for dtype in (torch.float32, torch.float16, torch.bfloat16):
+        x, a, b = _addc_inputs(dtype)
+        for mode in ("strict", "defer_and_fuse", "compiled"):
+            for value in ADDC_VALUES:
+                actual = in_mode(mode, lambda x, a, b, value=value: fn(x, a, b, value))(x.tpu(), a.tpu(), b.tpu())
+                differ = int((actual.cpu() != fn(x, a, b, value)).sum())
+                assert differ == 0, (name, dtype, mode, value, differ)
+print("ok")
+"""
+
+
+def test_addcmul_is_cpus_fused_multiply_add_at_the_plugins_default_level():
+    env = dict(os.environ, XLA_FLAGS="--xla_backend_optimization_level=2", PYTHONPATH=TESTS_DIR)
+    r = subprocess.run(
+        [sys.executable, "-c", _ADDCMUL_AT_DEFAULT_LEVEL], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr[-3000:]
+
+
+# A Python number against a float16/bfloat16 tensor: TensorIterator casts it
+# to the tensor's dtype before the kernel computes in float32 (add, sub,
+# remainder, fmod, atan2, pow), except where the kernel reads the number
+# unrounded (mul, true div). One ulp apart would be a different answer.
+HALF_SCALAR_OPS = {
+    "add": lambda x, s: x + s,
+    "sub": lambda x, s: x - s,
+    "rsub": lambda x, s: s - x,
+    "add_alpha": lambda x, s: torch.add(x, s, alpha=3),
+    "mul": lambda x, s: x * s,
+    "div": lambda x, s: x / s,
+    "remainder": lambda x, s: x % s,
+    "fmod": lambda x, s: torch.fmod(x, s),
+    "pow": lambda x, s: x.abs() ** s,
+    "atan2_0d": lambda x, s: torch.atan2(x, torch.tensor(s)),
+}
+
+
+@pytest.mark.parametrize("mode", ["strict", "defer_and_fuse", "compiled"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("name", HALF_SCALAR_OPS)
+def test_python_number_against_a_half_tensor_rounds_as_cpu(name, dtype, mode):
+    fn = HALF_SCALAR_OPS[name]
+    torch.manual_seed(0)
+    x = (torch.randn(4096) * 3).to(dtype)
+    for s in (0.1, 0.3, 1.7, -2.2):
+        expected = fn(x, s)
+        actual = in_mode(mode, lambda t, s=s: fn(t, s))(x.to("tpu")).cpu()
+        if name == "atan2_0d":  # XLA's atan2 is within one float32 ulp of libm's, before the rounding
+            torch.testing.assert_close(actual, expected, atol=0, rtol=2**-8)
+        else:
+            torch.testing.assert_close(actual, expected, atol=0, rtol=0, equal_nan=True)
