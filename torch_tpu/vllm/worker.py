@@ -17,8 +17,10 @@ class TpuWorker(CPUWorker):
         self.model_runner = TpuModelRunner(self.vllm_config, torch.device("cpu"))
 
     def _should_warm_up_model(self) -> bool:
-        # The model runs eagerly (no graph to warm) and the KV cache size is
-        # set by the platform, so a warm-up run would only cost compiles.
+        # Prefill runs eagerly, each decode bucket is captured on its first
+        # step (TpuModelRunner), and the KV cache size is set by the
+        # platform: a warm-up run would only compile programs of shapes
+        # the requests may never have.
         return False
 
     def _maybe_get_memory_pool_context(self, tag: str):
