@@ -26,7 +26,7 @@ Each model runs in its own subprocess with a timeout, so a crash or hang is
 recorded, not fatal. Outcomes per check: pass, wrong values, missing op
 (named), error (named); a model whose tiny config or inputs cannot be built
 is "cannot build tiny" and excluded from the rate. The report's totals are at
-its top. tests/test_hf_coverage.py runs a fast subset in-process.
+its top. tests/tools/test_hf_coverage.py runs a fast subset in-process.
 """
 
 import contextlib
@@ -38,7 +38,7 @@ import sys
 
 import torch
 
-from sweeps import accuracy, child_process, command_line, report
+from sweeps import accuracy, child_process, command_line, hf_inputs, report
 from sweeps.outcomes import CannotBuild, PassInFloat64, WrongValues, excluded, not_built, outcome, passed, run_check
 
 # (head, mapping name in transformers.models.auto.modeling_auto, generates)
@@ -169,6 +169,10 @@ OVERRIDES = {
     # both stages' patch grids (8x8 and 4x4 for 32-pixel images in patches of 4).
     "swin": {"depths": [2, 2], "num_heads": [2, 4], "embed_dim": 32, "hidden_size": 64, "window_size": 4},
     "donut-swin": {"depths": [2, 2], "num_heads": [2, 4], "embed_dim": 32, "hidden_size": 64, "window_size": 4},
+    "swinv2": {"depths": [2, 2], "num_heads": [2, 4], "embed_dim": 32, "hidden_size": 64, "window_size": 4},
+    "maskformer-swin": {"depths": [2, 2], "num_heads": [2, 4], "embed_dim": 32, "hidden_size": 64, "window_size": 4},
+    # Its residual groups keep one width (embed_dim) throughout.
+    "swin2sr": {"depths": [2, 2], "num_heads": [2, 2], "embed_dim": 32, "window_size": 4},
     # Without attention layers (its default) its cache cannot tell a sequence length.
     "bamba": {"attn_layer_indices": [1]},
     "granitemoehybrid": {"layer_types": ["linear_attention", "full_attention"]},
@@ -199,6 +203,62 @@ OVERRIDES = {
         "n_output_layers": 1,
         "layer_types": ["sliding_attention", "full_attention", "sliding_attention"],
     },
+    # Hybrids whose first two layers hold no attention layer, so their cache cannot tell a sequence length (as
+    # bamba's): one layer of each kind. The shrinker cuts layer_types to its first two; zamba's and recurrent
+    # gemma's lists go by other names.
+    "lfm3": {"layer_types": ["conv", "full_attention"]},
+    "recurrent_gemma": {"block_types": ["recurrent", "attention"]},
+    "zamba": {"layers_block_type": ["linear_attention", "hybrid"]},
+    "zamba2": {"layers_block_type": ["linear_attention", "hybrid"], "hybrid_layer_ids": [1]},
+    # Widths the shrinker does not know by these names, which must equal hidden_size.
+    "xlstm": {"embedding_dim": 64},
+    "rwkv": {"attention_hidden_size": 64},
+    # Mamba-2 heads * head width = expand (2) * hidden_size (the default head width, 64, is below the shrinker's).
+    "falcon_h1": {"mamba_d_head": 32},
+    # Its query and key norms span hidden_size, so every head is a key head.
+    "esmc": {"num_key_value_heads": 4},
+    # Its rotary part is partial_rotary_factor (0.5) of head_dim and must cover qk_rope_head_dim.
+    "mistral4": {"head_dim": 32},
+    # Experts per token (8 by default, under this name) may not exceed the tiny model's 4 experts.
+    "kimi_linear": {"num_experts_per_token": 2},
+    # Four stride-2 convolutions patch the image by 16 whatever patch_size says, and the attention biases are
+    # sized by image_size // patch_size. 128 pixels: 8 x 8 patches, 2 x 2 in the last stage, whose train-mode
+    # batch norms then see 8 values (at 64 pixels 2, whose statistics amplify rounding past the check on both
+    # devices). Widths of its ModelTester (the defaults, tuples the shrinker leaves alone, are 128 to 384).
+    "levit": {
+        "image_size": 128,
+        "patch_size": 16,
+        "hidden_sizes": [16, 32, 48],
+        "num_attention_heads": [1, 2, 3],
+        "depths": [1, 1, 1],
+        "key_dim": [8, 8, 8],
+        "down_ops": [["Subsample", 8, 16 // 8, 4, 2, 2], ["Subsample", 8, 32 // 8, 4, 2, 2]],
+    },
+    # Open-set detectors pick their num_queries (900 by default) from the encoder's positions by top-k, fewer
+    # than 900 at 32 pixels.
+    "grounding-dino": {"num_queries": 8},
+    "mm-grounding-dino": {"num_queries": 8},
+    # Audio codecs quantize their encoder's hidden_size-wide latents: the codebook vectors are as wide.
+    "encodec": {"codebook_dim": 64},
+    # Mimi's upsampling is depthwise over hidden_size channels (upsample_groups, 512, is its default width).
+    "mimi": {
+        "upsample_groups": 64,
+        "codebook_dim": 64,
+        "vector_quantization_hidden_dimension": 64,
+        "codebook_size": 128,
+    },
+    "mimi_decoder": {"upsample_groups": 64, "codebook_dim": 64, "vector_quantization_hidden_dimension": 64},
+    "pocket_tts_audio_tokenizer": {"upsample_groups": 64},
+    "pocket_tts_audio_tokenizer_decoder": {"upsample_groups": 64},
+    "wavtokenizer_encoder": {"codebook_dim": 64, "codebook_size": 128},
+    # Nemotron 3's audio encoders project keys and values for every head (no grouped heads), as esmc.
+    "nemotron3_diarization_audio": {"num_key_value_heads": 4},
+    "nemotron3_5_transcribe_asr_audio": {"num_key_value_heads": 4},
+    # Its relative positions span a context of context_size (128) frames, which max_position_embeddings must cover;
+    # keys and values for every head, as esmc.
+    "granite_speech5_encoder": {"context_size": 16, "num_key_value_heads": 4},
+    # Its five stride-2 stages and 2 x 2 unfolding need 64 pixels (at 32 the last stage is 1 x 1).
+    "mobilevitv2": {"image_size": 64},
 }
 # VibeVoice's acoustic tokenizer (its own model, and VibeVoice's audio and semantic sub-configs): six stages
 # that double 32 filters to 2048 and downsample 3200x (its per-stage fields are tuples, which TINY_LISTS leaves
@@ -207,6 +267,7 @@ OVERRIDES = {
 _TINY_VIBEVOICE_TOKENIZER = {"num_filters": 8, "downsampling_ratios": [2, 2], "depths": [1, 1, 1], "vae_std": 0.0}
 OVERRIDES["vibevoice_acoustic_tokenizer"] = _TINY_VIBEVOICE_TOKENIZER
 OVERRIDES["vibevoice_acoustic_tokenizer_encoder"] = _TINY_VIBEVOICE_TOKENIZER
+OVERRIDES["vibevoice_acoustic_tokenizer_decoder"] = _TINY_VIBEVOICE_TOKENIZER
 # Its generate allows only its audio tokens and end of sequence (151652 and up by default): the last three of
 # the tiny vocabulary.
 OVERRIDES["vibevoice"] = {"audio_bos_token_id": 125, "audio_eos_token_id": 126, "audio_token_id": 127}
@@ -247,6 +308,14 @@ def shrink(config, depth=0):
     """Shrinks `config` in place (and its sub-configs): see TINY, then OVERRIDES by each config's model_type."""
     from transformers import PretrainedConfig
 
+    # Heterogeneous configs (dots3_note, embedding_gemma2) override head counts and widths per layer, by the
+    # full model's layer index, and refuse reads of the global values the shrinker makes: the tiny model's layers
+    # take the shrunk global values, each layer kind still built once (see _tiny_layer_types).
+    spec = vars(config).get("_heterogeneity_spec")
+    if spec is not None:
+        config._heterogeneity_spec = type(spec)(
+            per_layer_overrides={}, per_layer_attributes=set(), explicit_per_layer_attributes=set()
+        )
     for key, value in list(vars(config).items()):
         if isinstance(value, PretrainedConfig) and depth < 3:
             shrink(value, depth + 1)
@@ -280,7 +349,8 @@ def shrink(config, depth=0):
     # the checks compare the math, so they are off.
     # Per-stage lists count too (CvT's drop_path_rate is [0.0, 0.0, 0.1]).
     # So is a router's jitter (switch_transformers multiplies its router input by uniform noise in train mode).
-    random_drops = ("dropout", "pdrop", "drop_path", "layerdrop", "jitter")
+    # Grounding DINO spells its fusion layers' stochastic depth "fusion_droppath".
+    random_drops = ("dropout", "pdrop", "drop_path", "droppath", "layerdrop", "jitter")
     for key, value in list(vars(config).items()):
         if not (any(d in key for d in random_drops) or key.endswith("drop_rate")):
             continue
@@ -300,7 +370,21 @@ def shrink(config, depth=0):
             setattr(config, key, 0.0)
     for key, value in OVERRIDES.get(getattr(config, "model_type", None), {}).items():
         setattr(config, key, value)
+    _shrink_backbone_stages(config)
     return config
+
+
+def _shrink_backbone_stages(config):
+    """A backbone config whose per-stage lists the shrinker cut (depths) still names its full-size stages
+    (stage_names, out_features: swin's four) and the detector built on it rebuilds it and refuses features of
+    stages it no longer has: the stages are renamed for the depths kept, and the outputs kept are those that
+    remain (else the last stage)."""
+    depths, names = getattr(config, "depths", None), getattr(config, "stage_names", None)
+    if not isinstance(depths, list) or not isinstance(names, list) or len(names) == len(depths) + 1:
+        return
+    kept = [i for i in (getattr(config, "out_indices", None) or []) if i <= len(depths)] or [len(depths)]
+    config.stage_names = ["stem"] + [f"stage{i}" for i in range(1, len(depths) + 1)]
+    config.set_output_features_output_indices(out_features=None, out_indices=kept)
 
 
 def _shrink_multimodal_rope(config, model_class):
@@ -310,7 +394,7 @@ def _shrink_multimodal_rope(config, model_class):
     frequencies) needs its own split, in the same proportions, wherever the model's code reads one."""
     from transformers import PretrainedConfig
 
-    if "mrope_section" not in inspect.getsource(sys.modules[model_class.__module__]):
+    if not any("mrope_section" in inspect.getsource(m) for m in _modeling_modules(config, model_class)):
         return
     for sub in [config] + [v for v in vars(config).values() if isinstance(v, PretrainedConfig)]:
         rope = getattr(sub, "rope_parameters", None)
@@ -322,6 +406,19 @@ def _shrink_multimodal_rope(config, model_class):
         frequencies = int(head_dim * factor) // 2
         spatial = frequencies * 3 // 8
         rope["mrope_section"] = [frequencies - 2 * spatial, spatial, spatial]
+
+
+def _modeling_modules(config, model_class):
+    """The modeling modules a model is built from: its class's, and those of its sub-configs' base models (a
+    composite that builds its text model from the auto mapping, glm46v's glm4v_text, holds none of its code)."""
+    import transformers
+    from transformers import PretrainedConfig
+
+    yield sys.modules[model_class.__module__]
+    for sub in vars(config).values():
+        name = _mapping("MODEL_MAPPING_NAMES").get(getattr(sub, "model_type", None))
+        if isinstance(sub, PretrainedConfig) and isinstance(name, str) and hasattr(transformers, name):
+            yield sys.modules[getattr(transformers, name).__module__]
 
 
 def _gumbel_free_softmax(logits, tau=1, hard=False, dim=-1):
@@ -343,14 +440,30 @@ def _without_random_draws(model_type):
         modeling_groupvit.gumbel_softmax = _gumbel_free_softmax
 
 
+def _config_of_class(config, model_class):
+    """The config model_class is built from: a composite model's causal LM head (qwen3_5, llama4, emu3,
+    musicgen) or encoder (t5gemma2_encoder) takes its text or encoder sub-config, not the composite one its
+    model_type names."""
+    from transformers import PretrainedConfig
+
+    wanted = getattr(model_class, "config_class", None)
+    if wanted is None or isinstance(config, wanted):
+        return config
+    for value in vars(config).values():
+        if isinstance(value, PretrainedConfig) and isinstance(value, wanted):
+            return value
+    return config
+
+
 def build(model_type, class_name):
     import transformers
 
     _without_random_draws(model_type)
 
-    config = shrink(transformers.AutoConfig.for_model(model_type))
-    config._attn_implementation = "eager"
     model_class = getattr(transformers, class_name)
+    config = _config_of_class(shrink(transformers.AutoConfig.for_model(model_type)), model_class)
+    hf_inputs.fix_config(config, model_type)
+    config._attn_implementation = "eager"
     _shrink_multimodal_rope(config, model_class)
     torch.manual_seed(0)
     model = model_class(config)
@@ -378,6 +491,8 @@ INPUT_LAYOUTS = ((), ("companions",), ("frames_first",), ("companions", "frames_
 def make_inputs(model, config, head, seed=1, layout=()):
     """The model's main input (and labels for the training check) in one of INPUT_LAYOUTS, or raises
     CannotBuild."""
+    if layout and layout[0] == "recipe":
+        return _recipe_inputs(layout[1], model, config, head, seed, layout[2])
     g = torch.Generator().manual_seed(seed)
     name = model.main_input_name
     vocab = getattr(config, "vocab_size", None) or getattr(getattr(config, "text_config", None), "vocab_size", 128)
@@ -402,6 +517,8 @@ def make_inputs(model, config, head, seed=1, layout=()):
     elif name == "input_values":
         shape = (BATCH, 1, 4000) if "channel_dim" in layout else (BATCH, 4000)
         inputs = {"input_values": torch.randn(*shape, generator=g)}
+        if getattr(config, "is_encoder_decoder", False):  # speech recognizers on raw audio (moonshine, speecht5)
+            inputs["decoder_input_ids"] = ids[:, :4].contiguous()
     else:
         raise CannotBuild(f"main input {name!r}")
     labels = None
@@ -417,6 +534,26 @@ def make_inputs(model, config, head, seed=1, layout=()):
     if targets is not None:
         inputs.update(targets(config, g))
     return inputs, labels
+
+
+def _recipe_inputs(model_type, model, config, head, seed, index):
+    """Candidate `index` of the model's recipe (scripts/sweeps/hf_inputs.py), its labels split off; where it
+    names none, a language model's are its input ids and a classifier's two classes."""
+    inputs = dict(hf_inputs.candidates(model_type, model, config, head, seed)[index])
+    labels = inputs.pop("labels", None)
+    if labels is None and head in ("causal_lm", "masked_lm") and "input_ids" in inputs:
+        labels = inputs["input_ids"]
+    elif labels is None and head == "image_classification":
+        labels = torch.tensor([0, 1])
+    return inputs, labels
+
+
+def _layouts(model_type, model, config, head):
+    """The input layouts to try for this model: its recipe's candidates where it has one, else INPUT_LAYOUTS."""
+    if not hf_inputs.has_recipe(model_type):
+        return INPUT_LAYOUTS
+    count = len(hf_inputs.candidates(model_type, model, config, head, 1))
+    return [("recipe", model_type, i) for i in range(count)]
 
 
 def _speech_synthesis_targets(config, g):
@@ -469,7 +606,22 @@ def _companion_inputs(model, config, inputs, ids, g):
         size = _config_field(config, "image_size", 32)
         channels = _config_field(config, "num_channels", 3)
         extra["pixel_values"] = torch.randn(BATCH, channels, size, size, generator=g)
+    # Audio encoders that count each clip's frames from a mask (qwen3_asr, audioflamingo3): every frame valid.
+    if "input_features_mask" in params and "input_features" in inputs:
+        extra["input_features_mask"] = torch.ones(inputs["input_features"].shape[:1] + (_frames(inputs),)).long()
+    # X-MOD's language adapters: every sequence in the first language.
+    if "lang_ids" in params:
+        extra["lang_ids"] = torch.zeros(BATCH, dtype=torch.long)
+    # InstructBLIP's Q-Former reads the instruction too.
+    if "qformer_input_ids" in params:
+        extra["qformer_input_ids"] = ids
     return extra
+
+
+def _frames(inputs):
+    """The frame count of input_features, whichever of its last two dimensions the layout put frames in."""
+    features = inputs["input_features"]
+    return max(features.shape[1], features.shape[2])
 
 
 def _tensors(value):
@@ -607,9 +759,21 @@ def _with_attention_mask(config, models, inputs):
     return {**inputs, "attention_mask": torch.ones_like(inputs["input_ids"])}
 
 
+def _default_language(config, models, inputs):
+    """X-MOD's generate passes no language ids: its adapters take the default language, which a model built from
+    scratch has not set (its forward got lang_ids from the companion inputs)."""
+    for model in models:
+        model.set_default_language(config.languages[0])
+    return {k: v for k, v in inputs.items() if k != "lang_ids"}
+
+
 # Inputs a model's generate takes instead of the first row of its forward's, by model_type: (config, models,
 # that row) -> generate's keyword arguments, after setting what the models' generation configs need.
-GENERATE_INPUTS = {"pop2piano": _composer_conditioned_features, "vibevoice": _with_attention_mask}
+GENERATE_INPUTS = {
+    "pop2piano": _composer_conditioned_features,
+    "vibevoice": _with_attention_mask,
+    "xmod": _default_language,
+}
 
 
 def _loss(model, inputs, labels):
@@ -770,14 +934,14 @@ def check_compile(cpu, tpu, inputs):
         _close_or_as_accurate_as_cpu(output, expected, float64_reference, "compiled forward")
 
 
-def _inputs_the_cpu_model_runs_on(cpu, config, head):
+def _inputs_the_cpu_model_runs_on(cpu, config, head, model_type=None):
     """(layout, inputs, labels) for the first of INPUT_LAYOUTS the CPU model runs on, its loss with labels
     included (git's loss on text alone fails on CPU: it skips image tokens the inputs lack), else the first
     it runs a forward on (the train check then reports the loss's error); raises the first layout's error
     where none does."""
     cpu.eval()
     first, forward_only = None, None
-    for layout in INPUT_LAYOUTS:
+    for layout in _layouts(model_type or config.model_type, cpu, config, head):
         try:
             inputs, labels = make_inputs(cpu, config, head, layout=layout)
             with torch.no_grad():
@@ -808,7 +972,7 @@ def run_model(model_type, head, class_name, generates):
 
     try:
         config, cpu = build(model_type, class_name)
-        layout, inputs, labels = _inputs_the_cpu_model_runs_on(cpu, config, head)
+        layout, inputs, labels = _inputs_the_cpu_model_runs_on(cpu, config, head, model_type)
         _, tpu = build(model_type, class_name)
         tpu.load_state_dict(cpu.state_dict())
         tpu.to("tpu")

@@ -303,6 +303,7 @@ def run_model(args, model):
             getattr(args, "tpu_matmul_precision", None),
         )
         runs[device] = {"outcomes": outcomes, "ended": ended, "seconds": round(time.monotonic() - started)}
+        runs[device]["torch_tpu"] = torch_tpu_commit()
         if device == "tpu":
             runs[device]["matmul_precision"] = getattr(args, "tpu_matmul_precision", None) or "medium"
         print(f"{model} {device}: {len(outcomes)} tests, {ended}, {runs[device]['seconds']} s", flush=True)
@@ -342,6 +343,7 @@ def render_report(models, runs, header):
                 f"- {device}: {len(d['outcomes'])} tests reported, {_count(d['outcomes'])}; "
                 f"run {d['ended']} in {d['seconds']} s"
                 + (f", float32 matmul precision {d['matmul_precision']}" if "matmul_precision" in d else "")
+                + (f", torch_tpu at {d['torch_tpu']}" if "torch_tpu" in d else "")
             )
         if cmp["tpu_only_passed"]:
             details.append(f"- passed on tpu only: {', '.join(_short(t) for t in cmp['tpu_only_passed'])}")
@@ -385,11 +387,15 @@ def kept_findings(report_path):
     return text[text.index(FINDINGS) :] if FINDINGS in text else ""
 
 
+def torch_tpu_commit():
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
+    return head.stdout.strip()
+
+
 def report_header(args, command):
     import torch
     import transformers
 
-    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
     lines = [
         "# transformers' own model tests on tpu",
         "",
@@ -398,7 +404,8 @@ def report_header(args, command):
         "stay off, the Hub is offline. `tpu/CPU` is the share of the tests passing on CPU that also pass on tpu.",
         "The script and how it runs: `scripts/hf_model_tests.py` (its docstring).",
         "",
-        f"- transformers {transformers.__version__}, torch {torch.__version__}, torch_tpu at {head.stdout.strip()}",
+        f"- transformers {transformers.__version__}, torch {torch.__version__}; torch_tpu: each run's commit is on its "
+        f"line under Per model (this report written at {torch_tpu_commit()})",
         f"- command: `{command}`",
     ]
     provenance = pathlib.Path(args.tests_dir) / "PROVENANCE"

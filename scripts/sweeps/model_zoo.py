@@ -26,7 +26,7 @@ random sampling made deterministic. The checks, at matmul precision
 Each model runs in its own subprocess with a timeout, so a crash or hang is
 recorded, not fatal. Outcomes per check: pass, wrong values, missing op
 (named), error (named). The report's totals are at its top.
-tests/test_model_zoo.py runs a fast subset in-process.
+tests/tools/test_model_zoo.py runs a fast subset in-process.
 """
 
 import copy
