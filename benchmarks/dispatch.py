@@ -1,12 +1,20 @@
-"""Per-op dispatch cost: a small `add` on tpu against native CPU eager.
+"""Per-op dispatch cost: small ops on tpu against native CPU eager.
 
     python benchmarks/dispatch.py [--n 2000] [--size 32]
 
-A 32x32 float32 add does almost no arithmetic, so its time is the framework's
+A 32x32 float32 op does almost no arithmetic, so its time is the framework's
 per-op overhead: PyTorch's dispatcher plus, on tpu, the executor's cache
-lookup and the PJRT launch. tpu ops are asynchronous, so two numbers are
-reported for it: "launch only" (the host returns from `a + b`) and "launch +
-final synchronize" (every add has also finished on the device).
+lookup and the PJRT launch. Each op is timed in Strict mode on a replayed
+signature (the op cache): `a + b`; `a * s` with a Python float that changes
+every call (a program input, not a constant); the in-place `a.add_(b)`; and a
+view read, `a.t() + b`. tpu ops are asynchronous, so two numbers are reported
+for each: "launch" (the host returns from the op) and "+ sync" (every op has
+also finished on the device).
+
+The malloc in use is printed too: the plugin's execute allocates and frees
+across its threads on every op, which glibc's malloc serves slowly; with
+tcmalloc preloaded (LD_PRELOAD=libtcmalloc_minimal.so.4) a replayed op
+costs its thread about a third less (docs/modes.md, "Host cost of one Strict op").
 """
 
 import argparse
@@ -17,16 +25,43 @@ import torch
 import torch_tpu
 
 
-def time_adds(a, b, n, sync):
-    """Seconds for n independent `a + b` (the results are dropped)."""
+def malloc_in_use():
+    """The allocator mapped into this process, if not glibc's (it is preloaded)."""
+    try:
+        with open("/proc/self/maps") as maps:
+            text = maps.read()
+    except OSError:
+        return "unknown"
+    for name in ("tcmalloc", "jemalloc", "mimalloc"):
+        if name in text:
+            return name
+    return "glibc"
+
+
+def time_op(op, n, sync):
+    """Seconds for n calls of op(i) (results dropped): (launched, finished,
+    the calling thread's CPU time until launched). The thread's CPU time
+    leaves out time it waited or was descheduled: on a busy machine it is the
+    steadier measure of host cost."""
     sync()
-    start = time.perf_counter()
-    for _ in range(n):
-        a + b
-    launched = time.perf_counter()
+    start, start_cpu = time.perf_counter(), time.thread_time()
+    for i in range(n):
+        op(i)
+    launched, launched_cpu = time.perf_counter(), time.thread_time()
     sync()
     done = time.perf_counter()
-    return launched - start, done - start
+    return launched - start, done - start, launched_cpu - start_cpu
+
+
+def small_ops(a, b):
+    """The ops timed, by name; each takes the loop index."""
+    scalars = [1.0 + k / 1024 for k in range(1024)]  # a new float each call
+    return {
+        "add": lambda i: a + b,
+        "mul by a changing float": lambda i: a * scalars[i & 1023],
+        "in-place add_": lambda i: a.add_(b),
+        "add of a transposed view": lambda i: a.t() + b,
+    }
 
 
 def main():
@@ -40,22 +75,25 @@ def main():
     a_tpu, b_tpu = a_cpu.to("tpu"), b_cpu.to("tpu")
     no_sync = lambda: None  # noqa: E731
     tpu_sync = torch_tpu.synchronize
-
-    # Warm up: the first tpu add compiles its program; later ones hit the cache.
-    time_adds(a_cpu, b_cpu, 100, no_sync)
-    time_adds(a_tpu, b_tpu, 100, tpu_sync)
-
-    cpu = min(time_adds(a_cpu, b_cpu, args.n, no_sync)[1] for _ in range(args.repeats))
-    tpu_runs = [time_adds(a_tpu, b_tpu, args.n, tpu_sync) for _ in range(args.repeats)]
-    tpu_launch = min(r[0] for r in tpu_runs)
-    tpu_total = min(r[1] for r in tpu_runs)
-
     us = lambda seconds: seconds / args.n * 1e6  # noqa: E731
-    print(f"add of two {args.size}x{args.size} float32 tensors, {args.n} times, best of {args.repeats}")
-    print(f"  cpu eager                       {us(cpu):8.2f} us/op")
-    print(f"  tpu launch only                 {us(tpu_launch):8.2f} us/op   ({tpu_launch / cpu:.1f}x cpu)")
-    print(f"  tpu launch + final synchronize  {us(tpu_total):8.2f} us/op   ({tpu_total / cpu:.1f}x cpu)")
-    print(f"  plugin: {torch_tpu.plugin_info().get('platform_name', '?')}")
+
+    print(f"{args.size}x{args.size} float32 operands, {args.n} calls, best of {args.repeats}; Strict mode")
+    print(f"  {'op':26s} {'cpu eager':>10s} {'tpu launch':>18s} {'tpu + sync':>18s} {'host CPU time':>27s}")
+    cpu_ops, tpu_ops = small_ops(a_cpu, b_cpu), small_ops(a_tpu, b_tpu)
+    for name in cpu_ops:
+        # Warm up: the first tpu calls compile and capture the program; later ones replay it.
+        time_op(cpu_ops[name], 100, no_sync)
+        time_op(tpu_ops[name], 100, tpu_sync)
+        cpu_runs = [time_op(cpu_ops[name], args.n, no_sync) for _ in range(args.repeats)]
+        cpu, cpu_thread = min(r[1] for r in cpu_runs), min(r[2] for r in cpu_runs)
+        runs = [time_op(tpu_ops[name], args.n, tpu_sync) for _ in range(args.repeats)]
+        launch, total, thread = (min(r[k] for r in runs) for k in range(3))
+        print(
+            f"  {name:26s} {us(cpu):7.2f} us {us(launch):7.2f} us ({launch / cpu:4.1f}x)"
+            f" {us(total):7.2f} us ({total / cpu:4.1f}x)"
+            f"  cpu {us(cpu_thread):5.2f}, tpu {us(thread):5.2f} us ({thread / cpu_thread:3.1f}x)"
+        )
+    print(f"  plugin: {torch_tpu.plugin_info().get('platform_name', '?')}, malloc: {malloc_in_use()}")
 
 
 if __name__ == "__main__":

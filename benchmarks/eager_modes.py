@@ -24,7 +24,7 @@ import train_gpt  # noqa: E402
 
 
 def steps_per_second(config, device, mode, batch_size, warmup, steps, dataset):
-    """(steps/s, peak live device bytes during the timed steps)."""
+    """(steps/s, peak live device bytes during the timed steps, tpu metrics of the timed steps)."""
     if device == "tpu":
         torch_tpu.set_eager_mode(mode)
     generator = torch.Generator().manual_seed(0)
@@ -46,10 +46,23 @@ def steps_per_second(config, device, mode, batch_size, warmup, steps, dataset):
     if device == "tpu":
         torch_tpu.sync()
     elapsed = time.perf_counter() - start
-    peak = torch_tpu.metrics()["peak_device_bytes"] if device == "tpu" else 0
+    counts = torch_tpu.metrics() if device == "tpu" else {}
+    peak = counts.get("peak_device_bytes", 0)
     if device == "tpu":
         torch_tpu.set_eager_mode("strict")
-    return steps / elapsed, peak
+    return steps / elapsed, peak, counts
+
+
+def per_step_line(rate, steps, counts):
+    """Host cost per op and what one step launches: wall time of the timed
+    steps over the ops they dispatched (Strict: launched one by one;
+    DeferAndFuse: recorded, then launched fused at each flush)."""
+    ops = counts["ops_dispatched"] / steps
+    programs = counts["programs_executed"] / steps
+    return (
+        f"{'':>22}{ops:.0f} ops/step, {1e6 / rate / ops:.1f} us/op of step time, {programs:.1f} programs/step, "
+        f"{counts.get('op_cache_replays', 0) / steps:.0f} op-cache replays/step, {counts['compiles']} compiles"
+    )
 
 
 FIRST_STEP = """
@@ -106,8 +119,10 @@ def main():
         ("cpu eager", "cpu", None),
     ):
         results[name] = steps_per_second(config, device, mode, args.batch_size, args.warmup, args.steps, dataset)
-        rate, peak = results[name]
+        rate, peak, counts = results[name]
         print(f"{name:>20}: {rate:7.2f} steps/s" + (f", peak live device bytes {peak:,}" if device == "tpu" else ""))
+        if device == "tpu":
+            print(per_step_line(rate, args.steps, counts))
     strict, fused, cpu = (results[k][0] for k in ("tpu strict", "tpu defer_and_fuse", "cpu eager"))
     print(
         f"DeferAndFuse / Strict: {fused / strict:.2f}x;  DeferAndFuse / CPU eager: {fused / cpu:.2f}x;  "
