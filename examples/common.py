@@ -5,7 +5,7 @@ training loop with a progress bar and a throughput figure, and the text data
 Every example initialises its weights on CPU from the seed and draws its
 batches on CPU from a seeded generator, then moves them to the device, so a
 tpu run and a cpu run with the same seed see the same numbers;
-tests/test_examples.py compares them.
+tests/training/test_examples.py compares them.
 """
 
 import contextlib

@@ -10,7 +10,7 @@ pre-LayerNorm blocks of causal self-attention and a GELU MLP, a final
 LayerNorm, a linear head), written with plain torch.nn so the same code runs
 on any device. Batches are drawn on CPU from a seeded generator and then
 moved to the device, and the weights are initialised on CPU, so a tpu run and
-a cpu run with the same seed see the same numbers: tests/test_gpt.py relies on
+a cpu run with the same seed see the same numbers: tests/training/test_gpt.py relies on
 that.
 """
 

@@ -11,7 +11,7 @@ rounding. `--accum K` splits each step into K micro-batches, all but the
 last under `no_sync()`; `--unused` adds a layer the loss never uses (DDP
 needs `find_unused_parameters=True` for it); `--bucket-mb` sets DDP's
 bucket size (small values make many buckets). `--out FILE` writes the
-losses and the final weights (torch.save) for tests/test_distributed_ddp.py.
+losses and the final weights (torch.save) for tests/distributed/test_distributed_ddp.py.
 """
 
 import argparse
