@@ -127,15 +127,38 @@ std::vector<BufferPtr> DeviceRuntime::run(pjrt::LoadedExecutable& exe, int devic
     raw = raw_on_heap.data();
   }
   for (size_t i = 0; i < args.size(); ++i) raw[i] = args[i]->raw();
-  std::shared_ptr<pjrt::Event> completion;
-  auto outputs = exe.execute(c.devices().at(device), raw, args.size(), donatable, launch_id, &completion);
+  std::shared_ptr<pjrt::Event> done;
+  auto outputs = exe.execute(c.devices().at(device), raw, args.size(), donatable, launch_id, &done);
   metrics().programs_executed++;
-  if (completion) {
-    note_pending(device, std::move(completion));
-  } else if (!outputs.empty()) {
-    note_output(device, outputs.back());
+  // Without a completion event, the last output is ready when the program is done.
+  if (!done && !outputs.empty()) done = outputs.back()->ready_event();
+  if (!done) return outputs;
+  note_pending(device, done);
+  // Destroyed when this returns, outside the lock: their programs are done.
+  const std::vector<BufferPtr> finished = take_finished_donations(/*all=*/false);
+  DonatedUntilDone donated{done, {}};
+  for (size_t i = 0; i < args.size() && i < donatable.size(); ++i) {
+    if (donatable[i]) donated.buffers.push_back(args[i]);
+  }
+  if (!donated.buffers.empty()) {
+    std::lock_guard<std::mutex> lock(donated_mutex_);
+    donated_until_done_.push_back(std::move(donated));
   }
   return outputs;
+}
+
+std::vector<BufferPtr> DeviceRuntime::take_finished_donations(bool all) {
+  std::vector<BufferPtr> finished;
+  std::lock_guard<std::mutex> lock(donated_mutex_);
+  for (auto it = donated_until_done_.begin(); it != donated_until_done_.end();) {
+    if (all || it->done->is_ready()) {
+      for (auto& b : it->buffers) finished.push_back(std::move(b));
+      it = donated_until_done_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return finished;
 }
 
 void DeviceRuntime::note_output(int device, const BufferPtr& b) {
@@ -161,7 +184,24 @@ void DeviceRuntime::synchronize(int device) {
   wait_for(device);
 }
 
-void DeviceRuntime::wait_in_flight() { wait_for(-1); }
+std::vector<std::shared_ptr<pjrt::Event>> DeviceRuntime::unfinished_work(int device) {
+  if (launch_deferred_) launch_deferred_();
+  std::vector<std::shared_ptr<pjrt::Event>> unfinished;
+  if (!client_) return unfinished;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (device < 0 || static_cast<size_t>(device) >= pending_outputs_.size()) return unfinished;
+  // Finished work leaves the list here too: synchronize need not wait for it.
+  auto& list = pending_outputs_[device];
+  list.erase(std::remove_if(list.begin(), list.end(), [](const auto& e) { return e->is_ready(); }), list.end());
+  unfinished = list;
+  return unfinished;
+}
+
+void DeviceRuntime::wait_in_flight() {
+  wait_for(-1);
+  // Every program has finished: its donations go now.
+  take_finished_donations(/*all=*/true);
+}
 
 void DeviceRuntime::wait_for(int device) {
   if (!client_) return;
@@ -182,6 +222,7 @@ void DeviceRuntime::wait_for(int device) {
     e->await();
     awaited.insert(e.get());
   }
+  take_finished_donations(/*all=*/false);
   std::lock_guard<std::mutex> lock(mutex_);
   for (size_t d = 0; d < pending_outputs_.size(); ++d) {
     if (device >= 0 && static_cast<size_t>(device) != d) continue;

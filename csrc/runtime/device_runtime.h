@@ -2,6 +2,7 @@
 // cache, and running programs. Knows hlo text and pjrt; not torch.
 #pragma once
 
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -54,8 +55,14 @@ class DeviceRuntime {
   CompileCache& cache() { return cache_; }
   // Runs before every synchronize (DeferAndFuse flushes its pending programs).
   void set_before_sync(std::function<void()> hook) { before_sync_ = std::move(hook); }
+  // Launches the calling thread's deferred work (DeferAndFuse's pending
+  // programs), waiting for nothing.
+  void set_launch_deferred(std::function<void()> hook) { launch_deferred_ = std::move(hook); }
   // Waits for every buffer produced so far on `device` (-1: all).
   void synchronize(int device);
+  // What stream and event queries ask: the calling thread's deferred work
+  // launched, the programs launched on `device` so far that have not finished.
+  std::vector<std::shared_ptr<pjrt::Event>> unfinished_work(int device);
   // Waits for programs already launched, launching nothing (at exit: the
   // plugin's threads must be idle before its static objects are destroyed).
   void wait_in_flight();
@@ -71,13 +78,27 @@ class DeviceRuntime {
   int num_devices_ = 1;
   std::shared_ptr<pjrt::Client> client_;
   CompileCache cache_;
-  std::string platform_identity_;
-  std::function<void()> before_sync_;  // platform, version and XLA version: part of every cache key
+  std::string platform_identity_;  // platform, version and XLA version: part of every cache key
+  std::function<void()> before_sync_, launch_deferred_;
   std::string compile_options_ = pjrt::default_compile_options();
   // Per device, since the last sync: when each launched program's last
   // output is ready. Events, not buffers: another thread may donate a
   // buffer to its next program before this one is synchronized.
   std::vector<std::vector<std::shared_ptr<pjrt::Event>>> pending_outputs_;
+  // Buffers a launched program took as donations, kept until it finishes:
+  // the plugin's destroy of a donated buffer waits for the program that
+  // consumed it (XLA:CPU's does), so dropping one at launch made every
+  // in-place op's launch wait for the op. In launch order; released once
+  // their program's event is ready (at the next launch or a wait), never by
+  // a thread holding mutex_.
+  struct DonatedUntilDone {
+    std::shared_ptr<pjrt::Event> done;
+    std::vector<BufferPtr> buffers;
+  };
+  std::deque<DonatedUntilDone> donated_until_done_;
+  std::mutex donated_mutex_;
+  // Takes out the entries whose program finished (all, when `all`).
+  std::vector<BufferPtr> take_finished_donations(bool all);
 };
 
 }  // namespace torch_tpu::runtime
