@@ -216,9 +216,6 @@ class Stream(torch.Stream):
     def synchronize(self):
         synchronize(self.device_index)
 
-    def query(self):
-        return True
-
 
 class Event(torch.Event):
     def __new__(cls, enable_timing=False, blocking=False, interprocess=False):
@@ -229,6 +226,12 @@ class Event(torch.Event):
             blocking=blocking,
             interprocess=interprocess,
         )
+
+    def elapsed_time(self, end_event):
+        """Milliseconds from this event's completion to `end_event`'s, as
+        torch.cuda.Event.elapsed_time (both recorded with enable_timing=True,
+        both complete): when the work each followed had finished."""
+        return _C._event_elapsed_time(self, end_event)
 
 
 def current_stream(device=None):

@@ -71,6 +71,7 @@ void register_hooks() {
     flush_deferred("sync");
     verify_range_checks();
   });
+  runtime::DeviceRuntime::get().set_launch_deferred([] { flush_deferred("event"); });
   runtime::CompileCache::set_warning_handler([](const std::string& message) { TORCH_WARN(message); });
 }
 

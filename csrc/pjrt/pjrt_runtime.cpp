@@ -122,6 +122,33 @@ bool Event::is_ready() const {
   return args.is_ready;
 }
 
+namespace {
+struct ReadyCallback {
+  std::shared_ptr<Plugin> plugin;
+  std::function<void()> fn;
+};
+}  // namespace
+
+void Event::on_ready(std::function<void()> fn) const {
+  auto args = PJRT_ARGS(PJRT_Event_OnReady_Args);
+  args.event = event_;
+  args.user_arg = new ReadyCallback{plugin_, std::move(fn)};
+  args.callback = [](PJRT_Error* error, void* user_arg) {
+    std::unique_ptr<ReadyCallback> ready(static_cast<ReadyCallback*>(user_arg));
+    if (error != nullptr) {  // the callback owns the event's error: its waiter reports it
+      auto d = PJRT_ARGS(PJRT_Error_Destroy_Args);
+      d.error = error;
+      ready->plugin->api()->PJRT_Error_Destroy(&d);
+    }
+    ready->fn();
+  };
+  PJRT_Error* err = plugin_->api()->PJRT_Event_OnReady(&args);
+  if (err != nullptr) {
+    delete static_cast<ReadyCallback*>(args.user_arg);
+    plugin_->check(err, "Event_OnReady");
+  }
+}
+
 Buffer::~Buffer() {
   if (buffer_ == nullptr) return;
   auto args = PJRT_ARGS(PJRT_Buffer_Destroy_Args);

@@ -53,6 +53,9 @@ class Event {
   Event& operator=(const Event&) = delete;
   void await();  // throws the event's error, if any
   bool is_ready() const;
+  // Calls `fn` once the event is ready (at once, on this thread, if it is;
+  // else on a plugin thread), whatever its status. `fn` must not throw.
+  void on_ready(std::function<void()> fn) const;
 
  private:
   std::shared_ptr<Plugin> plugin_;

@@ -1,6 +1,7 @@
 // torch_tpu._C: the few entry points the Python face needs.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <torch/csrc/Event.h>
 #include <torch/csrc/autograd/python_variable.h>
 
 #include "device/cpu_fallback.h"
@@ -43,6 +44,12 @@ PYBIND11_MODULE(_C, m) {
   m.def("_device_count", []() {
     py::gil_scoped_release release;
     return DeviceRuntime::get().device_count();
+  });
+  // torch.Event.elapsed_time takes a torch.Event of exactly that type;
+  // torch.tpu.Event is a subclass (isinstance(e, torch.tpu.Event) holds).
+  m.def("_event_elapsed_time", [](py::handle start, py::handle end) {
+    TORCH_CHECK_TYPE(THPEvent_Check(start.ptr()) && THPEvent_Check(end.ptr()), "expected a torch.Event object");
+    return reinterpret_cast<THPEvent*>(start.ptr())->event.elapsedTime(reinterpret_cast<THPEvent*>(end.ptr())->event);
   });
   m.def("_synchronize", [](int device) {
     py::gil_scoped_release release;
