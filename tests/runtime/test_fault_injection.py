@@ -13,6 +13,7 @@ Threads (tests/runtime/test_threads.py) are the other half of "never a wrong ans
 """
 
 import contextlib
+import gc
 import os
 import signal
 import subprocess
@@ -462,11 +463,18 @@ def test_a_tensor_the_device_cannot_hold_raises_out_of_memory_at_the_call(mode):
 
 
 def test_memory_allocated_counts_storages_from_their_allocation_as_cuda_does():
-    before = torch.tpu.memory_allocated()
-    x = torch.empty(1000, device="tpu")
-    assert torch.tpu.memory_allocated() == before + 4000
-    del x
-    assert torch.tpu.memory_allocated() == before
+    # Earlier tests' tensors in reference cycles must not be collected
+    # between the readings (it happened once under pytest-xdist).
+    gc.collect()
+    gc.disable()
+    try:
+        before = torch.tpu.memory_allocated()
+        x = torch.empty(1000, device="tpu")
+        assert torch.tpu.memory_allocated() == before + 4000
+        del x
+        assert torch.tpu.memory_allocated() == before
+    finally:
+        gc.enable()
 
 
 def _mem_available():
