@@ -208,15 +208,65 @@ OVERRIDES = {
     # gemma's lists go by other names.
     "lfm3": {"layer_types": ["conv", "full_attention"]},
     "recurrent_gemma": {"block_types": ["recurrent", "attention"]},
-    "zamba": {"layers_block_type": ["linear_attention", "hybrid"]},
-    "zamba2": {"layers_block_type": ["linear_attention", "hybrid"], "hybrid_layer_ids": [1]},
-    # Widths the shrinker does not know by these names, which must equal hidden_size.
-    "xlstm": {"embedding_dim": 64},
+    # Zamba's hybrid layers share one transformer block, which its tied-weights table ties from the first hybrid
+    # layer into the others: with one hybrid layer there is nothing to tie and building raises, so two.
+    # Widths both derive from the default hidden_size when the config is made: the shared block's attention runs
+    # on the input and the first embedding concatenated (2 x hidden_size), its heads 2 x hidden_size // heads wide,
+    # the Mamba dt rank hidden_size / 16; Zamba 2's Mamba-2 heads are expand (2) x hidden_size // n_mamba_heads.
+    "zamba": {
+        "num_hidden_layers": 3,
+        "layers_block_type": ["linear_attention", "hybrid", "hybrid"],
+        "attention_hidden_size": 128,
+        "attention_head_dim": 32,
+        "mamba_dt_rank": 4,
+    },
+    "zamba2": {
+        "num_hidden_layers": 3,
+        "layers_block_type": ["linear_attention", "hybrid", "hybrid"],
+        "hybrid_layer_ids": [1, 2],
+        "attention_hidden_size": 128,
+        "attention_head_dim": 32,
+        "kv_channels": 16,
+        "mamba_headdim": 16,
+    },
+    # Widths the shrinker does not know by these names, which must equal hidden_size. xLSTM's cache sizes its
+    # states by hidden_size * qk_dim_factor rounded up to a multiple of 64, its layers without rounding: at
+    # hidden_size 64 a factor of 1 (0.5 by default) keeps the two equal. Its layers are num_blocks (32) too.
+    "xlstm": {"embedding_dim": 64, "qk_dim_factor": 1.0, "num_blocks": 2},
     "rwkv": {"attention_hidden_size": 64},
-    # Mamba-2 heads * head width = expand (2) * hidden_size (the default head width, 64, is below the shrinker's).
-    "falcon_h1": {"mamba_d_head": 32},
+    # Mamba-2 heads * head width = expand (2) * hidden_size (the default head width, 64, is below the shrinker's),
+    # which is the mixer's inner width, mamba_d_ssm (1024 by default).
+    "falcon_h1": {"mamba_d_head": 32, "mamba_d_ssm": 128},
+    # Routed and shared experts and experts per token its default leaves None (a checkpoint names them).
+    "dots1": {"n_routed_experts": 4, "n_shared_experts": 1, "num_experts_per_tok": 2},
+    # Its layer kinds default to None (a checkpoint lists them) and its first two layers are dense: one convolution
+    # and one attention layer, the second a mixture of experts.
+    "lfm2_moe": {"layer_types": ["conv", "full_attention"], "num_dense_layers": 1},
+    # Its sparse attention's indexer (QSA) defaults to None in every field (a checkpoint sets them): 4 index heads
+    # over one key head 16 wide, choosing 8 keys from blocks of 2.
+    "qwen4_exp_text": {
+        "indexer_n_heads": 4,
+        "indexer_kv_heads": 1,
+        "indexer_head_dim": 16,
+        "indexer_budget": 8,
+        "indexer_compress_ratio": 2,
+    },
     # Its query and key norms span hidden_size, so every head is a key head.
     "esmc": {"num_key_value_heads": 4},
+    # Its dense and mixture-of-experts layers and experts per token default to None (a checkpoint sets them).
+    "deepseek_ocr2_text": {"mlp_layer_types": ["dense", "sparse"], "num_experts_per_tok": 2},
+    # Its map from names to token ids (image token, VQ codes) defaults to None (its tokenizer's): the image token.
+    "chameleon": {"vocabulary_map": {"<image>": 3}},
+    # Its key heads per layer are derived when the config is made (16 for its first and last 8 layers, 8 for the
+    # others, more than the tiny model's 4 heads): one layer with a key per head, one with grouped keys.
+    "sapiens2": {"num_key_value_heads_per_layer": [4, 2]},
+    # Its H and L stacks of num_layers_per_stack layers (16, set from num_hidden_layers when the config is made) run
+    # in H_cycles x (L_cycles + 1) passes, one cache slot each, which num_hidden_layers then counts: one layer per
+    # stack, 2 x (1 + 1) passes.
+    "hrm_text": {"num_layers_per_stack": 1, "L_cycles": 1, "L_bp_cycles": [1], "num_hidden_layers": 4},
+    # It classifies by the last token's logits of its answer tokens, "Yes" and "No" (10784 and 3771 by default,
+    # past the tiny vocabulary): tokens 10 and 11.
+    "shieldgemma2": {"yes_token_index": 10, "no_token_index": 11},
     # Its rotary part is partial_rotary_factor (0.5) of head_dim and must cover qk_rope_head_dim.
     "mistral4": {"head_dim": 32},
     # Experts per token (8 by default, under this name) may not exceed the tiny model's 4 experts.
@@ -251,6 +301,15 @@ OVERRIDES = {
     "pocket_tts_audio_tokenizer": {"upsample_groups": 64},
     "pocket_tts_audio_tokenizer_decoder": {"upsample_groups": 64},
     "wavtokenizer_encoder": {"codebook_dim": 64, "codebook_size": 128},
+    # Its Vocos decoder's widths go by their own names (768 wide, 12 layers).
+    "wavtokenizer": {
+        "codebook_dim": 64,
+        "codebook_size": 128,
+        "decoder_hidden_size": 64,
+        "decoder_intermediate_size": 128,
+        "decoder_num_layers": 2,
+        "decoder_attention_num_groups": 8,
+    },
     # Nemotron 3's audio encoders project keys and values for every head (no grouped heads), as esmc.
     "nemotron3_diarization_audio": {"num_key_value_heads": 4},
     "nemotron3_5_transcribe_asr_audio": {"num_key_value_heads": 4},

@@ -197,10 +197,11 @@ def _short_clips_config(frames, tubelet=None):
         vision = getattr(config, "vision_config", None)
         if vision is not None and hasattr(vision, "num_frames"):  # X-CLIP's frames are its vision tower's
             vision.num_frames = frames
-        if tubelet is not None and hasattr(config, "tubelet_size"):
-            patch = _field(config, "patch_size", default=8)
-            old = config.tubelet_size
-            config.tubelet_size = [tubelet, patch, patch] if isinstance(old, (list, tuple)) else tubelet
+        for owner in (config, vision):  # VideoPrism's tubelets are its vision tower's
+            if tubelet is not None and owner is not None and hasattr(owner, "tubelet_size"):
+                patch = _field(owner, "patch_size", default=8)
+                old = owner.tubelet_size
+                owner.tubelet_size = [tubelet, patch, patch] if isinstance(old, (list, tuple)) else tubelet
         size = getattr(config, "crop_size", None)
         if isinstance(size, int) and size > 32:
             config.crop_size = 32
@@ -472,6 +473,11 @@ def _segment_anything_2_config(config):
         return
     vision = getattr(config, "vision_config", config)
     _hiera_config(vision.backbone_config)
+    _segment_anything_2_pyramid_config(config, vision)
+
+
+def _segment_anything_2_pyramid_config(config, vision):
+    """SAM 2's feature pyramid over a four-stage backbone 16 to 128 wide, its prompt encoder and mask decoder."""
     vision.backbone_channel_list = [128, 64, 32, 16]
     vision.backbone_feature_sizes = [[16, 16], [8, 8], [4, 4]]
     prompt = getattr(config, "prompt_encoder_config", None)
@@ -482,6 +488,17 @@ def _segment_anything_2_config(config):
         config.mask_decoder_config.mlp_dim = 128
         config.mask_decoder_config.iou_head_hidden_dim = 64
     config.image_size = 64  # the sweep's images
+
+
+def _edgetam_config(config):
+    """EdgeTAM is SAM 2 on a timm RepViT backbone: its default names the architecture under a misspelt key
+    (archirecture: repvit_m1), so timm builds its default resnet50 (256 to 2048 channels, which the feature pyramid
+    refuses): RepViT-M1 as meant, four stages of one block 16 to 128 wide, then SAM 2's pyramid and heads."""
+    vision = getattr(config, "vision_config", config)
+    backbone = vision.backbone_config
+    backbone.architecture = "repvit_m1"
+    backbone.model_args = {**(backbone.model_args or {}), "embed_dim": (16, 32, 64, 128), "depth": (1, 1, 1, 1)}
+    _segment_anything_2_pyramid_config(config, vision)
 
 
 def _gemma4_audio(model, config, head, g):
@@ -788,6 +805,325 @@ def _sliding_window_config(config):
             owner.sliding_window = 4
 
 
+# --- layers that reuse another layer's keys and values (Gemma 3n, Gemma 4 Unified) ------------------------------
+
+
+def _shared_kv_layers_config(config):
+    """Gemma 3n's last num_kv_shared_layers layers (15 of 30) reuse the keys and values of the last earlier layer
+    of their kind, which must exist: four layers, full and sliding attention alternating, the last two sharing
+    (as its ModelTester). Its per-layer fields are lists of 30 (intermediate_size, activation_sparsity_pattern),
+    its per-layer embedding a second vocabulary (262,144 x 256 per layer): 128 x 16. The first layer keeps its
+    activation sparsity (the checkpoint's first 10 layers have 0.95), and the window is 4 tokens, so it slides
+    over the sweep's 8."""
+    text = getattr(config, "text_config", None) or config
+    layers = 4
+    text.num_hidden_layers = layers
+    text.layer_types = ["full_attention", "sliding_attention"] * (layers // 2)
+    text.num_kv_shared_layers = 2
+    text.intermediate_size = [128] * layers
+    text.activation_sparsity_pattern = [0.95] + [0.0] * (layers - 1)
+    text.vocab_size_per_layer_input = 128
+    text.hidden_size_per_layer_input = 16
+    text.altup_num_inputs = 2
+    text.laurel_rank = 8
+    text.sliding_window = 4
+    audio = getattr(config, "audio_config", None)
+    if audio is not None:
+        _conformer_audio_config(audio)
+    if audio is not None or config.model_type == "gemma3n":
+        config.audio_soft_tokens_per_image = 4
+    vision = getattr(config, "vision_config", None)
+    if vision is not None and getattr(vision, "architecture", "").startswith("mobilenetv5"):
+        # its MobileNet-V5 image tower (timm's, 294M parameters): a sixteenth of the channels (7M)
+        vision.model_args = {**(vision.model_args or {}), "channel_multiplier": 0.0625}
+
+
+def _conformer_audio_config(config):
+    """Gemma 3n's audio encoder: two conformer layers of 4 heads (12 of 8 by default), attention in chunks of 4
+    frames seeing 5 back, over 32 mel bins through convolutions of 16 and 8 channels (128 and 32), as its
+    ModelTester."""
+    config.input_feat_size = 32
+    config.conf_num_hidden_layers = 2
+    config.conf_num_attention_heads = 4
+    config.sscp_conv_channel_size = [16, 8]
+    config.conf_conv_kernel_size = 3
+    config.conf_attention_chunk_size = 4
+    config.conf_attention_context_left = 5
+
+
+def _conformer_audio(model, config, head, g):
+    """Gemma 3n's audio encoder reads (frames, mel bins) features and a mask that is True where a frame is padding:
+    48 frames, the second clip's last 16 padded."""
+    frames = 48
+    padding = torch.zeros(BATCH, frames, dtype=torch.bool)
+    padding[1, frames - 16 :] = True
+    return [
+        {
+            "audio_mel": torch.randn(BATCH, frames, config.input_feat_size, generator=g),
+            "audio_mel_mask": padding,
+        }
+    ]
+
+
+def _latent_bottleneck_config(config):
+    """Perceiver cross-attends from num_latents latents (256 of 1280 wide by default) to its inputs, then
+    self-attends among them num_self_attends_per_block times (26): 8 latents of 64, two self-attention layers."""
+    config.num_latents = 8
+    config.d_latents = 64
+    config.num_self_attends_per_block = 2
+    config.num_self_attention_heads = 4
+    config.num_cross_attention_heads = 4
+
+
+def _latent_bottleneck_text(model, config, head, g):
+    """Perceiver's masked LM reads bytes as `inputs`, exactly max_position_embeddings of them (its position
+    embedding and decoder queries are that long), with the same ids as labels."""
+    ids = torch.randint(2, config.vocab_size, (BATCH, config.max_position_embeddings), generator=g)
+    return [{"inputs": ids, "attention_mask": torch.ones_like(ids), "labels": ids}]
+
+
+def _vision_language_action_config(config):
+    """PI0's vision-language model (PaliGemma) marks image places with image_token_id, 257152 by default, past
+    the tiny vocabulary: token 3; it projects image features (projection_dim, 2048) into the text model's
+    embeddings, so as wide."""
+    vlm = config.vlm_config
+    vlm.image_token_id = IMAGE_TOKEN
+    vlm.projection_dim = vlm.vision_config.projection_dim = vlm.text_config.hidden_size
+
+
+def _vision_language_action(model, config, head, g):
+    """PI0's model reads a prefix (camera images, their tokens and text) through its PaliGemma into a cache, and
+    its action expert attends over that cache from action_embeds (the robot state and the noisy actions, embedded:
+    1 + 4 rows). One camera per sample: its image's patch features fill the image tokens."""
+    vision = config.vlm_config.vision_config
+    size = vision.image_size
+    tokens = (size // vision.patch_size) ** 2
+    text = torch.randint(IMAGE_TOKEN + 1, 100, (BATCH, SEQ), generator=g)
+    ids = torch.cat([torch.full((BATCH, tokens), IMAGE_TOKEN), text], 1)
+    return [
+        {
+            "action_embeds": torch.randn(BATCH, 5, config.dit_config.hidden_size, generator=g),
+            "input_ids": ids,
+            "pixel_values": torch.randn(BATCH, 1, 3, size, size, generator=g),
+            "pixel_attention_mask": torch.ones(BATCH, 1, dtype=torch.bool),
+            "attention_mask": torch.ones_like(ids),
+        }
+    ]
+
+
+def _speech_encoder_decoder(model, config, head, g):
+    """A speech encoder-decoder (Wav2Vec2 into BERT by default) reads raw audio as `inputs` and the decoder's
+    text, which is also its labels."""
+    ids = torch.randint(2, 100, (BATCH, 4), generator=g)
+    return [{"inputs": torch.randn(BATCH, 4000, generator=g), "decoder_input_ids": ids, "labels": ids}]
+
+
+def _block_drafter_config(config):
+    """Muse Glimmer's assistant drafts block_size tokens (16) at once from the target model's states at
+    target_layer_ids (five of its layers), concatenated: a block of 4 from two layers; its sliding window is 4."""
+    config.block_size = 4
+    config.target_layer_ids = [0, 1]
+    config.sliding_window = 4
+
+
+def _block_drafter(model, config, head, g):
+    """The assistant denoises noise_embeds (one block) attending to the target's context_hidden_states (8 accepted
+    tokens, the target layers' states side by side) and to the block itself: its attention mask spans both."""
+    width = config.hidden_size
+    return [
+        {
+            "noise_embeds": torch.randn(BATCH, config.block_size, width, generator=g),
+            "context_hidden_states": torch.randn(BATCH, SEQ, width * len(config.target_layer_ids), generator=g),
+            "attention_mask": torch.ones(BATCH, SEQ + config.block_size, dtype=torch.long),
+        }
+    ]
+
+
+def _latent_attention_rope_config(config):
+    """Dots 3 Note's multi-head latent attention rotates qk_rope_head_dim of each head's head_dim, a fraction its
+    config computes when made (64 of 256) into each layer type's rotary parameters, before the shrinker sets both
+    to 16: head_dim is the nope and rope parts again (32), rotated by half."""
+    text = getattr(config, "text_config", None) or config
+    text.head_dim = text.qk_nope_head_dim + text.qk_rope_head_dim
+    for rope in text.rope_parameters.values():
+        rope["partial_rotary_factor"] = text.qk_rope_head_dim / text.head_dim
+
+
+def _semantic_acoustic_codec_config(config):
+    """X-Codec quantizes its acoustic (DAC) and semantic (HuBERT) encoders' states concatenated: codebook_dim is
+    their widths summed, derived from the defaults (1024 + 768) when the config is made; 128 codes (1024)."""
+    config.codebook_dim = config.acoustic_model_config.hidden_size + config.semantic_model_config.hidden_size
+    config.codebook_size = 128
+
+
+def _whole_tokens_of_audio_config(config):
+    """Muse Spark's audio tower: four stages (tuples, which the shrinker leaves alone, 256 to 2048 wide, while it
+    cuts num_hidden_layers, the stage count, to two) patching by 16, 6, 5 and 4 samples: two stages of one block,
+    32 and 64 wide, patching by 4 and 4."""
+    config.num_hidden_layers = 2
+    config.patch_sizes = [4, 4]
+    config.hidden_sizes = [32, 64]
+    config.depths = [1, 1]
+
+
+def _whole_tokens_of_audio(model, config, head, g):
+    """Muse Spark's audio tower takes raw audio (batch, samples) in whole tokens of samples_per_token samples
+    (its patch sizes multiplied): two tokens."""
+    return [{"input_values": torch.randn(BATCH, 2 * config.samples_per_token, generator=g)}]
+
+
+def _semantic_acoustic_codec2_config(config):
+    """X-Codec 2 quantizes its semantic (Wav2Vec2-BERT) and acoustic encoders' states concatenated, so its
+    quantization_dim (2048) is the two widths summed; its acoustic encoder downsamples by 2, 2, 4, 4 and 5 from
+    48 channels doubling per stage (1536 at the end): by 2 and 2 from 8. Its decoder's rotary angles are per
+    head (position ids of one row per head), so keys and values have every head."""
+    config.num_key_value_heads = config.num_attention_heads
+    config.quantization_dim = config.hidden_size + config.semantic_model_config.hidden_size
+    config.downsampling_ratios = [2, 2]
+    config.encoder_hidden_size = 8
+
+
+def _semantic_acoustic_codec2(model, config, head, g):
+    """X-Codec 2 encodes raw audio (batch, 1, samples) and the same audio's stacked mel features (frames,
+    feature_projection_input_dim), one frame per code: 8 codes of hop_length samples."""
+    codes = 8
+    width = config.semantic_model_config.feature_projection_input_dim
+    return [
+        {
+            "input_values": torch.randn(BATCH, 1, codes * config.hop_length, generator=g),
+            "input_features": torch.randn(BATCH, codes, width, generator=g),
+        }
+    ]
+
+
+def _speech_to_text_config(config):
+    """Speech2Text's convolutional subsampler reads input_feat_per_channel mel bins (80) into conv_channels (1024):
+    the sweep's 16 bins, 64 channels."""
+    config.input_feat_per_channel = 16
+    config.conv_channels = 64
+
+
+def _cross_attention_width_config(config):
+    """T5Gemma's decoder cross-attends to the encoder at cross_attention_hidden_size, copied from the encoder's
+    default width (2304) when the config is made: the tiny encoder's."""
+    config.decoder.cross_attention_hidden_size = config.encoder.hidden_size
+
+
+def _flat_patch_config(config):
+    """RADIO projects flat patches of patch_dim values, derived from the default 16-pixel patches (768) when the
+    config is made; its position embedding spans max_img_size (2048 pixels, interpolated down): 64."""
+    config.patch_dim = config.num_channels * config.patch_size**2
+    config.max_img_size = 64
+
+
+def _windowed_dinov2_detector_config(config):
+    """RF-DETR's projector reads every stage its DINOv2 backbone outputs (4 of 12 layers by default, the shrinker
+    leaves 2 layers and the 12 stage names), their widths side by side: 4 layers, each an output, the first and
+    third attending within windows; 8 queries (300)."""
+    backbone = config.backbone_config
+    backbone.num_hidden_layers = 4
+    backbone.window_block_indexes = [0, 2]
+    backbone.stage_names = ["stem"] + [f"stage{i}" for i in range(1, 5)]
+    backbone.set_output_features_output_indices(out_features=None, out_indices=[1, 2, 3, 4])
+    config.num_queries = 8
+
+
+def _sam3_tracker_config(config):
+    """SAM 3's tracker: SAM 3's ViT and feature pyramid (see _text_prompted_segmentation_config) at its prompt
+    encoder's and mask decoder's width, the decoder's MLP 128 wide (2048)."""
+    vision = config.vision_config
+    grid = vision.backbone_config.image_size // vision.backbone_config.patch_size
+    vision.fpn_hidden_size = config.prompt_encoder_config.hidden_size
+    vision.backbone_feature_sizes = [[grid * 4] * 2, [grid * 2] * 2, [grid] * 2]
+    config.mask_decoder_config.mlp_dim = 128
+    config.mask_decoder_config.iou_head_hidden_dim = 64
+
+
+def _document_unwarping_config(config):
+    """UVDoc's head concatenates its backbone's six bridge outputs (768 channels), but the default backbone outputs
+    only the last stage (the same error on CPU at full size) and counts its stages in depths, which the shrinker
+    cut to two: the six stages again, each an output. Its head's reflect padding (2) needs feature maps of more
+    than 2 x 2: 64-pixel images (4 x 4)."""
+    backbone = config.backbone_config
+    stages = len(backbone.stage_configs)
+    backbone.depths = [len(bridge) for bridge in backbone.stage_configs]
+    backbone.stage_names = ["stem"] + [f"stage{i}" for i in range(1, stages + 1)]
+    backbone.set_output_features_output_indices(out_features=None, out_indices=list(range(1, stages + 1)))
+    config.image_size = 64  # the sweep's images
+
+
+def _default_backbone_stages_config(config):
+    """Backbones whose stages are lists the shrinker leaves alone (PP-OCR's block_configs and stage_* channels)
+    still count them in depths and stage_names, which it cuts to two, so the detector reads stages the backbone no
+    longer names: the default's depths, stage names and outputs again (the widths stay the default's; the image is
+    what is tiny)."""
+    backbone = config.backbone_config
+    default = type(backbone)()
+    backbone.depths = list(default.depths)
+    backbone.stage_names = list(default.stage_names)
+    backbone.set_output_features_output_indices(out_features=None, out_indices=list(default.out_indices))
+
+
+def _dual_encoder_pooler_config(config):
+    """A vision-text dual encoder projects its vision tower's pooled output from the tower's hidden_size, and ViT's
+    pooler outputs pooler_output_size, copied from the default width (768) when the config is made: the tiny
+    width."""
+    vision = config.vision_config
+    if hasattr(vision, "pooler_output_size"):
+        vision.pooler_output_size = vision.hidden_size
+
+
+def _timm_backbone_config(config):
+    """A timm backbone names its timm architecture, which the default config leaves unset (its checkpoints name
+    one): timm's own tiny test ResNet (0.4M parameters), over 64-pixel images so its last stage is 2 x 2."""
+    config.backbone = "test_resnet"
+    config.image_size = 64  # the sweep's images
+
+
+def _safety_classifier(model, config, head, g):
+    """ShieldGemma 2 classifies by its language model's logits of two answer tokens, and trains that language model
+    on its tokens: the labels are the input ids, not a class per sample."""
+    ids = torch.randint(2, 100, (BATCH, SEQ), generator=g)
+    return [{"input_ids": ids, "labels": ids}]
+
+
+def _perception_lm_config(config):
+    """Perception LM's image tower is timm's Perception Encoder ViT (its checkpoints name vit_pe_core_large_patch14_336
+    and its projector reads the ViT's embed_dim from model_args), which the default config leaves to timm_wrapper's
+    resnet50 with no arguments: the PE ViT, made tiny by _tiny_timm_vision_config."""
+    config.vision_config.architecture = "vit_pe_core_large_patch14_336"
+    _tiny_timm_vision_config(config)
+
+
+def _prompted_video_grounding_config(config):
+    """TVP pads every frame of its video (num_frames of them, 48) to max_img_size pixels (448) with a learned visual
+    prompt visual_prompt_size wide (96): 2 frames of 64 pixels, a prompt 8 wide. Its ResNet backbone's depths are
+    a tuple of four stages, which the shrinker leaves while it cuts the stage widths to two: two stages of one
+    block, the second the output."""
+    backbone = config.backbone_config
+    backbone.depths = [1, 1]
+    backbone.stage_names = ["stem", "stage1", "stage2"]
+    backbone.set_output_features_output_indices(out_features=None, out_indices=[2])
+    config.num_frames = 2
+    config.max_img_size = 64
+    config.visual_prompt_size = 8
+
+
+def _prompted_video_grounding(model, config, head, g):
+    """TVP grounds a text query in a video: the query's tokens and the frames, (batch, frames, channels, height,
+    width), at max_img_size. One video: its grid position embedding views one row of column embeddings as
+    (batch, 1, columns, width), which fails on CPU for a batch of two."""
+    ids = torch.randint(2, 100, (1, SEQ), generator=g)
+    size = config.max_img_size
+    return [
+        {
+            "input_ids": ids,
+            "pixel_values": torch.randn(1, config.num_frames, 3, size, size, generator=g),
+            "attention_mask": torch.ones_like(ids),
+        }
+    ]
+
+
 CODEC_HALVES = (
     "mimi_decoder",
     "pocket_tts_audio_tokenizer_decoder",
@@ -802,7 +1138,9 @@ RECIPES.update(dict.fromkeys(("autoformer", "informer", "time_series_transformer
 RECIPES.update(dict.fromkeys(("patchtst", "patchtsmixer"), _patched_series))
 RECIPES.update(dict.fromkeys(("timesfm", "timesfm2_5"), _foundation_series))
 RECIPES.update(
-    dict.fromkeys(("timesformer", "videomae", "vivit", "vjepa2", "videoprism_vision_model", "xclip"), _clips)
+    dict.fromkeys(
+        ("timesformer", "videomae", "vivit", "vjepa2", "videoprism", "videoprism_vision_model", "xclip"), _clips
+    )
 )
 RECIPES.update(dict.fromkeys(("bros", "lilt", "layoutlmv3", "udop"), _layout))
 RECIPES.update(dict.fromkeys(("musicgen", "musicgen_melody"), _codebooks))
@@ -830,6 +1168,19 @@ RECIPES.update(
     }
 )
 RECIPES.update({"decision_transformer": _trajectories, "lxmert": _regions, "mgp-str": _rectangular_images})
+RECIPES.update(
+    {
+        "gemma3n_audio": _conformer_audio,
+        "perceiver": _latent_bottleneck_text,
+        "pi0": _vision_language_action,
+        "speech-encoder-decoder": _speech_encoder_decoder,
+        "muse_glimmer_assistant": _block_drafter,
+        "muse_spark_audio": _whole_tokens_of_audio,
+        "xcodec2": _semantic_acoustic_codec2,
+        "shieldgemma2": _safety_classifier,
+        "tvp": _prompted_video_grounding,
+    }
+)
 
 # model_type -> fix(config), applied after the shrinker (fields it cannot know, constraints between fields)
 CONFIG_FIXES = {
@@ -840,6 +1191,7 @@ CONFIG_FIXES = {
     "videomae": _short_clips_config(4, tubelet=2),
     "vivit": _short_clips_config(4, tubelet=2),
     "vjepa2": _short_clips_config(4, tubelet=2),
+    "videoprism": _short_clips_config(2, tubelet=1),
     "videoprism_vision_model": _short_clips_config(2, tubelet=1),
     "xclip": _short_clips_config(2),
     "bros": _bros_config,
@@ -863,6 +1215,29 @@ CONFIG_FIXES = {
     "squeezebert": _squeezebert_config,
     "reformer": _reformer_config,
     "step3p7": _sliding_window_config,
+    **dict.fromkeys(("gemma3n", "gemma3n_text"), _shared_kv_layers_config),
+    "gemma3n_audio": _conformer_audio_config,
+    "perceiver": _latent_bottleneck_config,
+    "pi0": _vision_language_action_config,
+    "muse_glimmer_assistant": _block_drafter_config,
+    **dict.fromkeys(("dots3_note", "dots3_note_text"), _latent_attention_rope_config),
+    "xcodec": _semantic_acoustic_codec_config,
+    "muse_spark_audio": _whole_tokens_of_audio_config,
+    "xcodec2": _semantic_acoustic_codec2_config,
+    "speech_to_text": _speech_to_text_config,
+    "t5gemma": _cross_attention_width_config,
+    "radio": _flat_patch_config,
+    **dict.fromkeys(("edgetam", "edgetam_vision_model"), _edgetam_config),
+    "rf_detr": _windowed_dinov2_detector_config,
+    "sam3_tracker": _sam3_tracker_config,
+    "uvdoc": _document_unwarping_config,
+    "vision-text-dual-encoder": _dual_encoder_pooler_config,
+    "timm_backbone": _timm_backbone_config,
+    "perception_lm": _perception_lm_config,
+    "tvp": _prompted_video_grounding_config,
+    **dict.fromkeys(
+        ("pp_ocrv5_server_rec", "pp_ocrv6_medium_det", "pp_ocrv6_small_det"), _default_backbone_stages_config
+    ),
     **dict.fromkeys(("maskformer", "mask2former"), _four_stage_backbone_config),
     "oneformer": _task_conditioned_segmentation_config,
     "hgnet_v2": _hgnet_config,
