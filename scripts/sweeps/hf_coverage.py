@@ -253,6 +253,17 @@ OVERRIDES = {
     },
     # Its query and key norms span hidden_size, so every head is a key head.
     "esmc": {"num_key_value_heads": 4},
+    # Its decoder's cross-attention has its own widths (16 heads of 128 over the encoder's 1024).
+    "dia_decoder": {
+        "cross_num_attention_heads": 4,
+        "cross_head_dim": 16,
+        "cross_num_key_value_heads": 4,
+        "cross_hidden_size": 64,
+    },
+    # Its text attention has no grouped keys (keys and values for every head), as esmc.
+    "unlimited_ocr_text": {"num_key_value_heads": 4},
+    # Its experts default to None (a checkpoint sets them; enable_moe_block says whether layers use them).
+    "diffusion_gemma_text": {"num_experts": 4, "top_k_experts": 2, "moe_intermediate_size": 32},
     # Its dense and mixture-of-experts layers and experts per token default to None (a checkpoint sets them).
     "deepseek_ocr2_text": {"mlp_layer_types": ["dense", "sparse"], "num_experts_per_tok": 2},
     # Its map from names to token ids (image token, VQ codes) defaults to None (its tokenizer's): the image token.
@@ -463,6 +474,8 @@ def _shrink_multimodal_rope(config, model_class):
         head_dim = getattr(sub, "head_dim", None) or sub.hidden_size // heads
         factor = rope.get("partial_rotary_factor", getattr(sub, "partial_rotary_factor", 1.0)) or 1.0
         frequencies = int(head_dim * factor) // 2
+        if sum(rope.get("mrope_section") or ()) == frequencies:  # a per-model fix's own split (ernie4_5_vl_moe)
+            continue
         spatial = frequencies * 3 // 8
         rope["mrope_section"] = [frequencies - 2 * spatial, spatial, spatial]
 
@@ -499,6 +512,17 @@ def _without_random_draws(model_type):
         modeling_groupvit.gumbel_softmax = _gumbel_free_softmax
 
 
+def _flex_attention_names(model_type):
+    """transformers imports flex attention's BlockMask only where is_torch_flex_attn_available(), which is False
+    whenever the host's accelerator is a tpu; Doge's attention tests isinstance(mask, BlockMask) on every call, so
+    with torch_tpu installed it raises NameError on CPU too. Its module gets the name (a mask is never one here)."""
+    if model_type == "doge":
+        from torch.nn.attention.flex_attention import BlockMask
+        from transformers.models.doge import modeling_doge
+
+        modeling_doge.BlockMask = BlockMask
+
+
 def _config_of_class(config, model_class):
     """The config model_class is built from: a composite model's causal LM head (qwen3_5, llama4, emu3,
     musicgen) or encoder (t5gemma2_encoder) takes its text or encoder sub-config, not the composite one its
@@ -514,12 +538,38 @@ def _config_of_class(config, model_class):
     return config
 
 
+# Architectures the sweep's checks cannot apply to, by design of the model, with the reason the report lists.
+NOT_SWEEPABLE = dict.fromkeys(
+    ("edgetam_video", "sam2_video", "sam3_tracker_video", "sam3_video"),
+    "its forward runs under torch.inference_mode (it cannot train) and takes a stateful video inference session "
+    "(frames, prompts and memory a processor builds), not tensors",
+)
+NOT_SWEEPABLE["bark"] = "it has no forward: BarkModel chains its three sub-models in generate only"
+NOT_SWEEPABLE["glm_image_vqmodel"] = "it has no forward: GlmImageVQVAE only encodes images to codes (encode)"
+
+
+def _model_class(model_type, class_name):
+    """The class the auto mapping names, from transformers or, where transformers does not export it
+    (voxtral_realtime_text's VoxtralRealtimeTextModel), from its model type's modeling module."""
+    import importlib
+
+    import transformers
+
+    if hasattr(transformers, class_name):
+        return getattr(transformers, class_name)
+    module = type(transformers.AutoConfig.for_model(model_type)).__module__.replace(".configuration_", ".modeling_")
+    return getattr(importlib.import_module(module), class_name)
+
+
 def build(model_type, class_name):
     import transformers
 
+    if model_type in NOT_SWEEPABLE:
+        raise CannotBuild(NOT_SWEEPABLE[model_type])
     _without_random_draws(model_type)
+    _flex_attention_names(model_type)
 
-    model_class = getattr(transformers, class_name)
+    model_class = _model_class(model_type, class_name)
     config = _config_of_class(shrink(transformers.AutoConfig.for_model(model_type)), model_class)
     hf_inputs.fix_config(config, model_type)
     config._attn_implementation = "eager"
@@ -636,8 +686,13 @@ def _text_token_types(config, g):
     return {"mm_token_type_ids": torch.zeros(BATCH, SEQ, dtype=torch.long)}
 
 
-# Inputs a model's training mode requires besides its main input and labels, by model_type.
-TRAINING_TARGETS = {"fastspeech2_conformer": _speech_synthesis_targets, "molmo2": _text_token_types}
+# Inputs a model's training mode requires besides its main input and labels, by model_type (FastSpeech 2 with its
+# HiFi-GAN vocoder: FastSpeech 2's, from its model_config).
+TRAINING_TARGETS = {
+    "fastspeech2_conformer": _speech_synthesis_targets,
+    "fastspeech2_conformer_with_hifigan": lambda config, g: _speech_synthesis_targets(config.model_config, g),
+    "molmo2": _text_token_types,
+}
 
 
 def _config_field(config, name, default):
@@ -694,7 +749,9 @@ def _tensors(value):
     if isinstance(value, (list, tuple)):
         return [t for v in value for t in _tensors(v)]
     if hasattr(value, "layers"):  # a Cache: whatever tensors its layers hold (keys/values, recurrent states)
-        return [t for layer in value.layers for t in _tensors(list(vars(layer).values()))]
+        # (a streaming convolution's padding cache keeps its layers by name: voxtral_realtime)
+        layers = value.layers.values() if isinstance(value.layers, dict) else value.layers
+        return [t for layer in layers for t in _tensors(list(vars(layer).values()))]
     return []
 
 
@@ -791,11 +848,15 @@ def check_generate(cpu, tpu, inputs, config):
     if not torch.equal(got, expected):
         raise WrongValues(f"generate: tokens {got.tolist()} on tpu, {expected.tolist()} on CPU")
     if "input_ids" in main:  # a left-padded batch of two
-        ids = inputs["input_ids"].clone()
+        batch, extra = inputs, {}
+        if generate_inputs is not None:  # with the other inputs the model's generate takes (voxtral_realtime's audio)
+            batch = generate_inputs(config, (cpu, tpu), {k: v for k, v in inputs.items() if k != "decoder_input_ids"})
+            extra = {k: v for k, v in batch.items() if k not in ("input_ids", "attention_mask")}
+        ids = batch["input_ids"].clone()
         mask = torch.ones_like(ids)
         ids[1, :3], mask[1, :3] = pad, 0
-        expected = cpu.generate(input_ids=ids, attention_mask=mask, **kwargs)
-        got = tpu.generate(input_ids=ids.to("tpu"), attention_mask=mask.to("tpu"), **kwargs).cpu()
+        expected = cpu.generate(input_ids=ids, attention_mask=mask, **extra, **kwargs)
+        got = tpu.generate(input_ids=ids.to("tpu"), attention_mask=mask.to("tpu"), **_to(extra, "tpu"), **kwargs).cpu()
         if not torch.equal(got, expected):
             raise WrongValues(f"generate (left-padded batch): {got.tolist()} on tpu, {expected.tolist()} on CPU")
 
@@ -826,12 +887,28 @@ def _default_language(config, models, inputs):
     return {k: v for k, v in inputs.items() if k != "lang_ids"}
 
 
+def _prompt_shorter_than_audio(config, models, inputs):
+    """Voxtral Realtime generates one token per audio embedding (its features hold one per prompt token in the
+    forward's inputs), so the prompt is the first half of the tokens and generate continues over the rest of the
+    audio."""
+    return {**inputs, "input_ids": inputs["input_ids"][:, : SEQ // 2]}
+
+
+def _audio_to_transcribe(config, models, inputs):
+    """Kyutai STT's generate transcribes audio, (1, 1, samples), which its Mimi codec encodes into the codes its
+    forward reads (one frame per token): 4 frames."""
+    g = torch.Generator().manual_seed(2)
+    return {"input_values": torch.randn(1, 1, 4 * config.codec_config.frame_size, generator=g)}
+
+
 # Inputs a model's generate takes instead of the first row of its forward's, by model_type: (config, models,
 # that row) -> generate's keyword arguments, after setting what the models' generation configs need.
 GENERATE_INPUTS = {
     "pop2piano": _composer_conditioned_features,
     "vibevoice": _with_attention_mask,
     "xmod": _default_language,
+    "voxtral_realtime": _prompt_shorter_than_audio,
+    "kyutai_speech_to_text": _audio_to_transcribe,
 }
 
 
@@ -1035,6 +1112,8 @@ def run_model(model_type, head, class_name, generates):
         _, tpu = build(model_type, class_name)
         tpu.load_state_dict(cpu.state_dict())
         tpu.to("tpu")
+    except ImportError as err:  # an optional library the model needs, named on one line
+        return not_built(ImportError(" ".join(str(err).split())), "cannot build tiny")
     except Exception as err:  # noqa: BLE001 (any failure to build is recorded)
         return not_built(err, "cannot build tiny")
     results = {}

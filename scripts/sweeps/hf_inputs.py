@@ -77,7 +77,6 @@ PATCH_GRID_VISION = (
     "glm_ocr_vision",
     "hunyuan_vl_vision",
     "hy_v4_vl_vision",
-    "inkling2_vision",
     "kimi_k25_vision",
     "lfm3_vl_vision",
     "muse_glimmer_vision",
@@ -1124,6 +1123,208 @@ def _prompted_video_grounding(model, config, head, g):
     ]
 
 
+def _image_pairs(model, config, head, g):
+    """Keypoint matchers (EfficientLoFTR, LightGlue) match two images: a batch of pairs, (batch, 2, channels,
+    height, width), of 64 pixels."""
+    return [{"pixel_values": torch.randn(BATCH, 2, 3, 64, 64, generator=g)}]
+
+
+def _keypoint_matcher_config(config):
+    """LightGlue matches SuperPoint's descriptors, descriptor_decoder_dim wide (256), with layers descriptor_dim wide
+    (256; hidden_size and intermediate_size are derived from it when the config is made): 64 for both; at most
+    32 keypoints per image (all by default)."""
+    detector = config.keypoint_detector_config
+    detector.descriptor_decoder_dim = 64
+    detector.decoder_hidden_size = 64
+    detector.max_keypoints = 32
+    config.descriptor_dim = config.hidden_size = 64
+    config.intermediate_size = 128
+
+
+def _streaming_speech(model, config, head, g):
+    """Voxtral Realtime adds each audio embedding to a text token's: the text, and audio features (batch, mel bins,
+    frames) of as many frames per token as its encoder downsamples (a stride-2 convolution, then
+    downsample_factor frames per embedding)."""
+    ids = torch.randint(2, 100, (BATCH, SEQ), generator=g)
+    frames = SEQ * 2 * config.downsample_factor
+    return [
+        {
+            "input_ids": ids,
+            "input_features": torch.randn(BATCH, config.audio_config.num_mel_bins, frames, generator=g),
+            "labels": ids,
+        }
+    ]
+
+
+def _time_conditioned_text(model, config, head, g):
+    """Voxtral Realtime's text model scales each layer's normalized states by an embedding of the stream's delay
+    (t_cond, (1, 1, hidden_size), which the full model makes from its delay in tokens): text and that embedding."""
+    ids = torch.randint(2, 100, (BATCH, SEQ), generator=g)
+    return [{"input_ids": ids, "t_cond": torch.randn(1, 1, config.hidden_size, generator=g)}]
+
+
+def _packed_patch_rows(model, config, head, g):
+    """MiniCPM-V's vision towers (NaViT-style) take every image's patches packed side by side in one row of
+    patches, (1, channels, patch, patches x patch), and each image's patch grid (rows, columns), target_sizes:
+    two images of GRID x GRID patches."""
+    patch = _field(config, "patch_size", default=8)
+    channels = _field(config, "num_channels", default=3)
+    patches = BATCH * GRID * GRID
+    return [
+        {
+            "pixel_values": torch.randn(1, channels, patch, patches * patch, generator=g),
+            "target_sizes": torch.tensor([[GRID, GRID]] * BATCH),
+        }
+    ]
+
+
+def _multi_codebook_speech(model, config, head, g):
+    """Dia reads text and writes audio codes, one per codebook (num_channels, 9) at each step: the decoder's
+    input ids are (batch, steps, codebooks)."""
+    decoder = config.decoder_config
+    ids = torch.randint(2, 100, (BATCH, SEQ), generator=g)
+    codes = torch.randint(2, min(decoder.vocab_size, 100), (BATCH, 4, decoder.num_channels), generator=g)
+    return [{"input_ids": ids, "decoder_input_ids": codes}]
+
+
+def _multi_scale_depth_config(config):
+    """Depth Pro cuts its image at three scales (a quarter, half and all of it) into patches of patch_size pixels
+    (384, its DINOv2 encoders' image size), and reads intermediate_hook_ids (layers 11 and 5) of the patch encoder:
+    patches of the sweep's 32 pixels, layers 1 and 0 of the tiny encoder, every upsampling width 16 to 32 (256 to
+    1024); the images are 4 patches wide (see _multi_scale_depth)."""
+    config.patch_size = 32
+    for name in ("image_model_config", "patch_model_config", "fov_model_config"):
+        sub = getattr(config, name, None)
+        if sub is not None:
+            sub.image_size = config.patch_size
+    config.intermediate_hook_ids = [1, 0]
+    config.intermediate_feature_dims = [16, 16]
+    config.scaled_images_feature_dims = [32, 32, 16]
+    config.fusion_hidden_size = 16
+
+
+def _multi_scale_depth(model, config, head, g):
+    """Depth Pro's images are patch_size / the smallest scale (0.25) pixels wide: 128."""
+    size = int(config.patch_size / min(config.scaled_images_ratios))
+    return [{"pixel_values": torch.randn(BATCH, 3, size, size, generator=g)}]
+
+
+def _text_and_conditioning_audio(model, config, head, g):
+    """CLVP embeds text (its tokens) and speech (a mel spectrogram, (batch, feature_size, frames), that conditions
+    its speech decoder) together."""
+    decoder = config.decoder_config
+    ids = torch.randint(2, 100, (BATCH, SEQ), generator=g)
+    return [
+        {
+            "input_ids": ids,
+            "input_features": torch.randn(BATCH, decoder.feature_size, 16, generator=g),
+            "attention_mask": torch.ones_like(ids),
+        }
+    ]
+
+
+def _clvp_config(config):
+    """CLVP's encoders rotate max(projection_dim // (2 x heads), 32) features of each head (projection_dim 768 by
+    default, which the shrinker leaves): projections 64 wide and two heads of 32, so the rotation spans a head."""
+    config.projection_dim = 64
+    for name in ("text_config", "speech_config"):
+        encoder = getattr(config, name)
+        encoder.projection_dim = 64
+        encoder.num_attention_heads = 2
+
+
+def _windowed_vit_detector_config(config):
+    """LW-DETR: a windowed ViT backbone as RF-DETR's (see _windowed_dinov2_detector_config), and the feature
+    scales its projector makes, projector_scale_factors, which the default leaves empty (so the decoder gets no
+    features and torch.cat raises, on CPU at full size too): one scale, the backbone's own."""
+    backbone = config.backbone_config
+    backbone.num_hidden_layers = 4
+    backbone.window_block_indices = [0, 2]
+    backbone.num_windows = 4
+    backbone.stage_names = ["stem"] + [f"stage{i}" for i in range(1, 5)]
+    backbone.set_output_features_output_indices(out_features=None, out_indices=[1, 2, 3, 4])
+    config.projector_scale_factors = [1.0]
+    config.num_feature_levels = 1  # derived from the scales when the config is made
+    config.num_queries = 8
+
+
+def _diffusion_canvas_config(config):
+    """Diffusion Gemma's decoder denoises a canvas of canvas_length tokens (256): 8."""
+    config.canvas_length = SEQ
+
+
+def _diffusion_canvas(model, config, head, g):
+    """Diffusion Gemma encodes the prompt and denoises a canvas of tokens, which it draws at random on the model's
+    device where none is given (each device's own generator): the prompt and a canvas."""
+    ids = torch.randint(2, 100, (BATCH, SEQ), generator=g)
+    canvas = torch.randint(2, 100, (BATCH, config.canvas_length), generator=g)
+    return [{"input_ids": ids, "decoder_input_ids": canvas}]
+
+
+def _height_width_time_rope_config(config):
+    """ERNIE 4.5 VL interleaves height and width rotary frequencies pairwise, then time's: its mrope_section is
+    (height, width, time) with height = width ([22, 22, 20] for 64 frequencies), unlike the (time, height, width)
+    split the sweep gives Qwen2-VL's kin: the tiny head's 8 frequencies as [3, 3, 2]."""
+    text = getattr(config, "text_config", None) or config
+    head_dim = getattr(text, "head_dim", None) or text.hidden_size // text.num_attention_heads
+    frequencies = head_dim // 2
+    spatial = frequencies * 3 // 8
+    text.rope_parameters["mrope_section"] = [spatial, spatial, frequencies - 2 * spatial]
+
+
+def _merged_patch_tokens(model, config, head, g):
+    """Inkling 2's vision tower takes one (patch x merge)-pixel square per language-model image token, (tokens,
+    height, width, channels), and each image's grid counted in those tokens: two images of GRID x GRID patches,
+    merged 2 x 2."""
+    patch = _field(config, "patch_size", default=8)
+    merge = _field(config, "spatial_merge_size", "merge_size", default=2)
+    channels = _field(config, "num_channels", "in_channels", default=3)
+    side = GRID // merge
+    return [
+        {
+            "pixel_values": torch.randn(BATCH * side * side, patch * merge, patch * merge, channels, generator=g),
+            "image_grid_thw": torch.tensor([[1, side, side]] * BATCH),
+        }
+    ]
+
+
+def _synthesizer_with_vocoder_config(config):
+    """FastSpeech 2 with its HiFi-GAN vocoder keeps its phoneme vocabulary (78) in model_config, and the sweep draws
+    token ids below the config's vocab_size, which the composite lacks (so below 128): FastSpeech 2's, on the
+    composite. Its vocoder reads the spectrogram's mel bins (model_in_dim, 80), which the shrinker cut to 16, into
+    upsample_initial_channel channels (512, 26M parameters): 32."""
+    config.vocab_size = config.model_config.vocab_size
+    config.vocoder_config.model_in_dim = config.model_config.num_mel_bins
+    config.vocoder_config.upsample_initial_channel = 32
+
+
+def _speech_to_text_codec_config(config):
+    """Kyutai STT embeds its Mimi codec's codes, codebook_vocab_size per codebook (its codec's codebook_size + 1,
+    2049) after the text vocabulary, and pads audio with the id past them all: both derived from the default sizes
+    when the config is made, here from the tiny codec's (128 codes) and vocabulary; its audio start token is the
+    codebook's extra id."""
+    codec = config.codec_config
+    config.codebook_vocab_size = codec.codebook_size + 1
+    config.audio_bos_token_id = codec.codebook_size
+    config.audio_pad_token_id = config.vocab_size + config.num_codebooks * config.codebook_vocab_size
+
+
+def _text_and_codes_per_step(model, config, head, g):
+    """Kyutai STT reads, at each step, a text token and one code per codebook, (batch, steps, 1 + num_codebooks);
+    its labels are the text tokens."""
+    text = torch.randint(2, 100, (BATCH, SEQ, 1), generator=g)
+    codes = torch.randint(0, config.codebook_vocab_size - 1, (BATCH, SEQ, config.num_codebooks), generator=g)
+    return [{"input_ids": torch.cat([text, codes], -1), "labels": text[..., 0]}]
+
+
+def _text_line_recognizer_config(config):
+    """PP-OCRv5's server recognizer: its backbone's stages as the default's (see _default_backbone_stages_config),
+    downsample height more than width, and then a 3 x 2 average pooling: 64-pixel images (at 32 pixels the pooled
+    height is 0, on CPU too)."""
+    _default_backbone_stages_config(config)
+    config.image_size = 64  # the sweep's images
+
+
 CODEC_HALVES = (
     "mimi_decoder",
     "pocket_tts_audio_tokenizer_decoder",
@@ -1179,6 +1380,16 @@ RECIPES.update(
         "xcodec2": _semantic_acoustic_codec2,
         "shieldgemma2": _safety_classifier,
         "tvp": _prompted_video_grounding,
+        **dict.fromkeys(("efficientloftr", "lightglue"), _image_pairs),
+        "voxtral_realtime": _streaming_speech,
+        "voxtral_realtime_text": _time_conditioned_text,
+        **dict.fromkeys(("minicpm_ocr_vision", "minicpmv4_7_vision"), _packed_patch_rows),
+        "dia": _multi_codebook_speech,
+        "depth_pro": _multi_scale_depth,
+        "clvp": _text_and_conditioning_audio,
+        "diffusion_gemma": _diffusion_canvas,
+        "inkling2_vision": _merged_patch_tokens,
+        "kyutai_speech_to_text": _text_and_codes_per_step,
     }
 )
 
@@ -1235,9 +1446,16 @@ CONFIG_FIXES = {
     "timm_backbone": _timm_backbone_config,
     "perception_lm": _perception_lm_config,
     "tvp": _prompted_video_grounding_config,
-    **dict.fromkeys(
-        ("pp_ocrv5_server_rec", "pp_ocrv6_medium_det", "pp_ocrv6_small_det"), _default_backbone_stages_config
-    ),
+    "lightglue": _keypoint_matcher_config,
+    "depth_pro": _multi_scale_depth_config,
+    "clvp": _clvp_config,
+    "lw_detr": _windowed_vit_detector_config,
+    "diffusion_gemma": _diffusion_canvas_config,
+    "ernie4_5_vl_moe": _height_width_time_rope_config,
+    "fastspeech2_conformer_with_hifigan": _synthesizer_with_vocoder_config,
+    "kyutai_speech_to_text": _speech_to_text_codec_config,
+    **dict.fromkeys(("pp_ocrv6_medium_det", "pp_ocrv6_small_det"), _default_backbone_stages_config),
+    "pp_ocrv5_server_rec": _text_line_recognizer_config,
     **dict.fromkeys(("maskformer", "mask2former"), _four_stage_backbone_config),
     "oneformer": _task_conditioned_segmentation_config,
     "hgnet_v2": _hgnet_config,

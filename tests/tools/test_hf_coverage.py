@@ -288,3 +288,46 @@ def test_every_random_drop_is_off_whatever_the_config_calls_it():
     config = hf_coverage.shrink(transformers.AutoConfig.for_model("grounding-dino"))
     drops = {k: v for k, v in vars(config).items() if "drop" in k and isinstance(v, float)}
     assert drops and all(v == 0.0 for v in drops.values()), drops
+
+
+def test_layers_that_reuse_another_layers_keys_keep_a_layer_of_each_kind_that_stores_them():
+    # Gemma 3n's last num_kv_shared_layers layers (15 of 30) reuse the keys and values of an earlier layer of their
+    # kind; cut to two layers the model raised ValueError when built. Its fix keeps four, the last two sharing.
+    pytest.importorskip("transformers")
+    config, model = hf_coverage.build("gemma3n_text", "Gemma3nForCausalLM")
+    modes = config.kv_sharing_modes
+    assert modes.count("reuse") == 2 and modes.count("store") == 2
+    with torch.no_grad():
+        logits = model(input_ids=torch.randint(2, 100, (2, 8))).logits
+    assert logits.shape == (2, 8, config.vocab_size)
+
+
+def test_an_architecture_the_checks_cannot_apply_to_is_excluded_with_its_reason():
+    # SAM 2's video model runs under torch.inference_mode on a stateful inference session: the report says so
+    # instead of the TypeError of a forward called without its session.
+    pytest.importorskip("transformers")
+    (arch,) = hf_coverage.architectures({"sam2_video"})
+    results = hf_coverage.run_model(*arch)
+    assert results["build"][0] == "cannot build tiny"
+    assert "inference_mode" in results["build"][1]
+
+
+def test_a_class_transformers_does_not_export_is_taken_from_its_modeling_module():
+    # The auto mapping names VoxtralRealtimeTextModel, which transformers' top level does not export
+    # (AttributeError before the fix).
+    pytest.importorskip("transformers")
+    _, model = hf_coverage.build("voxtral_realtime_text", "VoxtralRealtimeTextModel")
+    assert type(model).__name__ == "VoxtralRealtimeTextModel"
+
+
+def test_a_cache_that_keeps_its_layers_by_name_gives_their_tensors():
+    # A streaming convolution's padding cache (voxtral_realtime) keeps its layers in a dict; iterating it gave
+    # their names, and vars() of a name raised TypeError.
+    class Layer:
+        def __init__(self):
+            self.padding = torch.ones(2, 3)
+
+    class PaddingCache:
+        layers = {"conv0": Layer(), "conv1": Layer()}
+
+    assert [t.shape for t in hf_coverage._tensors(PaddingCache())] == [(2, 3), (2, 3)]
