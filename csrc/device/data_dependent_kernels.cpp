@@ -2,9 +2,11 @@
 // from the values, so the host waits for what decides it, as on CUDA.
 // bincount, unique and unique_consecutive read that one number (a length, a
 // count of distinct values) and compute everything else on the device with
-// lowered ops (sort, cumsum, scatter-add). The rest (unique along a dim,
-// repeat_interleave) read the input, run PyTorch's CPU kernel and upload the
-// result, so their semantics (sorting, counts, errors) are exactly CPU's.
+// lowered ops (sort, cumsum, scatter-add), as does repeat_interleave given
+// its output_size (nothing to read). The rest (unique along a dim,
+// repeat_interleave without output_size) read the input, run PyTorch's CPU
+// kernel and upload the result, so their semantics (sorting, counts, errors)
+// are exactly CPU's.
 #include "device/data_dependent_kernels.h"
 
 #include <memory>
@@ -105,8 +107,28 @@ at::Tensor bincount(const at::Tensor& self, const std::optional<at::Tensor>& wei
       one_op.results(std::make_tuple(counts.index_put_({self.to(at::kLong)}, values, /*accumulate=*/true))));
 }
 
+// repeat_interleave(repeats, output_size): index i repeated repeats[i] times.
+// Without output_size the length is the sum of repeats, read on the host
+// with the whole input (CPU's kernel computes). With it, nothing is read, as
+// on CUDA: position j holds the number of i whose run ends at or before j,
+// the prefix count of run ends scattered into output_size + 1 slots. A sum
+// that is not output_size, or a negative repeat, raises RuntimeError with
+// CPU's message at the next synchronization (CUDA's device assertions).
 at::Tensor repeat_interleave_tensor(const at::Tensor& repeats, std::optional<int64_t> output_size) {
-  return at::repeat_interleave(on_host(repeats), output_size).to(repeats.device());
+  if (!output_size) return at::repeat_interleave(on_host(repeats), output_size).to(repeats.device());
+  // CPU's and CUDA's order: the index-type dispatch, then the shape.
+  TORCH_CHECK_NOT_IMPLEMENTED(repeats.scalar_type() == at::kLong || repeats.scalar_type() == at::kInt,
+                              "\"repeat_interleave_tpu\" not implemented for '", repeats.scalar_type(), "'");
+  TORCH_CHECK(repeats.dim() == 1, "repeat_interleave only accept 1D vector as repeat");
+  if (repeats.size(0) == 0) return at::empty_like(repeats, at::MemoryFormat::Contiguous);
+  const int64_t total = *output_size;
+  if (total < 0) return at::empty({total}, repeats.options());  // raises CPU's negative-dimension error
+  const at::Tensor ends = repeats.cumsum(0);  // int64
+  at::_assert_async(ends.select(0, -1).eq(total), "allocated size does not match required size");
+  at::_assert_async(repeats.ge(0).all(), "repeats can not be negative");
+  const at::Tensor slots = at::zeros({total + 1}, ends.options());
+  slots.index_put_({ends.clamp(0, total)}, at::ones_like(ends), /*accumulate=*/true);
+  return slots.cumsum(0).narrow(0, 0, total).to(repeats.scalar_type());
 }
 
 // The meta kernel cannot serve a factory without tensors (the device

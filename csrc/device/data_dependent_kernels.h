@@ -2,7 +2,8 @@
 // repeat_interleave) or whose result is a host value (equal): the host
 // waits, as CUDA does, for the number that decides the size (bincount,
 // unique, unique_consecutive: the rest runs on the device) or for the whole
-// input (unique along a dim, repeat_interleave: CPU's kernel computes).
+// input (unique along a dim, repeat_interleave without output_size: CPU's
+// kernel computes; given it, repeat_interleave waits for nothing).
 // Also the tril/triu index factories, which have no tensor input at all.
 // Registered in op_table.cpp.
 #pragma once

@@ -131,6 +131,60 @@ def test_data_dependent_ops_match_cpu():
     check_op(lambda t: torch.unique(t, dim=0), torch.tensor([[1, 2], [1, 2], [0, 5]]))
 
 
+@pytest.mark.parametrize("mode", ["strict", "defer_and_fuse", "compiled"])
+def test_repeat_interleave_given_its_output_size_reads_nothing_on_the_host(mode):
+    # Kimi K2.5's vision tower repeats each image's index by its patch count,
+    # output_size given: as on CUDA, the result is computed without a wait.
+    x = torch.randn(4, 3)
+    cases = [
+        (lambda r: torch.repeat_interleave(r, output_size=6), torch.tensor([2, 0, 3, 1])),
+        (lambda r: torch.repeat_interleave(r, output_size=6), torch.tensor([0, 4, 2, 0], dtype=torch.int32)),
+        (lambda r: torch.repeat_interleave(r, output_size=0), torch.tensor([0, 0])),
+        (lambda r: torch.repeat_interleave(r, output_size=3), torch.tensor([], dtype=torch.int64)),
+        (lambda r: torch.repeat_interleave(x.to(r.device), r, dim=0, output_size=7), torch.tensor([1, 3, 0, 3])),
+    ]
+    for fn, repeats in cases:
+        tpu_repeats = repeats.to("tpu")
+        torch_tpu.sync()
+        torch_tpu.reset_metrics()
+        if mode == "compiled":
+            torch._dynamo.reset()
+            got = torch.compile(fn, backend="tpu")(tpu_repeats)
+            waits = torch_tpu.metrics()["host_waits"]
+        else:
+            with torch_tpu.eager_mode(mode):
+                got = fn(tpu_repeats)
+                waits = torch_tpu.metrics()["host_waits"]
+        assert waits == 0  # its checks are read at the next synchronization
+        torch_tpu.sync()
+        expected = fn(repeats)
+        assert got.dtype == expected.dtype
+        assert_close(got, expected)
+
+
+@pytest.mark.parametrize("mode", ["strict", "defer_and_fuse"])
+def test_repeat_interleave_with_a_wrong_output_size_or_negative_repeats_raises_cpus_error(mode):
+    cases = [
+        (torch.tensor([2, 0, 3, 1]), 5, "allocated size does not match required size"),
+        (torch.tensor([2, -1, 3, 2]), 6, "repeats can not be negative"),
+    ]
+    for repeats, size, message in cases:
+        with pytest.raises(RuntimeError, match=message):
+            torch.repeat_interleave(repeats, output_size=size)
+        # Found on the device, as CUDA's assertions are: raised by the next synchronization.
+        with pytest.raises(RuntimeError, match=message):
+            with torch_tpu.eager_mode(mode):
+                torch.repeat_interleave(repeats.to("tpu"), output_size=size)
+                torch_tpu.sync()
+    # Dtypes and shapes are checked at the call.
+    for repeats in (torch.tensor([[1, 2]]), torch.tensor([1.0, 2.0])):
+        with pytest.raises(RuntimeError) as cpu_error:
+            torch.repeat_interleave(repeats, output_size=3)
+        with pytest.raises(type(cpu_error.value)) as tpu_error:
+            torch.repeat_interleave(repeats.to("tpu"), output_size=3)
+        assert str(tpu_error.value) == str(cpu_error.value).replace("_cpu", "_tpu")
+
+
 @pytest.mark.parametrize("mode", ["strict", "defer_and_fuse"])
 def test_histc_runs_on_the_device_for_floats_and_integers(mode):
     torch.manual_seed(0)

@@ -193,6 +193,52 @@ def test_masked_assignment_checks_the_mask_shape():
     )
 
 
+@pytest.mark.parametrize(
+    "values",
+    [
+        torch.arange(4.0),  # one row for every selected element (T5Gemma 2's image embedding)
+        torch.arange(4.0).reshape(4, 1).expand(4, 4)[:1],  # a row of a view
+        torch.ones(1),  # one value
+        torch.arange(8.0).reshape(8, 1)[1:2],  # a column of one
+    ],
+    ids=["row", "row_of_a_view", "one_value", "column"],
+)
+@pytest.mark.parametrize("accumulate", [False, True])
+def test_a_mask_written_with_values_that_fit_any_count_reads_nothing_on_the_host(values, accumulate):
+    def assign(x, m, v):
+        return x.index_put_((m,), v, accumulate=accumulate)
+
+    x = torch.randn(2, 8, 4)
+    mask = torch.tensor([[1, 0, 0, 1, 1, 0, 0, 0], [0, 0, 0, 0, 0, 0, 0, 1]], dtype=torch.bool)
+    like_cpu(assign, x, mask, values)
+    like_cpu(assign, x, torch.zeros(2, 8, dtype=torch.bool), values)  # nothing selected
+    for mode in EAGER:
+        tpu_args = to_device([x, mask, values], "tpu")
+        torch_tpu.sync()
+        torch_tpu.reset_metrics()
+        with torch_tpu.eager_mode(mode):
+            assign(*tpu_args)
+            torch_tpu.sync()
+        assert torch_tpu.metrics()["bytes_to_host"] == 0, mode
+
+
+def test_a_mask_written_with_values_that_need_its_count_checks_them_as_cpu():
+    def assign(x, m, v):
+        x[m] = v
+        return x
+
+    x, mask = torch.zeros(2, 8, 4), torch.zeros(2, 8, dtype=torch.bool)
+    mask[0, 1] = mask[1, 5] = True
+    like_cpu(assign, x, mask, torch.randn(2, 4))  # a row per selected element
+    like_cpu(assign, x, mask, torch.randn(3, 4), modes=EAGER)  # 3 rows for 2 elements
+    like_cpu(assign, x, mask, torch.randn(3), modes=EAGER)  # rows of the wrong width
+    like_cpu(lambda x, m, v: x.index_put_((m,), v), x, mask, torch.randn(1, 1, 4), modes=EAGER)  # a dim too many
+    # One value of any shape fills (masked_fill); accumulated, it must fit.
+    like_cpu(lambda x, m, v: x.index_put_((m,), v), x, mask, torch.ones(1, 1, 1, 1))
+    like_cpu(lambda x, m, v: x.index_put_((m,), v, accumulate=True), x, mask, torch.ones(1, 1, 1, 1), modes=EAGER)
+    like_cpu(assign, x, mask, torch.randn(4, dtype=torch.float64), modes=EAGER)  # another dtype
+
+
 def test_a_uint8_mask_is_checked_as_a_bool_one():
     like_cpu(lambda x, m: x[m], torch.zeros(3, 2), torch.ones(2, 2, dtype=torch.uint8), modes=EAGER)
 

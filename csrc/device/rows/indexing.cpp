@@ -395,6 +395,29 @@ void check_mask_shape(const at::Tensor& self, const at::Tensor& mask, int64_t fi
   }
 }
 
+// Whether index_put's `values` broadcast to self[mask]'s shape,
+// self.shape[:p] + [count] + self.shape[p + mask.dim():], whatever the count
+// of true elements is: one value written without accumulating (CPU and
+// CUDA masked_fill with it, whatever its shape), or values right-aligned
+// against that shape that are 1 or absent along the masked axis and fit
+// every other dim (a row per selected element: T5Gemma 2's image embedding
+// written at its image tokens).
+bool values_fit_any_count(const at::Tensor& self, const at::Tensor& mask, int64_t p, const at::Tensor& values,
+                          bool accumulate) {
+  if (values.numel() == 1 && !accumulate) return true;
+  if (p + mask.dim() > self.dim()) return false;
+  std::vector<int64_t> result(self.sizes().begin(), self.sizes().begin() + p);
+  result.push_back(1);  // the masked axis: only a 1 fits every count
+  result.insert(result.end(), self.sizes().begin() + p + mask.dim(), self.sizes().end());
+  if (values.dim() > static_cast<int64_t>(result.size())) return false;
+  const int64_t shift = static_cast<int64_t>(result.size()) - values.dim();
+  for (int64_t j = 0; j < values.dim(); ++j) {
+    const int64_t v = values.size(j), r = result[shift + j];
+    if (v != 1 && (v != r || shift + j == p)) return false;
+  }
+  return true;
+}
+
 // `is_index`: masks become coordinates (index). index_put keeps a lone mask
 // (its lowering writes through it with no host round trip); a mask among
 // other index tensors becomes coordinates too, as ATen expands it for CPU
@@ -404,16 +427,24 @@ void normalize_advanced_indices(std::vector<c10::IValue>& args, bool is_index) {
   const at::Tensor& self = args[0].toTensor();
   if (!is_tpu(self)) return;
   auto list = args[1].toList();
-  int64_t index_tensors = 0;
+  int64_t index_tensors = 0, lone = -1;
   for (size_t i = 0; i < list.size(); ++i) {
     c10::IValue e = list.get(i);
-    index_tensors += !e.isNone() && e.toTensor().defined();
+    if (e.isNone() || !e.toTensor().defined()) continue;
+    ++index_tensors;
+    lone = static_cast<int64_t>(i);  // the dim it starts at when it is the only index
   }
-  // A lone mask with more than one value to write becomes coordinates too:
-  // the values must broadcast to the selection, whose size only the mask's
-  // true elements give (CUDA reads them on the host as well).
-  const bool one_value = args.size() > 2 && args[2].isTensor() && args[2].toTensor().numel() == 1;
-  const bool masks_to_coordinates = is_index || index_tensors > 1 || !one_value;
+  // A lone mask whose values need the count of its true elements to
+  // broadcast (a row per element) becomes coordinates too: that count is on
+  // the device (CUDA reads it on the host as well).
+  bool fits = false;
+  if (!is_index && index_tensors == 1 && args.size() > 2 && args[2].isTensor()) {
+    const at::Tensor mask = list.get(lone).toTensor();
+    const bool is_mask = mask.scalar_type() == at::kBool || mask.scalar_type() == at::kByte;
+    const bool accumulate = args.size() > 3 && args[3].isBool() && args[3].toBool();
+    fits = is_mask && values_fit_any_count(self, mask, lone, args[2].toTensor(), accumulate);
+  }
+  const bool masks_to_coordinates = is_index || index_tensors > 1 || !fits;
   c10::List<std::optional<at::Tensor>> normalized;
   bool changed = false;
   int64_t indexed_dim = 0;  // the dim of self the next index applies to
