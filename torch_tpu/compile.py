@@ -25,8 +25,11 @@ from . import profiler as _profiler
 # How many captured programs one graph keeps (one per input signature:
 # sizes of a graph Dynamo made dynamic, strides, storage sizes, aliasing...);
 # past it, the least recently replayed one is dropped, and the call is traced
-# (correct, only slower) and captured in its place.
-MAX_CAPTURES_PER_GRAPH = 8
+# (correct, only slower) and captured in its place. A dynamic graph may run
+# at many shapes in one step, each a program of its own: an audio codec's
+# convolution block, one graph for every layer's channels and length
+# (EnCodec's forward calls one at 30 shapes, Mimi's at 10).
+MAX_CAPTURES_PER_GRAPH = 64
 
 _stats = {"graphs_compiled": 0, "graph_calls": 0, "graph_replays": 0, "graph_traces": 0, "recompiles": 0}
 _trace_reasons = collections.Counter()  # why a graph call was traced again instead of replayed
@@ -127,7 +130,16 @@ def _run_fused(gm, matmul_precision, kind="forward"):
     They are functions of the input sizes and numbers, which a replay matches
     exactly, so each capture keeps the ones its trace returned.
     """
-    captures = []  # (capture, {output position: number}), most recently replayed first
+    captures = []  # (its numbers_of(args), capture, {output position: number}), most recently replayed first
+    # The graph's integer and bool inputs (a dynamic graph's sizes): a
+    # capture's signature holds them by value, so a call replays only
+    # captures made with the same ones, and the others are not tried.
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    number_inputs = [
+        k
+        for k, n in enumerate(placeholders)
+        if isinstance(n.meta.get("val"), (bool, int, torch.SymInt, torch.SymBool))
+    ]
     log_site = _profiler._current_site()  # the profiler's and compile log's name for it (torch_tpu/profiler.py)
     out_type = [None]  # the graph's own return container
     numbers_are_data = _numbers_read_from_data(gm)
@@ -177,7 +189,7 @@ def _run_fused(gm, matmul_precision, kind="forward"):
         if capture is not None:
             if len(captures) >= MAX_CAPTURES_PER_GRAPH:
                 captures.pop()
-            captures.insert(0, (capture, numbers))
+            captures.insert(0, (numbers_of(args), capture, numbers))
         else:
             _trace_reasons["not replayable: " + why] += 1
         return out
@@ -193,14 +205,32 @@ def _run_fused(gm, matmul_precision, kind="forward"):
         out = replay(args)
         if out is None:
             if captures:
-                _trace_reasons["inputs changed: " + captures[0][0].mismatch] += 1
+                _trace_reasons["inputs changed: " + mismatch(args)] += 1
             out = trace(args, device)
         if _C._get_eager_mode() == "debug":
             _debug_checks(list(out) if isinstance(out, (list, tuple)) else [out], kind)
         return out
 
+    def numbers_of(args):
+        return tuple(args[k] if k < len(args) else None for k in number_inputs)
+
+    def mismatch(args):
+        """Why the call matched no capture: the most recently replayed one's
+        mismatch among those with its numbers, else the first number that
+        differs from that capture's."""
+        numbers_in = numbers_of(args)
+        for captured_numbers, capture, _ in captures:
+            if captured_numbers == numbers_in:
+                return capture.mismatch
+        captured_numbers = captures[0][0]
+        k = next(k for k, (a, b) in zip(number_inputs, zip(numbers_in, captured_numbers)) if a != b)
+        return f"input {k}: value changed"
+
     def replay(args):
-        for position, (capture, numbers) in enumerate(captures):
+        numbers_in = numbers_of(args)
+        for position, (captured_numbers, capture, numbers) in enumerate(captures):
+            if captured_numbers != numbers_in:
+                continue
             out = capture.replay(args)
             if out is not None:
                 _stats["graph_replays"] += 1
@@ -259,6 +289,49 @@ def _check_lowerings(gm):
     )
 
 
+def _draws_on_host(node):
+    """Whether graph node `node` draws random numbers into a CPU tensor."""
+    value = node.meta.get("val")
+    return (
+        node.op == "call_function"
+        and isinstance(node.target, torch._ops.OpOverload)
+        and torch.Tag.nondeterministic_seeded in node.target.tags
+        and isinstance(value, torch.Tensor)
+        and value.device.type == "cpu"
+    )
+
+
+def _host_steps(graph, inputs_on_host, draws):
+    """The CPU work of `graph` a host prologue can do (see _host_prologue):
+    (on_host, reads_inputs, steps). `draws`: random draws on the host are
+    part of it, redone on each call."""
+    on_host = dict(inputs_on_host)
+    reads_inputs = set(on_host)  # host nodes whose value may differ between calls
+    steps = []  # (node, target, args, kwargs), in graph order
+    for node in graph.nodes:
+        if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
+            continue
+        if node.target._schema.is_mutable:
+            continue
+        draw = torch.Tag.nondeterministic_seeded in node.target.tags
+        if draw and not (draws and _draws_on_host(node)):
+            continue
+        inputs = node.all_input_nodes
+        value = node.meta.get("val")
+        if any(a not in on_host for a in inputs):
+            continue
+        if not isinstance(value, torch.Tensor) or value.device.type != "cpu":
+            continue
+        per_call = draw or any(a in reads_inputs for a in inputs)
+        if per_call and value.numel() > 1024:
+            continue
+        if per_call:
+            reads_inputs.add(node)
+        on_host[node] = ("step", len(steps))
+        steps.append((node, node.target, node.args, node.kwargs))
+    return on_host, reads_inputs, steps
+
+
 def _host_prologue(gm):
     """Moves the CPU arithmetic a graph does on its CPU inputs and constants
     alone (DeBERTa's `torch.sqrt(torch.tensor(d) * scale)`, a cache's CPU
@@ -272,38 +345,25 @@ def _host_prologue(gm):
     Work that reads no graph input is the same on every call: the prologue
     computes it once and returns the same tensors again, whatever their
     size. Work that reads inputs is redone each call, for results up to
-    1024 elements.
+    1024 elements, and so are random draws on the host (Informer's sampled
+    keys, a CPU `torch.randint` that indexes a tpu tensor), in graph order:
+    the CPU generator gives each the numbers eager would. Either every CPU
+    draw of the graph moves or none does, so that none is drawn out of
+    order.
 
     Returns (prologue, constant): a function from the graph's original
     inputs to the extra ones, and the positions among those extra inputs
     that never change; or (None, ())."""
     graph = gm.graph
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
-    on_host = {
+    inputs_on_host = {
         n: ("input", k)
         for k, n in enumerate(placeholders)
         if isinstance(n.meta.get("val"), torch.Tensor) and n.meta["val"].device.type == "cpu"
     }
-    reads_inputs = set(on_host)  # host nodes whose value depends on a graph input
-    steps = []  # (node, target, args, kwargs), in graph order
-    for node in graph.nodes:
-        if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
-            continue
-        if torch.Tag.nondeterministic_seeded in node.target.tags or node.target._schema.is_mutable:
-            continue
-        inputs = node.all_input_nodes
-        value = node.meta.get("val")
-        if any(a not in on_host for a in inputs):
-            continue
-        if not isinstance(value, torch.Tensor) or value.device.type != "cpu":
-            continue
-        per_call = any(a in reads_inputs for a in inputs)
-        if per_call and value.numel() > 1024:
-            continue
-        if per_call:
-            reads_inputs.add(node)
-        on_host[node] = ("step", len(steps))
-        steps.append((node, node.target, node.args, node.kwargs))
+    on_host, reads_inputs, steps = _host_steps(graph, inputs_on_host, draws=True)
+    if any(_draws_on_host(node) and node not in on_host for node in graph.nodes):
+        on_host, reads_inputs, steps = _host_steps(graph, inputs_on_host, draws=False)
     results = [node for node, *_ in steps if any(user not in on_host for user in node.users)]
     if not results:
         return None, ()

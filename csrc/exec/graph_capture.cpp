@@ -174,6 +174,9 @@ std::optional<std::vector<c10::IValue>> CapturedProgram::replay(const std::vecto
       case Output::Kind::FromSink:
         out.emplace_back(restride(fresh[o.index], o, /*fresh=*/true));
         break;
+      case Output::Kind::Empty:
+        out.emplace_back(restride(empty_tpu(o.sizes, o.strides, o.dtype, device), o, /*fresh=*/true));
+        break;
       case Output::Kind::Input: {
         // A view of an input at an offset that is free (a replay's x[t].add_
         // returns x[t], not x[t] of the capture) sits where it sat from it.
@@ -385,6 +388,8 @@ std::shared_ptr<CapturedProgram> capture_program(std::unique_ptr<ProgramState> s
       o.index = in->second;
       if (o.dtype != cap->signature.entries[in->second].dtype)
         refuse("the graph returns a view of an input in another dtype");
+    } else if (t.numel() == 0) {
+      o.kind = CapturedProgram::Output::Kind::Empty;
     } else {
       refuse("the graph returns a tensor it did not compute");
     }

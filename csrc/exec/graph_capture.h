@@ -58,7 +58,9 @@ class CapturedProgram {
     int only_output = -1;
   };
   struct Output {  // one graph output
-    enum class Kind { None, FromSink, Input } kind = Kind::None;
+    // Empty: a tensor with no elements that no op wrote (a copy of an empty
+    // constant, Reformer's): a replay returns a new one of its shape.
+    enum class Kind { None, FromSink, Input, Empty } kind = Kind::None;
     int index = -1;  // sink or input
     at::ScalarType dtype = at::kFloat;
     std::vector<int64_t> sizes, strides;

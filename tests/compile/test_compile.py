@@ -744,3 +744,84 @@ def test_graph_that_only_copies_to_the_host_runs_as_a_download():
     after = tpu_compile.stats()
     assert after["graph_calls"] == before["graph_calls"]
     assert not any(r.startswith("not replayable") for r in after["trace_reasons"]), after["trace_reasons"]
+
+
+def test_a_dynamic_graph_one_step_runs_at_many_shapes_replays_every_one_next_step():
+    # An audio codec's convolution block is one graph Dynamo made dynamic,
+    # run at each layer's channels and length (EnCodec's forward: 30 shapes):
+    # the next forward replays each shape's program instead of tracing again.
+    def block(x, weight, bias):
+        return torch.nn.functional.elu(torch.nn.functional.conv1d(x, weight, bias, padding=1)) + x
+
+    g = torch.compile(block, backend="tpu", dynamic=True)
+    # channels and lengths unlike the batch and kernel sizes, which Dynamo would tie to them
+    layers = [(torch.randn(2, c, 40 + c), torch.randn(c, c, 3), torch.randn(c)) for c in range(4, 16)]
+    for step in range(2):
+        if step == 1:
+            tpu_compile.reset_stats()
+        for args in layers:
+            got = g(*[a.to("tpu") for a in args])
+            torch.testing.assert_close(got.cpu(), block(*args), rtol=1e-4, atol=1e-5)
+    stats = tpu_compile.stats()
+    assert stats["graph_calls"] == 12 and stats["graph_replays"] == 12, stats["trace_reasons"]
+
+
+def test_random_indices_drawn_on_the_host_replay_with_eagers_draws():
+    # Informer's ProbSparse attention samples keys with a CPU torch.randint
+    # and indexes tpu tensors with them: the host prologue draws them on
+    # every call, in the graph's order, from the CPU generator as eager does.
+    def sampled(x):
+        first = x[:, torch.randint(8, (4,))]
+        return first * 2 + x[:, torch.randint(8, (4,))]
+
+    g = torch.compile(sampled, backend="tpu")
+    x = torch.randn(2, 8, 3)
+    for seed in range(3):
+        if seed == 2:
+            tpu_compile.reset_stats()
+        torch.manual_seed(seed)
+        expected = sampled(x)
+        torch.manual_seed(seed)
+        torch.testing.assert_close(g(x.to("tpu")).cpu(), expected)
+    stats = tpu_compile.stats()
+    assert stats["graph_calls"] == 1 and stats["graph_replays"] == 1, stats["trace_reasons"]
+
+
+def test_an_empty_tensor_the_graph_returns_replays_as_a_new_empty_tensor():
+    # Reformer returns a copy of an empty constant (no op writes it): a
+    # replay returns a new tensor of its shape and dtype.
+    def with_empty(x):
+        return x * 2, torch.tensor([], device=x.device), torch.empty(0, 3, dtype=torch.int64, device=x.device)
+
+    g = torch.compile(with_empty, backend="tpu")
+    for _ in range(3):
+        x = torch.randn(4)
+        outs, expected = g(x.to("tpu")), with_empty(x)
+        for a, e in zip(outs, expected):
+            assert a.device.type == "tpu" and a.shape == e.shape and a.dtype == e.dtype
+            torch.testing.assert_close(a.cpu(), e)
+    stats = tpu_compile.stats()
+    assert stats["graph_replays"] == 2 and not stats["trace_reasons"], stats["trace_reasons"]
+
+
+def test_a_mask_written_with_a_row_per_element_and_interleaved_repeats_replay():
+    # T5Gemma 2 writes one embedding row at every image token
+    # (x[ids == image] = row) and Kimi K2.5's vision tower repeats each
+    # image's index by its patch count with output_size given: neither
+    # needs a host read, so the graph replays.
+    def scatter(x, ids, row, counts):
+        x = x * 2
+        x[ids == 3] = row
+        image = torch.repeat_interleave(counts, output_size=6)
+        return x, x[:, :6].sum(-1) + image
+
+    g = torch.compile(scatter, backend="tpu")
+    ids = torch.tensor([[3, 1, 2, 3, 0, 0, 3, 1], [0, 0, 0, 0, 0, 0, 0, 3]])
+    counts = torch.tensor([2, 0, 3, 1])
+    for _ in range(3):
+        x, row = torch.randn(2, 8, 4), torch.randn(4)
+        outs = g(x.to("tpu"), ids.to("tpu"), row.to("tpu"), counts.to("tpu"))
+        for a, e in zip(outs, scatter(x, ids, row, counts)):
+            torch.testing.assert_close(a.cpu(), e)
+    stats = tpu_compile.stats()
+    assert stats["graph_replays"] == 2 and not stats["trace_reasons"], stats["trace_reasons"]
