@@ -260,6 +260,22 @@ OVERRIDES = {
         "cross_num_key_value_heads": 4,
         "cross_hidden_size": 64,
     },
+    # Its attention runs over its backbone's last stage, out_features[-1] (256) wide, which its rotary embedding and
+    # aggregation read as hidden_size: the default widths (its stages are per-block lists the shrinker leaves).
+    "efficientloftr": {
+        "hidden_size": 256,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 8,
+        "intermediate_size": 512,
+    },
+    # Its projector's settings default to None (a checkpoint sets them): vision layers 0 and 1 injected into text
+    # layers 0 and 1, query windows half the key windows, one 32-pixel resolution, spatial groups over both layers.
+    "granite4_vision": {
+        "deepstack_layer_map": [[0, 0], [1, 1]],
+        "downsample_rate": "1/2",
+        "image_grid_pinpoints": [[32, 32]],
+        "spatial_target_layers": [0, 1, 0, 1],
+    },
     # Its text attention has no grouped keys (keys and values for every head), as esmc.
     "unlimited_ocr_text": {"num_key_value_heads": 4},
     # Its experts default to None (a checkpoint sets them; enable_moe_block says whether layers use them).
@@ -324,6 +340,7 @@ OVERRIDES = {
     # Nemotron 3's audio encoders project keys and values for every head (no grouped heads), as esmc.
     "nemotron3_diarization_audio": {"num_key_value_heads": 4},
     "nemotron3_5_transcribe_asr_audio": {"num_key_value_heads": 4},
+    "nemotron3_5_transcribe_word_timestamp": {"num_key_value_heads": 4},
     # Its relative positions span a context of context_size (128) frames, which max_position_embeddings must cover;
     # keys and values for every head, as esmc.
     "granite_speech5_encoder": {"context_size": 16, "num_key_value_heads": 4},
@@ -548,6 +565,14 @@ NOT_SWEEPABLE["bark"] = "it has no forward: BarkModel chains its three sub-model
 NOT_SWEEPABLE["glm_image_vqmodel"] = "it has no forward: GlmImageVQVAE only encodes images to codes (encode)"
 
 
+# The sweep runs eager attention, except where a model's eager path is broken on CPU too: the Nemotron ASR encoders
+# fill their relative-position scores where `attention_mask.logical_not()`, which expects the boolean mask sdpa
+# gets; eager's float mask (0 where allowed) masks every key, and every output is NaN.
+ATTENTION_IMPLEMENTATION = dict.fromkeys(
+    ("nemotron3_5_asr", "nemotron_asr_streaming", "nemotron_asr_streaming_encoder"), "sdpa"
+)
+
+
 def _model_class(model_type, class_name):
     """The class the auto mapping names, from transformers or, where transformers does not export it
     (voxtral_realtime_text's VoxtralRealtimeTextModel), from its model type's modeling module."""
@@ -572,7 +597,7 @@ def build(model_type, class_name):
     model_class = _model_class(model_type, class_name)
     config = _config_of_class(shrink(transformers.AutoConfig.for_model(model_type)), model_class)
     hf_inputs.fix_config(config, model_type)
-    config._attn_implementation = "eager"
+    config._attn_implementation = ATTENTION_IMPLEMENTATION.get(model_type, "eager")
     _shrink_multimodal_rope(config, model_class)
     torch.manual_seed(0)
     model = model_class(config)

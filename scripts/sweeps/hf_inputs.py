@@ -1325,6 +1325,14 @@ def _text_line_recognizer_config(config):
     config.image_size = 64  # the sweep's images
 
 
+def _encoder_states(model, config, head, g):
+    """Nemotron 3.5 Transcribe's word-timestamp model reads a speech encoder's states, (batch, frames,
+    hidden_size), and a mask of valid frames (the second clip's last two padded)."""
+    mask = torch.ones(BATCH, SEQ, dtype=torch.long)
+    mask[1, -2:] = 0
+    return [{"inputs_embeds": torch.randn(BATCH, SEQ, config.hidden_size, generator=g), "attention_mask": mask}]
+
+
 CODEC_HALVES = (
     "mimi_decoder",
     "pocket_tts_audio_tokenizer_decoder",
@@ -1390,6 +1398,7 @@ RECIPES.update(
         "diffusion_gemma": _diffusion_canvas,
         "inkling2_vision": _merged_patch_tokens,
         "kyutai_speech_to_text": _text_and_codes_per_step,
+        "nemotron3_5_transcribe_word_timestamp": _encoder_states,
     }
 )
 
