@@ -664,18 +664,21 @@ def _semantic_and_acoustic_config(config):
     config.quantization_dim = config.hidden_size + config.semantic_model_config.hidden_size
 
 
-def _semantic_and_acoustic_audio(model, config, head, g):
-    """NeuCodec encodes raw audio (one channel) with its acoustic encoder and the same audio's stacked mel
-    features with its semantic encoder (a Wav2Vec2-BERT), whose frames match the codes: 4 codes, of
-    encoder_hop_length samples each."""
-    codes = 4
+def _audio_with_semantic_features(codes, hop_length, config, g):
+    """Raw audio (one channel) for a codec's acoustic encoder and the same audio's stacked mel features for its
+    semantic encoder (a Wav2Vec2-BERT), one feature frame per code of hop_length samples."""
     width = config.semantic_model_config.feature_projection_input_dim
     return [
         {
-            "input_values": torch.randn(BATCH, 1, codes * config.encoder_hop_length, generator=g),
+            "input_values": torch.randn(BATCH, 1, codes * hop_length, generator=g),
             "input_features": torch.randn(BATCH, codes, width, generator=g),
         }
     ]
+
+
+def _semantic_and_acoustic_audio(model, config, head, g):
+    """NeuCodec: 4 codes of encoder_hop_length samples."""
+    return _audio_with_semantic_features(4, config.encoder_hop_length, config, g)
 
 
 def _grounded_text_config(config):
@@ -983,16 +986,8 @@ def _semantic_acoustic_codec2_config(config):
 
 
 def _semantic_acoustic_codec2(model, config, head, g):
-    """X-Codec 2 encodes raw audio (batch, 1, samples) and the same audio's stacked mel features (frames,
-    feature_projection_input_dim), one frame per code: 8 codes of hop_length samples."""
-    codes = 8
-    width = config.semantic_model_config.feature_projection_input_dim
-    return [
-        {
-            "input_values": torch.randn(BATCH, 1, codes * config.hop_length, generator=g),
-            "input_features": torch.randn(BATCH, codes, width, generator=g),
-        }
-    ]
+    """X-Codec 2: 8 codes of hop_length samples."""
+    return _audio_with_semantic_features(8, config.hop_length, config, g)
 
 
 def _speech_to_text_config(config):
