@@ -112,6 +112,26 @@ Value is_minus_inf(Builder& b, const Value& v) {
   return b.compare(v, b.splat(-std::numeric_limits<double>::infinity(), v.type), CompareDirection::EQ);
 }
 
+// Unnormalized softmax over the last dim: p = exp(s - m) with m the row max,
+// and l its row sum. A row with every key masked has max -inf, taken as 0 so
+// that its probabilities are exp(-inf) = 0, not NaN.
+struct RowSoftmax {
+  Value m, p, l;
+};
+
+RowSoftmax row_softmax(Builder& b, const AttentionDims& a, const Value& s) {
+  const int64_t last = a.rank - 1;
+  const ElementType acc = s.dtype();
+  Value m = b.reduce(s, reduce_init(b, "maximum", acc), {last}, "maximum");
+  m = b.select(is_minus_inf(b, m), b.splat(0, m.type), m);
+  Value p = b.unary("exponential", b.binary("subtract", s, over_rows(b, m, a, a.scores)));
+  Value l = b.reduce(p, b.constant(0, acc), {last}, "add");
+  return {m, p, l};
+}
+
+// log(sum(exp(s))) per row: -inf for a row with every key masked.
+Value row_logsumexp(Builder& b, const RowSoftmax& r) { return b.binary("add", r.m, b.unary("log", r.l)); }
+
 }  // namespace
 
 // _scaled_dot_product_fused_attention_overrideable(q, k, v, attn_bias?,
@@ -131,16 +151,12 @@ std::vector<Value> scaled_dot_product_fused_attention(LowerContext& ctx) {
   const int64_t last = a.rank - 1;
   Value s = masked_scores(ctx, a, q, k, 3, ctx.bool_arg(5), softmax_scale(ctx, 7, a.d));
 
-  // Softmax with the row max subtracted; a row with every key masked has max
-  // -inf, taken as 0 so that its probabilities are exp(-inf) = 0, not NaN.
-  Value m = b.reduce(s, reduce_init(b, "maximum", acc), {last}, "maximum");
-  m = b.select(is_minus_inf(b, m), b.splat(0, m.type), m);
-  Value p = b.unary("exponential", b.binary("subtract", s, over_rows(b, m, a, a.scores)));
-  Value l = b.reduce(p, b.constant(0, acc), {last}, "add");
-  Value o = product(ctx, a, p, v, last, a.rank - 2);
-  const Value l_nonzero = b.select(b.compare(l, b.splat(0, l.type), CompareDirection::EQ), b.splat(1, l.type), l);
+  const RowSoftmax r = row_softmax(b, a, s);
+  Value o = product(ctx, a, r.p, v, last, a.rank - 2);
+  const Value l_nonzero =
+      b.select(b.compare(r.l, b.splat(0, r.l.type), CompareDirection::EQ), b.splat(1, r.l.type), r.l);
   o = b.binary("divide", o, over_rows(b, l_nonzero, a, o.shape()));
-  Value lse = b.binary("add", m, b.unary("log", l));
+  Value lse = row_logsumexp(b, r);
   const TensorType& lse_t = ctx.out_types.at(1);
   return {b.convert(o, out_t.dtype), b.reshape(b.convert(lse, lse_t.dtype), lse_t.shape), zeros(b, ctx.out_types.at(2)),
           zeros(b, ctx.out_types.at(3))};
@@ -165,7 +181,12 @@ std::vector<Value> scaled_dot_product_fused_attention_backward(LowerContext& ctx
   const double scale = softmax_scale(ctx, 16, a.d);
   Value s = masked_scores(ctx, a, q, k, 4, ctx.bool_arg(13), scale);
 
-  Value lse = b.reshape(b.convert(ctx.tensor(7), acc), a.rows);
+  // The meta kernel saves logsumexp as float32 whatever the inputs' dtype:
+  // P = exp(S - lse) from it would carry float32 rounding (1e-7 of each
+  // probability) into a float64 backward, so a wider accumulation recomputes
+  // it from the scores.
+  Value lse = ctx.tensor(7).dtype() == acc ? b.reshape(b.convert(ctx.tensor(7), acc), a.rows)
+                                           : row_logsumexp(b, row_softmax(b, a, s));
   lse = b.select(is_minus_inf(b, lse), b.splat(0, lse.type), lse);  // fully masked rows: P = 0
   Value p = b.unary("exponential", b.binary("subtract", s, over_rows(b, lse, a, a.scores)));
 

@@ -112,6 +112,24 @@ def test_fused_sdpa_in_float16_is_as_accurate_as_cpu_at_the_default_precision():
         assert tpu_error <= 2 * cpu_error + 1e-3, (name, tpu_error, cpu_error)
 
 
+@pytest.mark.parametrize("mode", ["strict", "defer_and_fuse"])
+@pytest.mark.parametrize("mask_shape", [None, (5, 7), (2, 1, 5, 7)], ids=["no_mask", "float_mask", "broadcast_mask"])
+def test_fused_sdpa_in_float64_has_float64_gradients(mode, mask_shape):
+    # The meta kernel saves logsumexp as float32 whatever the inputs' dtype:
+    # probabilities recomputed from it carried float32 rounding into every
+    # float64 gradient (5e-8 of its scale; nemotron3_5_asr's float64 gradients
+    # in the HF sweep), while the forward agreed to 1e-16.
+    q, k, v = (t * 3 for t in qkv(dtype=torch.float64))
+    mask = [] if mask_shape is None else [torch.randn(mask_shape, dtype=torch.float64)]
+    on_tpu = [t.to("tpu").requires_grad_() for t in (q, k, v)] + [m.to("tpu") for m in mask]
+    assert FUSED_BACKWARD in ops_run_by(sdpa(), *on_tpu)
+    torch_tpu.set_eager_mode(mode)
+    try:
+        check_op(sdpa(), q, k, v, *mask, grad=True, atol=1e-12, rtol=1e-10)
+    finally:
+        torch_tpu.set_eager_mode("strict")
+
+
 @pytest.mark.parametrize("mode", ["defer_and_fuse", "debug"])
 def test_fused_sdpa_in_other_eager_modes(mode):
     torch_tpu.set_eager_mode(mode)
