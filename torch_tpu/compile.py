@@ -136,9 +136,7 @@ def _run_fused(gm, matmul_precision, kind="forward"):
     # captures made with the same ones, and the others are not tried.
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     number_inputs = [
-        k
-        for k, n in enumerate(placeholders)
-        if isinstance(n.meta.get("val"), (bool, int, torch.SymInt, torch.SymBool))
+        k for k, n in enumerate(placeholders) if isinstance(n.meta.get("val"), (bool, int, torch.SymInt, torch.SymBool))
     ]
     log_site = _profiler._current_site()  # the profiler's and compile log's name for it (torch_tpu/profiler.py)
     out_type = [None]  # the graph's own return container

@@ -123,7 +123,7 @@ at::Tensor repeat_interleave_tensor(const at::Tensor& repeats, std::optional<int
   if (repeats.size(0) == 0) return at::empty_like(repeats, at::MemoryFormat::Contiguous);
   const int64_t total = *output_size;
   if (total < 0) return at::empty({total}, repeats.options());  // raises CPU's negative-dimension error
-  const at::Tensor ends = repeats.cumsum(0);  // int64
+  const at::Tensor ends = repeats.cumsum(0);                    // int64
   at::_assert_async(ends.select(0, -1).eq(total), "allocated size does not match required size");
   at::_assert_async(repeats.ge(0).all(), "repeats can not be negative");
   const at::Tensor slots = at::zeros({total + 1}, ends.options());
