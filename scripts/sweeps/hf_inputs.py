@@ -309,6 +309,9 @@ def _task_conditioned_segmentation_config(config):
     config.num_queries = 8
     config.task_seq_len = 8
     config.text_encoder_vocab_size = 128
+    # Where conv_dim differs from hidden_dim, OneFormerTransformerModule keeps its input projections in a plain
+    # Python list, so .to(device) never moves them (on CUDA as here): equal widths make them identities.
+    config.conv_dim = config.mask_dim = config.hidden_dim
 
 
 def _task_conditioned_segmentation(model, config, head, g):
