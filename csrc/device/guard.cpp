@@ -3,7 +3,6 @@
 // mark "everything launched so far".
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -60,8 +59,7 @@ struct TpuEvent {
   }
   bool query() {
     std::lock_guard<std::mutex> lock(mutex);
-    unfinished.erase(std::remove_if(unfinished.begin(), unfinished.end(), [](const auto& e) { return e->is_ready(); }),
-                     unfinished.end());
+    pjrt::drop_ready(unfinished);
     return unfinished.empty() && (!timing || timing->done_ns.load() != 0);
   }
   void synchronize() {

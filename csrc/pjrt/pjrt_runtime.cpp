@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <sstream>
@@ -147,6 +148,10 @@ void Event::on_ready(std::function<void()> fn) const {
     delete static_cast<ReadyCallback*>(args.user_arg);
     plugin_->check(err, "Event_OnReady");
   }
+}
+
+void drop_ready(std::vector<std::shared_ptr<Event>>& events) {
+  events.erase(std::remove_if(events.begin(), events.end(), [](const auto& e) { return e->is_ready(); }), events.end());
 }
 
 Buffer::~Buffer() {

@@ -62,6 +62,9 @@ class Event {
   PJRT_Event* event_;
 };
 
+// Removes the events that are ready from `events`, keeping the others in order.
+void drop_ready(std::vector<std::shared_ptr<Event>>& events);
+
 class Client;
 
 // Owns one PJRT_Buffer. Destruction releases it; PJRT keeps the memory alive

@@ -130,7 +130,8 @@ std::vector<BufferPtr> DeviceRuntime::run(pjrt::LoadedExecutable& exe, int devic
   std::shared_ptr<pjrt::Event> done;
   auto outputs = exe.execute(c.devices().at(device), raw, args.size(), donatable, launch_id, &done);
   metrics().programs_executed++;
-  // Without a completion event, the last output is ready when the program is done.
+  // Without a completion event, the last output is ready when the program is
+  // done (its event taken now, while this thread alone holds the fresh buffer).
   if (!done && !outputs.empty()) done = outputs.back()->ready_event();
   if (!done) return outputs;
   note_pending(device, done);
@@ -161,22 +162,12 @@ std::vector<BufferPtr> DeviceRuntime::take_finished_donations(bool all) {
   return finished;
 }
 
-void DeviceRuntime::note_output(int device, const BufferPtr& b) {
-  note_pending(device, b->ready_event());  // now, while this thread alone holds the fresh buffer
-}
-
 void DeviceRuntime::note_pending(int device, std::shared_ptr<pjrt::Event> event) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (device < 0 || static_cast<size_t>(device) >= pending_outputs_.size()) return;
   auto& list = pending_outputs_[device];
   list.push_back(std::move(event));
-  if (list.size() > 4096) {  // forget finished work so the list stays short
-    std::vector<std::shared_ptr<pjrt::Event>> running;
-    for (auto& e : list) {
-      if (!e->is_ready()) running.push_back(std::move(e));
-    }
-    list.swap(running);
-  }
+  if (list.size() > 4096) pjrt::drop_ready(list);  // forget finished work so the list stays short
 }
 
 void DeviceRuntime::synchronize(int device) {
@@ -192,7 +183,7 @@ std::vector<std::shared_ptr<pjrt::Event>> DeviceRuntime::unfinished_work(int dev
   if (device < 0 || static_cast<size_t>(device) >= pending_outputs_.size()) return unfinished;
   // Finished work leaves the list here too: synchronize need not wait for it.
   auto& list = pending_outputs_[device];
-  list.erase(std::remove_if(list.begin(), list.end(), [](const auto& e) { return e->is_ready(); }), list.end());
+  pjrt::drop_ready(list);
   unfinished = list;
   return unfinished;
 }

@@ -66,8 +66,6 @@ class DeviceRuntime {
   // Waits for programs already launched, launching nothing (at exit: the
   // plugin's threads must be idle before its static objects are destroyed).
   void wait_in_flight();
-  // Remembers the newest output per device so synchronize() can wait on it.
-  void note_output(int device, const BufferPtr& b);
 
  private:
   // Lists `event` (work launched on `device` finishing) for synchronize().
