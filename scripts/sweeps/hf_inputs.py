@@ -1323,6 +1323,57 @@ def _text_line_recognizer_config(config):
     config.image_size = 64  # the sweep's images
 
 
+def _byte_latent_config(config):
+    """BLT embeds each byte's n-grams by hash into encoder_hash_byte_group_vocab rows per n-gram size (500,002 for
+    each of 6 sizes: 192M parameters at the tiny width): 64 rows for 2- and 3-grams, as its ModelTester. Its
+    global transformer reads the local encoder's states cross_attn_k (2) times as wide, a projection that the config
+    sizes when it is made: a global width of 2 x 64 needs none, which the local decoder reads as hidden_size_global.
+    Patching by the entropy of a second (patcher) model is off, as in its ModelTester: every byte a patch. Its
+    caches (the local encoder's, and the local decoder's) are built from the top-level config, which names no layer
+    count (its ModelTester sets one): the larger of the two."""
+    width = config.encoder_config.hidden_size
+    config.encoder_hash_byte_group_size = [2, 3]
+    config.encoder_hash_byte_group_vocab = 64
+    config.patch_in_forward = False
+    glob = config.global_config
+    glob.hidden_size = 2 * width
+    glob.head_dim = glob.hidden_size // glob.num_attention_heads
+    glob.encoder_cross_output_size = None
+    for local in (config.encoder_config, config.decoder_config):
+        local.hidden_size_global = glob.hidden_size
+    config.num_hidden_layers = max(config.encoder_config.num_hidden_layers, config.decoder_config.num_hidden_layers)
+    config.num_attention_heads = config.decoder_config.num_attention_heads
+    config.hidden_size = config.decoder_config.hidden_size
+
+
+def _contrastive_audio_config(config):
+    """CLAP's audio tower is a Swin over the mel spectrogram folded into a square image: spec_size // num_mel_bins
+    strips of the time axis stacked along the frequency axis (256 // 16 = 16 strips of 4096 frames by default). A
+    32-pixel image of 2 strips (64 frames of 16 mel bins), patches of 4 in windows of 4, two stages whose last width
+    is hidden_size (the audio embedding's)."""
+    audio = config.audio_config
+    audio.spec_size = 32
+    audio.patch_size = 4
+    audio.patch_stride = (4, 4)
+    audio.window_size = 4
+    audio.depths = [1, 1]
+    audio.num_attention_heads = [2, 4]
+    audio.patch_embeds_hidden_size = audio.hidden_size // 2
+
+
+def _contrastive_audio(model, config, head, g):
+    """CLAP embeds text and audio together: token ids and one spectrogram per clip, (batch, 1, frames, mel bins),
+    as many frames as its folded image needs (spec_size x spec_size // num_mel_bins)."""
+    audio = config.audio_config
+    frames = audio.spec_size * (audio.spec_size // audio.num_mel_bins)
+    return [
+        {
+            "input_ids": torch.randint(2, 100, (BATCH, SEQ), generator=g),
+            "input_features": torch.randn(BATCH, 1, frames, audio.num_mel_bins, generator=g),
+        }
+    ]
+
+
 def _encoder_states(model, config, head, g):
     """Nemotron 3.5 Transcribe's word-timestamp model reads a speech encoder's states, (batch, frames,
     hidden_size), and a mask of valid frames (the second clip's last two padded)."""
@@ -1397,6 +1448,7 @@ RECIPES.update(
         "inkling2_vision": _merged_patch_tokens,
         "kyutai_speech_to_text": _text_and_codes_per_step,
         "nemotron3_5_transcribe_word_timestamp": _encoder_states,
+        "clap": _contrastive_audio,
     }
 )
 
@@ -1463,6 +1515,8 @@ CONFIG_FIXES = {
     "kyutai_speech_to_text": _speech_to_text_codec_config,
     **dict.fromkeys(("pp_ocrv6_medium_det", "pp_ocrv6_small_det"), _default_backbone_stages_config),
     "pp_ocrv5_server_rec": _text_line_recognizer_config,
+    "blt": _byte_latent_config,
+    "clap": _contrastive_audio_config,
     **dict.fromkeys(("maskformer", "mask2former"), _four_stage_backbone_config),
     "oneformer": _task_conditioned_segmentation_config,
     "hgnet_v2": _hgnet_config,
