@@ -18,6 +18,7 @@ import operator
 import warnings
 
 import torch
+import torch.utils._pytree as pytree
 
 from . import _C, precision
 from . import profiler as _profiler
@@ -41,7 +42,8 @@ def stats():
     backend; forward and backward count separately), graph_calls (calls of
     graphs that run on tpu: one with no tpu tensor in or out, such as an
     empty graph Dynamo leaves between two breaks, runs as Python and is
-    not counted, as is one that only copies tpu tensors to the host),
+    not counted, as is one that only copies tpu tensors to the host and
+    computes on CPU),
     graph_replays (calls that ran the captured program directly),
     graph_traces (calls that ran the graph's ops to record its program),
     recompiles (Dynamo recompiled a function on tpu) and, per reason,
@@ -82,17 +84,46 @@ def _copy_target_device(node):
     return torch.device(device) if device is not None else None
 
 
-def _only_copies_to_host(gm):
-    """Whether every op of `gm` copies a tensor to CPU (a `.to("cpu")` that
-    Dynamo put in a graph of its own between two breaks, as VITS's does): a
-    host read, with no program to capture or replay."""
+def _holds_tpu_tensor(value):
+    return any(isinstance(v, torch.Tensor) and v.device.type == "tpu" for v in pytree.tree_leaves(value))
+
+
+def _only_reads_to_host(gm):
+    """Whether `gm` only copies tpu tensors to CPU and computes on the host:
+    every op that reads a tpu tensor is a `.to("cpu")` and no op makes one
+    (VITS's download that Dynamo put in a graph of its own between two
+    breaks; Inkling2's vision tower downloads its grid sizes and computes
+    its patch offsets from them on CPU). A host read, with no device work
+    to capture or replay: the graph runs as Python."""
     ops = [n for n in gm.graph.nodes if n.op == "call_function"]
 
     def to_host(node):
         device = _copy_target_device(node)
         return device is not None and device.type == "cpu"
 
-    return bool(ops) and all(to_host(n) for n in ops)
+    for node in ops:
+        if "val" not in node.meta or _holds_tpu_tensor(node.meta["val"]):
+            return False
+        if not to_host(node) and any(_holds_tpu_tensor(a.meta.get("val")) for a in node.all_input_nodes):
+            return False
+    return bool(ops)
+
+
+def _host_inputs_returned(gm):
+    """{output position: input position} for the outputs that are the
+    graph's own non-tpu tensor inputs, returned as they are (LightGlue's
+    CPU mask passed between two graph breaks, a host prologue's result): a
+    replay returns the call's own input there, as running the graph
+    does."""
+    positions = {n: k for k, n in enumerate(n for n in gm.graph.nodes if n.op == "placeholder")}
+    output = next(n for n in reversed(gm.graph.nodes) if n.op == "output")
+    results = output.args[0] if isinstance(output.args[0], (list, tuple)) else [output.args[0]]
+    returned = {}
+    for i, node in enumerate(results):
+        value = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+        if node in positions and isinstance(value, torch.Tensor) and value.device.type != "tpu":
+            returned[i] = positions[node]
+    return returned
 
 
 def _debug_checks(outputs, kind):
@@ -141,7 +172,8 @@ def _run_fused(gm, matmul_precision, kind="forward"):
     log_site = _profiler._current_site()  # the profiler's and compile log's name for it (torch_tpu/profiler.py)
     out_type = [None]  # the graph's own return container
     numbers_are_data = _numbers_read_from_data(gm)
-    host_read = _only_copies_to_host(gm)
+    host_read = _only_reads_to_host(gm)
+    inputs_returned = _host_inputs_returned(gm)
     # A graph with no tpu input that makes tpu tensors (Longformer's masks
     # between two graph breaks) is captured on the device it makes them on.
     factory_device = next(
@@ -174,7 +206,7 @@ def _run_fused(gm, matmul_precision, kind="forward"):
             numbers = (
                 {} if numbers_are_data else {i: v for i, v in enumerate(flat) if isinstance(v, (bool, int, float))}
             )
-            tensors = [None if i in numbers else v for i, v in enumerate(flat)]
+            tensors = [None if i in numbers or i in inputs_returned else v for i, v in enumerate(flat)]
             capture, why = _C._capture_end(device, args, tensors)
             if capture is not None and any(t._version != v for t, v in cpu_versions):
                 # CPU work inside the graph (an optimizer's CPU step counts
@@ -196,7 +228,7 @@ def _run_fused(gm, matmul_precision, kind="forward"):
         device = _device_of(args)
         if device is None:
             device = factory_device
-        if device is None or host_read:  # nothing of the graph is on tpu, or it only downloads
+        if device is None or host_read:  # nothing of the graph is on tpu, or it only downloads and computes on CPU
             return gm(*args)
         _stats["graph_calls"] += 1
         _C._flush("graph_boundary")  # eager work so far runs as its own program (no wait)
@@ -234,6 +266,8 @@ def _run_fused(gm, matmul_precision, kind="forward"):
                 _stats["graph_replays"] += 1
                 for i, v in numbers.items():
                     out[i] = v
+                for i, k in inputs_returned.items():
+                    out[i] = args[k]
                 if position:
                     captures.insert(0, captures.pop(position))
                 return out_type[0](out) if out_type[0] is not None else out[0]
@@ -458,10 +492,19 @@ def _indexes_with_tensors(target):
     return indices.name == "indices" and str(indices.type) == "List[Optional[Tensor]]"
 
 
+# Ops whose result is their input under another name (`.detach()`).
+_ALIASES = (torch.ops.aten.detach.default, torch.ops.aten.alias.default)
+
+
 def _device_reading(user, node):
     """The tpu device on which graph node `user` reads CPU tensor `node`: a
-    `_to_copy` to tpu, or an index op on a tpu tensor taking `node` as one of
-    its indices (CUDA accepts CPU indices); None for any other use."""
+    `_to_copy` to tpu, an index op on a tpu tensor taking `node` as one of
+    its indices (CUDA accepts CPU indices), or an alias of `node` that only
+    such ops read (VideoMAE's `table.detach().to(tpu)`); None for any other
+    use."""
+    if user.target in _ALIASES and user.args[0] is node and user.users:
+        devices = {_device_reading(alias_user, user) for alias_user in user.users}
+        return devices.pop() if len(devices) == 1 and None not in devices else None
     if user.target is torch.ops.aten._to_copy.default:
         device = _copy_target_device(user)
         return device if device is not None and device.type == "tpu" else None

@@ -825,3 +825,74 @@ def test_a_mask_written_with_a_row_per_element_and_interleaved_repeats_replay():
             torch.testing.assert_close(a.cpu(), e)
     stats = tpu_compile.stats()
     assert stats["graph_replays"] == 2 and not stats["trace_reasons"], stats["trace_reasons"]
+
+
+def test_cpu_tensors_the_graph_returns_as_it_took_them_replay():
+    # LightGlue passes a CPU mask through a graph between two breaks (its
+    # `.bool()` of a bool tensor is no op), and Inkling2's vision tower
+    # returns a CPU tensor the host prologue computed: a replay returns the
+    # call's own CPU tensor there.
+    def passes(x, mask, sizes):
+        return x * 2, mask.bool(), (sizes + 1).cumsum(0).to(torch.int32)
+
+    g = torch.compile(passes, backend="tpu")
+    for step in range(3):
+        x, mask, sizes = torch.randn(4, 3), torch.arange(4) < step, torch.arange(3) + step
+        outs, expected = g(x.to("tpu"), mask, sizes), passes(x, mask, sizes)
+        assert outs[0].device.type == "tpu" and outs[1].device.type == "cpu" and outs[2].device.type == "cpu"
+        assert outs[1] is mask  # as eager returns it
+        for a, e in zip(outs, expected):
+            assert a.dtype == e.dtype
+            torch.testing.assert_close(a.cpu(), e)
+    stats = tpu_compile.stats()
+    assert stats["graph_calls"] == 3 and stats["graph_replays"] == 2, stats["trace_reasons"]
+    assert not stats["trace_reasons"], stats["trace_reasons"]
+
+
+def test_graph_that_downloads_and_computes_on_the_host_runs_as_a_host_read():
+    # Inkling2's vision tower copies its grid sizes to CPU and computes its
+    # patch offsets from them there, a graph of its own between two breaks:
+    # it makes no tpu tensor, so there is no program to capture, and it is
+    # not counted as a tpu graph call.
+    def offsets(grid):
+        sizes = grid.to("cpu", torch.int64) * torch.tensor([1, 2, 2])
+        return sizes, torch.nn.functional.pad((sizes.prod(-1) + 1).cumsum(0), (1, 0)).to(torch.int32)
+
+    g = torch.compile(offsets, backend="tpu")
+    for step in range(3):
+        grid = torch.tensor([[1, 2, 3], [1, 4, 2 + step]])
+        outs, expected = g(grid.to("tpu")), offsets(grid)
+        for a, e in zip(outs, expected):
+            assert a.device.type == "cpu" and a.dtype == e.dtype
+            torch.testing.assert_close(a, e)
+    stats = tpu_compile.stats()
+    assert stats["graph_calls"] == 0 and not stats["trace_reasons"], stats
+
+
+def test_cpu_table_detached_and_copied_to_tpu_replays():
+    # VideoMAE keeps its sinusoidal position table as a plain CPU attribute
+    # and adds `table.detach().type_as(x).to(x.device, copy=True)`. The table
+    # (past the host prologue's 1,024 elements, so the detach stays in the
+    # graph) arrives on tpu before the program runs, instead of an upload
+    # inside the graph that split it.
+    class Embed(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = nn.Linear(32, 32)
+            self.table = torch.randn(1, 40, 32)  # not a buffer: .to() leaves it on CPU
+
+        def forward(self, x):
+            return self.linear(x) + self.table.detach().type_as(x).to(device=x.device, copy=True)
+
+    torch.manual_seed(0)
+    model = Embed()
+    model_tpu = copy.deepcopy(model).to("tpu")
+    model_tpu.table = model.table
+    g = torch.compile(model_tpu, backend="tpu")
+    with torch.no_grad():
+        for _ in range(3):
+            x = torch.randn(2, 40, 32)
+            torch.testing.assert_close(g(x.to("tpu")).cpu(), model(x), rtol=1e-5, atol=1e-5)
+    stats = tpu_compile.stats()
+    assert stats["graph_calls"] == 3 and stats["graph_replays"] == 2, stats["trace_reasons"]
+    assert not stats["trace_reasons"], stats["trace_reasons"]
