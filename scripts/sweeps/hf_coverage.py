@@ -529,6 +529,50 @@ def _without_random_draws(model_type):
         modeling_groupvit.gumbel_softmax = _gumbel_free_softmax
 
 
+def _length_regulator_in_its_dtype(encoded_embeddings, duration_labels, speaking_speed=1.0):
+    """FastSpeech 2's length regulator: each token's state repeated for its duration in frames (durations scaled by
+    speaking_speed and rounded; where every duration of the batch is 0, those of each sequence become 1), the
+    sequences zero-padded to the longest, in the states' own dtype."""
+    if speaking_speed <= 0:
+        raise ValueError("`speaking_speed` must be greater than 0.")
+    if speaking_speed != 1.0:
+        duration_labels = torch.round(duration_labels.float() * speaking_speed).long()
+    if duration_labels.sum() == 0:
+        duration_labels = torch.ones_like(duration_labels)
+    repeated = [state.repeat_interleave(d, dim=0) for state, d in zip(encoded_embeddings, duration_labels)]
+    return torch.nn.utils.rnn.pad_sequence(repeated, batch_first=True)
+
+
+def _in_the_models_dtype(model_type):
+    """FastSpeech 2's length regulator builds its output as float32 whatever its input's dtype, so a float64 model's
+    decoder gets float32 states and its first convolution refuses them (float64 training fails so on CPU too):
+    the same regulation in the states' dtype (float32's results are unchanged)."""
+    if model_type in ("fastspeech2_conformer", "fastspeech2_conformer_with_hifigan"):
+        from transformers.models.fastspeech2_conformer import modeling_fastspeech2_conformer
+
+        modeling_fastspeech2_conformer.length_regulator = _length_regulator_in_its_dtype
+
+
+class _NothingCached:
+    """An embedding cache that keeps nothing (see _without_embedding_caches)."""
+
+    def has(self, key):
+        return False
+
+    def put(self, key, value):
+        pass
+
+
+def _without_embedding_caches(model):
+    """OmDet-Turbo keeps its text model's embeddings of each class and task prompt it has seen, by token ids, and
+    reuses them on later calls: the train check would then run on embeddings cached by the forward check (without
+    gradients, from the weights before training), the compile check on those from before the AdamW step, and a
+    float64 copy of the model on float32 ones. Each call embeds its prompts afresh instead."""
+    for name in ("language_cache_class", "language_cache_prompt"):
+        if hasattr(model, name):
+            setattr(model, name, _NothingCached())
+
+
 def _flex_attention_names(model_type):
     """transformers imports flex attention's BlockMask only where is_torch_flex_attn_available(), which is False
     whenever the host's accelerator is a tpu; Doge's attention tests isinstance(mask, BlockMask) on every call, so
@@ -565,6 +609,12 @@ NOT_SWEEPABLE["bark"] = "it has no forward: BarkModel chains its three sub-model
 NOT_SWEEPABLE["glm_image_vqmodel"] = "it has no forward: GlmImageVQVAE only encodes images to codes (encode)"
 
 
+# Causal LM heads whose generate is not their own: an assistant drafts tokens inside its target model's generate
+# (assisted decoding, generate(..., assistant_model=...)) from the target's states and keys and values, which it
+# reads in place of token ids; it has no generate of its own to check.
+DRAFTERS = ("gemma4_assistant", "gemma4_unified_assistant")
+
+
 # The sweep runs eager attention, except where a model's eager path is broken on CPU too: the Nemotron ASR encoders
 # fill their relative-position scores where `attention_mask.logical_not()`, which expects the boolean mask sdpa
 # gets; eager's float mask (0 where allowed) masks every key, and every output is NaN.
@@ -587,20 +637,20 @@ def _model_class(model_type, class_name):
 
 
 def build(model_type, class_name):
-    import transformers
-
     if model_type in NOT_SWEEPABLE:
         raise CannotBuild(NOT_SWEEPABLE[model_type])
     _without_random_draws(model_type)
     _flex_attention_names(model_type)
+    _in_the_models_dtype(model_type)
 
     model_class = _model_class(model_type, class_name)
-    config = _config_of_class(shrink(transformers.AutoConfig.for_model(model_type)), model_class)
+    config = _config_of_class(shrink(hf_inputs.default_config(model_type)), model_class)
     hf_inputs.fix_config(config, model_type)
     config._attn_implementation = ATTENTION_IMPLEMENTATION.get(model_type, "eager")
     _shrink_multimodal_rope(config, model_class)
     torch.manual_seed(0)
     model = model_class(config)
+    _without_embedding_caches(model)
     for module in model.modules():  # dropout layers built from fields the shrinker does not know
         if isinstance(module, torch.nn.modules.dropout._DropoutNd):
             module.p = 0.0
@@ -791,8 +841,25 @@ def _close(actual, expected, what, atol=1e-4, rtol=1e-3):
             raise WrongValues(f"{what} tensor {i}: " + str(err).splitlines()[-1]) from None
 
 
+def _map_inputs(fn, value):
+    """fn applied to every tensor of a model's inputs, through the dicts and tuples an input may nest them in (a
+    Gemma 4 assistant's shared_kv_states: {layer kind: (keys, values)})."""
+    if isinstance(value, torch.Tensor):
+        return fn(value)
+    if isinstance(value, dict):
+        return {k: _map_inputs(fn, v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_map_inputs(fn, v) for v in value)
+    return value
+
+
+def _in_dtype(inputs, dtype):
+    """The inputs with their floating tensors in dtype."""
+    return _map_inputs(lambda t: t.to(dtype) if t.is_floating_point() else t, inputs)
+
+
 def _to(inputs, device):
-    return {k: v.to(device) for k, v in inputs.items()}
+    return _map_inputs(lambda t: t.to(device), inputs)
 
 
 @contextlib.contextmanager
@@ -816,7 +883,7 @@ def _float64_reference(cpu, inputs):
     def outputs():
         reference = copy.deepcopy(cpu).double()
         with torch.no_grad(), _in_float64():
-            return _same_draws(reference, **{k: v.double() if v.is_floating_point() else v for k, v in inputs.items()})
+            return _same_draws(reference, **_in_dtype(inputs, torch.float64))
 
     return outputs
 
@@ -858,7 +925,8 @@ def check_generate(cpu, tpu, inputs, config):
     cpu.eval(), tpu.eval()
     pad = config.pad_token_id if isinstance(getattr(config, "pad_token_id", None), int) else 0
     kwargs = dict(max_new_tokens=4, do_sample=False, pad_token_id=pad)
-    main = {k: v[:1] for k, v in inputs.items() if k != "decoder_input_ids"}
+    rows = _rows_per_sample(config)
+    main = {k: v[:rows] for k, v in inputs.items() if k != "decoder_input_ids"}
     generate_inputs = GENERATE_INPUTS.get(config.model_type)
     if generate_inputs is not None:
         main = generate_inputs(config, (cpu, tpu), main)
@@ -878,12 +946,19 @@ def check_generate(cpu, tpu, inputs, config):
             batch = generate_inputs(config, (cpu, tpu), {k: v for k, v in inputs.items() if k != "decoder_input_ids"})
             extra = {k: v for k, v in batch.items() if k not in ("input_ids", "attention_mask")}
         ids = batch["input_ids"].clone()
-        mask = torch.ones_like(ids)
-        ids[1, :3], mask[1, :3] = pad, 0
+        mask = torch.ones(ids.shape[0] // rows, ids.shape[1], dtype=ids.dtype)
+        ids[rows : 2 * rows, :3], mask[1, :3] = pad, 0
         expected = cpu.generate(input_ids=ids, attention_mask=mask, **extra, **kwargs)
         got = tpu.generate(input_ids=ids.to("tpu"), attention_mask=mask.to("tpu"), **_to(extra, "tpu"), **kwargs).cpu()
         if not torch.equal(got, expected):
             raise WrongValues(f"generate (left-padded batch): {got.tolist()} on tpu, {expected.tolist()} on CPU")
+
+
+def _rows_per_sample(config):
+    """How many rows of input ids make one sample: MusicGen's decoder reads one row per codebook, (batch x
+    num_codebooks, steps), and its attention mask one per sample, (batch, steps); one elsewhere."""
+    decoders = ("musicgen_decoder", "musicgen_melody_decoder")  # the causal LM heads' configs
+    return config.num_codebooks if config.model_type in decoders else 1
 
 
 def _composer_conditioned_features(config, models, inputs):
@@ -912,10 +987,12 @@ def _default_language(config, models, inputs):
     return {k: v for k, v in inputs.items() if k != "lang_ids"}
 
 
-def _prompt_shorter_than_audio(config, models, inputs):
-    """Voxtral Realtime generates one token per audio embedding (its features hold one per prompt token in the
-    forward's inputs), so the prompt is the first half of the tokens and generate continues over the rest of the
-    audio."""
+def _first_half_of_prompt(config, models, inputs):
+    """A prompt of the first half of the tokens, where the forward's inputs leave generate no room past them:
+    Voxtral Realtime generates one token per audio embedding (its features hold one per prompt token in the
+    forward's inputs), so generate continues over the rest of the audio; Reformer's axial position embedding has
+    exactly as many positions as the training sequence (which must fill them), so its 4 new tokens take the other
+    half (on CPU too: "Position id exceeds axial_pos_shape[0] * axial_pos_shape[1]")."""
     return {**inputs, "input_ids": inputs["input_ids"][:, : SEQ // 2]}
 
 
@@ -926,13 +1003,27 @@ def _audio_to_transcribe(config, models, inputs):
     return {"input_values": torch.randn(1, 1, 4 * config.codec_config.frame_size, generator=g)}
 
 
-# Inputs a model's generate takes instead of the first row of its forward's, by model_type: (config, models,
+def _codebooks_start_token(config, models, inputs):
+    """MusicGen's decoder starts every codebook's delayed pattern from the generation config's decoder start token,
+    which its checkpoints' generation configs set (to the codebooks' BOS, 2048, past the codes) and a decoder
+    built from its config lacks (None, which generate multiplies by: TypeError on CPU too): the tiny decoder's BOS.
+    Its generate also reads num_return_sequences without a default (None, which it repeats the inputs by): one."""
+    for model in models:
+        model.generation_config.decoder_start_token_id = config.bos_token_id
+        model.generation_config.num_return_sequences = 1
+    return inputs
+
+
+# Inputs a model's generate takes instead of the first sample of its forward's, by model_type: (config, models,
 # that row) -> generate's keyword arguments, after setting what the models' generation configs need.
 GENERATE_INPUTS = {
     "pop2piano": _composer_conditioned_features,
     "vibevoice": _with_attention_mask,
     "xmod": _default_language,
-    "voxtral_realtime": _prompt_shorter_than_audio,
+    "voxtral_realtime": _first_half_of_prompt,
+    "reformer": _first_half_of_prompt,
+    "musicgen_decoder": _codebooks_start_token,
+    "musicgen_melody_decoder": _codebooks_start_token,
     "kyutai_speech_to_text": _audio_to_transcribe,
 }
 
@@ -955,7 +1046,7 @@ TRAIN_TOLERANCES = {
 def check_train(cpu, tpu, inputs, labels, dtype=torch.float32):
     loss_atol, loss_rtol, grad_atol, grad_rtol, weight_atol, weight_rtol = TRAIN_TOLERANCES[dtype]
     cpu.train(), tpu.train()
-    inputs = {k: v.to(dtype) if v.is_floating_point() else v for k, v in inputs.items()}
+    inputs = _in_dtype(inputs, dtype)
     loss_cpu = _loss(cpu, inputs, labels)
     loss_tpu = _loss(tpu, _to(inputs, "tpu"), labels.to("tpu") if labels is not None else None)
     loss_cpu.backward()
@@ -1048,7 +1139,7 @@ def _within_cpus_own_rounding(model_type, class_name, inputs, labels, margin=4.0
     cpu, tpu = _fresh_pair(model_type, class_name, torch.float64)
     reordered, _ = _fresh_pair(model_type, class_name, torch.float64)
     reordered = reordered.cpu()
-    flipped = {k: v.flip(0) if v.dim() and v.shape[0] == BATCH else v for k, v in inputs.items()}
+    flipped = _map_inputs(lambda t: t.flip(0) if t.dim() and t.shape[0] == BATCH else t, inputs)
     try:
         expected = _gradients(cpu, inputs, labels)
         actual = _gradients(tpu, _to(inputs, "tpu"), labels.to("tpu") if labels is not None else None)
@@ -1127,6 +1218,18 @@ def _inputs_the_cpu_model_runs_on(cpu, config, head, model_type=None):
     raise first
 
 
+def _trains(cpu, inputs, labels):
+    """Whether the model has anything to train: a loss of its own (it takes labels) or a floating output. A
+    tokenizer's encoder half (wavtokenizer_encoder) outputs only the integer codes its quantizer picks by argmin,
+    through which no gradient flows, on any device; its train check is left out, as generate is for a model that
+    does not generate."""
+    if labels is not None:
+        return True
+    cpu.eval()
+    with torch.no_grad():
+        return bool(_tensors(_same_draws(cpu, **inputs)))
+
+
 def run_model(model_type, head, class_name, generates):
     """Every check of one architecture, in this process: {check: (outcome, detail)}."""
     import torch_tpu
@@ -1143,11 +1246,12 @@ def run_model(model_type, head, class_name, generates):
         return not_built(err, "cannot build tiny")
     results = {}
     steps = [("forward", lambda: check_forward(cpu, tpu, inputs))]
-    if generates:
+    if generates and model_type not in DRAFTERS:
         steps.append(("generate", lambda: check_generate(cpu, tpu, inputs, config)))
-    steps.append(
-        ("train", lambda: check_train_at_a_kink_retries(model_type, class_name, config, head, cpu, tpu, layout))
-    )
+    if _trains(cpu, inputs, labels):
+        steps.append(
+            ("train", lambda: check_train_at_a_kink_retries(model_type, class_name, config, head, cpu, tpu, layout))
+        )
     steps.append(("compile", lambda: check_compile(cpu, tpu, inputs)))
     with torch_tpu.matmul_precision("highest"):
         for check, step in steps:

@@ -653,6 +653,38 @@ def _open_vocabulary_detection(model, config, head, g):
     ]
 
 
+def _open_vocabulary_detection_config(config):
+    """OmDet-Turbo's default backbone is timm's Swin-T built for 640-pixel images (28M parameters; it refuses any
+    other size): transformers' own Swin instead, as its ModelTester, 16 wide with one block per stage, on 128-pixel
+    images in windows of 4, whose last three stages (32, 64 and 128 channels) the encoder reads; its feature maps are
+    channels-first (timm's are last), which the layer norm after the backbone cannot take, so it is off, as there.
+    Its encoder and decoder are 32 wide (256 by default) and keep 20 queries (900); the text model's states (64
+    wide) are its class and task embeddings, which it projects to its own width (the decoder defines that projection
+    only where the widths differ, and reads it always, on CPU too)."""
+    from transformers import SwinConfig
+
+    config.image_size = 128
+    config.backbone_config = SwinConfig(
+        image_size=128,
+        embed_dim=16,
+        depths=[1, 1, 1, 1],
+        num_heads=[1, 1, 1, 1],
+        window_size=4,
+        out_indices=[2, 3, 4],
+    )
+    config.timm_kwargs = {}
+    config.apply_layernorm_after_vision_backbone = False
+    config.encoder_in_channels = [32, 64, 128]
+    config.d_model = config.decoder_hidden_dim = 32
+    config.vision_features_channels = [32] * 3
+    config.decoder_num_heads = 4
+    config.decoder_num_layers = 2
+    config.num_queries = 20
+    width = config.text_config.hidden_size
+    config.text_projection_in_dim = config.text_projection_out_dim = config.class_embed_dim = width
+    config.encoder_dim_feedforward = config.decoder_dim_feedforward = config.task_encoder_hidden_dim = 128
+
+
 def _stacked_mel_frames(model, config, head, g):
     """Wav2Vec2-BERT reads (frames, feature_projection_input_dim) features: its feature extractor stacks two
     frames of 80 mel bins per row."""
@@ -1061,6 +1093,39 @@ def _default_backbone_stages_config(config):
     backbone.set_output_features_output_indices(out_features=None, out_indices=list(default.out_indices))
 
 
+def _tiny_text_detector_config(config):
+    """PP-OCRv6's text detectors read four backbone stages, but their default configs build a backbone that outputs
+    only its last (the same channel mismatch on CPU at full size), and the medium one's intra-class blocks (their
+    convolutions' kernels, strides and paddings) default to None (a checkpoint sets them). A PP-LCNetV4 of four
+    stages 16 channels wide, each an output, strided by 4, 8, 16 and 32 (64-pixel images: 2 x 2 at the last), as
+    their ModelTesters; the necks 16 wide. Each intra-class block reduces channels, convolves with long, mid and
+    short kernels (7, 5, 3) vertically, horizontally and square, each padded to keep its size, and restores
+    channels."""
+    from transformers import PPLCNetV4Config
+
+    stages = [[[3, 16, 16, 1, False]]] + [[[3, 16, 16, 2, False], [3, 16, 16, 1, False]]] * 3
+    config.backbone_config = PPLCNetV4Config(
+        stem_channels=[3, 16, 16],
+        stem_type="large",
+        block_configs=stages,
+        out_features=[f"stage{i}" for i in range(1, 5)],
+        out_indices=[1, 2, 3, 4],
+    )
+    config.neck_out_channels = 16
+    config.image_size = 64  # the sweep's images
+    if config.model_type == "pp_ocrv6_small_det":
+        config.layer_list_out_channels = [16] * 4
+        return
+    blocks = {"reduce_channel": [1, 1, 0], "return_channel": [1, 1, 0]}
+    for ratio, k in (("longratio", 7), ("midratio", 5), ("shortratio", 3)):
+        blocks[f"vertical_long_to_small_conv_{ratio}"] = [[k, 1], [1, 1], [k // 2, 0]]
+        blocks[f"horizontal_small_to_long_conv_{ratio}"] = [[1, k], [1, 1], [0, k // 2]]
+        blocks[f"symmetric_conv_long_{ratio}"] = [[k, k], [1, 1], [k // 2, k // 2]]
+    config.intraclass_block_config = blocks
+    config.scale_factor_list = [1, 2, 4, 8]
+    config.kernel_list = [3, 2, 2]
+
+
 def _dual_encoder_pooler_config(config):
     """A vision-text dual encoder projects its vision tower's pooled output from the tower's hidden_size, and ViT's
     pooler outputs pooler_output_size, copied from the default width (768) when the config is made: the tiny
@@ -1374,6 +1439,48 @@ def _contrastive_audio(model, config, head, g):
     ]
 
 
+def _assistant_default_config():
+    """Gemma 4's assistant (a drafter for assisted decoding) refuses its own default config, whose text model has
+    per-layer input embeddings (hidden_size_per_layer_input 256): an assistant's text model has none, no mixture
+    of experts and no double-wide MLP (its checkpoints' text configs say so)."""
+    from transformers import Gemma4AssistantConfig
+
+    text = {
+        "model_type": "gemma4_text",
+        "hidden_size_per_layer_input": 0,
+        "vocab_size_per_layer_input": 0,
+        "enable_moe_block": False,
+        "use_double_wide_mlp": False,
+    }
+    return Gemma4AssistantConfig(text_config=text)
+
+
+def _assistant_config(config):
+    """Gemma 4's assistants reuse the target model's keys and values in every layer: all their layers share, which
+    the config counts when it is made (num_kv_shared_layers, 30 or more), so the shrunk layers all share again. They
+    read the target's states, backbone_hidden_size wide (1536, 3840): 64; the window slides over 4 tokens."""
+    text = config.text_config
+    text.num_kv_shared_layers = text.num_hidden_layers
+    text.sliding_window = 4
+    config.backbone_hidden_size = 64
+
+
+def _assistant_drafts(model, config, head, g):
+    """A Gemma 4 assistant drafts one token at a time from the target's last state and the last token's embedding
+    side by side (inputs_embeds, one position 2 x backbone_hidden_size wide; at more positions its text model slices
+    per-layer inputs it does not have, on CPU too) and attends over the keys and values the target's last layer of
+    each kind stored (shared_kv_states: (batch, key heads, SEQ, head_dim) for full and sliding attention)."""
+    text = config.text_config
+    shape = (BATCH, text.num_key_value_heads, SEQ, text.head_dim)
+    kv = lambda: (torch.randn(*shape, generator=g), torch.randn(*shape, generator=g))  # noqa: E731
+    return [
+        {
+            "inputs_embeds": torch.randn(BATCH, 1, 2 * config.backbone_hidden_size, generator=g),
+            "shared_kv_states": {"full_attention": kv(), "sliding_attention": kv()},
+        }
+    ]
+
+
 def _encoder_states(model, config, head, g):
     """Nemotron 3.5 Transcribe's word-timestamp model reads a speech encoder's states, (batch, frames,
     hidden_size), and a mask of valid frames (the second clip's last two padded)."""
@@ -1449,6 +1556,7 @@ RECIPES.update(
         "kyutai_speech_to_text": _text_and_codes_per_step,
         "nemotron3_5_transcribe_word_timestamp": _encoder_states,
         "clap": _contrastive_audio,
+        **dict.fromkeys(("gemma4_assistant", "gemma4_unified_assistant"), _assistant_drafts),
     }
 )
 
@@ -1513,10 +1621,12 @@ CONFIG_FIXES = {
     "ernie4_5_vl_moe": _height_width_time_rope_config,
     "fastspeech2_conformer_with_hifigan": _synthesizer_with_vocoder_config,
     "kyutai_speech_to_text": _speech_to_text_codec_config,
-    **dict.fromkeys(("pp_ocrv6_medium_det", "pp_ocrv6_small_det"), _default_backbone_stages_config),
+    **dict.fromkeys(("pp_ocrv6_medium_det", "pp_ocrv6_small_det"), _tiny_text_detector_config),
     "pp_ocrv5_server_rec": _text_line_recognizer_config,
     "blt": _byte_latent_config,
     "clap": _contrastive_audio_config,
+    "omdet-turbo": _open_vocabulary_detection_config,
+    **dict.fromkeys(("gemma4_assistant", "gemma4_unified_assistant"), _assistant_config),
     **dict.fromkeys(("maskformer", "mask2former"), _four_stage_backbone_config),
     "oneformer": _task_conditioned_segmentation_config,
     "hgnet_v2": _hgnet_config,
@@ -1527,6 +1637,18 @@ CONFIG_FIXES = {
     **dict.fromkeys(REAL_TIME_DETECTORS, _real_time_detector_config),
     **dict.fromkeys(("cohere_compass", "cohere_compass_text"), _rope_per_layer_type_config),
 }
+
+
+# model_type -> the config to shrink, where transformers' default for the model type cannot be made
+DEFAULT_CONFIGS = {"gemma4_assistant": _assistant_default_config}
+
+
+def default_config(model_type):
+    """The config the sweep shrinks: DEFAULT_CONFIGS' where it names one, else transformers' default."""
+    import transformers
+
+    make = DEFAULT_CONFIGS.get(model_type)
+    return make() if make is not None else transformers.AutoConfig.for_model(model_type)
 
 
 def fix_config(config, model_type):
