@@ -331,3 +331,80 @@ def test_a_cache_that_keeps_its_layers_by_name_gives_their_tensors():
         layers = {"conv0": Layer(), "conv1": Layer()}
 
     assert [t.shape for t in hf_coverage._tensors(PaddingCache())] == [(2, 3), (2, 3)]
+
+
+def test_nested_inputs_move_and_change_dtype_through_their_dicts_and_tuples():
+    # A Gemma 4 assistant takes shared_kv_states, {layer kind: (keys, values)}; moving inputs tensor by tensor
+    # raised AttributeError ('dict' object has no attribute 'to').
+    keys, values, ids = torch.randn(2, 3), torch.randn(2, 3), torch.arange(4)
+    inputs = {"inputs_embeds": torch.randn(2, 1, 4), "shared_kv_states": {"full_attention": (keys, values)}, "ids": ids}
+    doubled = hf_coverage._in_dtype(inputs, torch.float64)
+    assert doubled["shared_kv_states"]["full_attention"][1].dtype == torch.float64
+    assert isinstance(doubled["shared_kv_states"]["full_attention"], tuple)
+    assert doubled["ids"].dtype == torch.int64 and doubled["inputs_embeds"].dtype == torch.float64
+    torch.testing.assert_close(doubled["shared_kv_states"]["full_attention"][0], keys.double())
+
+
+def test_a_model_with_neither_a_loss_nor_a_floating_output_has_no_train_check():
+    # wavtokenizer_encoder outputs only the codes its quantizer picks by argmin: its train check took the int 0 for
+    # a loss ("'int' object has no attribute 'backward'").
+    class Codes(torch.nn.Module):
+        def __init__(self, floating):
+            super().__init__()
+            self.floating = floating
+            self.proj = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            y = self.proj(x)
+            return {"codes": y.argmax(-1), **({"y": y} if self.floating else {})}
+
+    x = {"x": torch.randn(2, 4)}
+    assert not hf_coverage._trains(Codes(False), x, None)
+    assert hf_coverage._trains(Codes(True), x, None)
+    assert hf_coverage._trains(Codes(False), x, torch.tensor([0, 1]))
+
+
+def test_fastspeech2s_length_regulator_keeps_its_input_dtype_and_transformers_values():
+    # transformers' regulator builds float32 states whatever the input's dtype, so the float64 train check failed
+    # on CPU too ("Input type (float) and bias type (double)").
+    modeling = pytest.importorskip("transformers.models.fastspeech2_conformer.modeling_fastspeech2_conformer")
+    original = modeling.length_regulator  # before build() replaces it
+    if original is hf_coverage._length_regulator_in_its_dtype:
+        pytest.skip("the sweep replaced it in this process already")
+    torch.manual_seed(0)
+    states = torch.randn(3, 5, 4)
+    durations = torch.randint(0, 4, (3, 5))
+    durations[2] = 0
+    for speed in (1.0, 1.7):
+        expected = original(states, durations.clone(), speed)
+        torch.testing.assert_close(hf_coverage._length_regulator_in_its_dtype(states, durations, speed), expected)
+    zeros = torch.zeros(2, 5, dtype=torch.long)
+    expected = original(states[:2], zeros.clone())
+    torch.testing.assert_close(hf_coverage._length_regulator_in_its_dtype(states[:2], zeros), expected)
+    assert hf_coverage._length_regulator_in_its_dtype(states.double(), durations).dtype == torch.float64
+
+
+def test_an_assistant_is_checked_on_its_drafting_inputs_without_a_generate_of_its_own():
+    # Gemma 4's assistant refused its own default config, then read inputs_embeds and the target's shared keys and
+    # values, which the sweep did not give; it drafts inside its target's generate only.
+    pytest.importorskip("transformers")
+    (arch,) = hf_coverage.architectures({"gemma4_assistant"})
+    results = hf_coverage.run_model(*arch)
+    assert set(results) == {"forward", "train", "compile"}, results
+    assert all(outcome == "pass" for outcome, _ in results.values()), results
+
+
+def test_musicgens_generate_takes_a_row_per_codebook_and_its_start_token():
+    # MusicGen's decoder reads num_codebooks rows per sample; generate on one row raised RuntimeError (shape
+    # '[-1, 2, 8]' is invalid), and without a decoder start token TypeError.
+    pytest.importorskip("transformers")
+    config, model = hf_coverage.build("musicgen", "MusicgenForCausalLM")
+    rows = hf_coverage._rows_per_sample(config)
+    assert rows == config.num_codebooks == 2
+    inputs = hf_coverage.GENERATE_INPUTS[config.model_type](config, (model,), {})
+    assert inputs == {} and model.generation_config.decoder_start_token_id == config.bos_token_id
+    ids = torch.randint(2, 100, (2 * rows, 8))
+    mask = torch.ones(2, 8, dtype=torch.long)
+    mask[1, :3] = 0
+    tokens = model.eval().generate(input_ids=ids, attention_mask=mask, max_new_tokens=2, do_sample=False)
+    assert tokens.shape[:2] == (2, rows)  # (batch, codebooks, steps)
