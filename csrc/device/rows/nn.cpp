@@ -262,6 +262,19 @@ void empty_statistics_in_evaluation(const std::vector<c10::IValue>& args, MetaRe
   for (size_t r = 1; r < 3; ++r) meta.returns[r][0].sizes = {0}, meta.returns[r][0].strides = {1};
 }
 
+// Meta correction: batch norm's backward (native_batch_norm_backward,
+// batch_norm_backward) returns an undefined result for each result its
+// output_mask does not ask for, as CPU and CUDA do (a batch norm over an
+// input that needs no gradient); PyTorch's meta kernel defines all three.
+void undefined_where_not_asked(const std::vector<c10::IValue>& args, MetaResult& meta) {
+  constexpr size_t kOutputMask = 9;
+  if (args.size() <= kOutputMask || !args[kOutputMask].isBoolList()) return;
+  const c10::List<bool> mask = args[kOutputMask].toBoolList();
+  for (size_t r = 0; r < mask.size() && r < meta.returns.size(); ++r)
+    if (!mask.get(r) && meta.returns[r].size() == 1)
+      meta.returns[r][0] = TensorMeta{{}, {}, at::ScalarType::Undefined, false};
+}
+
 // constexpr: constant-initialized, so registration in op_table.cpp may read
 // the rows during static initialization whatever the order of files.
 constexpr OpSpec kRows[] = {
@@ -316,7 +329,8 @@ constexpr OpSpec kRows[] = {
         .check(check_batch_norm_parameter_dtypes)
         .writes({3, 4})
         .correct(empty_statistics_in_evaluation),
-    {L::native_batch_norm_backward, "native_batch_norm_backward batch_norm_backward"},
+    OpSpec(L::native_batch_norm_backward, "native_batch_norm_backward batch_norm_backward")
+        .correct(undefined_where_not_asked),
     OpSpec(L::native_batch_norm_no_stats, "_native_batch_norm_legit.no_stats").gap_unless_empty("batch_norm", floating),
     OpSpec(L::native_batch_norm_no_training, "_native_batch_norm_legit_no_training")
         .gap_unless_empty("batch_norm", floating)
