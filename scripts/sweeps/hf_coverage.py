@@ -187,6 +187,15 @@ OVERRIDES = {
     "textnet": {"image_size": 64},
     # Its text projection must match the image embedding: B0's last stage, 320 wide.
     "align": {"projection_dim": 320},
+    # Its vision tower's weights drawn at std 0.02 shrink the activations about 10x per block, so B0's 16 blocks
+    # pool image features of 2e-25, whose norm underflows to 0 in float32, and the normalized embeddings and logits
+    # are NaN (on CPU too): 0.2 keeps them near 1e-2. 64 pixels, as textnet's: at 32 its last stages are 1 x 1, where
+    # train-mode batch norm over two samples amplifies rounding past the train check on both devices. Its batch norms
+    # take TensorFlow's momentum (0.99, the share of the old statistics kept) as PyTorch's (the share of the batch's),
+    # so one train-mode step replaces the running statistics with the batch's, variances near 1e-6 at these weights,
+    # and the compile check's eval forward after training then grows 4x a block (to 2e6) and amplifies float32
+    # rounding past its tolerance on both devices: 0.01, TensorFlow's 0.99 in PyTorch's terms.
+    "align_vision_model": {"initializer_range": 0.2, "image_size": 64, "batch_norm_momentum": 0.01},
     # The width of its head, round_filters(1280) at B0's width coefficient.
     "efficientnet": {"hidden_dim": 1280},
     # ESM's vocabulary (its default config leaves it None): 33 tokens, padding 1.
