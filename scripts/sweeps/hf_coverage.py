@@ -17,8 +17,10 @@ constraints. The checks, all at matmul precision "highest":
 
   forward   every floating output equals CPU's;
   generate  (generative heads) greedy tokens equal CPU's, one prompt and a
-            left-padded batch of two;
-  train     loss, every gradient and every parameter after one AdamW step;
+            left-padded batch of two (not for an assistant, DRAFTERS, which
+            drafts inside its target model's generate);
+  train     loss, every gradient and every parameter after one AdamW step
+            (not for a model with neither a loss nor a floating output);
   compile   torch.compile(backend="tpu") outputs equal eager CPU's, and a
             third call replays the captured program (no trace).
 
