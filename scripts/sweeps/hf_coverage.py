@@ -660,7 +660,7 @@ def build(model_type, class_name):
     config._attn_implementation = ATTENTION_IMPLEMENTATION.get(model_type, "eager")
     _shrink_multimodal_rope(config, model_class)
     torch.manual_seed(0)
-    model = model_class(config)
+    model = hf_inputs.fix_model(model_class(config), model_type)
     _without_embedding_caches(model)
     for module in model.modules():  # dropout layers built from fields the shrinker does not know
         if isinstance(module, torch.nn.modules.dropout._DropoutNd):
@@ -873,15 +873,39 @@ def _to(inputs, device):
     return _map_inputs(lambda t: t.to(device), inputs)
 
 
+class _Float32AsFloat64(torch.overrides.TorchFunctionMode):
+    """Makes every float32 a model names float64, on both devices alike. Many models compute a part in float32
+    whatever their dtype: attention's softmax(w, dtype=torch.float32).to(query.dtype) (xclip, efficientloftr,
+    parakeet), hidden_states.to(torch.float32) (deimv2), buffers made with torch.tensor(..., dtype=torch.float32)
+    (d_fine). A float64 check of such a model carries float32 rounding, and CPU's and XLA's float32 exp differ by
+    an ulp, so "float64" results differed by 1e-9..1e-5 with no device error. Each torch function (and Tensor
+    method) called with torch.float32 as an argument or keyword gets torch.float64 instead; .float() becomes
+    .double() and .type("torch.FloatTensor") a float64 one. Tensor.view(dtype) is left alone: it reinterprets
+    bytes. Outside _in_float64 the mode is not active and float32 runs are unchanged."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func is torch.Tensor.float:
+            func = torch.Tensor.double
+        elif func is torch.Tensor.type and args[1:2] and args[1] in ("torch.FloatTensor", torch.FloatTensor):
+            args = (args[0], torch.float64, *args[2:])
+        elif func is not torch.Tensor.view:
+            args = tuple(torch.float64 if a is torch.float32 else a for a in args)
+            kwargs = {k: torch.float64 if v is torch.float32 else v for k, v in kwargs.items()}
+        return func(*args, **kwargs)
+
+
 @contextlib.contextmanager
 def _in_float64():
     """Runs a float64 check with float64 as the default dtype too: a model that makes a tensor without naming
     its dtype (fastspeech2_conformer's attention mask, torch.ones(shape)) would otherwise mix float32 into a
-    float64 model, which conv1d refuses on either device."""
+    float64 model, which conv1d refuses on either device; and with a float32 the model names read as float64
+    (_Float32AsFloat64)."""
     previous = torch.get_default_dtype()
     torch.set_default_dtype(torch.float64)
     try:
-        yield
+        with _Float32AsFloat64():
+            yield
     finally:
         torch.set_default_dtype(previous)
 

@@ -1639,6 +1639,34 @@ CONFIG_FIXES = {
 }
 
 
+def _healthy_convolutions(model):
+    """PP-DocLayout's _init_weights draws every BatchNorm weight, like every conv weight, at std
+    initializer_range (0.01): each conv and batch norm scales the activations by about 1e-2, the encoder's
+    output is 2e-16, its class scores all equal their bias, and torch.topk picks its queries among 21 tied scores
+    (the order of ties is unspecified: CPU and XLA break them differently), so every later output differs with
+    no device error. Batch norm weights 1 and He-initialized convs (std sqrt(2 / fan_in), which keeps the
+    scale through a ReLU) give an encoder output near 3 and 21 distinct scores, the 8th and 9th at least 1e-3
+    apart (with PyTorch's default conv init the encoder's output is still 2e-4)."""
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, torch.nn.modules.batchnorm._BatchNorm) and module.weight is not None:
+                module.weight.fill_(1.0)
+            elif isinstance(module, torch.nn.Conv2d):
+                torch.nn.init.kaiming_normal_(module.weight, nonlinearity="relu")
+
+
+# model_type -> fix(model), applied to the model built from the fixed config (weights its init leaves unusable)
+MODEL_FIXES = dict.fromkeys(("pp_doclayout_v3", "pp_doclayout_v4"), _healthy_convolutions)
+
+
+def fix_model(model, model_type):
+    """Applies model_type's MODEL_FIXES entry to a freshly built model."""
+    fix = MODEL_FIXES.get(model_type)
+    if fix is not None:
+        fix(model)
+    return model
+
+
 # model_type -> the config to shrink, where transformers' default for the model type cannot be made
 DEFAULT_CONFIGS = {"gemma4_assistant": _assistant_default_config}
 

@@ -102,6 +102,27 @@ def test_train_equal_in_float64_only_is_a_pass_the_report_names_and_reads_back(t
     assert back["bert"]["results"]["train"] == ("pass", "")
 
 
+@pytest.mark.parametrize("device", ["cpu", "tpu"])
+def test_a_float64_check_computes_in_float64_what_a_model_forces_into_float32(device):
+    # xclip's attention: softmax(w, dtype=torch.float32).to(query.dtype) rounds a float64 model to float32.
+    torch.manual_seed(0)
+    scores = torch.randn(3, 5, dtype=torch.float64) * 4
+    exact = torch.softmax(scores, dim=-1)
+
+    def attention(w):
+        return torch.nn.functional.softmax(w, dim=-1, dtype=torch.float32).to(w.dtype)
+
+    outside = attention(scores.to(device)).cpu()
+    assert (outside - exact).abs().max() > 1e-9  # float32 rounding
+    with hf_coverage._in_float64():
+        inside = attention(scores.to(device))
+        made = (scores.to(device).float(), scores.to(device).type(torch.float32), torch.ones(2, dtype=torch.float32))
+    assert inside.dtype == torch.float64
+    torch.testing.assert_close(inside.cpu(), exact, rtol=1e-15, atol=1e-15)
+    assert [t.dtype for t in made] == [torch.float64] * 3
+    assert scores.to(device).float().dtype == torch.float32  # float32 runs are unchanged
+
+
 def test_a_dual_encoder_gets_the_other_modality_its_forward_requires():
     # CLIPModel embeds text and images together: its main input alone is not enough to run it.
     import transformers
