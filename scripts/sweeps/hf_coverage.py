@@ -616,8 +616,6 @@ NOT_SWEEPABLE = dict.fromkeys(
     "its forward runs under torch.inference_mode (it cannot train) and takes a stateful video inference session "
     "(frames, prompts and memory a processor builds), not tensors",
 )
-NOT_SWEEPABLE["bark"] = "it has no forward: BarkModel chains its three sub-models in generate only"
-NOT_SWEEPABLE["glm_image_vqmodel"] = "it has no forward: GlmImageVQVAE only encodes images to codes (encode)"
 
 
 # Causal LM heads whose generate is not their own: an assistant drafts tokens inside its target model's generate

@@ -716,6 +716,60 @@ def _semantic_and_acoustic_audio(model, config, head, g):
     return _audio_with_semantic_features(4, config.encoder_hop_length, config, g)
 
 
+def _vector_quantizer_config(config):
+    """GLM-Image's VQ model: 16 latent channels (1536) quantized at width 64 against 256 codes (16384)."""
+    config.latent_channels = 16
+    config.num_embeddings = 256
+
+
+def _vector_quantizer_latents(model, config, head, g):
+    """GLM-Image's VQ model quantizes latents (batch, latent_channels, height, width) from an image encoder it
+    does not hold: 4 x 4 of them."""
+    return [{"hidden_states": torch.randn(BATCH, config.latent_channels, 4, 4, generator=g)}]
+
+
+def _encode_as_forward(model):
+    """GLM-Image's VQ model (GlmImageVQVAE) has no forward: GLM-Image only calls its encode, which maps latents
+    to their nearest codes (the quantized latents, code indices and the codebook loss). The sweep checks encode
+    as its forward, training included (the codebook learns through the loss, quant_conv through the
+    straight-through estimator)."""
+    model.forward = model.encode
+
+
+def _bark_stages(self, semantic_ids, coarse_ids, fine_ids):
+    """Bark's three token models on their own inputs, their logits in order (BarkModel's forward)."""
+    fine = self.fine_acoustics.config
+    return (
+        self.semantic(input_ids=semantic_ids, use_cache=False).logits,
+        self.coarse_acoustics(input_ids=coarse_ids, use_cache=False).logits,
+        self.fine_acoustics(fine.n_codes_total - 1, input_ids=fine_ids).logits,
+    )
+
+
+def _three_stages_as_forward(model):
+    """Bark (BarkModel) has no forward: its generate chains a semantic model (text to semantic tokens), a coarse
+    acoustic one (semantic to the first codebooks' tokens) and a fine acoustic one (which fills in the other
+    codebooks), then decodes with EnCodec. The sweep checks the three models: its forward runs each on tokens
+    of its own (the fine model predicting its last codebook, which reads every codebook's embedding), and
+    training trains all three (EnCodec, unused, gets no gradient)."""
+    import types
+
+    model.forward = types.MethodType(_bark_stages, model)
+
+
+def _bark_tokens(model, config, head, g):
+    """Tokens for Bark's three models (see _three_stages_as_forward): the fine model's are (batch, length,
+    n_codes_total)."""
+    codes = model.fine_acoustics.config.n_codes_total
+    return [
+        {
+            "semantic_ids": torch.randint(0, 100, (BATCH, SEQ), generator=g),
+            "coarse_ids": torch.randint(0, 100, (BATCH, SEQ), generator=g),
+            "fine_ids": torch.randint(0, 100, (BATCH, SEQ, codes), generator=g),
+        }
+    ]
+
+
 def _grounded_text_config(config):
     """Kosmos-2 puts latent_query_num image embeddings (64 by default) in its text: 4."""
     config.latent_query_num = 4
@@ -1524,6 +1578,8 @@ RECIPES.update(
         "wav2vec2-bert": _stacked_mel_frames,
         "neucodec": _semantic_and_acoustic_audio,
         "kosmos-2": _grounded_text,
+        "bark": _bark_tokens,
+        "glm_image_vqmodel": _vector_quantizer_latents,
         "idefics": _interleaved_images,
         **dict.fromkeys(("sam3", "sam3_lite_text"), _text_prompted_segmentation),
         **dict.fromkeys(
@@ -1585,6 +1641,7 @@ CONFIG_FIXES = {
     "seggpt": _in_context_segmentation_config,
     "neucodec": _semantic_and_acoustic_config,
     "kosmos-2": _grounded_text_config,
+    "glm_image_vqmodel": _vector_quantizer_config,
     **dict.fromkeys(("sam3", "sam3_lite_text"), _text_prompted_segmentation_config),
     **dict.fromkeys(
         ("pe_video", "pe_audio_video", "pe_audio_video_encoder", "pe_video_encoder"), _tiny_timm_vision_config
@@ -1657,6 +1714,8 @@ def _healthy_convolutions(model):
 
 # model_type -> fix(model), applied to the model built from the fixed config (weights its init leaves unusable)
 MODEL_FIXES = dict.fromkeys(("pp_doclayout_v3", "pp_doclayout_v4"), _healthy_convolutions)
+MODEL_FIXES["glm_image_vqmodel"] = _encode_as_forward
+MODEL_FIXES["bark"] = _three_stages_as_forward
 
 
 def fix_model(model, model_type):

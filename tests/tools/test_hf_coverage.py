@@ -123,6 +123,38 @@ def test_a_float64_check_computes_in_float64_what_a_model_forces_into_float32(de
     assert scores.to(device).float().dtype == torch.float32  # float32 runs are unchanged
 
 
+@pytest.mark.parametrize("model_type", ["pp_doclayout_v3", "pp_doclayout_v4"])
+def test_a_document_layout_detector_builds_with_distinct_encoder_scores(model_type):
+    # Its init (conv and batch norm weights at std 0.01) left the encoder output near 1e-16 and all 21 scores
+    # equal, so torch.topk's choice among ties decided every later output.
+    pytest.importorskip("transformers")
+    (arch,) = hf_coverage.architectures({model_type})
+    config, model = hf_coverage.build(model_type, arch[2])
+    _, inputs, _ = hf_coverage._inputs_the_cpu_model_runs_on(model, config, arch[1], model_type)
+    scores = []
+    model.enc_score_head.register_forward_hook(lambda module, args, out: scores.append(out.max(-1).values))
+    with torch.no_grad():
+        model.eval()(**inputs)
+    ranked = scores[0].sort(-1, descending=True).values
+    assert ranked.shape == (2, 21)
+    assert (ranked[:, 7] - ranked[:, 8]).min() > 1e-4  # the 8 queries topk keeps are well apart from the rest
+
+
+def test_a_model_without_a_forward_is_checked_on_what_its_pipeline_calls():
+    pytest.importorskip("transformers")
+    (arch,) = hf_coverage.architectures({"glm_image_vqmodel"})
+    config, model = hf_coverage.build("glm_image_vqmodel", arch[2])
+    _, inputs, _ = hf_coverage._inputs_the_cpu_model_runs_on(model, config, arch[1], "glm_image_vqmodel")
+    torch.testing.assert_close(model(**inputs).quantized_last_hidden_state, model.encode(**inputs)[1])
+    (arch,) = hf_coverage.architectures({"bark"})
+    config, model = hf_coverage.build("bark", arch[2])
+    _, inputs, _ = hf_coverage._inputs_the_cpu_model_runs_on(model, config, arch[1], "bark")
+    semantic, coarse, fine = model(**inputs)
+    torch.testing.assert_close(semantic, model.semantic(inputs["semantic_ids"]).logits)
+    torch.testing.assert_close(coarse, model.coarse_acoustics(inputs["coarse_ids"]).logits)
+    torch.testing.assert_close(fine, model.fine_acoustics(7, inputs["fine_ids"]).logits)
+
+
 def test_a_dual_encoder_gets_the_other_modality_its_forward_requires():
     # CLIPModel embeds text and images together: its main input alone is not enough to run it.
     import transformers
