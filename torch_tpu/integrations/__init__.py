@@ -62,10 +62,51 @@ class _PostImportFinder(importlib.abc.MetaPathFinder):
         return spec
 
 
+# module file -> functions to run when that module's body returns, for
+# modules still executing when torch_tpu was imported (see _when_imported)
+_after_body = {}
+_profile_before = None  # the thread's profile function before ours
+
+
+def _watch_module_bodies(frame, event, arg):
+    """A profile function for the thread importing torch_tpu, active only while
+    a hooked module that imported torch (and so torch_tpu, by torch's backend
+    autoload) is still executing: runs that module's hooks as its body
+    returns, then gives the thread its profile function back."""
+    if _profile_before is not None:
+        _profile_before(frame, event, arg)
+    if event != "return" or frame.f_code.co_name != "<module>":
+        return
+    hooks = _after_body.pop(frame.f_code.co_filename, None)
+    if hooks is None:
+        return
+    if not _after_body:
+        sys.setprofile(_profile_before)
+    for hook in hooks:
+        hook()
+
+
+def _still_executing(module):
+    return bool(getattr(getattr(module, "__spec__", None), "_initializing", False))
+
+
 def _when_imported(name, hook):
-    """Runs hook(module) now if `name` is imported, else right after it is."""
-    if name in sys.modules:
-        hook(sys.modules[name])
+    """Runs hook(module) now if `name` is imported, else right after it is.
+
+    `import accelerate` before torch imports torch from inside
+    accelerate.accelerator's body, and torch's backend autoload imports us
+    there: the module is in sys.modules but defines nothing yet (no
+    Accelerator), so its hooks wait for its body to return."""
+    module = sys.modules.get(name)
+    if module is not None and _still_executing(module) and getattr(module, "__file__", None):
+        global _profile_before
+        if not _after_body:
+            _profile_before = sys.getprofile()
+            sys.setprofile(_watch_module_bodies)
+        _after_body.setdefault(module.__file__, []).append(lambda: hook(module))
+        return
+    if module is not None:
+        hook(module)
         return
     _post_import_hooks.setdefault(name, []).append(hook)
     if not any(isinstance(f, _PostImportFinder) for f in sys.meta_path):
