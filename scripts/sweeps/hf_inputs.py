@@ -362,6 +362,17 @@ def _real_time_detector_config(config):
         config.x4_feat_dim = backbone.hidden_sizes[outputs[0] - 1]
 
 
+def _healthy_real_time_detector_config(config):
+    """_real_time_detector_config for the detectors _healthy_convolutions fixes (d_fine, pp_doclayout_v3/v4),
+    on 64-pixel images: at 32 their stride-32 stage is 1 x 1 and the encoder's at 2 x 2, where train-mode batch
+    norm over two samples is ill-conditioned and amplifies float64 rounding past the float64 train check on
+    both devices (d_fine: gradients of 1.5e3, tpu 1.7e-5 off CPU, and CPU 3.7e-7 off itself with the batch
+    reversed; the forward's relative differences grow from 1e-16 to 3e-10 through those batch norms alone). At
+    64 the gradients are near 40 and tpu is 1.6e-11 off CPU, within rounding."""
+    _real_time_detector_config(config)
+    config.image_size = 64
+
+
 def _dbrx_config(config):
     config.attn_config.rope_theta = 10000.0
     config.attn_config.clip_qkv = 8.0
@@ -1692,6 +1703,7 @@ CONFIG_FIXES = {
     **dict.fromkeys(("sam2", "sam2_vision_model", "sam2_hiera_det_model"), _segment_anything_2_config),
     "audio-spectrogram-transformer": _spectrogram_patches_config,
     **dict.fromkeys(REAL_TIME_DETECTORS, _real_time_detector_config),
+    **dict.fromkeys(("d_fine", "pp_doclayout_v3", "pp_doclayout_v4"), _healthy_real_time_detector_config),
     **dict.fromkeys(("cohere_compass", "cohere_compass_text"), _rope_per_layer_type_config),
 }
 
@@ -1702,8 +1714,11 @@ def _healthy_convolutions(model):
     output is 2e-16, its class scores all equal their bias, and torch.topk picks its queries among 21 tied scores
     (the order of ties is unspecified: CPU and XLA break them differently), so every later output differs with
     no device error. Batch norm weights 1 and He-initialized convs (std sqrt(2 / fan_in), which keeps the
-    scale through a ReLU) give an encoder output near 3 and 21 distinct scores, the 8th and 9th at least 1e-3
-    apart (with PyTorch's default conv init the encoder's output is still 2e-4)."""
+    scale through a ReLU) give an encoder output near 3 and 21 distinct scores (84 on the 64-pixel images of
+    _healthy_real_time_detector_config, the 8th and 9th at least 2e-2 apart; with PyTorch's default conv init
+    the encoder's output is still 2e-4). D-FINE's tiny model (conv
+    weights at std 0.01 too) shrinks likewise: its stem's output is 6e-3, and the float64 train check's
+    gradients at the stem reach 3e6."""
     with torch.no_grad():
         for module in model.modules():
             if isinstance(module, torch.nn.modules.batchnorm._BatchNorm) and module.weight is not None:
@@ -1712,9 +1727,22 @@ def _healthy_convolutions(model):
                 torch.nn.init.kaiming_normal_(module.weight, nonlinearity="relu")
 
 
+def _batch_norm_weights_one(model):
+    """EfficientLoFTR's _init_weights draws its BatchNorm weights at std initializer_range (0.02), so each of its
+    RepVGG blocks scales the activations by about 1e-2: the backbone's features are 1e-13, and its attention's
+    results fall below float32's smallest normal number, which XLA flushes to zero (tpu's coarse features are
+    4e-38 where CPU's, subnormal along the way, are 2e-2). Batch norm weights 1 give features of 0.2 to 12, on
+    which every module's output agrees between the devices to 1e-5."""
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, torch.nn.modules.batchnorm._BatchNorm) and module.weight is not None:
+                module.weight.fill_(1.0)
+
+
 # model_type -> fix(model), applied to the model built from the fixed config (weights its init leaves unusable)
-MODEL_FIXES = dict.fromkeys(("pp_doclayout_v3", "pp_doclayout_v4"), _healthy_convolutions)
+MODEL_FIXES = dict.fromkeys(("d_fine", "pp_doclayout_v3", "pp_doclayout_v4"), _healthy_convolutions)
 MODEL_FIXES["glm_image_vqmodel"] = _encode_as_forward
+MODEL_FIXES["efficientloftr"] = _batch_norm_weights_one
 MODEL_FIXES["bark"] = _three_stages_as_forward
 
 
