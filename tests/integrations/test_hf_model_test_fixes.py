@@ -45,3 +45,31 @@ def test_importing_accelerate_before_torch_works_as_without_the_backend():
         TORCH_DEVICE_BACKEND_AUTOLOAD="1",
     )
     assert code == 0 and "imported Accelerator" in out, err[-3000:]
+
+
+def test_importing_accelerate_first_under_cprofile_keeps_the_profiler(tmp_path):
+    # The hooks wait for accelerate.accelerator's import to finish without a profile function of their own: one
+    # would displace cProfile's (and calling cProfile's Profile object from it raised TypeError in the autoload).
+    script = tmp_path / "script.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import sys
+            profiler = sys.getprofile()
+            import accelerate
+            import torch
+            import torch_tpu
+            assert getattr(accelerate.Accelerator, "_torch_tpu_fp16", False), "integration not applied"
+            assert sys.getprofile() is profiler is not None, (profiler, sys.getprofile())
+            print("imported", accelerate.Accelerator.__name__)
+            """
+        )
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "cProfile", "-o", str(tmp_path / "profile.out"), str(script)],
+        env=dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="1"),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0 and "imported Accelerator" in out.stdout, out.stderr[-3000:]

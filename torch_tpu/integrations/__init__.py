@@ -26,6 +26,7 @@ only if) the program imports it, so importing torch_tpu stays cheap.
 """
 
 import importlib.abc
+import importlib.machinery
 import importlib.util
 import sys
 
@@ -62,32 +63,35 @@ class _PostImportFinder(importlib.abc.MetaPathFinder):
         return spec
 
 
-# module file -> functions to run when that module's body returns, for
-# modules still executing when torch_tpu was imported (see _when_imported)
-_after_body = {}
-_profile_before = None  # the thread's profile function before ours
-
-
-def _watch_module_bodies(frame, event, arg):
-    """A profile function for the thread importing torch_tpu, active only while
-    a hooked module that imported torch (and so torch_tpu, by torch's backend
-    autoload) is still executing: runs that module's hooks as its body
-    returns, then gives the thread its profile function back."""
-    if _profile_before is not None:
-        _profile_before(frame, event, arg)
-    if event != "return" or frame.f_code.co_name != "<module>":
-        return
-    hooks = _after_body.pop(frame.f_code.co_filename, None)
-    if hooks is None:
-        return
-    if not _after_body:
-        sys.setprofile(_profile_before)
-    for hook in hooks:
-        hook()
-
-
 def _still_executing(module):
     return bool(getattr(getattr(module, "__spec__", None), "_initializing", False))
+
+
+def _after_body(module, hook):
+    """Runs hook(module) once `module`, whose body is executing now, has
+    finished importing: importlib clears its spec's `_initializing` then (in
+    `_load_unlocked`'s finally), so the spec's class becomes a subclass
+    that notices. A module whose body raised is gone from sys.modules by
+    then and gets no hook. (A profile or trace function would see the
+    body's return too, but would displace cProfile's or coverage's.)"""
+    spec = module.__spec__
+    if type(spec) is not _SpecWithHooks:
+        spec.__class__ = _SpecWithHooks
+        spec._hooks_after_body = []
+    spec._hooks_after_body.append(hook)
+
+
+class _SpecWithHooks(importlib.machinery.ModuleSpec):
+    def __setattr__(self, name, value):
+        super().__setattr__(name, value)
+        if name != "_initializing" or value:
+            return
+        hooks = self.__dict__.pop("_hooks_after_body", [])
+        self.__class__ = importlib.machinery.ModuleSpec
+        module = sys.modules.get(self.name)
+        if module is not None and module.__spec__ is self:
+            for hook in hooks:
+                hook(module)
 
 
 def _when_imported(name, hook):
@@ -96,14 +100,10 @@ def _when_imported(name, hook):
     `import accelerate` before torch imports torch from inside
     accelerate.accelerator's body, and torch's backend autoload imports us
     there: the module is in sys.modules but defines nothing yet (no
-    Accelerator), so its hooks wait for its body to return."""
+    Accelerator), so its hooks wait until its import finishes."""
     module = sys.modules.get(name)
-    if module is not None and _still_executing(module) and getattr(module, "__file__", None):
-        global _profile_before
-        if not _after_body:
-            _profile_before = sys.getprofile()
-            sys.setprofile(_watch_module_bodies)
-        _after_body.setdefault(module.__file__, []).append(lambda: hook(module))
+    if module is not None and _still_executing(module):
+        _after_body(module, hook)
         return
     if module is not None:
         hook(module)
