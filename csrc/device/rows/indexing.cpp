@@ -26,6 +26,12 @@ namespace {
 
 namespace L = torch_tpu::lower;
 
+// Whether an index tensor is a mask (bool, or the deprecated byte masks),
+// which selects where it is true over as many dims as it has.
+bool is_mask_index(const at::Tensor& index) {
+  return index.scalar_type() == at::kBool || index.scalar_type() == at::kByte;
+}
+
 // Advanced indexing: PyTorch raises IndexError for float indices (the Python
 // meta kernel raises RuntimeError, CUDA and CPU IndexError).
 void check_index_dtypes(const c10::FunctionSchema&, const Args& args) {
@@ -170,7 +176,7 @@ void check_advanced_index_shapes(const Args& args, const at::Tensor* values) {
       continue;
     }
     const at::Tensor& idx = e.toTensor();
-    const bool mask = idx.scalar_type() == at::kBool || idx.scalar_type() == at::kByte;
+    const bool mask = is_mask_index(idx);
     has_mask = has_mask || mask;
     if (!mask) {
       indices.push_back(idx);
@@ -366,7 +372,7 @@ void check_advanced_index_ranges(const c10::FunctionSchema&, const std::vector<c
     c10::IValue e = list.get(i);
     if (e.isNone() || !e.toTensor().defined() || e.toTensor().numel() == 0) continue;
     const at::Tensor& index = e.toTensor();
-    if (index.scalar_type() == at::kBool || index.scalar_type() == at::kByte) {
+    if (is_mask_index(index)) {
       dim += index.dim() - 1;  // a mask covers as many dims as it has
       continue;
     }
@@ -440,9 +446,8 @@ void normalize_advanced_indices(std::vector<c10::IValue>& args, bool is_index) {
   bool fits = false;
   if (!is_index && index_tensors == 1 && args.size() > 2 && args[2].isTensor()) {
     const at::Tensor mask = list.get(lone).toTensor();
-    const bool is_mask = mask.scalar_type() == at::kBool || mask.scalar_type() == at::kByte;
     const bool accumulate = args.size() > 3 && args[3].isBool() && args[3].toBool();
-    fits = is_mask && values_fit_any_count(self, mask, lone, args[2].toTensor(), accumulate);
+    fits = is_mask_index(mask) && values_fit_any_count(self, mask, lone, args[2].toTensor(), accumulate);
   }
   const bool masks_to_coordinates = is_index || index_tensors > 1 || !fits;
   c10::List<std::optional<at::Tensor>> normalized;
@@ -456,7 +461,7 @@ void normalize_advanced_indices(std::vector<c10::IValue>& args, bool is_index) {
       continue;
     }
     at::Tensor idx = e.toTensor();
-    const bool is_mask = idx.scalar_type() == at::kBool || idx.scalar_type() == at::kByte;
+    const bool is_mask = is_mask_index(idx);
     if (is_mask) check_mask_shape(self, idx, indexed_dim);
     indexed_dim += is_mask ? idx.dim() : 1;
     if (masks_to_coordinates && is_mask) {
