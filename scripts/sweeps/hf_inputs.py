@@ -1709,6 +1709,18 @@ CONFIG_FIXES = {
 }
 
 
+def _batch_norm_weights_one(model):
+    """EfficientLoFTR's _init_weights draws its BatchNorm weights at std initializer_range (0.02), so each of its
+    RepVGG blocks scales the activations by about 1e-2: the backbone's features are 1e-13, and its attention's
+    results fall below float32's smallest normal number, which XLA flushes to zero (tpu's coarse features are
+    4e-38 where CPU's, subnormal along the way, are 2e-2). Batch norm weights 1 give features of 0.2 to 12, on
+    which every module's output agrees between the devices to 1e-5."""
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, torch.nn.modules.batchnorm._BatchNorm) and module.weight is not None:
+                module.weight.fill_(1.0)
+
+
 def _healthy_convolutions(model):
     """PP-DocLayout's _init_weights draws every BatchNorm weight, like every conv weight, at std
     initializer_range (0.01): each conv and batch norm scales the activations by about 1e-2, the encoder's
@@ -1720,24 +1732,11 @@ def _healthy_convolutions(model):
     the encoder's output is still 2e-4). D-FINE's tiny model (conv
     weights at std 0.01 too) shrinks likewise: its stem's output is 6e-3, and the float64 train check's
     gradients at the stem reach 3e6."""
+    _batch_norm_weights_one(model)
     with torch.no_grad():
         for module in model.modules():
-            if isinstance(module, torch.nn.modules.batchnorm._BatchNorm) and module.weight is not None:
-                module.weight.fill_(1.0)
-            elif isinstance(module, torch.nn.Conv2d):
+            if isinstance(module, torch.nn.Conv2d):
                 torch.nn.init.kaiming_normal_(module.weight, nonlinearity="relu")
-
-
-def _batch_norm_weights_one(model):
-    """EfficientLoFTR's _init_weights draws its BatchNorm weights at std initializer_range (0.02), so each of its
-    RepVGG blocks scales the activations by about 1e-2: the backbone's features are 1e-13, and its attention's
-    results fall below float32's smallest normal number, which XLA flushes to zero (tpu's coarse features are
-    4e-38 where CPU's, subnormal along the way, are 2e-2). Batch norm weights 1 give features of 0.2 to 12, on
-    which every module's output agrees between the devices to 1e-5."""
-    with torch.no_grad():
-        for module in model.modules():
-            if isinstance(module, torch.nn.modules.batchnorm._BatchNorm) and module.weight is not None:
-                module.weight.fill_(1.0)
 
 
 # model_type -> fix(model), applied to the model built from the fixed config (weights its init leaves unusable)
