@@ -6,7 +6,9 @@ A recipe gives a list of candidate inputs (the same call with other layouts: a v
 patches flat or as images); the sweep keeps the first the CPU model runs on, as it does with its generic
 layouts. Sizes follow transformers' own ModelTesters where they set them (read, not copied)."""
 
+import contextlib
 import inspect
+import sys
 
 import torch
 
@@ -513,6 +515,108 @@ def _edgetam_config(config):
     backbone.architecture = "repvit_m1"
     backbone.model_args = {**(backbone.model_args or {}), "embed_dim": (16, 32, 64, 128), "depth": (1, 1, 1, 1)}
     _segment_anything_2_pyramid_config(config, vision)
+
+
+def _video_memory_config(config):
+    """SAM 2's video tracker (sam2_video and its kin) conditions each frame on the memories of earlier ones: its
+    memory attention runs at the feature pyramid's width (fpn_hidden_size, set to the prompt encoder's by
+    _segment_anything_2_pyramid_config) over the lowest-resolution grid (memory_attention_rope_feat_sizes, 64 x 64
+    at 1024 pixels: 4 x 4 at 64), and its memory encoder fuses that level's features with the frame's mask
+    downsampled to the same grid, at the same width. Two attention layers (4) and MLPs 128 wide (2048, 1024)."""
+    width = config.vision_config.fpn_hidden_size
+    grid = config.vision_config.backbone_feature_sizes[-1]
+    config.memory_attention_hidden_size = width
+    config.memory_attention_num_layers = 2
+    config.memory_attention_feed_forward_hidden_size = 128
+    config.memory_attention_rope_feat_sizes = list(grid)
+    config.memory_encoder_hidden_size = width
+    config.mask_downsampler_embed_dim = width
+    config.memory_fuser_embed_dim = width
+    config.memory_fuser_intermediate_dim = 128
+
+
+def _segment_anything_2_video_config(config):
+    """SAM 2's video model: SAM 2's image model (_segment_anything_2_config) with its video memory
+    (_video_memory_config), 128 wide: the memories are memory_encoder_output_channels (64) wide, which the memory
+    attention's keys take as given (kv_in_dim=64), and each frame's object pointer, as wide as the features, is split
+    into memory-wide tokens; at a width of 64 it is not split, keeps a dimension too many and torch.cat refuses it
+    (on CPU too)."""
+    config.prompt_encoder_config.hidden_size = config.mask_decoder_config.hidden_size = 128
+    _segment_anything_2_config(config)
+    _video_memory_config(config)
+    _weights_at_std(config, 0.1)
+
+
+def _weights_at_std(config, std):
+    """Weights drawn at std `std` in config and every sub-config (initializer_range, 0.02 by default). SAM 2's video
+    tracker at 0.02 shrinks its activations layer by layer to mask logits of 1e-3 and object scores of 7e-3, of
+    which the checks' absolute tolerance (1e-4) is a tenth: at 0.1 they are near 1, and a wrong value shows."""
+    from transformers import PretrainedConfig
+
+    if hasattr(config, "initializer_range"):
+        config.initializer_range = std
+    for value in vars(config).values():
+        if isinstance(value, PretrainedConfig):
+            _weights_at_std(value, std)
+
+
+def _track_two_frames(self, frames, point_coords, point_labels):
+    """A video tracker's forward over a fresh inference session (see _tracking_as_forward): each object's points
+    prompt frame 0, frame 1 is segmented from the memory of frame 0; the mask logits and object scores of both."""
+    module = sys.modules[type(self).__module__]
+    session_class = next(v for k, v in vars(module).items() if k.endswith("VideoInferenceSession"))
+    device = frames.device
+    session = session_class(
+        video=frames,
+        video_height=frames.shape[-2],
+        video_width=frames.shape[-1],
+        inference_device=device,
+        inference_state_device=device,
+        video_storage_device=device,
+        dtype=frames.dtype,
+    )
+    for obj_id, (coords, labels) in enumerate(zip(point_coords, point_labels)):
+        prompt = {"point_coords": coords[None, None], "point_labels": labels[None, None]}
+        session.add_point_inputs(session.obj_id_to_idx(obj_id), 0, prompt)
+    session.obj_with_new_inputs = list(session.obj_ids)
+    forward, gradients = type(self).forward, contextlib.nullcontext()
+    if torch.compiler.is_compiling():
+        # The forward runs under torch.inference_mode, whose views AOT Autograd cannot functionalize ("Cannot set
+        # version_counter for inference tensor": pytorch/pytorch#180823, with torch.compile's default backend on
+        # CPU too): traced, its body runs under no_grad, the same values without autograd's bookkeeping.
+        forward, gradients = forward.__wrapped__, torch.no_grad()
+    outputs = []
+    with gradients:
+        for frame_idx in (0, 1):
+            out = forward(self, inference_session=session, frame_idx=frame_idx)
+            outputs += [out.pred_masks, out.object_score_logits]
+    return tuple(outputs)
+
+
+def _tracking_as_forward(model):
+    """SAM 2's video models (sam2_video, edgetam_video, sam3_tracker_video) segment a video frame by frame within
+    a stateful inference session (the frames, each object's prompts, the memories of the frames seen so far), which
+    their forward takes with a frame index, not tensors. The sweep checks what a user's session does: its forward
+    builds a session on the model's device from the frames and point prompts it is given, segments frame 0 from the
+    prompts and frame 1 from frame 0's memory (_track_two_frames). Every call builds its own session, so each check
+    starts from no memory, as a new video does."""
+    import types
+
+    model.forward = types.MethodType(_track_two_frames, model)
+
+
+def _prompted_frames(model, config, head, g):
+    """Two frames of a video at the model's image size and, for each of BATCH objects, a point inside the frame
+    (in its pixels, as the processor gives them) labelled 1 (on the object)."""
+    size = config.image_size
+    size = size[0] if isinstance(size, (list, tuple)) else size
+    return [
+        {
+            "frames": torch.randn(2, 3, size, size, generator=g),
+            "point_coords": torch.randint(0, size, (BATCH, 1, 2), generator=g).float(),
+            "point_labels": torch.ones(BATCH, 1, dtype=torch.int32),
+        }
+    ]
 
 
 def _gemma4_audio(model, config, head, g):
@@ -1591,6 +1695,7 @@ RECIPES.update(
         "neucodec": _semantic_and_acoustic_audio,
         "kosmos-2": _grounded_text,
         "bark": _bark_tokens,
+        "sam2_video": _prompted_frames,
         "glm_image_vqmodel": _vector_quantizer_latents,
         "idefics": _interleaved_images,
         **dict.fromkeys(("sam3", "sam3_lite_text"), _text_prompted_segmentation),
@@ -1654,6 +1759,7 @@ CONFIG_FIXES = {
     "neucodec": _semantic_and_acoustic_config,
     "kosmos-2": _grounded_text_config,
     "glm_image_vqmodel": _vector_quantizer_config,
+    "sam2_video": _segment_anything_2_video_config,
     **dict.fromkeys(("sam3", "sam3_lite_text"), _text_prompted_segmentation_config),
     **dict.fromkeys(
         ("pe_video", "pe_audio_video", "pe_audio_video_encoder", "pe_video_encoder"), _tiny_timm_vision_config
@@ -1744,6 +1850,7 @@ MODEL_FIXES = dict.fromkeys(("d_fine", "deimv2", "pp_doclayout_v3", "pp_doclayou
 MODEL_FIXES["glm_image_vqmodel"] = _encode_as_forward
 MODEL_FIXES["efficientloftr"] = _batch_norm_weights_one
 MODEL_FIXES["bark"] = _three_stages_as_forward
+MODEL_FIXES["sam2_video"] = _tracking_as_forward
 
 
 def fix_model(model, model_type):

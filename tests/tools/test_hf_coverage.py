@@ -356,10 +356,10 @@ def test_layers_that_reuse_another_layers_keys_keep_a_layer_of_each_kind_that_st
 
 
 def test_an_architecture_the_checks_cannot_apply_to_is_excluded_with_its_reason():
-    # SAM 2's video model runs under torch.inference_mode on a stateful inference session: the report says so
+    # EdgeTAM's video model runs under torch.inference_mode on a stateful inference session: the report says so
     # instead of the TypeError of a forward called without its session.
     pytest.importorskip("transformers")
-    (arch,) = hf_coverage.architectures({"sam2_video"})
+    (arch,) = hf_coverage.architectures({"edgetam_video"})
     results = hf_coverage.run_model(*arch)
     assert results["build"][0] == "cannot build tiny"
     assert "inference_mode" in results["build"][1]
@@ -461,3 +461,26 @@ def test_musicgens_generate_takes_a_row_per_codebook_and_its_start_token():
     mask[1, :3] = 0
     tokens = model.eval().generate(input_ids=ids, attention_mask=mask, max_new_tokens=2, do_sample=False)
     assert tokens.shape[:2] == (2, rows)  # (batch, codebooks, steps)
+
+
+def test_a_video_tracker_segments_a_prompted_frame_and_the_next_from_its_memory_as_on_cpu():
+    # SAM 2's video model takes a stateful inference session, not tensors: its recipe's forward builds one on the
+    # model's device, prompts frame 0 with a point per object and segments frame 1 from frame 0's memory.
+    pytest.importorskip("transformers")
+    import torch_tpu
+
+    (arch,) = hf_coverage.architectures({"sam2_video"})
+    config, cpu = hf_coverage.build("sam2_video", arch[2])
+    _, inputs, labels = hf_coverage._inputs_the_cpu_model_runs_on(cpu, config, arch[1], "sam2_video")
+    assert labels is None and "sam2_video" in hf_coverage.INFERENCE_ONLY  # nothing to train
+    _, tpu = hf_coverage.build("sam2_video", arch[2])
+    tpu.load_state_dict(cpu.state_dict())
+    with torch_tpu.matmul_precision("highest"):
+        hf_coverage.check_forward(cpu, tpu.to("tpu"), inputs)  # raises WrongValues where tpu differs
+    with torch.no_grad():
+        masks = cpu(**inputs)
+        elsewhere = cpu(**{**inputs, "point_coords": (inputs["point_coords"] + 17) % config.image_size})
+    assert [tuple(t.shape) for t in masks] == [(2, 1, 16, 16), (2, 1)] * 2  # frames 0 and 1: masks, object scores
+    assert masks[2].abs().max() > 0.5  # logits near 1, far above the check's tolerance
+    # Frame 1 has no prompt: another point on frame 0 changes its masks through the memory alone.
+    assert (elsewhere[2] - masks[2]).abs().max() > 1e-2
