@@ -527,7 +527,9 @@ def _video_memory_config(config):
     grid = config.vision_config.backbone_feature_sizes[-1]
     config.memory_attention_hidden_size = width
     config.memory_attention_num_layers = 2
-    config.memory_attention_feed_forward_hidden_size = 128
+    for name in ("memory_attention_feed_forward_hidden_size", "memory_attention_mlp_hidden_size"):  # EdgeTAM's
+        if hasattr(config, name):
+            setattr(config, name, 128)
     config.memory_attention_rope_feat_sizes = list(grid)
     config.memory_encoder_hidden_size = width
     config.mask_downsampler_embed_dim = width
@@ -545,6 +547,18 @@ def _segment_anything_2_video_config(config):
     _segment_anything_2_config(config)
     _video_memory_config(config)
     _weights_at_std(config, 0.1)
+
+
+def _edgetam_video_config(config):
+    """EdgeTAM's video model is SAM 2's (_segment_anything_2_video_config) whose memories a perceiver resampler
+    condenses into latents: 1-D latents (256) and one 2-D latent per window of the lowest-resolution grid, whose
+    rotary positions memory_attention_rope_k_sizes gives (16 x 16 windows of 64 x 64 at 1024 pixels): 8 latents and
+    2 x 2 windows of the tiny 4 x 4 grid, its MLP 128 wide (256)."""
+    _segment_anything_2_video_config(config)
+    config.perceiver_resampler_num_latents = 8
+    config.perceiver_resampler_num_latents_2d = 4
+    config.memory_attention_rope_k_sizes = [2, 2]
+    config.perceiver_resampler_mlp_intermediate_size = 128
 
 
 def _weights_at_std(config, std):
@@ -603,6 +617,16 @@ def _tracking_as_forward(model):
     import types
 
     model.forward = types.MethodType(_track_two_frames, model)
+    _objects_in_view(model)
+
+
+def _objects_in_view(model):
+    """A video tracker hides an object whose score (the mask decoder's pred_obj_score_head) is not above 0: its masks
+    become -1024 everywhere and its memory records an occlusion. At random weights the score's sign is chance (the
+    tiny EdgeTAM scores both objects near -0.9 on both frames), and the masks compared would be constants: the score
+    head's output bias is 2, so the objects are in view and their masks are the decoder's."""
+    with torch.no_grad():
+        model.mask_decoder.pred_obj_score_head.proj_out.bias.fill_(2.0)
 
 
 def _prompted_frames(model, config, head, g):
@@ -1695,7 +1719,7 @@ RECIPES.update(
         "neucodec": _semantic_and_acoustic_audio,
         "kosmos-2": _grounded_text,
         "bark": _bark_tokens,
-        "sam2_video": _prompted_frames,
+        **dict.fromkeys(("sam2_video", "edgetam_video"), _prompted_frames),
         "glm_image_vqmodel": _vector_quantizer_latents,
         "idefics": _interleaved_images,
         **dict.fromkeys(("sam3", "sam3_lite_text"), _text_prompted_segmentation),
@@ -1760,6 +1784,7 @@ CONFIG_FIXES = {
     "kosmos-2": _grounded_text_config,
     "glm_image_vqmodel": _vector_quantizer_config,
     "sam2_video": _segment_anything_2_video_config,
+    "edgetam_video": _edgetam_video_config,
     **dict.fromkeys(("sam3", "sam3_lite_text"), _text_prompted_segmentation_config),
     **dict.fromkeys(
         ("pe_video", "pe_audio_video", "pe_audio_video_encoder", "pe_video_encoder"), _tiny_timm_vision_config
@@ -1850,7 +1875,7 @@ MODEL_FIXES = dict.fromkeys(("d_fine", "deimv2", "pp_doclayout_v3", "pp_doclayou
 MODEL_FIXES["glm_image_vqmodel"] = _encode_as_forward
 MODEL_FIXES["efficientloftr"] = _batch_norm_weights_one
 MODEL_FIXES["bark"] = _three_stages_as_forward
-MODEL_FIXES["sam2_video"] = _tracking_as_forward
+MODEL_FIXES.update(dict.fromkeys(("sam2_video", "edgetam_video"), _tracking_as_forward))
 
 
 def fix_model(model, model_type):

@@ -356,10 +356,10 @@ def test_layers_that_reuse_another_layers_keys_keep_a_layer_of_each_kind_that_st
 
 
 def test_an_architecture_the_checks_cannot_apply_to_is_excluded_with_its_reason():
-    # EdgeTAM's video model runs under torch.inference_mode on a stateful inference session: the report says so
+    # SAM 3's video model runs under torch.inference_mode on a stateful inference session: the report says so
     # instead of the TypeError of a forward called without its session.
     pytest.importorskip("transformers")
-    (arch,) = hf_coverage.architectures({"edgetam_video"})
+    (arch,) = hf_coverage.architectures({"sam3_video"})
     results = hf_coverage.run_model(*arch)
     assert results["build"][0] == "cannot build tiny"
     assert "inference_mode" in results["build"][1]
@@ -481,6 +481,7 @@ def test_a_video_tracker_segments_a_prompted_frame_and_the_next_from_its_memory_
         masks = cpu(**inputs)
         elsewhere = cpu(**{**inputs, "point_coords": (inputs["point_coords"] + 17) % config.image_size})
     assert [tuple(t.shape) for t in masks] == [(2, 1, 16, 16), (2, 1)] * 2  # frames 0 and 1: masks, object scores
+    assert (masks[1] > 0).all() and (masks[3] > 0).all()  # both objects in view: the masks are the decoder's
     assert masks[2].abs().max() > 0.5  # logits near 1, far above the check's tolerance
     # Frame 1 has no prompt: another point on frame 0 changes its masks through the memory alone.
     assert (elsewhere[2] - masks[2]).abs().max() > 1e-2
