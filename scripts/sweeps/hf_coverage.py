@@ -612,7 +612,7 @@ def _config_of_class(config, model_class):
 
 # Architectures the sweep's checks cannot apply to, by design of the model, with the reason the report lists.
 NOT_SWEEPABLE = dict.fromkeys(
-    ("sam3_tracker_video", "sam3_video"),
+    ("sam3_video",),
     "its forward runs under torch.inference_mode (it cannot train) and takes a stateful video inference session "
     "(frames, prompts and memory a processor builds), not tensors",
 )
@@ -620,7 +620,7 @@ NOT_SWEEPABLE = dict.fromkeys(
 # Models whose forward runs under torch.inference_mode: no output carries a gradient, on any device, so there is
 # nothing to train (and in train mode the video trackers do not keep the object scores their next frame reads);
 # their train check is left out, as generate is for a model that does not generate.
-INFERENCE_ONLY = ("edgetam_video", "sam2_video")
+INFERENCE_ONLY = ("edgetam_video", "sam2_video", "sam3_tracker_video")
 
 
 # Causal LM heads whose generate is not their own: an assistant drafts tokens inside its target model's generate

@@ -561,6 +561,17 @@ def _edgetam_video_config(config):
     config.perceiver_resampler_mlp_intermediate_size = 128
 
 
+def _sam3_tracker_video_config(config):
+    """SAM 3's tracker over video: SAM 3's tracker (_sam3_tracker_config) 128 wide, as SAM 2's video model is (see
+    _segment_anything_2_video_config), with its video memory (_video_memory_config). Its image_size propagates the
+    tiny ViT's size to its prompt encoder, feature pyramid and memory attention's grid."""
+    config.prompt_encoder_config.hidden_size = config.mask_decoder_config.hidden_size = 128
+    config.image_size = config.vision_config.backbone_config.image_size
+    _sam3_tracker_config(config)
+    _video_memory_config(config)
+    _weights_at_std(config, 0.1)
+
+
 def _weights_at_std(config, std):
     """Weights drawn at std `std` in config and every sub-config (initializer_range, 0.02 by default). SAM 2's video
     tracker at 0.02 shrinks its activations layer by layer to mask logits of 1e-3 and object scores of 7e-3, of
@@ -1719,7 +1730,7 @@ RECIPES.update(
         "neucodec": _semantic_and_acoustic_audio,
         "kosmos-2": _grounded_text,
         "bark": _bark_tokens,
-        **dict.fromkeys(("sam2_video", "edgetam_video"), _prompted_frames),
+        **dict.fromkeys(("sam2_video", "edgetam_video", "sam3_tracker_video"), _prompted_frames),
         "glm_image_vqmodel": _vector_quantizer_latents,
         "idefics": _interleaved_images,
         **dict.fromkeys(("sam3", "sam3_lite_text"), _text_prompted_segmentation),
@@ -1785,6 +1796,7 @@ CONFIG_FIXES = {
     "glm_image_vqmodel": _vector_quantizer_config,
     "sam2_video": _segment_anything_2_video_config,
     "edgetam_video": _edgetam_video_config,
+    "sam3_tracker_video": _sam3_tracker_video_config,
     **dict.fromkeys(("sam3", "sam3_lite_text"), _text_prompted_segmentation_config),
     **dict.fromkeys(
         ("pe_video", "pe_audio_video", "pe_audio_video_encoder", "pe_video_encoder"), _tiny_timm_vision_config
@@ -1875,7 +1887,7 @@ MODEL_FIXES = dict.fromkeys(("d_fine", "deimv2", "pp_doclayout_v3", "pp_doclayou
 MODEL_FIXES["glm_image_vqmodel"] = _encode_as_forward
 MODEL_FIXES["efficientloftr"] = _batch_norm_weights_one
 MODEL_FIXES["bark"] = _three_stages_as_forward
-MODEL_FIXES.update(dict.fromkeys(("sam2_video", "edgetam_video"), _tracking_as_forward))
+MODEL_FIXES.update(dict.fromkeys(("sam2_video", "edgetam_video", "sam3_tracker_video"), _tracking_as_forward))
 
 
 def fix_model(model, model_type):
