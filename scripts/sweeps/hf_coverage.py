@@ -20,7 +20,9 @@ constraints. The checks, all at matmul precision "highest":
             left-padded batch of two (not for an assistant, DRAFTERS, which
             drafts inside its target model's generate);
   train     loss, every gradient and every parameter after one AdamW step
-            (not for a model with neither a loss nor a floating output);
+            (not for a model with neither a loss nor a floating output, nor
+            for one whose forward runs under torch.inference_mode,
+            INFERENCE_ONLY);
   compile   torch.compile(backend="tpu") outputs equal eager CPU's, and a
             third call replays the captured program (no trace).
 
@@ -610,17 +612,11 @@ def _config_of_class(config, model_class):
     return config
 
 
-# Architectures the sweep's checks cannot apply to, by design of the model, with the reason the report lists.
-NOT_SWEEPABLE = dict.fromkeys(
-    ("sam3_video",),
-    "its forward runs under torch.inference_mode (it cannot train) and takes a stateful video inference session "
-    "(frames, prompts and memory a processor builds), not tensors",
-)
-
 # Models whose forward runs under torch.inference_mode: no output carries a gradient, on any device, so there is
 # nothing to train (and in train mode the video trackers do not keep the object scores their next frame reads);
-# their train check is left out, as generate is for a model that does not generate.
-INFERENCE_ONLY = ("edgetam_video", "sam2_video", "sam3_tracker_video")
+# their train check is left out, as generate is for a model that does not generate. (The video models take a
+# stateful inference session: scripts/sweeps/hf_inputs.py's _tracking_as_forward says how they are checked.)
+INFERENCE_ONLY = ("edgetam_video", "sam2_video", "sam3_tracker_video", "sam3_video")
 
 
 # Causal LM heads whose generate is not their own: an assistant drafts tokens inside its target model's generate
@@ -651,8 +647,6 @@ def _model_class(model_type, class_name):
 
 
 def build(model_type, class_name):
-    if model_type in NOT_SWEEPABLE:
-        raise CannotBuild(NOT_SWEEPABLE[model_type])
     _without_random_draws(model_type)
     _flex_attention_names(model_type)
     _in_the_models_dtype(model_type)

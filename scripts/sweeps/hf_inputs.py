@@ -6,7 +6,6 @@ A recipe gives a list of candidate inputs (the same call with other layouts: a v
 patches flat or as images); the sweep keeps the first the CPU model runs on, as it does with its generic
 layouts. Sizes follow transformers' own ModelTesters where they set them (read, not copied)."""
 
-import contextlib
 import inspect
 import sys
 
@@ -572,6 +571,22 @@ def _sam3_tracker_video_config(config):
     _weights_at_std(config, 0.1)
 
 
+def _text_prompted_video_config(config):
+    """SAM 3's video model detects what a text prompt names with SAM 3 (its detector) and tracks each detection with
+    SAM 3's tracker, which reads the detector's ViT through a feature pyramid of its own at the detector's width:
+    the tracker as sam3_tracker_video's (_sam3_tracker_video_config), 128 wide, and so the detector's DETR encoder
+    and decoder, geometry encoder and mask decoder (_text_prompted_segmentation_config); detection masks at the
+    pyramid's finest size (low_res_mask_size, 288 at 1008 pixels)."""
+    detector = config.detector_config
+    for sub in ("geometry_encoder_config", "detr_encoder_config", "detr_decoder_config", "mask_decoder_config"):
+        getattr(detector, sub).hidden_size = 128
+    _text_prompted_segmentation_config(detector)
+    _sam3_tracker_video_config(config.tracker_config)
+    config.low_res_mask_size = detector.vision_config.backbone_feature_sizes[0][0]
+    _weights_at_std(config, 0.1)
+    config.score_threshold_detection = config.new_det_thresh = 0.0
+
+
 def _weights_at_std(config, std):
     """Weights drawn at std `std` in config and every sub-config (initializer_range, 0.02 by default). SAM 2's video
     tracker at 0.02 shrinks its activations layer by layer to mask logits of 1e-3 and object scores of 7e-3, of
@@ -585,13 +600,15 @@ def _weights_at_std(config, std):
             _weights_at_std(value, std)
 
 
-def _track_two_frames(self, frames, point_coords, point_labels):
-    """A video tracker's forward over a fresh inference session (see _tracking_as_forward): each object's points
-    prompt frame 0, frame 1 is segmented from the memory of frame 0; the mask logits and object scores of both."""
-    module = sys.modules[type(self).__module__]
-    session_class = next(v for k, v in vars(module).items() if k.endswith("VideoInferenceSession"))
+def _video_session(model, frames):
+    """A fresh inference session of the model's kind (Sam2VideoModel's is its modeling module's
+    Sam2VideoInferenceSession) over `frames`, computing and keeping its state on the frames' device, in their
+    dtype. Looked up by name: Dynamo adds its resume functions to the module's globals, so a search through them
+    would read a module that grows between calls and trace the forward again."""
+    name = type(model).__name__.removesuffix("Model") + "InferenceSession"
+    session_class = getattr(sys.modules[type(model).__module__], name)
     device = frames.device
-    session = session_class(
+    return session_class(
         video=frames,
         video_height=frames.shape[-2],
         video_width=frames.shape[-1],
@@ -600,22 +617,38 @@ def _track_two_frames(self, frames, point_coords, point_labels):
         video_storage_device=device,
         dtype=frames.dtype,
     )
+
+
+def _traceable(forward):
+    """A model's forward decorated with torch.inference_mode, as it is in eager; traced by torch.compile, its body
+    under no_grad: AOT Autograd cannot functionalize the views made under inference_mode ("Cannot set
+    version_counter for inference tensor": pytorch/pytorch#180823; torch.compile's default backend fails so on CPU
+    too), and no_grad gives the same values without autograd's bookkeeping."""
+
+    def run(*args, **kwargs):
+        if torch.compiler.is_compiling():
+            with torch.no_grad():
+                return forward.__wrapped__(*args, **kwargs)
+        return forward(*args, **kwargs)
+
+    return run
+
+
+def _segment_frames(model, session, frames=(0, 1)):
+    """The model's own forward on each frame of the session in turn: their outputs."""
+    forward = _traceable(type(model).forward)
+    return [forward(model, inference_session=session, frame_idx=frame_idx) for frame_idx in frames]
+
+
+def _track_two_frames(self, frames, point_coords, point_labels):
+    """A video tracker's forward over a fresh inference session (see _tracking_as_forward): each object's points
+    prompt frame 0, frame 1 is segmented from the memory of frame 0; the mask logits and object scores of both."""
+    session = _video_session(self, frames)
     for obj_id, (coords, labels) in enumerate(zip(point_coords, point_labels)):
         prompt = {"point_coords": coords[None, None], "point_labels": labels[None, None]}
         session.add_point_inputs(session.obj_id_to_idx(obj_id), 0, prompt)
     session.obj_with_new_inputs = list(session.obj_ids)
-    forward, gradients = type(self).forward, contextlib.nullcontext()
-    if torch.compiler.is_compiling():
-        # The forward runs under torch.inference_mode, whose views AOT Autograd cannot functionalize ("Cannot set
-        # version_counter for inference tensor": pytorch/pytorch#180823, with torch.compile's default backend on
-        # CPU too): traced, its body runs under no_grad, the same values without autograd's bookkeeping.
-        forward, gradients = forward.__wrapped__, torch.no_grad()
-    outputs = []
-    with gradients:
-        for frame_idx in (0, 1):
-            out = forward(self, inference_session=session, frame_idx=frame_idx)
-            outputs += [out.pred_masks, out.object_score_logits]
-    return tuple(outputs)
+    return tuple(t for out in _segment_frames(self, session) for t in (out.pred_masks, out.object_score_logits))
 
 
 def _tracking_as_forward(model):
@@ -629,6 +662,53 @@ def _tracking_as_forward(model):
 
     model.forward = types.MethodType(_track_two_frames, model)
     _objects_in_view(model)
+
+
+def _detect_and_track_two_frames(self, frames, input_ids, attention_mask):
+    """SAM 3's video forward over a fresh inference session (see _text_prompted_tracking_as_forward): the prompt's
+    tokens name what to detect, frame 0's detections become objects, frame 1 tracks them from frame 0's memory and
+    detects again. For each frame: the ids of the objects it outputs (as floats, so that the checks compare them),
+    their masks in id order, and each id's detection and tracker scores."""
+    session = _video_session(self, frames)
+    prompt_id = session.add_prompt("the prompt's tokens")  # the processor keys prompts by text
+    session.prompt_input_ids[prompt_id] = input_ids
+    session.prompt_attention_masks[prompt_id] = attention_mask
+    outputs = []
+    for out in _segment_frames(self, session):
+        ids = sorted(out.obj_id_to_mask)
+        masks = [out.obj_id_to_mask[i] for i in ids]
+        outputs += [
+            torch.tensor(ids, dtype=frames.dtype, device=frames.device),
+            torch.cat(masks) if masks else frames.new_zeros(0, *frames.shape[-2:]),
+            *(_values_by_id(scores, frames) for scores in (out.obj_id_to_score, out.obj_id_to_tracker_score)),
+        ]
+    return tuple(outputs)
+
+
+def _values_by_id(values, like):
+    """{object id: score} as a tensor in id order, in `like`'s dtype and on its device."""
+    return torch.tensor([float(values[i]) for i in sorted(values)], dtype=like.dtype, device=like.device)
+
+
+def _text_prompted_tracking_as_forward(model):
+    """SAM 3's video model (sam3_video) detects what a text prompt names on every frame and tracks the detections
+    within a stateful inference session, which its forward takes with a frame index, not tensors: as for SAM 2's
+    video models (_tracking_as_forward), its forward builds a fresh session on the model's device from the frames
+    and the prompt's tokens and segments frames 0 and 1 (_detect_and_track_two_frames)."""
+    import types
+
+    model.forward = types.MethodType(_detect_and_track_two_frames, model)
+    tracker = model.tracker_model  # called within the forward, under inference_mode of its own
+    tracker.forward = types.MethodType(_traceable(type(tracker).forward), tracker)
+
+
+def _text_prompted_frames(model, config, head, g):
+    """Two frames of a video at the detector's image size and a text prompt's tokens (one prompt)."""
+    size = config.detector_config.vision_config.backbone_config.image_size
+    ids = torch.randint(2, 100, (1, SEQ), generator=g)
+    return [
+        {"frames": torch.randn(2, 3, size, size, generator=g), "input_ids": ids, "attention_mask": torch.ones_like(ids)}
+    ]
 
 
 def _objects_in_view(model):
@@ -1731,6 +1811,7 @@ RECIPES.update(
         "kosmos-2": _grounded_text,
         "bark": _bark_tokens,
         **dict.fromkeys(("sam2_video", "edgetam_video", "sam3_tracker_video"), _prompted_frames),
+        "sam3_video": _text_prompted_frames,
         "glm_image_vqmodel": _vector_quantizer_latents,
         "idefics": _interleaved_images,
         **dict.fromkeys(("sam3", "sam3_lite_text"), _text_prompted_segmentation),
@@ -1797,6 +1878,7 @@ CONFIG_FIXES = {
     "sam2_video": _segment_anything_2_video_config,
     "edgetam_video": _edgetam_video_config,
     "sam3_tracker_video": _sam3_tracker_video_config,
+    "sam3_video": _text_prompted_video_config,
     **dict.fromkeys(("sam3", "sam3_lite_text"), _text_prompted_segmentation_config),
     **dict.fromkeys(
         ("pe_video", "pe_audio_video", "pe_audio_video_encoder", "pe_video_encoder"), _tiny_timm_vision_config
@@ -1888,6 +1970,7 @@ MODEL_FIXES["glm_image_vqmodel"] = _encode_as_forward
 MODEL_FIXES["efficientloftr"] = _batch_norm_weights_one
 MODEL_FIXES["bark"] = _three_stages_as_forward
 MODEL_FIXES.update(dict.fromkeys(("sam2_video", "edgetam_video", "sam3_tracker_video"), _tracking_as_forward))
+MODEL_FIXES["sam3_video"] = _text_prompted_tracking_as_forward
 
 
 def fix_model(model, model_type):

@@ -355,16 +355,6 @@ def test_layers_that_reuse_another_layers_keys_keep_a_layer_of_each_kind_that_st
     assert logits.shape == (2, 8, config.vocab_size)
 
 
-def test_an_architecture_the_checks_cannot_apply_to_is_excluded_with_its_reason():
-    # SAM 3's video model runs under torch.inference_mode on a stateful inference session: the report says so
-    # instead of the TypeError of a forward called without its session.
-    pytest.importorskip("transformers")
-    (arch,) = hf_coverage.architectures({"sam3_video"})
-    results = hf_coverage.run_model(*arch)
-    assert results["build"][0] == "cannot build tiny"
-    assert "inference_mode" in results["build"][1]
-
-
 def test_a_class_transformers_does_not_export_is_taken_from_its_modeling_module():
     # The auto mapping names VoxtralRealtimeTextModel, which transformers' top level does not export
     # (AttributeError before the fix).
@@ -477,6 +467,8 @@ def test_a_video_tracker_segments_a_prompted_frame_and_the_next_from_its_memory_
     tpu.load_state_dict(cpu.state_dict())
     with torch_tpu.matmul_precision("highest"):
         hf_coverage.check_forward(cpu, tpu.to("tpu"), inputs)  # raises WrongValues where tpu differs
+        # Compiled, the inference_mode forward runs under no_grad (AOT Autograd refused it); the third call replays.
+        hf_coverage.check_compile(cpu, tpu, inputs)
     with torch.no_grad():
         masks = cpu(**inputs)
         elsewhere = cpu(**{**inputs, "point_coords": (inputs["point_coords"] + 17) % config.image_size})
