@@ -610,3 +610,52 @@ def test_layer_norm_checks_mixed_dtypes_before_its_kernel(dtype):
         modes=EAGER,
     )
     like_cpu(lambda x: F.layer_norm(x, (3,)), torch.ones(2, 3).to(dtype), modes=EAGER)
+
+
+# ---- batched products' dtypes, found by the fuzz (seed 20261205) --------------
+
+_PRODUCTS = {
+    "bmm": lambda a, b, c: torch.bmm(a.expand(2, 3, 3), b.expand(2, 3, 4)),
+    "bmm_out": lambda a, b, c: torch.bmm(a.expand(2, 3, 3), b.expand(2, 3, 4), out=c.expand(2, 3, 4).clone()),
+    "baddbmm": lambda a, b, c: torch.baddbmm(a.expand(2, 3, 4), a.expand(2, 3, 3), b.expand(2, 3, 4)),
+    "baddbmm_out": lambda a, b, c: torch.baddbmm(
+        a.expand(2, 3, 4), a.expand(2, 3, 3), b.expand(2, 3, 4), out=c.expand(2, 3, 4).clone()
+    ),
+    "addbmm": lambda a, b, c: torch.addbmm(a.expand(3, 4), b.expand(2, 3, 3), c.expand(2, 3, 4)),
+    "mm": lambda a, b, c: torch.mm(a.expand(3, 3), b.expand(3, 4)),
+    "matmul": lambda a, b, c: torch.matmul(a.expand(3, 3), b.expand(3, 4)),
+    "dot": lambda a, b, c: torch.dot(a.expand(3), b.expand(3)),
+}
+_DTYPES = (torch.bool, torch.float32, torch.int64)
+
+
+@pytest.mark.parametrize("op", sorted(_PRODUCTS))
+def test_products_refuse_bool_and_mixed_dtypes_in_cpus_order(op):
+    """bmm and baddbmm of bool computed, and addbmm of mixed dtypes computed
+    in self's; mm of bool beside float raised NotImplementedError where CPU's
+    meta function compares the dtypes first (RuntimeError). Every dtype triple
+    raises CPU's exception type or gives CPU's value."""
+    fn = _PRODUCTS[op]
+    for a, b, c in [(a, b, c) for a in _DTYPES for b in _DTYPES for c in _DTYPES]:
+        ones = [torch.ones(1, 1, 1).to(d).squeeze() for d in (a, b, c)]
+        like_cpu(fn, *ones, modes=EAGER)
+        try:  # like_cpu admits a subclass (NotImplementedError for RuntimeError): the type itself
+            fn(*ones)
+            continue
+        except Exception as e:  # noqa: BLE001 - the type is what is compared
+            expected = type(e)
+        with pytest.raises(Exception) as raised:
+            fn(*to_device(ones, "tpu"))
+        assert raised.type is expected, (a, b, c, raised.value)
+
+
+def test_one_value_assigned_through_a_uint8_mask_raises_as_masked_fill():
+    """x[mask_u8] = v with one value runs as masked_fill_ on CPU and CUDA,
+    which refuses a uint8 mask; values of a row each still write through it
+    (a deprecated uint8 mask is a boolean one there)."""
+    x = torch.zeros(4, 2)
+    mask = torch.tensor([[1, 0], [0, 1], [1, 1], [0, 0]], dtype=torch.uint8)
+    like_cpu(lambda x, m: x.__setitem__(m, 3.0), x, mask, modes=EAGER)
+    like_cpu(lambda x, m: x.index_put_((m,), torch.tensor(3.0)), x, mask, modes=EAGER)
+    like_cpu(lambda x, m: x.index_put_((m,), torch.arange(4.0, device=x.device)), x, mask, modes=EAGER)
+    like_cpu(lambda x, m: x.index_put_((m,), torch.tensor(3.0, device=x.device), accumulate=True), x, mask, modes=EAGER)

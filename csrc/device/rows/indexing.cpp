@@ -481,7 +481,30 @@ void normalize_advanced_indices(std::vector<c10::IValue>& args, bool is_index) {
 
 void normalize_index_arguments(std::vector<c10::IValue>& args) { normalize_advanced_indices(args, /*is_index=*/true); }
 
+// _index_put_impl_ with one value, no accumulation and one mask on self's
+// device runs as masked_fill_ on CPU and CUDA (canDispatchToMaskedFill),
+// which refuses a uint8 mask: x[mask_u8] = 0 raises there. (PyTorch makes a
+// Python number assigned to a CUDA tensor a CPU tensor, so it takes that
+// path; ours is a tpu tensor, and counts as one value the same.) Before
+// normalize_advanced_indices moves a CPU mask to the device.
+void check_uint8_mask_fill(const std::vector<c10::IValue>& args) {
+  const at::Tensor *self = tensor_at(args, 0), *values = tensor_at(args, 2);
+  const bool accumulate = args.size() > 3 && args[3].isBool() && args[3].toBool();
+  if (!self || !values || values->numel() != 1 || accumulate || !args[1].isList()) return;
+  std::vector<at::Tensor> indices;
+  collect_tensors(args[1], indices);
+  const at::Tensor* mask = nullptr;
+  for (const at::Tensor& idx : indices) {
+    if (!idx.defined()) continue;
+    if (mask || !is_mask_index(idx) || idx.device() != self->device()) return;
+    mask = &idx;
+  }
+  TORCH_CHECK(!mask || mask->scalar_type() != at::kByte,
+              "masked_fill_ only supports boolean masks, but got mask with dtype unsigned char");
+}
+
 void normalize_index_put_arguments(std::vector<c10::IValue>& args) {
+  check_uint8_mask_fill(args);
   normalize_advanced_indices(args, /*is_index=*/false);
 }
 

@@ -87,6 +87,49 @@ void check_addmm(const c10::FunctionSchema& schema, const Args& args) {
   with_cpus_error(schema, args, [&] { check_addmm_arguments(args); });
 }
 
+// addbmm (native/LinearAlgebra.cpp's addbmm_impl_): CPU runs addmm_ on
+// each batch, whose checks compare the dtypes (self against batch2, then
+// batch1 against batch2) and whose kernel refuses bool; with no batch it
+// only copies self, and none of that applies.
+void check_addbmm(const c10::FunctionSchema&, const Args& args) {
+  if (args.size() < 3 || !args[0].isTensor() || !args[1].isTensor() || !args[2].isTensor()) return;
+  const at::Tensor &self = args[0].toTensor(), &batch1 = args[1].toTensor(), &batch2 = args[2].toTensor();
+  if (batch1.dim() != 3 || batch1.size(0) == 0) return;
+  TORCH_CHECK(self.scalar_type() == batch2.scalar_type(), "self and mat2 must have the same dtype, but got ",
+              self.scalar_type(), " and ", batch2.scalar_type());
+  TORCH_CHECK(batch1.scalar_type() == batch2.scalar_type(), "mat1 and mat2 must have the same dtype, but got ",
+              batch1.scalar_type(), " and ", batch2.scalar_type());
+  TORCH_CHECK_NOT_IMPLEMENTED(self.scalar_type() != at::kBool, "\"addmm_impl_cpu_\" not implemented for 'Bool'");
+}
+
+// bmm and baddbmm (native/LinearAlgebra.cpp): after the meta function's
+// shape checks, its dtype checks (baddbmm's input against batch1; an out=
+// tensor's against batch2's), then CPU's kernel refuses bool (as CUDA's does) before it
+// compares the operands' dtypes, which PyTorch's Python meta kernel does
+// first. With shapes the meta kernel refuses, it raises as CPU does.
+void check_batched_matmul_dtypes(const c10::FunctionSchema& schema, const Args& args) {
+  const bool is_bmm = schema.name() == "aten::bmm";
+  const size_t first = is_bmm ? 0 : 1;
+  if (args.size() < first + 2 || !args[first].isTensor() || !args[first + 1].isTensor()) return;
+  const at::Tensor &batch1 = args[first].toTensor(), &batch2 = args[first + 1].toTensor();
+  if (batch1.dim() != 3 || batch2.dim() != 3 || batch1.size(0) != batch2.size(0) || batch1.size(2) != batch2.size(1)) {
+    return;
+  }
+  const at::Tensor* self = is_bmm ? &batch1 : tensor_at(args, 0);
+  if (!self) return;
+  if (!is_bmm) {
+    TORCH_CHECK(self->dtype() == batch1.dtype(), "Input dtypes must be the same, got: input ", self->dtype(),
+                ", batch1: ", batch1.dtype(), ", batch2: ", batch2.dtype());
+  }
+  const at::Tensor* out = tensor_at(args, args.size() - 1);
+  if (out && args.size() > first + 2 && schema.arguments().back().is_out()) {
+    TORCH_CHECK(out->dtype() == batch2.dtype(), "Expected out tensor to have dtype ", batch2.dtype(), ", but got ",
+                out->dtype(), " instead");  // the meta function's result takes batch2's options
+  }
+  TORCH_CHECK_NOT_IMPLEMENTED(self->scalar_type() != at::kBool, "\"", is_bmm ? "bmm" : "baddbmm",
+                              "\" not implemented for 'Bool'");
+}
+
 // addmv's meta function (native/Blas.cpp).
 void check_addmv_shapes(const at::Tensor* self, const at::Tensor& mat, const at::Tensor& vec) {
   const int64_t self_dim = self ? self->dim() : 1;
@@ -311,11 +354,11 @@ void convolution_result_format(const std::vector<c10::IValue>& args, MetaResult&
 // constexpr: constant-initialized, so registration in op_table.cpp may read
 // the rows during static initialization whatever the order of files.
 constexpr OpSpec kRows[] = {
-    {L::addbmm, "addbmm addbmm_ addbmm.out"},
+    OpSpec(L::addbmm, "addbmm addbmm_ addbmm.out").check(check_addbmm),
     OpSpec(L::addmm, "addmm addmm_ addmm.out").gap_after_checks("addmm", not_bool).check(check_addmm),
     OpSpec(L::addmv, "addmv addmv_ addmv.out").check(check_addmv),
-    {L::baddbmm, "baddbmm baddbmm_ baddbmm.out"},
-    {L::bmm, "bmm bmm.out"},
+    OpSpec(L::baddbmm, "baddbmm baddbmm_ baddbmm.out").check(check_batched_matmul_dtypes),
+    OpSpec(L::bmm, "bmm bmm.out").check(check_batched_matmul_dtypes),
     {L::channel_shuffle, "channel_shuffle channel_shuffle.out"},
     {L::cholesky_inverse, "cholesky_inverse cholesky_inverse.out"},
     {L::cholesky_solve_helper, "_cholesky_solve_helper _cholesky_solve_helper.out"},
@@ -326,7 +369,7 @@ constexpr OpSpec kRows[] = {
         .check(check_convolution_types)
         .correct(convolution_result_format),
     {L::convolution_backward, "convolution_backward"},
-    OpSpec(L::dot, "dot dot.out").check(check_dot),
+    OpSpec(L::dot, "dot dot.out").gap_after_checks("dot", not_bool).check(check_dot),
     {L::fft_c2c, "_fft_c2c _fft_c2c.out"},
     {L::fft_c2r, "_fft_c2r _fft_c2r.out"},
     {L::fft_r2c, "_fft_r2c _fft_r2c.out"},
@@ -350,7 +393,9 @@ constexpr OpSpec kRows[] = {
     {L::linalg_solve_triangular, "linalg_solve_triangular linalg_solve_triangular.out"},
     {L::linalg_svd, "_linalg_svd _linalg_svd.U"},
     {L::lu_unpack, "lu_unpack lu_unpack.out"},
-    OpSpec(L::mm, "mm mm.out").gap("mm", not_bool).check(check_mm),
+    // mm's meta function compares its operands' dtypes before the kernel
+    // refuses bool (RuntimeError for bool beside float, as on CPU and CUDA).
+    OpSpec(L::mm, "mm mm.out").gap_after_checks("mm", not_bool).check(check_mm),
     {L::roll, "roll roll.out"},
     {L::scaled_dot_product_fused_attention, "_scaled_dot_product_fused_attention_overrideable"},
     OpSpec(L::scaled_dot_product_fused_attention_backward, "_scaled_dot_product_fused_attention_overrideable_backward")
