@@ -12,7 +12,8 @@ Verdicts of one call in one mode, against CPU on the same inputs:
 - same_value: both computed; equal values, shapes and dtypes (the dtype's
   tolerance, NaN equal to NaN);
 - same_type: both raised, the same exception type, or a difference listed
-  in ALLOWED_DIFFERENCES with its reason;
+  in ALLOWED_DIFFERENCES with its reason (one of which computes where CPU
+  raises: integer division by zero, as CUDA does);
 - other_type: both raised, different types;
 - raised: tpu raised where CPU computes;
 - silent: tpu computed where CPU raises, or computed other values;
@@ -46,6 +47,16 @@ ALLOWED_DIFFERENCES = {
     ),
     "out_of_memory": (
         "an allocation that cannot fit: CUDA raises torch.OutOfMemoryError where CPU's allocator raises RuntimeError"
+    ),
+    "convolution_types": (
+        "a convolution whose input dtype is not its weight's: CUDA's cuDNN path checks the types first "
+        "(RuntimeError: Input type ... and weight type ... should be the same), as tpu does; CPU's slow kernel "
+        "raises NotImplementedError for the input's dtype first"
+    ),
+    "integer_division_by_zero": (
+        "an integer divided by zero (a bool divisor holding False): CPU raises ZeroDivisionError, CUDA's kernels "
+        "compute without a check, as XLA's division does (a truncated quotient by 0 is -1, a remainder by 0 the "
+        "dividend)"
     ),
     "compiled_like_cpu": (
         "compiled: torch.compile on CPU (backend='aot_eager') raises the same type (or computes the same values), "
@@ -257,6 +268,8 @@ def verdict(call, mode, expected, actual, cpu_compiled=None):
     if actual["kind"] == "value":
         if expected["kind"] == "error":
             detail = f"tpu computed; CPU raised {expected['type']}: {expected['message']}"
+            if "ZeroDivisionError" in expected["message"]:
+                return "same_type", "integer_division_by_zero", detail
             if mode == "compiled" and cpu_compiled is not None and not allowance:
                 # A decomposition Dynamo traces through may skip a check the
                 # eager kernel makes; then torch.compile on CPU computes too.
@@ -296,6 +309,12 @@ def verdict(call, mode, expected, actual, cpu_compiled=None):
         return "same_type", allowance, detail
     if value_error and {actual["type"], expected["type"]} <= {"IndexError", "RuntimeError"}:
         return "same_type", "index_value", detail
+    if (
+        expected["type"] == "NotImplementedError"
+        and actual["type"] == "RuntimeError"
+        and "and weight type" in actual["message"]
+    ):
+        return "same_type", "convolution_types", detail
     if actual["type"] == "OutOfMemoryError" and "allocate" in expected["message"]:
         return "same_type", "out_of_memory", detail
     if mode == "compiled" and cpu_compiled is not None:
