@@ -35,22 +35,29 @@ std::optional<double> optional_double(const LowerContext& ctx, size_t i) {
   return ctx.double_arg(i);
 }
 
-// compute_scales_value<float>: a given positive scale means 1/scale, else in/out.
-float scales_value(std::optional<double> scale, int64_t in, int64_t out) {
-  return (scale && *scale > 0.) ? static_cast<float>(1.0 / *scale) : static_cast<float>(in) / out;
+// The helpers below compute in T, PyTorch's opmath type of the input: float
+// for float32 and the half-width floats, double for float64 (the weights of
+// a float64 resampling carry no float32 rounding).
+
+// compute_scales_value<T>: a given positive scale means 1/scale, else in/out.
+template <typename T>
+T scales_value(std::optional<double> scale, int64_t in, int64_t out) {
+  return (scale && *scale > 0.) ? static_cast<T>(1.0 / *scale) : static_cast<T>(in) / out;
 }
 
-// area_pixel_compute_scale<float>.
-float area_scale(int64_t in, int64_t out, bool align_corners, std::optional<double> scale) {
-  if (align_corners) return out > 1 ? static_cast<float>(in - 1) / (out - 1) : 0.f;
-  return scales_value(scale, in, out);
+// area_pixel_compute_scale<T>.
+template <typename T>
+T area_scale(int64_t in, int64_t out, bool align_corners, std::optional<double> scale) {
+  if (align_corners) return out > 1 ? static_cast<T>(in - 1) / (out - 1) : T(0);
+  return scales_value<T>(scale, in, out);
 }
 
-// area_pixel_compute_source_index<float>.
-float source_index(float scale, int64_t o, bool align_corners, bool cubic) {
+// area_pixel_compute_source_index<T>.
+template <typename T>
+T source_index(T scale, int64_t o, bool align_corners, bool cubic) {
   if (align_corners) return scale * o;
-  const float src = scale * (o + 0.5f) - 0.5f;
-  return (!cubic && src < 0.f) ? 0.f : src;
+  const T src = scale * (o + T(0.5)) - T(0.5);
+  return (!cubic && src < T(0)) ? T(0) : src;
 }
 
 // nearest_idx / nearest_exact_idx (the legacy mode keeps its 1x and 2x shortcuts).
@@ -58,17 +65,18 @@ int64_t nearest_index(int64_t o, int64_t in, int64_t out, std::optional<double> 
   if (!exact) {
     if (out == in) return o;
     if (out == 2 * in) return o >> 1;
-    const float s = scales_value(scale, in, out);
+    const float s = scales_value<float>(scale, in, out);
     return std::min(static_cast<int64_t>(std::floor(static_cast<float>(o) * s)), in - 1);
   }
-  const float s = scales_value(scale, in, out);
+  const float s = scales_value<float>(scale, in, out);
   return std::min(static_cast<int64_t>(std::floor(static_cast<float>((o + 0.5) * s))), in - 1);
 }
 
 // guard_index_and_lambda.
-void guard_index(float real, int64_t in, int64_t& index, float& lambda) {
+template <typename T>
+void guard_index(T real, int64_t in, int64_t& index, T& lambda) {
   index = std::min(static_cast<int64_t>(std::floor(real)), in - 1);
-  lambda = std::min(std::max(real - static_cast<float>(index), 0.f), 1.f);
+  lambda = std::min(std::max(real - static_cast<T>(index), T(0)), T(1));
 }
 
 enum class Mode { Nearest, NearestExact, Linear, Cubic, LinearAA, CubicAA };
@@ -88,24 +96,24 @@ double aa_filter(Mode mode, double x) {
 // the scale when downsampling, centred on the output's source position,
 // clipped to the input and normalized to sum 1
 // (_compute_indices_min_size_weights_aa in UpSampleKernel.cpp).
-void aa_rows(Mode mode, int64_t in, int64_t out, float scale, spatial::Rows& rows) {
+template <typename T>
+void aa_rows(Mode mode, int64_t in, int64_t out, T scale, spatial::Rows& rows) {
   const double interp_size = mode == Mode::LinearAA ? 2.0 : 4.0;
-  const float support =
-      scale >= 1.0f ? static_cast<float>(interp_size * 0.5 * scale) : static_cast<float>(interp_size * 0.5);
+  const T support = scale >= T(1) ? static_cast<T>(interp_size * 0.5 * scale) : static_cast<T>(interp_size * 0.5);
   const int64_t max_size = static_cast<int64_t>(std::ceil(support)) * 2 + 1;
-  const float invscale = scale >= 1.0f ? 1.0f / scale : 1.0f;
+  const T invscale = scale >= T(1) ? T(1) / scale : T(1);
   for (int64_t o = 0; o < out; ++o) {
-    const float center = static_cast<float>(scale * (o + 0.5));
-    const int64_t xmin = std::max(static_cast<int64_t>(center - support + 0.5), int64_t{0});
+    const T center = static_cast<T>(scale * (o + 0.5));
+    const int64_t xmin = std::max(static_cast<int64_t>(center - support + T(0.5)), int64_t{0});
     const int64_t xsize =
-        std::clamp(std::min(static_cast<int64_t>(center + support + 0.5), in) - xmin, int64_t{0}, max_size);
-    std::vector<float> w(static_cast<size_t>(xsize));
-    float total = 0.f;
+        std::clamp(std::min(static_cast<int64_t>(center + support + T(0.5)), in) - xmin, int64_t{0}, max_size);
+    std::vector<T> w(static_cast<size_t>(xsize));
+    T total = 0;
     for (int64_t j = 0; j < xsize; ++j) {
-      w[j] = static_cast<float>(aa_filter(mode, (j + xmin - center + 0.5) * invscale));
+      w[j] = static_cast<T>(aa_filter(mode, (j + xmin - center + T(0.5)) * invscale));
       total += w[j];
     }
-    for (int64_t j = 0; j < xsize; ++j) rows[o].push_back({xmin + j, total != 0.f ? w[j] / total : w[j]});
+    for (int64_t j = 0; j < xsize; ++j) rows[o].push_back({xmin + j, total != T(0) ? w[j] / total : w[j]});
   }
 }
 
@@ -115,17 +123,14 @@ std::vector<int64_t> nearest_indices(int64_t in, int64_t out, std::optional<doub
   return idx;
 }
 
-// The input positions and weights each output of one dim reads.
-spatial::Rows resample_rows(Mode mode, int64_t in, int64_t out, bool align_corners, std::optional<double> scale) {
+// The input positions and weights each output of one dim reads, computed in
+// T (see scales_value).
+template <typename T>
+spatial::Rows interpolation_rows(Mode mode, int64_t in, int64_t out, bool align_corners, std::optional<double> scale) {
   spatial::Rows rows(static_cast<size_t>(out));
-  if (mode == Mode::Nearest || mode == Mode::NearestExact) {
-    const auto idx = nearest_indices(in, out, scale, mode == Mode::NearestExact);
-    for (int64_t o = 0; o < out; ++o) rows[o].push_back({idx[o], 1.0});
-    return rows;
-  }
-  const float s = area_scale(in, out, align_corners, scale);
+  const T s = area_scale<T>(in, out, align_corners, scale);
   if (mode == Mode::LinearAA || mode == Mode::CubicAA) {
-    aa_rows(mode, in, out, s, rows);
+    aa_rows<T>(mode, in, out, s, rows);
     return rows;
   }
   for (int64_t o = 0; o < out; ++o) {
@@ -136,25 +141,41 @@ spatial::Rows resample_rows(Mode mode, int64_t in, int64_t out, bool align_corne
         continue;
       }
       int64_t i0;
-      float l1;
-      guard_index(source_index(s, o, align_corners, false), in, i0, l1);
+      T l1;
+      guard_index<T>(source_index<T>(s, o, align_corners, false), in, i0, l1);
       const int64_t i1 = i0 + (i0 < in - 1 ? 1 : 0);
-      rows[o].push_back({i0, static_cast<double>(1.f - l1)});
+      rows[o].push_back({i0, static_cast<double>(T(1) - l1)});
       rows[o].push_back({i1, static_cast<double>(l1)});
       continue;
     }
     // Cubic: get_cubic_upsample_coefficients with A = -0.75, taps clamped to the edge.
     int64_t i0;
-    float t;
-    guard_index(source_index(s, o, align_corners, true), in, i0, t);
-    const float A = -0.75f;
-    auto conv1 = [A](float x) { return ((A + 2) * x - (A + 3)) * x * x + 1; };
-    auto conv2 = [A](float x) { return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A; };
-    const float x2 = 1.f - t;
-    const float c[4] = {conv2(t + 1.f), conv1(t), conv1(x2), conv2(x2 + 1.f)};
-    for (int64_t j = 0; j < 4; ++j) rows[o].push_back({std::max<int64_t>(std::min(i0 - 1 + j, in - 1), 0), c[j]});
+    T t;
+    guard_index<T>(source_index<T>(s, o, align_corners, true), in, i0, t);
+    const T A = -0.75;
+    auto conv1 = [A](T x) { return ((A + 2) * x - (A + 3)) * x * x + 1; };
+    auto conv2 = [A](T x) { return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A; };
+    const T x2 = T(1) - t;
+    const T c[4] = {conv2(t + T(1)), conv1(t), conv1(x2), conv2(x2 + T(1))};
+    for (int64_t j = 0; j < 4; ++j) {
+      rows[o].push_back({std::max<int64_t>(std::min(i0 - 1 + j, in - 1), 0), static_cast<double>(c[j])});
+    }
   }
   return rows;
+}
+
+// The rows of one dim: nearest modes' single taps, else the interpolation's
+// weights in the precision of `acc`, the resampling's accumulation type.
+spatial::Rows resample_rows(Mode mode, int64_t in, int64_t out, bool align_corners, std::optional<double> scale,
+                            ElementType acc) {
+  if (mode == Mode::Nearest || mode == Mode::NearestExact) {
+    spatial::Rows rows(static_cast<size_t>(out));
+    const auto idx = nearest_indices(in, out, scale, mode == Mode::NearestExact);
+    for (int64_t o = 0; o < out; ++o) rows[o].push_back({idx[o], 1.0});
+    return rows;
+  }
+  return acc == ElementType::F64 ? interpolation_rows<double>(mode, in, out, align_corners, scale)
+                                 : interpolation_rows<float>(mode, in, out, align_corners, scale);
 }
 
 struct ResampleArgs {
@@ -182,7 +203,7 @@ std::vector<Value> resample_forward(LowerContext& ctx, const ResampleArgs& a) {
     if (nearest) {
       x = take_along(b, x, d, nearest_indices(in_d, out_d, scale, a.mode == Mode::NearestExact));
     } else {
-      x = spatial::apply_rows(b, x, d, resample_rows(a.mode, in_d, out_d, align, scale));
+      x = spatial::apply_rows(b, x, d, resample_rows(a.mode, in_d, out_d, align, scale, acc));
     }
   }
   return {b.convert(x, out.dtype)};
@@ -196,11 +217,12 @@ std::vector<Value> resample_backward(LowerContext& ctx, const ResampleArgs& a) {
   const int64_t n = static_cast<int64_t>(ctx.ints(1).size());
   const int64_t first = out.rank() - n;
   const bool align = a.align_arg ? ctx.bool_arg(a.align_arg) : false;
-  Value g = b.convert(ctx.tensor(0), accumulation_type(out.dtype));
+  const ElementType acc = accumulation_type(out.dtype);
+  Value g = b.convert(ctx.tensor(0), acc);
   if (out.numel() == 0) return {zeros(b, out)};
   for (int64_t k = 0; k < n; ++k) {
     const int64_t d = first + k, in_d = out.shape[d], out_d = g.shape()[d];
-    const auto rows = resample_rows(a.mode, in_d, out_d, align, optional_double(ctx, a.scale_first + k));
+    const auto rows = resample_rows(a.mode, in_d, out_d, align, optional_double(ctx, a.scale_first + k), acc);
     g = spatial::apply_rows_transposed(b, g, d, rows, in_d);
   }
   return {b.convert(g, out.dtype)};
