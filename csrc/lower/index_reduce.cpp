@@ -422,15 +422,27 @@ std::vector<Value> embedding_bag(LowerContext& ctx) {
   Value wide_keep = b.broadcast_in_dim(keep, {n, dim}, {0});
   Value result, max_indices = zeros(b, {ElementType::S64, {bags, dim}});
   if (mode == kMax) {
+    // PyTorch's CPU and CUDA kernels take a bag's first counted row, then
+    // any row greater than the maximum so far: a NaN counts only as the
+    // first row (nothing is greater than it, and it is greater than
+    // nothing). So a later row's NaN is left out, and the bag's maximum is
+    // NaN exactly when its first row's is.
     bag = bag_to_end;
+    const Value in_bag = b.clamp(b.constant_int(0, ElementType::S64), bag, b.constant_int(bags - 1, ElementType::S64));
+    Value positions = b.iota({ElementType::S64, {n}}, 0);
+    Value first_counted =
+        scatter_points(b, b.splat(static_cast<double>(n), {ElementType::S64, {bags}}), b.reshape(bag, {n, 1}),
+                       b.select(keep, positions, b.splat(static_cast<double>(n), positions.type)), Reduce::Min);
+    Value is_first =
+        b.compare(positions, b.gather_points(first_counted, b.reshape(in_bag, {n, 1})), CompareDirection::EQ);
+    Value wide_first = b.broadcast_in_dim(is_first, {n, dim}, {0});
+    Value candidate = b.binary("and", wide_keep, b.binary("or", wide_first, b.unary("not", is_nan(b, rows))));
     Value lowest = b.broadcast_to(reduce_init(b, "maximum", t), {n, dim});
     Value m =
-        scatter_rows(b, b.splat(-INFINITY, {t, {bags, dim}}), bag, b.select(wide_keep, rows, lowest), Reduce::Max);
-    Value hit = b.compare(
-        rows,
-        gather_rows(b, m,
-                    b.clamp(b.constant_int(0, ElementType::S64), bag, b.constant_int(bags - 1, ElementType::S64))),
-        CompareDirection::EQ);
+        scatter_rows(b, b.splat(-INFINITY, {t, {bags, dim}}), bag, b.select(candidate, rows, lowest), Reduce::Max);
+    Value bag_max = gather_rows(b, m, in_bag);
+    Value hit =
+        b.binary("or", b.compare(rows, bag_max, CompareDirection::EQ), b.binary("and", wide_first, is_nan(b, bag_max)));
     Value pos = b.select(b.binary("and", hit, wide_keep), b.iota({ElementType::S64, {n, dim}}, 0),
                          b.splat(static_cast<double>(n), {ElementType::S64, {n, dim}}));
     Value first =

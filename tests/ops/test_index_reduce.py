@@ -9,6 +9,8 @@ import torch
 from reference import assert_close, check_op
 from reference import make_input as make
 
+import torch_tpu
+
 REDUCES = ["sum", "prod", "mean", "amax", "amin"]
 
 
@@ -147,6 +149,29 @@ def test_embedding_bag_forward_and_gradient(mode, padding_idx):
         indices.to(w.device), w, offsets.to(w.device), mode=mode, padding_idx=padding_idx
     )
     check_op(fn, weight, grad=True)
+
+
+@pytest.mark.parametrize("padding_idx", [None, 1])
+@pytest.mark.parametrize("mode", ["strict", "defer_and_fuse"])
+def test_embedding_bag_max_takes_a_nan_only_as_its_bags_first_row(mode, padding_idx):
+    """CPU's and CUDA's max keeps a bag's first counted row and replaces it
+    only by a greater one: a NaN in a later row is left out, a NaN in the
+    first row is the maximum, and max_indices (the backward's rows) follow.
+    Every NaN propagated before (found by the op fuzz, seed 12)."""
+    weight = torch.randn(6, 4)
+    weight[1, 0] = weight[2, 1] = weight[4, 3] = float("nan")
+    indices = torch.tensor([0, 1, 2, 1, 1, 0, 3, 2, 4, 5, 5, 4])
+    offsets = torch.tensor([0, 2, 4, 4, 7, 9])  # bag 3 is empty; bag 2 starts at padding_idx 1
+    fn = lambda w: torch.nn.functional.embedding_bag(
+        indices.to(w.device), w, offsets.to(w.device), mode="max", padding_idx=padding_idx
+    )
+    with torch_tpu.eager_mode(mode):
+        out = check_op(fn, weight, grad=True)
+        expected = torch.ops.aten._embedding_bag(weight, indices, offsets, False, 2, False, None, False, -1)
+        actual = torch.ops.aten._embedding_bag(weight.to("tpu"), indices.to("tpu"), offsets.to("tpu"), False, 2)
+        filled = expected[2] > 0  # an empty bag's max index: -1 on tpu, 0 on CPU (left as it was)
+        assert_close(actual[3][filled.to("tpu")], expected[3][filled])  # max_indices
+    assert out.cpu().isnan().any() and not out.cpu().isnan().all()
 
 
 def test_embedding_bag_per_sample_weights_and_2d_input():
