@@ -47,12 +47,17 @@ void check_mat1_mat2_shapes(const at::Tensor& mat1, const at::Tensor& mat2) {
 }
 
 // addmm's meta function, and CPU's expand of self.
-void check_addmm_arguments(const Args& args) {
-  const at::Tensor &self = args[0].toTensor(), &mat1 = args[1].toTensor(), &mat2 = args[2].toTensor();
+// addmm's dtype checks: self against mat2, then mat1 against mat2.
+void check_addmm_dtypes(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2) {
   TORCH_CHECK(self.scalar_type() == mat2.scalar_type(), "self and mat2 must have the same dtype, but got ",
               self.scalar_type(), " and ", mat2.scalar_type());
   TORCH_CHECK(mat1.scalar_type() == mat2.scalar_type(), "mat1 and mat2 must have the same dtype, but got ",
               mat1.scalar_type(), " and ", mat2.scalar_type());
+}
+
+void check_addmm_arguments(const Args& args) {
+  const at::Tensor &self = args[0].toTensor(), &mat1 = args[1].toTensor(), &mat2 = args[2].toTensor();
+  check_addmm_dtypes(self, mat1, mat2);
   TORCH_CHECK(mat1.dim() == 2, "mat1 must be a matrix, got ", mat1.dim(), "-D tensor");
   TORCH_CHECK(mat2.dim() == 2, "mat2 must be a matrix, got ", mat2.dim(), "-D tensor");
   check_mat1_mat2_shapes(mat1, mat2);
@@ -95,18 +100,16 @@ void check_addbmm(const c10::FunctionSchema&, const Args& args) {
   if (args.size() < 3 || !args[0].isTensor() || !args[1].isTensor() || !args[2].isTensor()) return;
   const at::Tensor &self = args[0].toTensor(), &batch1 = args[1].toTensor(), &batch2 = args[2].toTensor();
   if (batch1.dim() != 3 || batch1.size(0) == 0) return;
-  TORCH_CHECK(self.scalar_type() == batch2.scalar_type(), "self and mat2 must have the same dtype, but got ",
-              self.scalar_type(), " and ", batch2.scalar_type());
-  TORCH_CHECK(batch1.scalar_type() == batch2.scalar_type(), "mat1 and mat2 must have the same dtype, but got ",
-              batch1.scalar_type(), " and ", batch2.scalar_type());
+  check_addmm_dtypes(self, batch1, batch2);
   TORCH_CHECK_NOT_IMPLEMENTED(self.scalar_type() != at::kBool, "\"addmm_impl_cpu_\" not implemented for 'Bool'");
 }
 
 // bmm and baddbmm (native/LinearAlgebra.cpp): after the meta function's
 // shape checks, its dtype checks (baddbmm's input against batch1; an out=
-// tensor's against batch2's), then CPU's kernel refuses bool (as CUDA's does) before it
-// compares the operands' dtypes, which PyTorch's Python meta kernel does
-// first. With shapes the meta kernel refuses, it raises as CPU does.
+// tensor's against batch2's), then CPU's kernel refuses bool (as CUDA's
+// does) before it compares the operands' dtypes, which PyTorch's Python
+// meta kernel does first. With shapes the meta kernel refuses, it raises as
+// CPU does.
 void check_batched_matmul_dtypes(const c10::FunctionSchema& schema, const Args& args) {
   const bool is_bmm = schema.name() == "aten::bmm";
   const size_t first = is_bmm ? 0 : 1;
@@ -122,7 +125,7 @@ void check_batched_matmul_dtypes(const c10::FunctionSchema& schema, const Args& 
                 ", batch1: ", batch1.dtype(), ", batch2: ", batch2.dtype());
   }
   const at::Tensor* out = tensor_at(args, args.size() - 1);
-  if (out && args.size() > first + 2 && schema.arguments().back().is_out()) {
+  if (out && schema.arguments().back().is_out()) {
     TORCH_CHECK(out->dtype() == batch2.dtype(), "Expected out tensor to have dtype ", batch2.dtype(), ", but got ",
                 out->dtype(), " instead");  // the meta function's result takes batch2's options
   }
