@@ -625,13 +625,19 @@ _PRODUCTS = {
     "mm": lambda a, b, c: torch.mm(a.expand(3, 3), b.expand(3, 4)),
     "matmul": lambda a, b, c: torch.matmul(a.expand(3, 3), b.expand(3, 4)),
     "dot": lambda a, b, c: torch.dot(a.expand(3), b.expand(3)),
+    # mv and addmv of bool computed (seed 20261205's comparison); an empty
+    # product only scales self, bool included.
+    "mv": lambda a, b, c: torch.mv(a.expand(3, 4), b.expand(4)),
+    "matmul_vector": lambda a, b, c: torch.matmul(a.expand(3, 4), b.expand(4)),
+    "addmv": lambda a, b, c: torch.addmv(a.expand(3), b.expand(3, 4), c.expand(4)),
+    "addmv_empty_product": lambda a, b, c: torch.addmv(a.expand(3), b.expand(3, 0), c.expand(0)),
 }
 _DTYPES = (torch.bool, torch.float32, torch.int64)
 
 
 @pytest.mark.parametrize("op", sorted(_PRODUCTS))
 def test_products_refuse_bool_and_mixed_dtypes_in_cpus_order(op):
-    """bmm and baddbmm of bool computed, and addbmm of mixed dtypes computed
+    """bmm, baddbmm, mv and addmv of bool computed, and addbmm of mixed dtypes computed
     in self's; mm of bool beside float raised NotImplementedError where CPU's
     meta function compares the dtypes first (RuntimeError). Every dtype triple
     raises CPU's exception type or gives CPU's value."""

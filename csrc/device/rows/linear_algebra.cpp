@@ -143,10 +143,17 @@ void check_addmv_shapes(const at::Tensor* self, const at::Tensor& mat, const at:
               "), mat (", matrix_sizes(mat), "), vec (", vec.size(0), ")");
 }
 
+// Then CPU's and CUDA's kernels (addmv_out_cpu, addmv_out_cuda_impl), past
+// the meta function's check that the three share a dtype: an empty result or an
+// empty product only scales self, and neither kernel takes bool otherwise
+// (mv runs as addmv: its message too).
 void check_addmv(const c10::FunctionSchema&, const Args& args) {
   if (args.size() < 3 || !args[0].isTensor() || !args[1].isTensor() || !args[2].isTensor()) return;
-  const at::Tensor& self = args[0].toTensor();
-  check_addmv_shapes(&self, args[1].toTensor(), args[2].toTensor());
+  const at::Tensor &self = args[0].toTensor(), &mat = args[1].toTensor(), &vec = args[2].toTensor();
+  check_addmv_shapes(&self, mat, vec);
+  const bool all_bool =
+      self.scalar_type() == at::kBool && mat.scalar_type() == at::kBool && vec.scalar_type() == at::kBool;
+  TORCH_CHECK_NOT_IMPLEMENTED(!all_bool || mat.numel() == 0, "\"addmv_impl_cpu\" not implemented for 'Bool'");
 }
 
 // dot and vdot (native/Blas.cpp's dot_check).
