@@ -564,9 +564,16 @@ def _python(code, env=None, **kwargs):
 
 
 def test_sigint_mid_loop_raises_keyboard_interrupt_and_exits_cleanly():
+    # The loop is warm before the signal: the first op imports much of
+    # torch (Dynamo, sympy) and frees those imports' module locks later,
+    # and CPython drops a KeyboardInterrupt raised in a weakref callback
+    # ("Exception ignored in: <function _get_module_lock.<locals>.cb>").
     p = _python("""
-        import sys, torch, torch_tpu
+        import gc, sys, torch, torch_tpu
         x = torch.ones(64, 64, device="tpu")
+        x = (x @ x).tanh()
+        x.sum().item()
+        gc.collect()
         print("ready", flush=True)
         try:
             while True:
