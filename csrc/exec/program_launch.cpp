@@ -46,14 +46,21 @@ InjectedFault& injected_fault() {
   return *f;
 }
 
-void maybe_fail(const std::vector<std::string>* op_names, const char* stage) {
+// The injected failure of a program holding `op_names` at `stage`, or "".
+std::string injected_failure(const std::vector<std::string>* op_names, const char* stage) {
   InjectedFault& f = injected_fault();
-  if (!op_names || !f.armed.load(std::memory_order_relaxed)) return;
+  if (!op_names || !f.armed.load(std::memory_order_relaxed)) return {};
   std::lock_guard<std::mutex> lock(f.mutex);
-  if (f.stage != stage) return;
+  if (f.stage != stage) return {};
   for (const auto& op : *op_names) {
-    if (op == f.op) throw pjrt::PjrtError(std::string("injected ") + stage + " failure of a program holding " + op);
+    if (op == f.op) return std::string("injected ") + stage + " failure of a program holding " + op;
   }
+  return {};
+}
+
+void maybe_fail(const std::vector<std::string>* op_names, const char* stage) {
+  std::string failure = injected_failure(op_names, stage);
+  if (!failure.empty()) throw pjrt::PjrtError(failure);
 }
 
 // Range-check results of programs that ran, not yet read by the host.
@@ -232,7 +239,18 @@ std::vector<runtime::BufferPtr> launch(pjrt::LoadedExecutable& executable, Progr
     lock.lock();
     for (const auto& d : l.donors) donatable[d.arg] = l.args[d.arg].use_count() <= d.holders;
     maybe_fail(l.op_names, "run");
-    results = runtime::DeviceRuntime::get().run(executable, l.device, l.args, donatable);
+    // Through the launch queue, which takes the arguments (a donated one's
+    // last holder); a profiled launch runs here, so its span is the launch's.
+    // "execute" faults fail in the plugin's execute, wherever that runs.
+    std::string execute_failure = injected_failure(l.op_names, "execute");
+    auto& runtime = runtime::DeviceRuntime::get();
+    if (launched_ns || !runtime.launches_queued()) {
+      if (!execute_failure.empty()) throw pjrt::PjrtError(execute_failure);
+      results = runtime.run(executable, l.device, l.args, donatable);
+    } else {
+      results =
+          runtime.run_queued(executable, l.device, std::move(l.args), std::move(donatable), std::move(execute_failure));
+    }
   }
   if (launched_ns) {
     profile_launch(l.trace_name ? *l.trace_name : "tpu program", l.origin, l.trace_ops, l.device, launched_ns, bytes_in,

@@ -14,8 +14,11 @@
 namespace torch_tpu::device {
 
 // Testing failure paths: every program holding an op named `op` fails when
-// compiled (`stage` "compile") or launched ("run") with a PjrtError, as a
-// compiler bug or an out-of-memory would. An empty `op` clears it.
+// compiled (`stage` "compile"), launched ("run", before the launch is
+// queued) or executed by the plugin ("execute", on the launch queue's
+// thread: the op returns, and a use of its results raises) with a
+// PjrtError, as a compiler bug or an out-of-memory would. An empty `op`
+// clears it.
 void inject_fault(const std::string& op, const std::string& stage);
 
 // One launch of a compiled program over storages: the step every path that

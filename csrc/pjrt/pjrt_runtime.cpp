@@ -7,6 +7,8 @@
 #include <cstring>
 #include <sstream>
 
+#include "pjrt/launch_queue.h"
+
 namespace torch_tpu::pjrt {
 
 namespace {
@@ -154,30 +156,77 @@ void drop_ready(std::vector<std::shared_ptr<Event>>& events) {
   events.erase(std::remove_if(events.begin(), events.end(), [](const auto& e) { return e->is_ready(); }), events.end());
 }
 
-Buffer::~Buffer() {
-  if (buffer_ == nullptr) return;
+namespace {
+
+void destroy_buffer(const PJRT_Api* api, PJRT_Buffer* buffer) {
   auto args = PJRT_ARGS(PJRT_Buffer_Destroy_Args);
-  args.buffer = buffer_;
-  client_->plugin()->api()->PJRT_Buffer_Destroy(&args);
+  args.buffer = buffer;
+  api->PJRT_Buffer_Destroy(&args);
+}
+
+}  // namespace
+
+QueuedOutputs::~QueuedOutputs() {
+  for (PJRT_Buffer* b : buffers) {
+    if (b) destroy_buffer(plugin->api(), b);
+  }
+}
+
+Buffer::~Buffer() {
+  // Released on the launch queue, behind every job queued while this
+  // Buffer lived (any may read it), at no cost to this thread.
+  if (queued_) {
+    // Its program's job runs first (the queue's order): the output is there.
+    LaunchQueue::get().push([queued = std::move(queued_), index = index_] {
+      std::lock_guard<std::mutex> lock(queued->mutex);
+      if (queued->buffers[index]) destroy_buffer(queued->plugin->api(), queued->buffers[index]);
+      queued->buffers[index] = nullptr;
+    });
+  } else if (PJRT_Buffer* b = buffer_.load(std::memory_order_acquire)) {
+    const PJRT_Api* api = client_->plugin()->api();
+    LaunchQueue::get().push([api, b] { destroy_buffer(api, b); });  // two pointers: no allocation
+  }
+}
+
+PJRT_Buffer* Buffer::take_queued() const {
+  LaunchQueue::get().wait(queued_->ticket);
+  std::lock_guard<std::mutex> lock(queued_->mutex);
+  if (!queued_->error.empty()) throw PjrtError(queued_->error);
+  PJRT_Buffer* b = queued_->buffers[index_];
+  buffer_.store(b, std::memory_order_release);
+  return b;
+}
+
+QueuedArgument Buffer::as_queued_argument() const {
+  PJRT_Buffer* b = buffer_.load(std::memory_order_acquire);
+  if (b || !queued_) return QueuedArgument{b, nullptr, 0};
+  return QueuedArgument{nullptr, queued_, index_};
+}
+
+PJRT_Buffer* QueuedArgument::get() const {
+  if (!queued) return buffer;
+  std::lock_guard<std::mutex> lock(queued->mutex);
+  if (!queued->error.empty()) throw PjrtError(queued->error);
+  return queued->buffers[index];
 }
 
 std::vector<int64_t> Buffer::dims() const {
   auto args = PJRT_ARGS(PJRT_Buffer_Dimensions_Args);
-  args.buffer = buffer_;
+  args.buffer = raw();
   client_->plugin()->check(client_->plugin()->api()->PJRT_Buffer_Dimensions(&args), "Buffer_Dimensions");
   return std::vector<int64_t>(args.dims, args.dims + args.num_dims);
 }
 
 PJRT_Buffer_Type Buffer::element_type() const {
   auto args = PJRT_ARGS(PJRT_Buffer_ElementType_Args);
-  args.buffer = buffer_;
+  args.buffer = raw();
   client_->plugin()->check(client_->plugin()->api()->PJRT_Buffer_ElementType(&args), "Buffer_ElementType");
   return args.type;
 }
 
 size_t Buffer::on_device_size() const {
   auto args = PJRT_ARGS(PJRT_Buffer_OnDeviceSizeInBytes_Args);
-  args.buffer = buffer_;
+  args.buffer = raw();
   client_->plugin()->check(client_->plugin()->api()->PJRT_Buffer_OnDeviceSizeInBytes(&args),
                            "Buffer_OnDeviceSizeInBytes");
   return args.on_device_size_in_bytes;
@@ -186,7 +235,7 @@ size_t Buffer::on_device_size() const {
 void Buffer::to_host(void* dst, size_t nbytes) const {
   const auto& plugin = client_->plugin();
   auto args = PJRT_ARGS(PJRT_Buffer_ToHostBuffer_Args);
-  args.src = buffer_;
+  args.src = raw();
   args.dst = nullptr;  // first call: ask for the size
   plugin->check(plugin->api()->PJRT_Buffer_ToHostBuffer(&args), "Buffer_ToHostBuffer(size)");
   if (args.dst_size != nbytes) {
@@ -201,17 +250,19 @@ void Buffer::to_host(void* dst, size_t nbytes) const {
 
 std::shared_ptr<Buffer> Buffer::copy_to_device(PJRT_Device* device) const {
   auto args = PJRT_ARGS(PJRT_Buffer_CopyToDevice_Args);
-  args.buffer = buffer_;
+  args.buffer = raw();
   args.dst_device = device;
   client_->plugin()->check(client_->plugin()->api()->PJRT_Buffer_CopyToDevice(&args), "Buffer_CopyToDevice");
   return std::make_shared<Buffer>(client_, args.dst_buffer);
 }
 
-std::shared_ptr<Event> Buffer::ready_event() const {
+std::shared_ptr<Event> Buffer::ready_event() const { return ready_event_of(client_->plugin(), raw()); }
+
+std::shared_ptr<Event> Buffer::ready_event_of(const std::shared_ptr<Plugin>& plugin, PJRT_Buffer* buffer) {
   auto args = PJRT_ARGS(PJRT_Buffer_ReadyEvent_Args);
-  args.buffer = buffer_;
-  client_->plugin()->check(client_->plugin()->api()->PJRT_Buffer_ReadyEvent(&args), "Buffer_ReadyEvent");
-  return std::make_shared<Event>(client_->plugin(), args.event);
+  args.buffer = buffer;
+  plugin->check(plugin->api()->PJRT_Buffer_ReadyEvent(&args), "Buffer_ReadyEvent");
+  return std::make_shared<Event>(plugin, args.event);
 }
 
 void Buffer::await_ready() const { ready_event()->await(); }
@@ -243,9 +294,28 @@ std::vector<std::shared_ptr<Buffer>> LoadedExecutable::execute(PJRT_Device* devi
                                                                size_t num_args, const std::vector<bool>& donatable,
                                                                int launch_id,
                                                                std::shared_ptr<Event>* completion) const {
+  // The output list of a small program lives on the stack: this runs once per op.
+  constexpr size_t kOnStack = 16;
+  PJRT_Buffer* outputs_on_stack[kOnStack] = {};
+  std::vector<PJRT_Buffer*> outputs_on_heap;
+  PJRT_Buffer** out_list = outputs_on_stack;
+  if (num_outputs_ > kOnStack) {
+    outputs_on_heap.assign(num_outputs_, nullptr);
+    out_list = outputs_on_heap.data();
+  }
+  execute_into(device, args, num_args, donatable, launch_id, out_list, completion);
+  std::vector<std::shared_ptr<Buffer>> result;
+  result.reserve(num_outputs_);
+  for (size_t k = 0; k < num_outputs_; ++k) result.push_back(std::make_shared<Buffer>(client_, out_list[k]));
+  return result;
+}
+
+void LoadedExecutable::execute_into(PJRT_Device* device, PJRT_Buffer* const* args, size_t num_args,
+                                    const std::vector<bool>& donatable, int launch_id, PJRT_Buffer** out_list,
+                                    std::shared_ptr<Event>* completion) const {
   const auto& plugin = client_->plugin();
-  // Index and output lists of a small program live on the stack: this runs
-  // once per op.
+  // The index list of a small program lives on the stack: this runs once
+  // per op.
   constexpr size_t kOnStack = 16;
   int64_t non_donatable_on_stack[kOnStack];
   std::vector<int64_t> non_donatable_on_heap;
@@ -262,13 +332,6 @@ std::vector<std::shared_ptr<Buffer>> LoadedExecutable::execute(PJRT_Device* devi
   options.non_donatable_input_indices = non_donatable;
   options.num_non_donatable_input_indices = num_non_donatable;
   options.launch_id = launch_id;
-  PJRT_Buffer* outputs_on_stack[kOnStack] = {};
-  std::vector<PJRT_Buffer*> outputs_on_heap;
-  PJRT_Buffer** out_list = outputs_on_stack;
-  if (num_outputs_ > kOnStack) {
-    outputs_on_heap.assign(num_outputs_, nullptr);
-    out_list = outputs_on_heap.data();
-  }
   PJRT_Buffer* const* arg_list = args;
   auto exec = PJRT_ARGS(PJRT_LoadedExecutable_Execute_Args);
   exec.executable = exe_;
@@ -282,10 +345,6 @@ std::vector<std::shared_ptr<Buffer>> LoadedExecutable::execute(PJRT_Device* devi
   exec.execute_device = device;
   plugin->check(plugin->api()->PJRT_LoadedExecutable_Execute(&exec), "LoadedExecutable_Execute");
   if (completion) *completion = complete_event ? std::make_shared<Event>(plugin, complete_event) : nullptr;
-  std::vector<std::shared_ptr<Buffer>> result;
-  result.reserve(num_outputs_);
-  for (size_t k = 0; k < num_outputs_; ++k) result.push_back(std::make_shared<Buffer>(client_, out_list[k]));
-  return result;
 }
 
 std::string LoadedExecutable::serialize() const {

@@ -2,10 +2,12 @@
 // executables. Knows the PJRT ABI only (no torch, no StableHLO semantics).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -67,16 +69,52 @@ void drop_ready(std::vector<std::shared_ptr<Event>>& events);
 
 class Client;
 
+// The results of a program whose execute is queued (launch_queue.h): the
+// worker stores them here when the job runs, or the launch's error. They
+// stay here until each one's Buffer is released (a Buffer caches its own
+// on first use), so a later job can read them by index.
+struct QueuedOutputs {
+  explicit QueuedOutputs(std::shared_ptr<Plugin> p, size_t n) : plugin(std::move(p)), buffers(n, nullptr) {}
+  ~QueuedOutputs();  // destroys the outputs no Buffer took
+  QueuedOutputs(const QueuedOutputs&) = delete;
+  QueuedOutputs& operator=(const QueuedOutputs&) = delete;
+  std::shared_ptr<Plugin> plugin;
+  uint64_t ticket = 0;  // the job's (LaunchQueue::push)
+  std::mutex mutex;     // guards buffers (each nulled by its release) and error
+  std::vector<PJRT_Buffer*> buffers;
+  std::string error;  // the launch failed: every output raises this
+};
+
+// A launch argument as a queued launch's job holds it: its PJRT buffer, or
+// the queued output it will be. Not the Buffer itself, so a job waiting in
+// the queue is not a holder that a later op's donation decision counts. It
+// stays valid until the Buffer's release, which the queue runs after the job.
+struct QueuedArgument {
+  PJRT_Buffer* buffer = nullptr;
+  std::shared_ptr<QueuedOutputs> queued;
+  size_t index = 0;
+  PJRT_Buffer* get() const;  // on the queue, once its producer ran; raises that launch's error
+};
+
 // Owns one PJRT_Buffer. Destruction releases it; PJRT keeps the memory alive
-// until pending computations that read it have finished.
+// until pending computations that read it have finished. A queued program's
+// output exists once its job ran: raw() waits for that (and raises the
+// launch's error, if it failed); release goes through the launch queue, so
+// it follows the job and costs the dispatching thread nothing.
 class Buffer {
  public:
   Buffer(std::shared_ptr<Client> client, PJRT_Buffer* buffer) : client_(std::move(client)), buffer_(buffer) {}
+  Buffer(std::shared_ptr<Client> client, std::shared_ptr<QueuedOutputs> queued, size_t index)
+      : client_(std::move(client)), buffer_(nullptr), queued_(std::move(queued)), index_(index) {}
   ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
 
-  PJRT_Buffer* raw() const { return buffer_; }
+  PJRT_Buffer* raw() const {
+    PJRT_Buffer* b = buffer_.load(std::memory_order_acquire);
+    return b || !queued_ ? b : take_queued();
+  }
+  QueuedArgument as_queued_argument() const;
   const std::shared_ptr<Client>& client() const { return client_; }
   std::vector<int64_t> dims() const;
   PJRT_Buffer_Type element_type() const;
@@ -90,10 +128,14 @@ class Buffer {
   // The event of this buffer becoming ready. It outlives the buffer: it can
   // be awaited after the buffer was donated to a later program.
   std::shared_ptr<Event> ready_event() const;
+  static std::shared_ptr<Event> ready_event_of(const std::shared_ptr<Plugin>& plugin, PJRT_Buffer* buffer);
 
  private:
+  PJRT_Buffer* take_queued() const;
   std::shared_ptr<Client> client_;
-  PJRT_Buffer* buffer_;
+  mutable std::atomic<PJRT_Buffer*> buffer_;
+  std::shared_ptr<QueuedOutputs> queued_;
+  size_t index_ = 0;
 };
 
 // What XLA's buffer assignment gives a compiled program
@@ -104,7 +146,7 @@ struct CompiledMemoryStats {
   int64_t argument = 0, output = 0, alias = 0, temp = 0;
 };
 
-class LoadedExecutable {
+class LoadedExecutable : public std::enable_shared_from_this<LoadedExecutable> {
  public:
   LoadedExecutable(std::shared_ptr<Client> client, PJRT_LoadedExecutable* exe);
   ~LoadedExecutable();
@@ -132,6 +174,10 @@ class LoadedExecutable {
   std::vector<std::shared_ptr<Buffer>> execute(PJRT_Device* device, PJRT_Buffer* const* args, size_t num_args,
                                                const std::vector<bool>& donatable, int launch_id,
                                                std::shared_ptr<Event>* completion = nullptr) const;
+  // The same, leaving the num_outputs() results' ownership to the caller
+  // in `outputs` (a queued launch's job hands them to its QueuedOutputs).
+  void execute_into(PJRT_Device* device, PJRT_Buffer* const* args, size_t num_args, const std::vector<bool>& donatable,
+                    int launch_id, PJRT_Buffer** outputs, std::shared_ptr<Event>* completion) const;
   std::string serialize() const;
   CompiledMemoryStats memory_stats() const;
   PJRT_LoadedExecutable* raw() const { return exe_; }

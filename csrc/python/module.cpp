@@ -8,6 +8,7 @@
 #include "device/registration.h"
 #include "device/storage_buffer.h"
 #include "exec/tensor_program.h"
+#include "pjrt/launch_queue.h"
 #include "runtime/device_runtime.h"
 #include "runtime/eager_mode.h"
 #include "runtime/metrics.h"
@@ -75,6 +76,12 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("_set_thread_matmul_precision", &torch_tpu::runtime::set_thread_matmul_precision);
   m.def("_inject_fault", &torch_tpu::device::inject_fault);
+  // The launch queue (csrc/pjrt/launch_queue.h): whether ops' programs go
+  // through it, how many launches it holds, and a hold for tests.
+  m.def("_launches_queued", &DeviceRuntime::launches_queued);
+  m.def("_launch_queue_depth", []() { return torch_tpu::pjrt::LaunchQueue::get().depth(); });
+  m.def("_launch_queue_hold", []() { torch_tpu::pjrt::LaunchQueue::get().hold_for_test(); });
+  m.def("_launch_queue_release", []() { torch_tpu::pjrt::LaunchQueue::get().release_for_test(); });
   m.def("_set_check_nans", &torch_tpu::runtime::set_check_nans);
   m.def("_check_nans", &torch_tpu::runtime::check_nans);
   m.def("_set_device", &torch_tpu::device::set_current_device);

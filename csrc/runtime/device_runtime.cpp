@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include "metrics.h"
+#include "pjrt/launch_queue.h"
 
 namespace torch_tpu::runtime {
 
@@ -116,36 +117,118 @@ std::shared_ptr<pjrt::LoadedExecutable> DeviceRuntime::replicated_executable(con
 
 std::vector<BufferPtr> DeviceRuntime::run(pjrt::LoadedExecutable& exe, int device, const std::vector<BufferPtr>& args,
                                           const std::vector<bool>& donatable, int launch_id) {
-  auto& c = client();
-  // On the stack for a small program: this runs once per op.
+  client();  // started: client_ is set
+  metrics().programs_executed++;
   constexpr size_t kOnStack = 16;
-  PJRT_Buffer* raw_on_stack[kOnStack];
+  PJRT_Buffer* raw_on_stack[kOnStack] = {};
   std::vector<PJRT_Buffer*> raw_on_heap;
   PJRT_Buffer** raw = raw_on_stack;
-  if (args.size() > kOnStack) {
-    raw_on_heap.resize(args.size());
+  if (exe.num_outputs() > kOnStack) {
+    raw_on_heap.assign(exe.num_outputs(), nullptr);
     raw = raw_on_heap.data();
   }
-  for (size_t i = 0; i < args.size(); ++i) raw[i] = args[i]->raw();
+  constexpr size_t kArgsOnStack = 16;
+  PJRT_Buffer* args_on_stack[kArgsOnStack];
+  std::vector<PJRT_Buffer*> args_on_heap;
+  PJRT_Buffer** raw_args = args_on_stack;
+  if (args.size() > kArgsOnStack) {
+    args_on_heap.resize(args.size());
+    raw_args = args_on_heap.data();
+  }
+  for (size_t i = 0; i < args.size(); ++i) raw_args[i] = args[i]->raw();
+  std::vector<BufferPtr> donated;
+  for (size_t i = 0; i < args.size() && i < donatable.size(); ++i) {
+    if (donatable[i]) donated.push_back(args[i]);
+  }
+  execute(exe, device, raw_args, args.size(), donatable, std::move(donated), launch_id, raw);
+  std::vector<BufferPtr> outputs;
+  outputs.reserve(exe.num_outputs());
+  for (size_t k = 0; k < exe.num_outputs(); ++k) outputs.push_back(std::make_shared<Buffer>(client_, raw[k]));
+  return outputs;
+}
+
+bool DeviceRuntime::launches_queued() { return pjrt::LaunchQueue::get().active(); }
+
+std::vector<BufferPtr> DeviceRuntime::run_queued(pjrt::LoadedExecutable& exe, int device, std::vector<BufferPtr>&& args,
+                                                 std::vector<bool>&& donatable, std::string injected_failure) {
+  auto& queue = pjrt::LaunchQueue::get();
+  if (!queue.active()) {
+    if (!injected_failure.empty()) throw pjrt::PjrtError(injected_failure);
+    return run(exe, device, args, donatable);
+  }
+  auto& c = client();
+  metrics().programs_executed++;  // counted at the launch, as a synchronous one is
+  auto queued = std::make_shared<pjrt::QueuedOutputs>(c.plugin(), exe.num_outputs());
+  std::vector<BufferPtr> outputs;
+  outputs.reserve(exe.num_outputs());
+  for (size_t k = 0; k < exe.num_outputs(); ++k) outputs.push_back(std::make_shared<Buffer>(client_, queued, k));
+  // The job holds the executable, each argument's PJRT buffer (not its
+  // Buffer: a later op deciding whether it may donate a buffer must not
+  // count a launch waiting in the queue as a holder) and the donated
+  // arguments' Buffers, which nothing else holds and which are kept until
+  // their program finished. A launch that fails leaves its error for every
+  // use of its outputs, as CUDA reports a kernel's error at a later call; a
+  // program reading such an output fails with the same error.
+  std::vector<pjrt::QueuedArgument> arguments(args.size());
+  std::vector<BufferPtr> donated;
+  for (size_t i = 0; i < args.size(); ++i) {
+    arguments[i] = args[i]->as_queued_argument();
+    if (i < donatable.size() && donatable[i]) donated.push_back(std::move(args[i]));
+  }
+  // `args` holds the others until the job is queued: a Buffer released
+  // sooner would queue its release ahead of the job that reads it.
+  queued->ticket = queue.push([this, exe = exe.shared_from_this(), device, arguments = std::move(arguments),
+                               donatable = std::move(donatable), donated = std::move(donated), queued,
+                               failure = std::move(injected_failure)]() mutable {
+    try {
+      if (!failure.empty()) throw pjrt::PjrtError(failure);
+      constexpr size_t kOnStack = 16;
+      PJRT_Buffer* raw_on_stack[kOnStack];
+      std::vector<PJRT_Buffer*> raw_on_heap;
+      PJRT_Buffer** raw = raw_on_stack;
+      if (arguments.size() > kOnStack) {
+        raw_on_heap.resize(arguments.size());
+        raw = raw_on_heap.data();
+      }
+      for (size_t i = 0; i < arguments.size(); ++i) raw[i] = arguments[i].get();
+      execute(*exe, device, raw, arguments.size(), donatable, std::move(donated), /*launch_id=*/0,
+              queued->buffers.data());
+    } catch (const std::exception& e) {
+      static const std::string kPrefix =
+          "tpu: a program launched earlier failed on the device, and this use of its results raises "
+          "(TORCH_TPU_LAUNCH_BLOCKING=1 raises at the op that launched it): ";
+      const std::string what = e.what();
+      const bool consequence = what.rfind(kPrefix, 0) == 0;  // an argument's launch failed first
+      {
+        std::lock_guard<std::mutex> lock(queued->mutex);
+        queued->error = consequence ? what : kPrefix + what;
+      }
+      if (!consequence) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        launch_failures_.emplace_back(device, what);
+      }
+    }
+  });
+  return outputs;
+}
+
+void DeviceRuntime::execute(pjrt::LoadedExecutable& exe, int device, PJRT_Buffer* const* args, size_t num_args,
+                            const std::vector<bool>& donatable, std::vector<BufferPtr>&& donated, int launch_id,
+                            PJRT_Buffer** outputs) {
+  auto& c = client();
   std::shared_ptr<pjrt::Event> done;
-  auto outputs = exe.execute(c.devices().at(device), raw, args.size(), donatable, launch_id, &done);
-  metrics().programs_executed++;
+  exe.execute_into(c.devices().at(device), args, num_args, donatable, launch_id, outputs, &done);
   // Without a completion event, the last output is ready when the program is
   // done (its event taken now, while this thread alone holds the fresh buffer).
-  if (!done && !outputs.empty()) done = outputs.back()->ready_event();
-  if (!done) return outputs;
+  if (!done && exe.num_outputs() > 0) done = Buffer::ready_event_of(c.plugin(), outputs[exe.num_outputs() - 1]);
+  if (!done) return;
   note_pending(device, done);
   // Destroyed when this returns, outside the lock: their programs are done.
   const std::vector<BufferPtr> finished = take_finished_donations(/*all=*/false);
-  DonatedUntilDone donated{done, {}};
-  for (size_t i = 0; i < args.size() && i < donatable.size(); ++i) {
-    if (donatable[i]) donated.buffers.push_back(args[i]);
-  }
-  if (!donated.buffers.empty()) {
+  if (!donated.empty()) {
     std::lock_guard<std::mutex> lock(donated_mutex_);
-    donated_until_done_.push_back(std::move(donated));
+    donated_until_done_.push_back(DonatedUntilDone{done, std::move(donated)});
   }
-  return outputs;
 }
 
 std::vector<BufferPtr> DeviceRuntime::take_finished_donations(bool all) {
@@ -173,12 +256,35 @@ void DeviceRuntime::note_pending(int device, std::shared_ptr<pjrt::Event> event)
 void DeviceRuntime::synchronize(int device) {
   if (before_sync_) before_sync_();
   wait_for(device);
+  // A launch that failed on the queue raises here too, once, where nothing
+  // read its results (as CUDA's synchronize returns a kernel's error).
+  std::string failure;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto it = launch_failures_.begin(); it != launch_failures_.end();) {
+      if (device >= 0 && it->first != device) {
+        ++it;
+        continue;
+      }
+      if (failure.empty()) failure = it->second;
+      it = launch_failures_.erase(it);
+    }
+  }
+  if (!failure.empty()) {
+    throw pjrt::PjrtError("tpu: a program launched since the last synchronization failed on the device: " + failure);
+  }
+}
+
+void DeviceRuntime::wait_for_queued_launches() {
+  auto& queue = pjrt::LaunchQueue::get();
+  if (queue.active()) queue.drain();
 }
 
 std::vector<std::shared_ptr<pjrt::Event>> DeviceRuntime::unfinished_work(int device) {
   if (launch_deferred_) launch_deferred_();
   std::vector<std::shared_ptr<pjrt::Event>> unfinished;
   if (!client_) return unfinished;
+  wait_for_queued_launches();  // their programs' events exist once they are launched
   std::lock_guard<std::mutex> lock(mutex_);
   if (device < 0 || static_cast<size_t>(device) >= pending_outputs_.size()) return unfinished;
   // Finished work leaves the list here too: synchronize need not wait for it.
@@ -189,6 +295,9 @@ std::vector<std::shared_ptr<pjrt::Event>> DeviceRuntime::unfinished_work(int dev
 }
 
 void DeviceRuntime::wait_in_flight() {
+  // At exit: what is queued is launched, and later releases run on their
+  // own threads (no thread of ours is inside the plugin once this returns).
+  pjrt::LaunchQueue::get().stop();
   wait_for(-1);
   // Every program has finished: its donations go now.
   take_finished_donations(/*all=*/true);
@@ -196,6 +305,7 @@ void DeviceRuntime::wait_in_flight() {
 
 void DeviceRuntime::wait_for(int device) {
   if (!client_) return;
+  wait_for_queued_launches();
   // Events stay listed until they are ready: a thread synchronizing at the
   // same time as this one must wait for them too, not find the list empty.
   std::vector<std::shared_ptr<pjrt::Event>> pending;

@@ -52,13 +52,22 @@ class DeviceRuntime {
   // `launch_id` pairs the launches of one replicated program's replicas.
   std::vector<BufferPtr> run(pjrt::LoadedExecutable& exe, int device, const std::vector<BufferPtr>& args,
                              const std::vector<bool>& donatable, int launch_id = 0);
+  // The same through the launch queue (pjrt/launch_queue.h): returns the
+  // outputs at once, as buffers that exist once the queue's thread launched
+  // the program (it takes the arguments). Synchronous where the queue is off.
+  // `injected_failure` (tests): the job fails with it instead of executing.
+  std::vector<BufferPtr> run_queued(pjrt::LoadedExecutable& exe, int device, std::vector<BufferPtr>&& args,
+                                    std::vector<bool>&& donatable, std::string injected_failure = {});
+  // Whether run_queued queues (the launch queue is on and running).
+  static bool launches_queued();
   CompileCache& cache() { return cache_; }
   // Runs before every synchronize (DeferAndFuse flushes its pending programs).
   void set_before_sync(std::function<void()> hook) { before_sync_ = std::move(hook); }
   // Launches the calling thread's deferred work (DeferAndFuse's pending
   // programs), waiting for nothing.
   void set_launch_deferred(std::function<void()> hook) { launch_deferred_ = std::move(hook); }
-  // Waits for every buffer produced so far on `device` (-1: all).
+  // Waits for every buffer produced so far on `device` (-1: all); raises
+  // the first launch of that device that failed on the queue since.
   void synchronize(int device);
   // What stream and event queries ask: the calling thread's deferred work
   // launched, the programs launched on `device` so far that have not finished.
@@ -70,6 +79,14 @@ class DeviceRuntime {
  private:
   // Lists `event` (work launched on `device` finishing) for synchronize().
   void note_pending(int device, std::shared_ptr<pjrt::Event> event);
+  // The plugin's execute into `outputs` (exe.num_outputs() of them, owned
+  // by the caller), then the bookkeeping of the program left running:
+  // `donated` (the donated arguments' Buffers) are kept until it finished.
+  void execute(pjrt::LoadedExecutable& exe, int device, PJRT_Buffer* const* args, size_t num_args,
+               const std::vector<bool>& donatable, std::vector<BufferPtr>&& donated, int launch_id,
+               PJRT_Buffer** outputs);
+  // Returns once every launch queued so far has reached the plugin.
+  static void wait_for_queued_launches();
   void wait_for(int device);
   std::mutex mutex_;
   std::string plugin_path_, config_error_;
@@ -94,6 +111,9 @@ class DeviceRuntime {
     std::vector<BufferPtr> buffers;
   };
   std::deque<DonatedUntilDone> donated_until_done_;
+  // Queued launches that failed (device, the plugin's error), under mutex_:
+  // the next synchronize of their device raises the first.
+  std::vector<std::pair<int, std::string>> launch_failures_;
   std::mutex donated_mutex_;
   // Takes out the entries whose program finished (all, when `all`).
   std::vector<BufferPtr> take_finished_donations(bool all);
