@@ -30,6 +30,26 @@ std::atomic<bool> forked_after_start{false};
 
 void mark_forked_child() { forked_after_start.store(true, std::memory_order_relaxed); }
 
+// PJRT buffer pointers for one launch (its arguments or outputs): on the
+// stack for a small program, since a launch runs once per op.
+class RawBufferList {
+ public:
+  explicit RawBufferList(size_t n) {
+    if (n > kOnStack) heap_.assign(n, nullptr);
+    data_ = n > kOnStack ? heap_.data() : stack_;
+  }
+  RawBufferList(const RawBufferList&) = delete;
+  RawBufferList& operator=(const RawBufferList&) = delete;
+  PJRT_Buffer** data() { return data_; }
+  PJRT_Buffer*& operator[](size_t i) { return data_[i]; }
+
+ private:
+  static constexpr size_t kOnStack = 16;
+  PJRT_Buffer* stack_[kOnStack] = {};
+  std::vector<PJRT_Buffer*> heap_;
+  PJRT_Buffer** data_ = nullptr;
+};
+
 [[noreturn]] void raise_in_forked_child() {
   throw std::runtime_error(
       "Cannot re-initialize tpu in forked subprocess. To use tpu with multiprocessing, you must use the 'spawn' "
@@ -119,28 +139,13 @@ std::vector<BufferPtr> DeviceRuntime::run(pjrt::LoadedExecutable& exe, int devic
                                           const std::vector<bool>& donatable, int launch_id) {
   client();  // started: client_ is set
   metrics().programs_executed++;
-  constexpr size_t kOnStack = 16;
-  PJRT_Buffer* raw_on_stack[kOnStack] = {};
-  std::vector<PJRT_Buffer*> raw_on_heap;
-  PJRT_Buffer** raw = raw_on_stack;
-  if (exe.num_outputs() > kOnStack) {
-    raw_on_heap.assign(exe.num_outputs(), nullptr);
-    raw = raw_on_heap.data();
-  }
-  constexpr size_t kArgsOnStack = 16;
-  PJRT_Buffer* args_on_stack[kArgsOnStack];
-  std::vector<PJRT_Buffer*> args_on_heap;
-  PJRT_Buffer** raw_args = args_on_stack;
-  if (args.size() > kArgsOnStack) {
-    args_on_heap.resize(args.size());
-    raw_args = args_on_heap.data();
-  }
+  RawBufferList raw(exe.num_outputs()), raw_args(args.size());
   for (size_t i = 0; i < args.size(); ++i) raw_args[i] = args[i]->raw();
   std::vector<BufferPtr> donated;
   for (size_t i = 0; i < args.size() && i < donatable.size(); ++i) {
     if (donatable[i]) donated.push_back(args[i]);
   }
-  execute(exe, device, raw_args, args.size(), donatable, std::move(donated), launch_id, raw);
+  execute(exe, device, raw_args.data(), args.size(), donatable, std::move(donated), launch_id, raw.data());
   std::vector<BufferPtr> outputs;
   outputs.reserve(exe.num_outputs());
   for (size_t k = 0; k < exe.num_outputs(); ++k) outputs.push_back(std::make_shared<Buffer>(client_, raw[k]));
@@ -182,16 +187,9 @@ std::vector<BufferPtr> DeviceRuntime::run_queued(pjrt::LoadedExecutable& exe, in
                                failure = std::move(injected_failure)]() mutable {
     try {
       if (!failure.empty()) throw pjrt::PjrtError(failure);
-      constexpr size_t kOnStack = 16;
-      PJRT_Buffer* raw_on_stack[kOnStack];
-      std::vector<PJRT_Buffer*> raw_on_heap;
-      PJRT_Buffer** raw = raw_on_stack;
-      if (arguments.size() > kOnStack) {
-        raw_on_heap.resize(arguments.size());
-        raw = raw_on_heap.data();
-      }
+      RawBufferList raw(arguments.size());
       for (size_t i = 0; i < arguments.size(); ++i) raw[i] = arguments[i].get();
-      execute(*exe, device, raw, arguments.size(), donatable, std::move(donated), /*launch_id=*/0,
+      execute(*exe, device, raw.data(), arguments.size(), donatable, std::move(donated), /*launch_id=*/0,
               queued->buffers.data());
     } catch (const std::exception& e) {
       static const std::string kPrefix =
