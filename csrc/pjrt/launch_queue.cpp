@@ -171,6 +171,7 @@ void LaunchQueue::stop() {
 }
 
 void LaunchQueue::hold_for_test() {
+  if (!active() || on_worker()) return;  // run here, the hold would never end
   {
     std::lock_guard<std::mutex> lock(held_mutex_);
     held_ = true;
