@@ -98,12 +98,24 @@ def test_hard_activation_gradients_round_one_sixth_as_cpu_does():
 @pytest.mark.parametrize(
     "fn", [F.softplus, F.mish, F.hardswish, F.hardsigmoid, F.logsigmoid, F.glu, F.hardshrink], ids=lambda f: f.__name__
 )
-def test_float_only_activations_reject_integers_like_cpu(fn):
-    x = torch.arange(4)
+@pytest.mark.parametrize("dtype", [torch.int64, torch.bool], ids=str)
+def test_float_only_activations_reject_integers_like_cpu(fn, dtype):
+    # bool included: logsigmoid of bool raised the meta kernel's negation
+    # RuntimeError before CPU's NotImplementedError (found by the op fuzz,
+    # seed 13, through binary_cross_entropy_with_logits).
+    x = torch.arange(4).to(dtype)
     with pytest.raises(NotImplementedError):
         fn(x)
     with pytest.raises(NotImplementedError):
         fn(x.to("tpu"))
+
+
+def test_bce_with_logits_of_bool_logits_raises_cpus_not_implemented():
+    x, t = torch.ones(1, 5, dtype=torch.bool), torch.ones(1, 5)
+    with pytest.raises(NotImplementedError, match="log_sigmoid"):
+        F.binary_cross_entropy_with_logits(x, t)
+    with pytest.raises(NotImplementedError, match="log_sigmoid"):
+        F.binary_cross_entropy_with_logits(x.to("tpu"), t.to("tpu"))
 
 
 @pytest.mark.parametrize(

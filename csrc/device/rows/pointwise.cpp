@@ -394,7 +394,9 @@ constexpr OpSpec kRows[] = {
     {L::log1p, "log1p log1p_ log1p.out"},
     {L::log2, "log2 log2_ log2.out"},
     {L::log_sigmoid_backward, "log_sigmoid_backward log_sigmoid_backward.grad_input"},
-    {L::log_sigmoid_forward, "log_sigmoid_forward log_sigmoid_forward.output"},
+    // CPU's kernel takes floating types only, and refuses bool before the
+    // meta kernel's negation could (RuntimeError), as CUDA's does.
+    OpSpec(L::log_sigmoid_forward, "log_sigmoid_forward log_sigmoid_forward.output").gap("log_sigmoid_cpu", floating),
     {L::logaddexp, "logaddexp logaddexp.out"},
     {L::logaddexp2, "logaddexp2 logaddexp2.out"},
     {L::logical_and, "logical_and logical_and_ logical_and.out"},
