@@ -240,16 +240,16 @@ std::vector<runtime::BufferPtr> launch(pjrt::LoadedExecutable& executable, Progr
     for (const auto& d : l.donors) donatable[d.arg] = l.args[d.arg].use_count() <= d.holders;
     maybe_fail(l.op_names, "run");
     // Through the launch queue, which takes the arguments (a donated one's
-    // last holder); a profiled launch runs here, so its span is the launch's.
-    // "execute" faults fail in the plugin's execute, wherever that runs.
-    std::string execute_failure = injected_failure(l.op_names, "execute");
+    // last holder) and runs them here where it is off; a profiled launch
+    // runs here, so its span is the launch's. "execute" faults fail in the
+    // plugin's execute, wherever that runs.
     auto& runtime = runtime::DeviceRuntime::get();
-    if (launched_ns || !runtime.launches_queued()) {
-      if (!execute_failure.empty()) throw pjrt::PjrtError(execute_failure);
+    if (launched_ns) {
+      maybe_fail(l.op_names, "execute");
       results = runtime.run(executable, l.device, l.args, donatable);
     } else {
-      results =
-          runtime.run_queued(executable, l.device, std::move(l.args), std::move(donatable), std::move(execute_failure));
+      results = runtime.run_queued(executable, l.device, std::move(l.args), std::move(donatable),
+                                   injected_failure(l.op_names, "execute"));
     }
   }
   if (launched_ns) {
