@@ -484,19 +484,60 @@ DeviceMemoryStats Client::memory_stats(size_t index) const {
 
 std::shared_ptr<Buffer> Client::buffer_from_host(const void* data, PJRT_Buffer_Type type,
                                                  const std::vector<int64_t>& dims, size_t device_index) {
+  return std::make_shared<Buffer>(shared_from_this(),
+                                  raw_buffer_from_host(data, type, dims.data(), dims.size(), device_index));
+}
+
+PJRT_Buffer* Client::raw_buffer_from_host(const void* data, PJRT_Buffer_Type type, const int64_t* dims, size_t num_dims,
+                                          size_t device_index) {
   auto args = PJRT_ARGS(PJRT_Client_BufferFromHostBuffer_Args);
   args.client = client_;
   args.data = data;
   args.type = type;
-  args.dims = dims.data();
-  args.num_dims = dims.size();
+  args.dims = dims;
+  args.num_dims = num_dims;
   // The caller may reuse its memory as soon as we return, so the plugin copies
   // (or we wait for the transfer below).
   args.host_buffer_semantics = PJRT_HostBufferSemantics_kImmutableOnlyDuringCall;
   args.device = devices_.at(device_index);
   plugin_->check(plugin_->api()->PJRT_Client_BufferFromHostBuffer(&args), "Client_BufferFromHostBuffer");
   if (args.done_with_host_buffer != nullptr) Event(plugin_, args.done_with_host_buffer);  // destroyed at once
-  return std::make_shared<Buffer>(shared_from_this(), args.buffer);
+  return args.buffer;
+}
+
+size_t byte_width(PJRT_Buffer_Type type) {
+  switch (type) {
+    case PJRT_Buffer_Type_PRED:
+    case PJRT_Buffer_Type_S8:
+    case PJRT_Buffer_Type_U8:
+    case PJRT_Buffer_Type_F8E5M2:
+    case PJRT_Buffer_Type_F8E4M3FN:
+    case PJRT_Buffer_Type_F8E4M3B11FNUZ:
+    case PJRT_Buffer_Type_F8E5M2FNUZ:
+    case PJRT_Buffer_Type_F8E4M3FNUZ:
+    case PJRT_Buffer_Type_F8E4M3:
+    case PJRT_Buffer_Type_F8E3M4:
+    case PJRT_Buffer_Type_F8E8M0FNU:
+      return 1;
+    case PJRT_Buffer_Type_S16:
+    case PJRT_Buffer_Type_U16:
+    case PJRT_Buffer_Type_F16:
+    case PJRT_Buffer_Type_BF16:
+      return 2;
+    case PJRT_Buffer_Type_S32:
+    case PJRT_Buffer_Type_U32:
+    case PJRT_Buffer_Type_F32:
+      return 4;
+    case PJRT_Buffer_Type_S64:
+    case PJRT_Buffer_Type_U64:
+    case PJRT_Buffer_Type_F64:
+    case PJRT_Buffer_Type_C64:
+      return 8;
+    case PJRT_Buffer_Type_C128:
+      return 16;
+    default:
+      return 0;
+  }
 }
 
 std::shared_ptr<LoadedExecutable> Client::compile(const std::string& mlir_text, const std::string& compile_options) {

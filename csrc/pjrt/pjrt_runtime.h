@@ -215,6 +215,10 @@ class Client : public std::enable_shared_from_this<Client> {
   // Host to device. The host bytes may be reused once this returns.
   std::shared_ptr<Buffer> buffer_from_host(const void* data, PJRT_Buffer_Type type, const std::vector<int64_t>& dims,
                                            size_t device_index);
+  // The same, leaving the new PJRT buffer's ownership to the caller (a
+  // queued upload's job hands it to its QueuedOutputs).
+  PJRT_Buffer* raw_buffer_from_host(const void* data, PJRT_Buffer_Type type, const int64_t* dims, size_t num_dims,
+                                    size_t device_index);
   // Compiles MLIR (StableHLO) text with the given serialized CompileOptionsProto.
   std::shared_ptr<LoadedExecutable> compile(const std::string& mlir_text, const std::string& compile_options);
   std::shared_ptr<LoadedExecutable> deserialize(const std::string& bytes);
@@ -227,6 +231,10 @@ class Client : public std::enable_shared_from_this<Client> {
   std::string platform_name_, platform_version_;
   std::vector<PJRT_Device*> devices_;
 };
+
+// Bytes per element of `type`; 0 where an element is not whole bytes (S4,
+// F4E2M1FN, ...) or the type has no size (TOKEN, INVALID).
+size_t byte_width(PJRT_Buffer_Type type);
 
 // Minimal CompileOptionsProto, hand-encoded (protobuf wire format):
 // executable_build_options (field 3) { num_replicas (4): 1, num_partitions (5): 1 },

@@ -4,9 +4,11 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <unordered_set>
 
 #include "metrics.h"
@@ -103,8 +105,36 @@ pjrt::Client& DeviceRuntime::client() {
 int DeviceRuntime::device_count() { return static_cast<int>(client().devices().size()); }
 
 BufferPtr DeviceRuntime::upload(const void* data, PJRT_Buffer_Type type, const std::vector<int64_t>& dims, int device) {
-  auto b = client().buffer_from_host(data, type, dims, device);
-  return b;
+  auto& c = client();
+  auto& queue = pjrt::LaunchQueue::get();
+  size_t nbytes = pjrt::byte_width(type);  // 0: not whole bytes, so not queued
+  for (int64_t d : dims) nbytes *= static_cast<size_t>(std::max<int64_t>(d, 0));
+  if (!queue.active() || nbytes == 0 || nbytes > kQueuedUploadBytes || dims.size() > kQueuedUploadRank) {
+    return c.buffer_from_host(data, type, dims, device);
+  }
+  // A number or a few (a changing float, an RNG state, a view's offset):
+  // the plugin's host-to-device call costs the caller about 5 us on
+  // XLA:CPU, more than the op's launch, so the queue's thread makes it
+  // from a copy of the bytes, in order before the launches that read it.
+  auto queued = std::make_shared<pjrt::QueuedOutputs>(c.plugin(), 1);
+  struct Upload {
+    std::array<uint8_t, kQueuedUploadBytes> bytes;
+    std::array<int64_t, kQueuedUploadRank> dims;
+    size_t num_dims;
+  };
+  Upload upload;  // in the job itself: one allocation, the job's
+  std::memcpy(upload.bytes.data(), data, nbytes);
+  std::copy(dims.begin(), dims.end(), upload.dims.begin());
+  upload.num_dims = dims.size();
+  queued->ticket = queue.push([this, upload, type, device, queued] {
+    try {
+      queued->buffers[0] = client_->raw_buffer_from_host(upload.bytes.data(), type, upload.dims.data(), upload.num_dims,
+                                                         static_cast<size_t>(device));
+    } catch (const std::exception& e) {
+      record_queued_failure(*queued, device, e.what());
+    }
+  });
+  return std::make_shared<Buffer>(client_, queued, 0);
 }
 
 void DeviceRuntime::download(const Buffer& buffer, void* dst, size_t nbytes) {
@@ -192,22 +222,25 @@ std::vector<BufferPtr> DeviceRuntime::run_queued(pjrt::LoadedExecutable& exe, in
       execute(*exe, device, raw.data(), arguments.size(), donatable, std::move(donated), /*launch_id=*/0,
               queued->buffers.data());
     } catch (const std::exception& e) {
-      static const std::string kPrefix =
-          "tpu: a program launched earlier failed on the device, and this use of its results raises "
-          "(TORCH_TPU_LAUNCH_BLOCKING=1 raises at the op that launched it): ";
-      const std::string what = e.what();
-      const bool consequence = what.rfind(kPrefix, 0) == 0;  // an argument's launch failed first
-      {
-        std::lock_guard<std::mutex> lock(queued->mutex);
-        queued->error = consequence ? what : kPrefix + what;
-      }
-      if (!consequence) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        launch_failures_.emplace_back(device, what);
-      }
+      record_queued_failure(*queued, device, e.what());
     }
   });
   return outputs;
+}
+
+void DeviceRuntime::record_queued_failure(pjrt::QueuedOutputs& queued, int device, const std::string& what) {
+  static const std::string kPrefix =
+      "tpu: a program launched earlier failed on the device, and this use of its results raises "
+      "(TORCH_TPU_LAUNCH_BLOCKING=1 raises at the op that launched it): ";
+  const bool consequence = what.rfind(kPrefix, 0) == 0;  // an argument's launch failed first
+  {
+    std::lock_guard<std::mutex> lock(queued.mutex);
+    queued.error = consequence ? what : kPrefix + what;
+  }
+  if (!consequence) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    launch_failures_.emplace_back(device, what);
+  }
 }
 
 void DeviceRuntime::execute(pjrt::LoadedExecutable& exe, int device, PJRT_Buffer* const* args, size_t num_args,

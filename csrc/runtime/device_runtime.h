@@ -37,7 +37,11 @@ class DeviceRuntime {
   int device_count();
   std::string plugin_path() const { return plugin_path_; }
 
+  // Host to device; the host bytes may be reused once this returns. Up to
+  // kQueuedUploadBytes go through the launch queue, as a launch does: the
+  // buffer exists once the queue's thread made it.
   BufferPtr upload(const void* data, PJRT_Buffer_Type type, const std::vector<int64_t>& dims, int device);
+  static constexpr size_t kQueuedUploadBytes = 64, kQueuedUploadRank = 4;
   void download(const Buffer& buffer, void* dst, size_t nbytes);
   // Compiles (or finds) `text`, runs it on `device` without waiting.
   std::vector<BufferPtr> run(const std::string& text, int device, const std::vector<BufferPtr>& args,
@@ -85,6 +89,9 @@ class DeviceRuntime {
   void execute(pjrt::LoadedExecutable& exe, int device, PJRT_Buffer* const* args, size_t num_args,
                const std::vector<bool>& donatable, std::vector<BufferPtr>&& donated, int launch_id,
                PJRT_Buffer** outputs);
+  // A queued job (launch or upload) failed with `what`: every use of its
+  // results raises, and so does the next synchronize of `device`, once.
+  void record_queued_failure(pjrt::QueuedOutputs& queued, int device, const std::string& what);
   // Returns once every launch queued so far has reached the plugin.
   static void wait_for_queued_launches();
   void wait_for(int device);

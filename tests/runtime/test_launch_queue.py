@@ -1,7 +1,8 @@
 """The launch queue (csrc/pjrt/launch_queue.h): an op's program is handed to
 one thread of ours that makes the plugin's execute, so the op returns at
 once, as a CUDA kernel launch does. Results are those of running each op at
-its call; reads and synchronizations wait for the queue; a program that
+its call; small uploads (a changing float, a few host numbers) are queued
+too, from a copy; reads and synchronizations wait for the queue; a program that
 fails there raises at each use of its results and at the next synchronize;
 the queue is bounded.
 
@@ -83,6 +84,30 @@ def test_a_tensor_released_before_its_program_ran_frees_its_buffer_after_it():
     torch_tpu.synchronize()
     assert torch.tpu.memory_allocated() == before
     assert torch.equal((a @ a).cpu(), a.cpu() @ a.cpu())
+
+
+def test_a_changing_float_and_a_small_host_tensor_are_uploaded_on_the_queue_from_copies():
+    x_cpu = torch.randn(8, 8)
+    x = x_cpu.to("tpu")
+    for s in (0.5, 0.25):  # the op cache captures `x * s` on its second call
+        x * s
+    small_cpu = torch.tensor([1.0, 2.0, 3.0])
+    scales = [0.1 * k + 0.01 for k in range(40)]
+    with held_queue():
+        depth = _C._launch_queue_depth()
+        y = x * 0.75
+        # A replay with a new float queues three jobs: the float's upload
+        # (not made on this thread), the launch and the float's release.
+        assert _C._launch_queue_depth() == depth + 3
+        products = [x * s for s in scales]
+        depth = _C._launch_queue_depth()
+        small = small_cpu.to("tpu")
+        assert _C._launch_queue_depth() == depth + 1
+        small_cpu.fill_(-1.0)  # the upload took a copy at the call
+    torch.testing.assert_close(y.cpu(), x_cpu * 0.75)
+    for s, p in zip(scales, products):
+        torch.testing.assert_close(p.cpu(), x_cpu * s)
+    assert torch.equal(small.cpu(), torch.tensor([1.0, 2.0, 3.0]))
 
 
 def test_a_host_ahead_of_the_device_waits_when_the_queue_is_full():
