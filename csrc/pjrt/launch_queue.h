@@ -1,6 +1,7 @@
 // The launch queue: one thread of ours that makes the plugin calls a launch
-// needs (execute, and destroying buffers), in the order they were queued, so
-// the thread that dispatches ops returns as soon as the call is queued.
+// needs (execute, small uploads, and destroying buffers), in the order they
+// were queued, so the thread that dispatches ops returns as soon as the call
+// is queued.
 // CUDA's stream launch queue does this in hardware; the PJRT C API has no
 // asynchronous execute of its own (the XLA:CPU plugin runs a small program
 // on the calling thread, and its execute costs the caller about 2 us either
