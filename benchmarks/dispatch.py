@@ -33,19 +33,7 @@ import time
 import torch
 
 import torch_tpu
-
-
-def malloc_in_use():
-    """The allocator mapped into this process, if not glibc's (it is preloaded)."""
-    try:
-        with open("/proc/self/maps") as maps:
-            text = maps.read()
-    except OSError:
-        return "unknown"
-    for name in ("tcmalloc", "jemalloc", "mimalloc"):
-        if name in text:
-            return name
-    return "glibc"
+from torch_tpu.info import malloc_in_use
 
 
 def time_op(op, n, sync):

@@ -220,3 +220,19 @@ def test_pjrt_api_skew_is_judged_as_the_loader_judges_it():
     )
     result = check_pjrt_api(refused)
     assert result.status == "FAIL" and "plugin 1.2, torch_tpu's header 0.81" in result.detail
+
+
+def test_glibcs_malloc_is_a_note_naming_a_preloadable_one_and_a_preloaded_one_is_ok(tmp_path):
+    from torch_tpu import info
+
+    found = info.preloadable_malloc()
+    if info.malloc_in_use() == "glibc":
+        check = info.check_malloc()
+        assert check.status == "NOTE" and "glibc" in check.detail
+        assert (f"LD_PRELOAD={found}" if found else "libtcmalloc-minimal4") in check.fix
+    if found is None:
+        pytest.skip("no tcmalloc or jemalloc installed to preload")
+    r = run_doctor("--json", TORCH_TPU_CACHE_DIR=private_cache(tmp_path), LD_PRELOAD=found)
+    checks = {c["name"]: c for c in json.loads(r.stdout)["checks"]}
+    assert checks["malloc"]["status"] == "OK", checks["malloc"]
+    assert ("tcmalloc" if "tcmalloc" in found else "jemalloc") in checks["malloc"]["detail"]
