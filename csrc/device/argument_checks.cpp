@@ -115,6 +115,27 @@ void check_not_complex(const c10::FunctionSchema& schema, const Args& args) {
 bool floating(at::ScalarType t) { return at::isFloatingType(t); }
 bool floating_or_complex(at::ScalarType t) { return at::isFloatingType(t) || at::isComplexType(t); }
 bool not_bool(at::ScalarType t) { return t != at::kBool; }
+// AT_DISPATCH_ALL_TYPES_AND2(kHalf, kBFloat16): no bool, no uint16-64, no
+// float8, no complex.
+bool all_types_and_half(at::ScalarType t) {
+  switch (t) {
+    case at::kByte:
+    case at::kChar:
+    case at::kShort:
+    case at::kInt:
+    case at::kLong:
+    case at::kFloat:
+    case at::kDouble:
+    case at::kHalf:
+    case at::kBFloat16:
+      return true;
+    default:
+      return false;
+  }
+}
+bool all_types_complex_and_half(at::ScalarType t) {
+  return all_types_and_half(t) || t == at::kComplexFloat || t == at::kComplexDouble;
+}
 
 // ---- what lower/ computes as this torch does (lowering.h) ---------------------------
 namespace {
@@ -175,9 +196,16 @@ bool writes_argument(const c10::Argument& a) { return a.alias_info() && a.alias_
 
 namespace {
 
-void check_dtype_gap(const DtypeGap& gap, const Args& args) {
+void check_dtype_gap(const DtypeGap& gap, const c10::FunctionSchema& schema, const Args& args) {
   if (!gap.kernel) return;
-  const at::Tensor* self = tensor_at(args, 0);
+  const at::Tensor* self = nullptr;
+  if (!gap.of_out) {
+    self = tensor_at(args, 0);
+  } else {
+    for (size_t i = 0; i < schema.arguments().size() && i < args.size() && !self; ++i) {
+      if (writes_argument(schema.arguments()[i])) self = tensor_at(args, i);
+    }
+  }
   const bool passes = gap.empty_passes && self && self->numel() == 0;
   if (self && !passes && !gap.supported(self->scalar_type())) {
     TORCH_CHECK_NOT_IMPLEMENTED(false, "\"", gap.kernel, "\" not implemented for '", self->scalar_type(), "'");
@@ -187,12 +215,24 @@ void check_dtype_gap(const DtypeGap& gap, const Args& args) {
 }  // namespace
 
 void check_arguments(const OpSpec& spec, const c10::FunctionSchema& schema, const Args& args) {
+  using When = DtypeGap::When;
   check_write_overlap(spec.write_overlap, schema, args);
-  if (!spec.dtype_gap.after_checks) check_dtype_gap(spec.dtype_gap, args);
+  if (spec.dtype_gap.when == When::BeforeChecks) check_dtype_gap(spec.dtype_gap, schema, args);
   for (ArgCheck check : spec.checks) {
     if (check) check(schema, args);
   }
-  if (spec.dtype_gap.after_checks) check_dtype_gap(spec.dtype_gap, args);
+  if (spec.dtype_gap.when == When::AfterChecks) check_dtype_gap(spec.dtype_gap, schema, args);
+}
+
+void check_arguments_after_meta(const OpSpec& spec, const c10::FunctionSchema& schema, const Args& args) {
+  if (spec.dtype_gap.when == DtypeGap::When::AfterMeta) check_dtype_gap(spec.dtype_gap, schema, args);
+}
+
+void check_arguments_after_meta_refusal(const OpSpec& spec, const c10::FunctionSchema& schema, const Args& args,
+                                        const std::string& message) {
+  if (spec.dtype_gap.when != DtypeGap::When::AfterMeta) return;
+  if (message.find("not implemented for") == std::string::npos) return;
+  check_dtype_gap(spec.dtype_gap, schema, args);
 }
 
 }  // namespace torch_tpu::device

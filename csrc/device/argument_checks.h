@@ -18,6 +18,17 @@ using Args = std::vector<c10::IValue>;
 // The op's checks: what its written tensors may overlap, its dtype gap, then
 // its row's checks.
 void check_arguments(const OpSpec& spec, const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+// The dtype gap of a row whose kernels dispatch after PyTorch's meta
+// function (DtypeGap::When::AfterMeta): called once the meta kernel ran.
+void check_arguments_after_meta(const OpSpec& spec, const c10::FunctionSchema& schema,
+                                const std::vector<c10::IValue>& args);
+// The same row's meta kernel raised `message`. A Python meta kernel that
+// refuses a dtype by itself raises RuntimeError ("... not implemented for
+// ..."), where CPU's kernel raises NotImplementedError: the dtype gap
+// raises that instead. Returns otherwise (the caller rethrows the meta
+// kernel's error).
+void check_arguments_after_meta_refusal(const OpSpec& spec, const c10::FunctionSchema& schema,
+                                        const std::vector<c10::IValue>& args, const std::string& message);
 
 // The tensors of an argument (a Tensor, Tensor[] or Tensor?[]).
 void collect_tensors(const c10::IValue& v, std::vector<at::Tensor>& out);
@@ -51,5 +62,7 @@ int complex_operand(const Args& args);
 bool floating(at::ScalarType t);
 bool floating_or_complex(at::ScalarType t);
 bool not_bool(at::ScalarType t);
+bool all_types_and_half(at::ScalarType t);
+bool all_types_complex_and_half(at::ScalarType t);
 
 }  // namespace torch_tpu::device

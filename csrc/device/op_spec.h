@@ -28,19 +28,26 @@ struct MetaResult;
 // argument functions themselves live in argument_checks.h and debug_checks.h.
 using ArgCheck = void (*)(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
 
-// Dtypes of the first argument the op's CPU and CUDA kernels have no kernel
+// Dtypes of the first argument (of the out= tensor, for factories that take
+// no tensor: arange, linspace) the op's CPU and CUDA kernels have no kernel
 // for: NotImplementedError naming `kernel`, as their AT_DISPATCH raises.
 // Without it, the Python meta kernels raise RuntimeError, or compute, or the
 // program fails to compile.
 struct DtypeGap {
+  // When the kernels dispatch on the dtype, against their other checks.
+  enum class When {
+    BeforeChecks,  // first (most kernels)
+    AfterChecks,   // after the row's checks, which copy the meta function's (lerp, addmm)
+    AfterMeta,     // after PyTorch's meta function itself (structured pools: their shape checks)
+  };
   const char* kernel = nullptr;  // nullptr: no gap
   bool (*supported)(at::ScalarType) = nullptr;
   // The kernels return an empty result for an empty self before they
   // dispatch on its dtype (softmax, batch_norm): no gap there.
   bool empty_passes = false;
-  // The kernels dispatch after their meta function's checks (lerp, addmm):
-  // the row's checks raise first.
-  bool after_checks = false;
+  When when = When::BeforeChecks;
+  // The dtype is the out= tensor's (the first argument the op writes).
+  bool of_out = false;
 };
 
 // What a tensor the op writes may overlap (beyond no internal overlap).
@@ -125,7 +132,13 @@ struct OpSpec {
     return with(&OpSpec::dtype_gap, DtypeGap{kernel, supported, true});
   }
   constexpr OpSpec gap_after_checks(const char* kernel, bool (*supported)(at::ScalarType)) const {
-    return with(&OpSpec::dtype_gap, DtypeGap{kernel, supported, false, true});
+    return with(&OpSpec::dtype_gap, DtypeGap{kernel, supported, false, DtypeGap::When::AfterChecks});
+  }
+  constexpr OpSpec gap_after_meta(const char* kernel, bool (*supported)(at::ScalarType)) const {
+    return with(&OpSpec::dtype_gap, DtypeGap{kernel, supported, false, DtypeGap::When::AfterMeta});
+  }
+  constexpr OpSpec gap_of_out(const char* kernel, bool (*supported)(at::ScalarType), DtypeGap::When when) const {
+    return with(&OpSpec::dtype_gap, DtypeGap{kernel, supported, false, when, true});
   }
   constexpr OpSpec overlap(WriteOverlap w) const { return with(&OpSpec::write_overlap, w); }
   constexpr OpSpec reads_values() const { return with(&OpSpec::checks_read_values, true); }

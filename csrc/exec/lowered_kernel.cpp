@@ -290,8 +290,15 @@ void LoweredKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
   mode.check_arguments(*spec_, schema, args);
 
   // 1. PyTorch's meta kernel: argument checks, result shapes and dtypes.
-  MetaResult meta = infer_meta(op, args, spec_->meta_reads_numbers, replacement_meta_kernel(spec_->meta));
+  MetaResult meta;
+  try {
+    meta = infer_meta(op, args, spec_->meta_reads_numbers, replacement_meta_kernel(spec_->meta));
+  } catch (const std::exception& e) {  // c10::Error, or a Python meta kernel's error
+    check_arguments_after_meta_refusal(*spec_, schema, args, e.what());
+    throw;
+  }
   if (spec_->correct_meta) spec_->correct_meta(args, meta);
+  check_arguments_after_meta(*spec_, schema, args);
 
   // 2. out= arguments take the meta kernel's resize (a step replay does it
   // again: its key keeps the call as it was before).

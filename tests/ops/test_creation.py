@@ -65,6 +65,52 @@ def test_arange_rejects_zero_step():
         torch.arange(0, 5, 0, device="tpu")
 
 
+# CPU's (and CUDA's) range kernels dispatch on the result's dtype and have no
+# kernel for bool, complex (arange), the wide unsigned types or float8; tpu
+# computed these before. arange dispatches before its bounds and step checks,
+# linspace and logspace after their steps check.
+RANGE_FACTORIES = {
+    "arange": lambda dtype, d: torch.arange(0, 3, 1, dtype=dtype, device=d),
+    "arange of an infinite range": lambda dtype, d: torch.arange(0, float("inf"), dtype=dtype, device=d),
+    "arange with step 0": lambda dtype, d: torch.arange(0, 3, 0, dtype=dtype, device=d),
+    "arange out=": lambda dtype, d: torch.arange(0, 3, out=torch.empty(0, dtype=dtype, device=d)),
+    "linspace": lambda dtype, d: torch.linspace(0, 1, 3, dtype=dtype, device=d),
+    "linspace out= with negative steps": lambda dtype, d: torch.linspace(
+        0, 1, -1, out=torch.empty(0, dtype=dtype, device=d)
+    ),
+    "logspace": lambda dtype, d: torch.logspace(0, 1, 3, dtype=dtype, device=d),
+    "logspace out=": lambda dtype, d: torch.logspace(0, 1, 3, out=torch.empty(0, dtype=dtype, device=d)),
+}
+
+
+@pytest.mark.parametrize("mode", ["strict", "defer_and_fuse", "compiled"])
+@pytest.mark.parametrize(
+    "dtype", [torch.bool, torch.complex64, torch.complex128, torch.uint16, torch.uint32, torch.uint64, torch.int16]
+)
+@pytest.mark.parametrize("factory", sorted(RANGE_FACTORIES))
+def test_range_factories_refuse_the_dtypes_cpu_has_no_kernel_for(factory, dtype, mode):
+    from reference import in_mode
+
+    make = RANGE_FACTORIES[factory]
+    # Compiled, the reference is torch.compile on CPU: Dynamo's fake tensors
+    # run the meta kernel first, which raises its own error for a bad range.
+    cpu = torch.compile(lambda: make(dtype, "cpu"), backend="aot_eager") if mode == "compiled" else None
+    try:
+        torch._dynamo.reset()
+        expected = cpu() if cpu else make(dtype, "cpu")
+    except Exception as e:  # noqa: BLE001 - the exception is the expectation
+        expected = e
+    torch._dynamo.reset()
+    run = in_mode(mode, lambda: make(dtype, "tpu"))
+    if isinstance(expected, Exception):
+        with pytest.raises(type(expected)) as raised:
+            run()
+        if mode != "compiled":  # Dynamo words its own errors around the kernel's
+            assert str(raised.value) == str(expected)
+    else:
+        assert_close(run(), expected, 0, 0)
+
+
 # ---- linspace ----------------------------------------------------------------
 @pytest.mark.parametrize(
     "args", [(0, 1, 7), (-3, 5, 100), (5, -5, 11), (0, 1, 1), (2, 2, 5), (0, 1, 0), (0, 1, 2), (1e-3, 1e3, 1001)]

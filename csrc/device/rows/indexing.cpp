@@ -503,6 +503,12 @@ void check_uint8_mask_fill(const std::vector<c10::IValue>& args) {
               "masked_fill_ only supports boolean masks, but got mask with dtype unsigned char");
 }
 
+// linspace's and logspace's steps, checked before their dtype as CPU's
+// linspace_out and logspace_out do.
+void check_space_steps(const c10::FunctionSchema&, const Args& args) {
+  TORCH_CHECK(args.size() < 3 || !args[2].isInt() || args[2].toInt() >= 0, "number of steps must be non-negative");
+}
+
 void normalize_index_put_arguments(std::vector<c10::IValue>& args) {
   check_uint8_mask_fill(args);
   normalize_advanced_indices(args, /*is_index=*/false);
@@ -511,7 +517,11 @@ void normalize_index_put_arguments(std::vector<c10::IValue>& args) {
 // constexpr: constant-initialized, so registration in op_table.cpp may read
 // the rows during static initialization whatever the order of files.
 constexpr OpSpec kRows[] = {
-    OpSpec(L::arange, "arange.start_out").check(check_arange_bounds),
+    // CPU's kernels dispatch on the result's dtype: arange before its bounds
+    // checks, linspace and logspace after their steps check.
+    OpSpec(L::arange, "arange.start_out")
+        .gap_of_out("arange_cpu", all_types_and_half, DtypeGap::When::BeforeChecks)
+        .check(check_arange_bounds),
     OpSpec(L::cat, "cat cat.out").check(check_cat_inputs).overlap(WriteOverlap::Disjoint),
     OpSpec(L::embedding_bag, "_embedding_bag _embedding_bag_forward_only").check(check_embedding_bag_rows),
     {L::embedding_bag_backward, "_embedding_bag_backward"},
@@ -545,8 +555,12 @@ constexpr OpSpec kRows[] = {
         .check(check_index_select_dtype)
         .check(check_index_select_dim)
         .debug(check_dim_index_range_index_error),
-    {L::linspace, "linspace.out"},
-    {L::logspace, "logspace.out"},
+    OpSpec(L::linspace, "linspace.out")
+        .check(check_space_steps)
+        .gap_of_out("linspace_cpu", all_types_complex_and_half, DtypeGap::When::AfterChecks),
+    OpSpec(L::logspace, "logspace.out")
+        .check(check_space_steps)
+        .gap_of_out("logspace_cpu", all_types_complex_and_half, DtypeGap::When::AfterChecks),
     {L::masked_scatter, "masked_scatter masked_scatter_ masked_scatter.out"},
     {L::nonzero_static, "nonzero_static nonzero_static.out"},
     OpSpec(L::put, "put put_ put.out").check(check_put_types),
