@@ -129,6 +129,43 @@ def test_avg_pool1d_and_avg_pool3d_forward_and_backward():
     )
 
 
+AVG_POOLS = {
+    "avg_pool1d too small": lambda x: F.avg_pool1d(x.reshape(1, 3, 1), 2),
+    "avg_pool2d too small": lambda x: F.avg_pool2d(x.reshape(1, 3, 1, 1).expand(1, 3, 1, 4), 2),
+    "avg_pool2d": lambda x: F.avg_pool2d(x.reshape(1, 3, 1, 1).expand(1, 3, 4, 4), 2),
+    "avg_pool3d too small": lambda x: F.avg_pool3d(x.reshape(1, 3, 1, 1, 1).expand(1, 3, 1, 4, 4), 2),
+    "avg_pool3d": lambda x: F.avg_pool3d(x.reshape(1, 3, 1, 1, 1).expand(1, 3, 2, 4, 4), 2),
+    "lp_pool2d too small": lambda x: F.lp_pool2d(x.reshape(1, 3, 1, 1).expand(1, 3, 1, 4), 2, 2),
+}
+
+
+@pytest.mark.parametrize("mode", ["strict", "defer_and_fuse"])
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.bool, torch.int32, torch.int64, torch.uint8, torch.float32])
+@pytest.mark.parametrize("pool", sorted(AVG_POOLS))
+def test_avg_pool_checks_its_output_size_before_its_dtype_as_cpu(pool, dtype, mode):
+    # CPU's avg_pool kernels are structured: the meta function's size check
+    # raises RuntimeError before the kernel's dtype dispatch raises
+    # NotImplementedError (tpu raised NotImplementedError first).
+    if dtype == torch.uint8 and "too small" in pool:
+        pytest.skip(
+            "PyTorch's Python meta kernel refuses unsigned dtypes before its size check; tpu raises CPU's "
+            "NotImplementedError for the dtype, where CPU raises the size's RuntimeError"
+        )
+    x = torch.ones(3, dtype=dtype)
+    fn = AVG_POOLS[pool]
+    try:
+        expected = fn(x)
+    except Exception as e:  # noqa: BLE001 - the exception is the expectation
+        expected = e
+    run = in_mode(mode, fn)
+    if isinstance(expected, Exception):
+        with pytest.raises(type(expected)) as raised:
+            run(x.to("tpu"))
+        assert str(raised.value) == str(expected)
+    else:
+        assert_close(run(x.to("tpu")), expected)
+
+
 # ---- adaptive average pooling ---------------------------------------------------
 @pytest.mark.parametrize(
     "shape,size",

@@ -286,8 +286,9 @@ constexpr OpSpec kRows[] = {
     {L::adaptive_max_pool, "adaptive_max_pool2d adaptive_max_pool2d.out adaptive_max_pool3d adaptive_max_pool3d.out"},
     {L::adaptive_max_pool2d_backward, "adaptive_max_pool2d_backward adaptive_max_pool2d_backward.grad_input"},
     {L::adaptive_max_pool3d_backward, "adaptive_max_pool3d_backward adaptive_max_pool3d_backward.grad_input"},
-    OpSpec(L::avg_pool, "avg_pool2d avg_pool2d.out").gap("avg_pool2d", floating_or_int64),
-    OpSpec(L::avg_pool, "avg_pool3d avg_pool3d.out").gap("avg_pool3d_out_frame", floating_or_int64),
+    // Structured kernels: their meta function's shape checks come first.
+    OpSpec(L::avg_pool, "avg_pool2d avg_pool2d.out").gap_after_meta("avg_pool2d", floating_or_int64),
+    OpSpec(L::avg_pool, "avg_pool3d avg_pool3d.out").gap_after_meta("avg_pool3d_out_frame", floating_or_int64),
     {L::avg_pool_backward,
      "avg_pool2d_backward avg_pool2d_backward.grad_input avg_pool3d_backward avg_pool3d_backward.grad_input"},
     {L::batch_norm_with_update, "_batch_norm_with_update"},
