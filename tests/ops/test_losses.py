@@ -181,3 +181,58 @@ def test_triplet_margin_losses(p, swap):
     a, pos, neg = torch.randn(4, 6), torch.randn(4, 6), torch.randn(4, 6)
     check_op(lambda x, y, z: F.triplet_margin_loss(x, y, z, margin=0.5, p=p, swap=swap), a, pos, neg, grad=True)
     check_op(lambda x, y, z: F.triplet_margin_with_distance_loss(x, y, z, swap=swap), a, pos, neg, grad=True)
+
+
+# ---- nll_loss's class index dtypes ------------------------------------------------
+def _outcome(fn):
+    """(exception type and message, or "ok"; the results on CPU)."""
+    try:
+        r = fn()
+    except Exception as e:  # noqa: BLE001 - the exception is the outcome
+        return f"{type(e).__name__}: {e}", None
+    return "ok", [v.detach().cpu() for v in (r if isinstance(r, (tuple, list)) else (r,))]
+
+
+def _same_outcome(fn):
+    expected, actual = _outcome(lambda: fn("cpu")), _outcome(lambda: fn("tpu"))
+    assert actual[0] == expected[0]
+    for e, a in zip(expected[1] or [], actual[1] or []):
+        torch.testing.assert_close(a, e, equal_nan=True)
+
+
+@pytest.mark.parametrize("mode", ["strict", "defer_and_fuse"])
+@pytest.mark.parametrize("target_dtype", [torch.uint8, torch.int64, torch.int32])
+@pytest.mark.parametrize("shape,target_shape", [((4, 5), (4,)), ((5,), ()), ((2, 5, 3, 3), (2, 3, 3))])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_nll_loss_takes_byte_class_indices_where_cpu_does(mode, target_dtype, shape, target_shape, weighted):
+    # CPU's and CUDA's nll_loss read Byte targets as Long ones; nll_loss2d
+    # takes Long only, and Int nowhere. tpu raised gather's dtype error for
+    # every Byte target (PyTorch's Python meta kernel goes through gather).
+    import torch_tpu
+
+    torch.manual_seed(0)
+    x, weight = torch.randn(*shape), torch.rand(5)
+    target = torch.randint(0, 5, target_shape).to(target_dtype)
+
+    def loss_and_grad(device):
+        xd = x.to(device).requires_grad_(True)
+        w = weight.to(device) if weighted else None
+        out = F.nll_loss(xd, target.to(device), w, ignore_index=2)
+        (grad,) = torch.autograd.grad(out, xd)
+        return out, grad
+
+    with torch_tpu.eager_mode(mode):
+        for _ in range(2):  # the second call replays the captured programs
+            _same_outcome(loss_and_grad)
+
+
+@pytest.mark.parametrize("target_dtype", [torch.uint8, torch.int64, torch.int32])
+def test_nll_loss_backward_ops_check_the_target_dtype_as_cpu(target_dtype):
+    torch.manual_seed(0)
+    x2, t2 = torch.randn(2, 5, 3, 3), torch.randint(0, 5, (2, 3, 3)).to(target_dtype)
+    x1, t1 = torch.randn(2, 5), torch.randint(0, 5, (2,)).to(target_dtype)
+    go, total = torch.ones(()), torch.tensor(2.0)
+    aten = torch.ops.aten
+    _same_outcome(lambda d: aten.nll_loss2d_forward(x2.to(d), t2.to(d), None, 1, -100))
+    _same_outcome(lambda d: aten.nll_loss2d_backward(go.to(d), x2.to(d), t2.to(d), None, 1, -100, total.to(d)))
+    _same_outcome(lambda d: aten.nll_loss_backward(go.to(d), x1.to(d), t1.to(d), None, 1, -100, total.to(d)))

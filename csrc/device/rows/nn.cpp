@@ -39,6 +39,38 @@ void check_nll_target_type(const c10::FunctionSchema&, const Args& args) {
               "expected target dtype to be Long or Byte, but got ", target->scalar_type());
 }
 
+// nll_loss2d's kernels then read the target as Long (forward and backward),
+// and so does nll_loss's backward for any but Byte: CPU's accessor check.
+void check_long_target_at(const Args& args, size_t i, bool byte_too) {
+  const at::Tensor* target = tensor_at(args, i);
+  if (!target || (byte_too && target->scalar_type() == at::kByte)) return;
+  TORCH_CHECK(target->scalar_type() == at::kLong, "expected scalar type Long but found ", target->scalar_type());
+}
+void check_nll_loss2d_long_target(const c10::FunctionSchema&, const Args& args) {
+  check_long_target_at(args, 1, /*byte_too=*/false);
+}
+void check_nll_loss2d_backward_target(const c10::FunctionSchema&, const Args& args) {
+  const at::Tensor* target = tensor_at(args, 2);
+  TORCH_CHECK(!target || target->scalar_type() == at::kLong || target->scalar_type() == at::kByte,
+              "expected target dtype to be Long or Byte, but got ", target->scalar_type());
+  check_long_target_at(args, 2, /*byte_too=*/false);
+}
+void check_nll_loss_backward_target(const c10::FunctionSchema&, const Args& args) {
+  check_long_target_at(args, 2, /*byte_too=*/true);
+}
+
+// nll_loss's (1-d) kernels read Byte class indices as they read Long ones;
+// PyTorch's Python meta kernels (its decomposition, through gather) refuse
+// Byte. The target becomes Long before the meta kernel (and the op cache's
+// signature) sees it.
+void long_target_at(std::vector<c10::IValue>& args, size_t i) {
+  if (i >= args.size() || !args[i].isTensor()) return;
+  const at::Tensor& target = args[i].toTensor();
+  if (target.defined() && target.scalar_type() == at::kByte) args[i] = target.to(at::kLong);
+}
+void normalize_nll_loss_target(std::vector<c10::IValue>& args) { long_target_at(args, 1); }
+void normalize_nll_loss_backward_target(std::vector<c10::IValue>& args) { long_target_at(args, 2); }
+
 // nll_loss_forward's meta function (native/LossNLL.cpp): RuntimeError where
 // PyTorch's Python decomposition asserts (AssertionError).
 void check_nll_loss_shapes(const c10::FunctionSchema&, const Args& args) {
@@ -339,15 +371,20 @@ constexpr OpSpec kRows[] = {
     // Replaces the composite math_group_norm PyTorch would run on PrivateUse1.
     OpSpec(L::native_group_norm, "native_group_norm").check(check_group_norm_parameter_dtypes),
     {L::native_group_norm_backward, "native_group_norm_backward"},
-    {L::nll_loss_backward,
-     "nll_loss_backward nll_loss_backward.grad_input nll_loss2d_backward nll_loss2d_backward.grad_input"},
+    OpSpec(L::nll_loss_backward, "nll_loss_backward nll_loss_backward.grad_input")
+        .check(check_nll_loss_backward_target)
+        .normalize(normalize_nll_loss_backward_target),
+    OpSpec(L::nll_loss_backward, "nll_loss2d_backward nll_loss2d_backward.grad_input")
+        .check(check_nll_loss2d_backward_target),
     OpSpec(L::nll_loss_forward, "nll_loss_forward nll_loss_forward.output")
         .gap("nll_loss_out_frame", floating)
         .check(check_nll_loss_shapes)
-        .check(check_nll_target_type),
+        .check(check_nll_target_type)
+        .normalize(normalize_nll_loss_target),
     OpSpec(L::nll_loss_forward, "nll_loss2d_forward nll_loss2d_forward.output")
         .gap("nll_loss2d_forward_out_frame", floating)
-        .check(check_nll_target_type),
+        .check(check_nll_target_type)
+        .check(check_nll_loss2d_long_target),
     {L::norm,
      "norm.Scalar norm.Scalar_out norm.ScalarOpt_dim norm.out norm.ScalarOpt_dim_dtype norm.dtype_out "
      "norm.ScalarOpt_dtype norm.ScalarOpt_dtype_out"},
