@@ -326,6 +326,36 @@ def test_group_norm_with_affine_forward_and_backward(shape, groups):
     )
 
 
+@pytest.mark.parametrize("mode", ["strict", "defer_and_fuse"])
+@pytest.mark.parametrize("input_dtype", [torch.complex64, torch.int64, torch.float64, torch.bfloat16])
+@pytest.mark.parametrize("parameter_dtype", [None, torch.float32, torch.complex64, "input's"])
+def test_group_norm_refuses_what_cpu_refuses_with_its_exception_type(mode, input_dtype, parameter_dtype):
+    # CPU checks the parameters' dtypes against the input's (mixed-dtype
+    # rule: RuntimeError), then dispatches on the input's dtype (floating
+    # only: NotImplementedError). tpu computed a complex group_norm, and an
+    # integer input raised the meta kernel's mean() RuntimeError.
+    import torch_tpu
+
+    dtype = input_dtype if parameter_dtype == "input's" else parameter_dtype
+
+    def group_norm(device):
+        x = torch.linspace(-1, 1, 48).reshape(3, 4, 4).to(input_dtype).to(device)
+        w = None if dtype is None else torch.ones(4, dtype=dtype, device=device)
+        b = None if dtype is None else torch.zeros(4, dtype=dtype, device=device)
+        return F.group_norm(x, 2, w, b).cpu()
+
+    try:
+        expected = group_norm("cpu")
+    except Exception as e:  # noqa: BLE001 - the exception is the expectation
+        expected = e
+    with torch_tpu.eager_mode(mode):
+        if isinstance(expected, Exception):
+            with pytest.raises(type(expected)):
+                group_norm("tpu")
+        else:
+            torch.testing.assert_close(group_norm("tpu"), expected, atol=1e-2, rtol=1e-2)
+
+
 def test_group_norm_without_affine_and_bfloat16_forward():
     check_op(lambda x: F.group_norm(x, 2), torch.randn(3, 4, 5), grad=True, atol=1e-4, rtol=1e-4)
     check_op(lambda x: F.group_norm(x, 2), torch.randn(3, 4, 5).bfloat16(), **BF16_TOL)

@@ -113,9 +113,9 @@ void check_loss_common_dtype(const c10::FunctionSchema& schema, const Args& args
 // the input's dtype, or float beside a reduced-precision input (CPU's
 // mixed-dtype rule, native/mixed_data_type.h).
 
-void check_parameter_dtypes(const Args& args, size_t parameters) {
+void check_parameter_dtypes(const Args& args, size_t parameters, bool floating_inputs_only = true) {
   const at::Tensor* input = tensor_at(args, 0);
-  if (!input || !at::isFloatingType(input->scalar_type())) return;
+  if (!input || (floating_inputs_only && !at::isFloatingType(input->scalar_type()))) return;
   const bool reduced = input->scalar_type() == at::kHalf || input->scalar_type() == at::kBFloat16;
   for (size_t i = 1; i <= parameters && i < args.size(); ++i) {
     const at::Tensor* p = tensor_at(args, i);
@@ -129,9 +129,11 @@ void check_parameter_dtypes(const Args& args, size_t parameters) {
 void check_batch_norm_parameter_dtypes(const c10::FunctionSchema&, const Args& args) {
   check_parameter_dtypes(args, 4);
 }
-// weight, bias.
+// weight, bias; of any input (group_norm's mixed-type check runs before its
+// dtype dispatch: a complex or integer input beside float parameters raises
+// RuntimeError, as on CPU, not the dispatch's NotImplementedError).
 void check_group_norm_parameter_dtypes(const c10::FunctionSchema&, const Args& args) {
-  check_parameter_dtypes(args, 2);
+  check_parameter_dtypes(args, 2, /*floating_inputs_only=*/false);
 }
 
 // adaptive_avg_pool{2,3}d (native/AdaptiveAveragePooling.cpp): every
@@ -369,7 +371,9 @@ constexpr OpSpec kRows[] = {
         .gap_unless_empty("batch_norm", floating)
         .check(check_batch_norm_parameter_dtypes),
     // Replaces the composite math_group_norm PyTorch would run on PrivateUse1.
-    OpSpec(L::native_group_norm, "native_group_norm").check(check_group_norm_parameter_dtypes),
+    OpSpec(L::native_group_norm, "native_group_norm")
+        .check(check_group_norm_parameter_dtypes)
+        .gap_after_checks("GroupNormKernelImpl", floating),
     {L::native_group_norm_backward, "native_group_norm_backward"},
     OpSpec(L::nll_loss_backward, "nll_loss_backward nll_loss_backward.grad_input")
         .check(check_nll_loss_backward_target)
