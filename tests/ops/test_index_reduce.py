@@ -6,6 +6,7 @@ in-place/out= forms and gradients."""
 
 import pytest
 import torch
+import torch.nn.functional as F
 from reference import assert_close, check_op
 from reference import make_input as make
 
@@ -172,6 +173,43 @@ def test_embedding_bag_max_takes_a_nan_only_as_its_bags_first_row(mode, padding_
         filled = expected[2] > 0  # an empty bag's max index: -1 on tpu, 0 on CPU (left as it was)
         assert_close(actual[3][filled.to("tpu")], expected[3][filled])  # max_indices
     assert out.cpu().isnan().any() and not out.cpu().isnan().all()
+
+
+@pytest.mark.parametrize("mode", ["strict", "defer_and_fuse"])
+@pytest.mark.parametrize("index_dtype", [torch.uint8, torch.int16, torch.int32, torch.float32])
+@pytest.mark.parametrize("offsets_dtype", [torch.int64, torch.int32, torch.uint8, None])
+@pytest.mark.parametrize("bag_mode", ["sum", "mean", "max"])
+def test_embedding_bag_promotes_indices_and_offsets_as_cpu(mode, index_dtype, offsets_dtype, bag_mode):
+    # CPU's and CUDA's kernels bring indices and offsets to their promoted
+    # type first: uint8 or int16 indices beside int64 offsets (or a 2-D
+    # input, whose offsets are int64) compute; both uint8 raise. tpu raised
+    # the meta kernel's "expected indices to be long or int" for all.
+    torch.manual_seed(0)
+    weight = torch.randn(6, 3)
+    indices = torch.tensor([0, 5, 2, 2, 1]).to(index_dtype)
+    if offsets_dtype is None:
+        indices, offsets = indices.reshape(1, 5), None
+    else:
+        offsets = torch.tensor([0, 2]).to(offsets_dtype)
+
+    def bags_and_gradient(device):
+        w = weight.to(device).requires_grad_(True)
+        out = F.embedding_bag(indices.to(device), w, None if offsets is None else offsets.to(device), mode=bag_mode)
+        (grad,) = torch.autograd.grad(out.sum(), w)
+        return out.detach().cpu(), grad.cpu()
+
+    try:
+        expected = bags_and_gradient("cpu")
+    except Exception as e:  # noqa: BLE001 - the exception is the expectation
+        expected = e
+    with torch_tpu.eager_mode(mode):
+        for _ in range(2):  # the second call replays
+            if isinstance(expected, Exception):
+                with pytest.raises(type(expected)):
+                    bags_and_gradient("tpu")
+            else:
+                for a, e in zip(bags_and_gradient("tpu"), expected):
+                    torch.testing.assert_close(a, e)
 
 
 def test_embedding_bag_per_sample_weights_and_2d_input():

@@ -263,6 +263,18 @@ void check_scatter_dim(const c10::FunctionSchema&, const Args& args) {
 
 // _embedding_bag over a weight of no rows: no index is in its range, and
 // CPU says so at the call (XLA refuses the gather of an empty table).
+// _embedding_bag's kernels (CPU's and CUDA's) first bring indices and offsets
+// to their promoted type (promoteIndicesAndOffsets): uint8 indices beside
+// int64 offsets are int64 indices. PyTorch's Python meta kernel checks the
+// dtypes as they came, so the promotion happens before it.
+void normalize_embedding_bag_indices(std::vector<c10::IValue>& args) {
+  const at::Tensor *indices = tensor_at(args, 1), *offsets = tensor_at(args, 2);
+  if (!indices || !offsets || indices->scalar_type() == offsets->scalar_type()) return;
+  const at::ScalarType common = at::promoteTypes(indices->scalar_type(), offsets->scalar_type());
+  if (indices->scalar_type() != common) args[1] = indices->to(common);
+  if (offsets->scalar_type() != common) args[2] = offsets->to(common);
+}
+
 void check_embedding_bag_rows(const c10::FunctionSchema&, const Args& args) {
   const at::Tensor *weight = tensor_at(args, 0), *indices = tensor_at(args, 1);
   if (!weight || !indices || weight->dim() == 0) return;
@@ -523,7 +535,9 @@ constexpr OpSpec kRows[] = {
         .gap_of_out("arange_cpu", all_types_and_half, DtypeGap::When::BeforeChecks)
         .check(check_arange_bounds),
     OpSpec(L::cat, "cat cat.out").check(check_cat_inputs).overlap(WriteOverlap::Disjoint),
-    OpSpec(L::embedding_bag, "_embedding_bag _embedding_bag_forward_only").check(check_embedding_bag_rows),
+    OpSpec(L::embedding_bag, "_embedding_bag _embedding_bag_forward_only")
+        .check(check_embedding_bag_rows)
+        .normalize(normalize_embedding_bag_indices),
     {L::embedding_bag_backward, "_embedding_bag_backward"},
     {L::embedding_bag_dense_backward, "_embedding_bag_dense_backward"},
     {L::embedding_bag_per_sample_weights_backward, "_embedding_bag_per_sample_weights_backward"},
