@@ -32,12 +32,13 @@ namespace {
 namespace L = torch_tpu::lower;
 
 // nll_loss's kernels take class indices as Long (or Byte) only.
-void check_nll_target_type(const c10::FunctionSchema&, const Args& args) {
-  const at::Tensor* target = tensor_at(args, 1);
+void check_long_or_byte_target_at(const Args& args, size_t i) {
+  const at::Tensor* target = tensor_at(args, i);
   if (!target) return;
   TORCH_CHECK(target->scalar_type() == at::kLong || target->scalar_type() == at::kByte,
               "expected target dtype to be Long or Byte, but got ", target->scalar_type());
 }
+void check_nll_target_type(const c10::FunctionSchema&, const Args& args) { check_long_or_byte_target_at(args, 1); }
 
 // nll_loss2d's kernels then read the target as Long (forward and backward),
 // and so does nll_loss's backward for any but Byte: CPU's accessor check.
@@ -50,9 +51,7 @@ void check_nll_loss2d_long_target(const c10::FunctionSchema&, const Args& args) 
   check_long_target_at(args, 1, /*byte_too=*/false);
 }
 void check_nll_loss2d_backward_target(const c10::FunctionSchema&, const Args& args) {
-  const at::Tensor* target = tensor_at(args, 2);
-  TORCH_CHECK(!target || target->scalar_type() == at::kLong || target->scalar_type() == at::kByte,
-              "expected target dtype to be Long or Byte, but got ", target->scalar_type());
+  check_long_or_byte_target_at(args, 2);
   check_long_target_at(args, 2, /*byte_too=*/false);
 }
 void check_nll_loss_backward_target(const c10::FunctionSchema&, const Args& args) {
