@@ -116,3 +116,27 @@ def in_mode(mode, fn):
             return out
 
     return run
+
+
+def outcome_on_cpu(fn):
+    """fn()'s result on CPU, or the exception it raised: a test's expectation
+    either way."""
+    try:
+        return fn()
+    except Exception as e:  # noqa: BLE001 - the exception is the expectation
+        return e
+
+
+def assert_outcome_like_cpu(run, expected, compare, same_message=True):
+    """run() raises `expected`'s exception type (exactly, and its message,
+    with same_message) where `expected` is one (outcome_on_cpu), else its
+    result passes compare(result, expected)."""
+    import pytest
+
+    if not isinstance(expected, Exception):
+        compare(run(), expected)
+        return
+    with pytest.raises(type(expected)) as raised:
+        run()
+    if same_message:
+        assert type(raised.value) is type(expected) and str(raised.value) == str(expected)

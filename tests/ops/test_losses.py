@@ -5,7 +5,7 @@ triplet), forward and backward, against CPU."""
 import pytest
 import torch
 import torch.nn.functional as F
-from reference import assert_close, check_op
+from reference import assert_close, assert_outcome_like_cpu, check_op, outcome_on_cpu
 
 FLOAT_DTYPES = [torch.float32, torch.bfloat16]
 REDUCTIONS = ["none", "mean", "sum"]
@@ -184,20 +184,18 @@ def test_triplet_margin_losses(p, swap):
 
 
 # ---- nll_loss's class index dtypes ------------------------------------------------
-def _outcome(fn):
-    """(exception type and message, or "ok"; the results on CPU)."""
-    try:
-        r = fn()
-    except Exception as e:  # noqa: BLE001 - the exception is the outcome
-        return f"{type(e).__name__}: {e}", None
-    return "ok", [v.detach().cpu() for v in (r if isinstance(r, (tuple, list)) else (r,))]
-
-
 def _same_outcome(fn):
-    expected, actual = _outcome(lambda: fn("cpu")), _outcome(lambda: fn("tpu"))
-    assert actual[0] == expected[0]
-    for e, a in zip(expected[1] or [], actual[1] or []):
-        torch.testing.assert_close(a, e, equal_nan=True)
+    """fn(device) on tpu gives CPU's results, or raises CPU's exception with its message."""
+
+    def on(device):
+        r = fn(device)
+        return [v.detach().cpu() for v in (r if isinstance(r, (tuple, list)) else (r,))]
+
+    def each_close(actual, expected):
+        for e, a in zip(expected, actual):
+            torch.testing.assert_close(a, e, equal_nan=True)
+
+    assert_outcome_like_cpu(lambda: on("tpu"), outcome_on_cpu(lambda: on("cpu")), each_close)
 
 
 @pytest.mark.parametrize("mode", ["strict", "defer_and_fuse"])

@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from reference import assert_close, check_op, in_mode
+from reference import assert_close, assert_outcome_like_cpu, check_op, in_mode, outcome_on_cpu
 
 BF16_TOL = dict(atol=2e-2, rtol=2e-2)
 
@@ -153,17 +153,8 @@ def test_avg_pool_checks_its_output_size_before_its_dtype_as_cpu(pool, dtype, mo
         )
     x = torch.ones(3, dtype=dtype)
     fn = AVG_POOLS[pool]
-    try:
-        expected = fn(x)
-    except Exception as e:  # noqa: BLE001 - the exception is the expectation
-        expected = e
     run = in_mode(mode, fn)
-    if isinstance(expected, Exception):
-        with pytest.raises(type(expected)) as raised:
-            run(x.to("tpu"))
-        assert str(raised.value) == str(expected)
-    else:
-        assert_close(run(x.to("tpu")), expected)
+    assert_outcome_like_cpu(lambda: run(x.to("tpu")), outcome_on_cpu(lambda: fn(x)), assert_close)
 
 
 # ---- adaptive average pooling ---------------------------------------------------
@@ -344,16 +335,13 @@ def test_group_norm_refuses_what_cpu_refuses_with_its_exception_type(mode, input
         b = None if dtype is None else torch.zeros(4, dtype=dtype, device=device)
         return F.group_norm(x, 2, w, b).cpu()
 
-    try:
-        expected = group_norm("cpu")
-    except Exception as e:  # noqa: BLE001 - the exception is the expectation
-        expected = e
     with torch_tpu.eager_mode(mode):
-        if isinstance(expected, Exception):
-            with pytest.raises(type(expected)):
-                group_norm("tpu")
-        else:
-            torch.testing.assert_close(group_norm("tpu"), expected, atol=1e-2, rtol=1e-2)
+        assert_outcome_like_cpu(
+            lambda: group_norm("tpu"),
+            outcome_on_cpu(lambda: group_norm("cpu")),
+            lambda actual, e: torch.testing.assert_close(actual, e, atol=1e-2, rtol=1e-2),
+            same_message=False,
+        )
 
 
 def test_group_norm_without_affine_and_bfloat16_forward():
