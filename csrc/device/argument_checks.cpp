@@ -1,5 +1,6 @@
 #include "device/argument_checks.h"
 
+#include <ATen/Dispatch_v2.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/util/overflows.h>
@@ -178,6 +179,33 @@ bool cpu_half_linspace_rounds_once() {
 }();
 
 }  // namespace
+
+namespace {
+
+// Whether every number of dtype `from` converts to `to` under c10's checked
+// conversion (c10::checked_convert). Conservative: false where unsure.
+bool always_fits(at::ScalarType from, at::ScalarType to) {
+  if (from == to || from == at::kBool) return true;
+  if (to == at::kBool || at::isFloat8Type(from) || at::isFloat8Type(to) || at::isBarebonesUnsignedType(from) ||
+      at::isBarebonesUnsignedType(to)) {
+    return false;  // promoteTypes refuses these; a read decides
+  }
+  // Integers promote to float16 without widening, yet 65,504 is its maximum.
+  if (to == at::kHalf && at::isIntegralType(from, /*includeBool=*/false)) {
+    return from == at::kByte || from == at::kChar || from == at::kShort;
+  }
+  return at::promoteTypes(from, to) == to;
+}
+
+}  // namespace
+
+void check_value_fits(const at::Tensor& value, at::ScalarType dtype) {
+  if (always_fits(value.scalar_type(), dtype)) return;
+  const c10::Scalar number = value.item();
+  AT_DISPATCH_V2(dtype, "check_value_fits", AT_WRAP([&] { (void)number.to<scalar_t>(); }),
+                 AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), at::kHalf, at::kBFloat16, at::kBool, at::kComplexHalf,
+                 AT_EXPAND(AT_BAREBONES_UNSIGNED_TYPES), AT_EXPAND(AT_FLOAT8_TYPES));
+}
 
 void collect_tensors(const c10::IValue& v, std::vector<at::Tensor>& out) {
   if (v.isTensor()) {

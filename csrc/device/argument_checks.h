@@ -53,6 +53,13 @@ void with_cpus_error(const c10::FunctionSchema& schema, const Args& args, Checks
     throw;
   }
 }
+// A one-element tensor given where CPU's and CUDA's kernels take a number
+// (masked_fill's value: they call value.item(), a synchronization on CUDA,
+// then convert it checked). Raises their "value cannot be converted to type
+// ... without overflow" where it does not fit `dtype`. Reads the value only
+// where its dtype holds a number that may not fit (a float into an integer,
+// a float32 into float16), so a value of self's dtype costs no read.
+void check_value_fits(const at::Tensor& value, at::ScalarType dtype);
 // Argument i as a defined tensor, or nullptr.
 const at::Tensor* tensor_at(const Args& args, size_t i);
 // The first of the first two arguments that is complex, or -1.

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 import torch
-from reference import TOLERANCES, assert_close, check_op, in_mode, to_device
+from reference import TOLERANCES, assert_close, assert_outcome_like_cpu, check_op, in_mode, outcome_on_cpu, to_device
 
 import torch_tpu
 
@@ -637,6 +637,59 @@ def test_masked_fill_with_a_cpu_scalar_value_as_cuda_accepts():
         assert_close(got, x.masked_fill(m, value))
     compiled = torch.compile(lambda t, k: t.masked_fill(k, torch.tensor(-3.0)), backend="tpu")
     assert_close(compiled(x.to("tpu"), m.to("tpu")), x.masked_fill(m, -3.0))
+
+
+FILLS = {
+    "masked_fill": lambda t, k, v: t.masked_fill(k, v),
+    "masked_fill_": lambda t, k, v: t.masked_fill_(k, v),
+    "index_put": lambda t, k, v: t.__setitem__(k, v) or t,
+}
+
+
+@pytest.mark.parametrize("fill", list(FILLS), ids=str)
+@pytest.mark.parametrize("value_on", ["cpu", "tpu"])
+@pytest.mark.parametrize("mode", ["strict", "defer_and_fuse"])
+def test_a_value_tensor_that_does_not_fit_self_raises_as_cpu_reads_it(fill, value_on, mode):
+    # CPU and CUDA call value.item() and convert the number checked: 1e6 or
+    # NaN into uint8 raise, where a cast on the device made them 255 and 0.
+    # Each call twice, so the second replays the first's program.
+    cases = [
+        (torch.uint8, torch.tensor(1e6)),
+        (torch.uint8, torch.tensor(float("nan"))),
+        (torch.int8, torch.tensor(300)),
+        (torch.float16, torch.tensor(1e6)),
+        (torch.float16, torch.tensor(70000)),
+        (torch.int32, torch.tensor(1e300, dtype=torch.float64)),
+        (torch.uint8, torch.tensor(7.9)),  # fits: truncated
+        (torch.uint8, torch.tensor(-1)),  # fits: wraps, as a number into uint8 does
+        (torch.float16, torch.tensor(float("inf"))),  # fits
+        (torch.float32, torch.tensor(2.5, dtype=torch.float64)),  # fits
+    ]
+    fn = FILLS[fill]
+    for dtype, value in cases:
+        x, m = torch.arange(4).to(dtype), torch.tensor([True, False, True, False])
+        expected = outcome_on_cpu(lambda: fn(x.clone(), m, value))
+        for _ in range(2):
+            run = in_mode(mode, lambda: fn(x.to("tpu"), m.to("tpu"), value.to(value_on)).cpu())
+            assert_outcome_like_cpu(
+                run, expected, lambda got, want: torch.testing.assert_close(got, want, equal_nan=True)
+            )
+
+
+def test_a_value_tensor_of_selfs_dtype_is_not_read():
+    # Only a value whose dtype may not fit is read (a synchronization on
+    # CUDA, a flush of DeferAndFuse here): one of self's dtype never is.
+    x, m = torch.randn(64, device="tpu"), torch.rand(64, device="tpu") > 0.5
+    value = torch.tensor(-2.5, device="tpu")
+    for mode in ("strict", "defer_and_fuse"):
+        with torch_tpu.eager_mode(mode):
+            x.masked_fill(m, value)  # compiled, and for Strict remembered, outside the count
+            before = torch_tpu.metrics()["bytes_to_host"]
+            for _ in range(3):
+                y = x.masked_fill(m, value)
+                x[m] = value
+            assert torch_tpu.metrics()["bytes_to_host"] == before
+    assert_close(y, torch.where(m, value, x).cpu())
 
 
 def test_masked_fill_backward():

@@ -523,6 +523,10 @@ void check_space_steps(const c10::FunctionSchema&, const Args& args) {
 
 void normalize_index_put_arguments(std::vector<c10::IValue>& args) {
   check_uint8_mask_fill(args);
+  // Run as masked_fill_(mask, value.item()) on CPU and CUDA: the value
+  // converts checked to self's dtype (a replayed call checks too).
+  const at::Tensor *self = tensor_at(args, 0), *values = tensor_at(args, 2);
+  if (self && values && index_put_is_masked_fill(args)) check_value_fits(*values, self->scalar_type());
   normalize_advanced_indices(args, /*is_index=*/false);
 }
 

@@ -237,6 +237,17 @@ void check_masked_fill_mask(const c10::FunctionSchema&, const Args& args) {
               mask->dtype().name());
 }
 
+// masked_fill with a 0-d value tensor: CPU and CUDA read it (value.item())
+// and convert it as a number, so a value that does not fit self's dtype
+// raises there. Here, before the op cache, so a replayed call checks too;
+// a value that always fits costs nothing. A non-bool mask or a value of
+// other rank is left to the checks and meta kernel, which raise first on CPU.
+void normalize_masked_fill_value(Args& args) {
+  const at::Tensor *self = tensor_at(args, 0), *mask = tensor_at(args, 1), *value = tensor_at(args, 2);
+  if (!self || !mask || !value || mask->scalar_type() != at::kBool || value->dim() != 0) return;
+  check_value_fits(*value, self->scalar_type());
+}
+
 // where's (native/TensorCompare.cpp).
 // where's uint8 condition: CPU and CUDA read it as bool, with a deprecation
 // warning (native/TensorCompare.cpp); PyTorch's meta kernel refuses it.
@@ -407,6 +418,7 @@ constexpr OpSpec kRows[] = {
     {L::logit_backward, "logit_backward logit_backward.grad_input"},
     OpSpec(L::lt, "lt.Tensor lt_.Tensor lt.Tensor_out lt.Scalar lt_.Scalar lt.Scalar_out").check(check_not_complex),
     OpSpec(L::masked_fill, "masked_fill.Scalar masked_fill_.Scalar masked_fill.Tensor masked_fill_.Tensor")
+        .normalize(normalize_masked_fill_value)
         .check(check_masked_fill_mask)
         .overlap(WriteOverlap::OneValue),
     OpSpec(L::maximum, "maximum maximum.out").check(check_real_operands),
