@@ -64,21 +64,7 @@ LaunchQueue::LaunchQueue() {
   std::call_once(at_fork, [] { pthread_atfork(&LaunchQueue::before_fork, nullptr, &LaunchQueue::in_forked_child); });
 }
 
-void LaunchQueue::Job::operator()() {
-  if (run) {
-    run();
-  } else {
-    release_queued_output(*released, index);
-  }
-}
-
-uint64_t LaunchQueue::push(std::function<void()> job) { return enqueue(Job{std::move(job), nullptr, 0}); }
-
-uint64_t LaunchQueue::push_release(std::shared_ptr<QueuedOutputs> outputs, size_t index) {
-  return enqueue(Job{nullptr, std::move(outputs), index});
-}
-
-uint64_t LaunchQueue::enqueue(Job&& job) {
+uint64_t LaunchQueue::push(std::function<void()> job) {
   const State state = state_.load(std::memory_order_acquire);
   // A forked child does not own the parent's plugin objects: what it
   // inherited is leaked, never released (as DeviceRuntime::in_bad_fork).
@@ -93,7 +79,7 @@ uint64_t LaunchQueue::enqueue(Job&& job) {
       --blocked_pushers_;
     }
     if (state_.load(std::memory_order_relaxed) == State::Running) {
-      jobs_.push(std::move(job));
+      jobs_.push_back(std::move(job));
       // Under the lock: tickets follow the queue's order.
       const uint64_t ticket = pushed_.fetch_add(1, std::memory_order_acq_rel) + 1;
       const bool wake = worker_sleeping_;
@@ -123,7 +109,7 @@ void LaunchQueue::wait(uint64_t ticket) {
   if (spin_until([&] { return completed_.load(std::memory_order_acquire) >= ticket; }, kWaiterSpin)) return;
   std::unique_lock<std::mutex> lock(mutex_);
   ++waiters_;
-  jobs_done_.wait(lock, [&] { return completed_.load(std::memory_order_seq_cst) >= ticket; });
+  jobs_done_.wait(lock, [&] { return completed_.load(std::memory_order_acquire) >= ticket; });
   --waiters_;
 }
 
@@ -155,34 +141,19 @@ void LaunchQueue::run_worker() {
         worker_sleeping_ = false;
       }
     }
-    Job batch[kBatch];
-    size_t taken = 0;
-    for (; taken < kBatch && !jobs_.empty(); ++taken) {
-      batch[taken] = jobs_.pop();
-    }
-    popped += taken;
+    std::function<void()> job = std::move(jobs_.front());
+    jobs_.pop_front();
+    ++popped;
     // A full queue's pushers wake when half of it has run, not at each
     // job: a host ahead of the device then sleeps once per half a queue,
     // not once per op.
     if (blocked_pushers_ > 0 && jobs_.size() <= kCapacity / 2) room_freed_.notify_all();
     lock.unlock();
-    for (size_t k = 0; k < taken; ++k) {
-      batch[k]();
-      batch[k] = Job{};  // what it held (buffers, executables) goes before it counts as done
-      finished_one();
-    }
+    job();
+    job = nullptr;  // what it held (buffers, executables) goes before it counts as done
     lock.lock();
-  }
-}
-
-void LaunchQueue::finished_one() {
-  // Sequentially consistent, as wait()'s count of waiters: either the
-  // waiter sees this count, or this sees the waiter and wakes it under the
-  // lock it waits with.
-  completed_.fetch_add(1, std::memory_order_seq_cst);
-  if (waiters_.load(std::memory_order_seq_cst) > 0) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    jobs_done_.notify_all();
+    completed_.fetch_add(1, std::memory_order_acq_rel);
+    if (waiters_ > 0) jobs_done_.notify_all();
   }
 }
 
@@ -195,7 +166,7 @@ void LaunchQueue::stop() {
   work_arrived_.notify_one();
   room_freed_.notify_all();
   ++waiters_;
-  jobs_done_.wait(lock, [&] { return completed_.load(std::memory_order_seq_cst) >= last; });
+  jobs_done_.wait(lock, [&] { return completed_.load(std::memory_order_acquire) >= last; });
   --waiters_;
 }
 
