@@ -754,6 +754,47 @@ def _note_recompile():
     _recompile_reasons[reason or "unknown"] += 1
 
 
+def _floats_an_alpha_would_lose(gm):
+    """The symbols of the Python floats a Dynamo graph passes, changing
+    between calls, to an op beside an `alpha` (`torch.add(x, s, alpha=3)`).
+
+    AOTAutograd's tensorify_python_scalars pass (torch/fx/passes/
+    _tensorify_python_scalars.py) turns the ops that read such a float into
+    tensor ops, rebuilding each from its positional arguments alone: the add
+    above became `x + s` (torch 2.13; aot_eager and Inductor compute the
+    same wrong result)."""
+    try:
+        from torch.utils._sympy.symbol import SymT, symbol_is_type
+    except ImportError:
+        return set()
+    names = set()
+    for node in gm.graph.nodes:
+        if node.op not in ("call_function", "call_method") or node.kwargs.get("alpha", 1) == 1:
+            continue
+        for arg in node.args:
+            value = arg.meta.get("example_value") if isinstance(arg, torch.fx.Node) else None
+            if isinstance(value, torch.SymFloat):
+                names.update(str(s) for s in value.node._expr.free_symbols if symbol_is_type(s, SymT.FLOAT))
+    return names
+
+
+def _specialize_floats_an_alpha_would_lose(gm):
+    """Has Dynamo make such floats constants of the graph, as the pass does
+    for an op it cannot rewrite: its analysis restarts with each one
+    specialized (a new value recompiles, exactly as eager computes)."""
+    names = _floats_an_alpha_would_lose(gm)
+    if not names:
+        return
+    try:
+        from torch._dynamo.exc import TensorifyScalarRestartAnalysis
+        from torch._dynamo.symbolic_convert import TensorifyState
+    except ImportError:
+        return
+    for name in names:
+        TensorifyState.specialize(name)
+    raise TensorifyScalarRestartAnalysis
+
+
 def tpu_backend(gm, example_inputs, mode=None, options=None):
     """The "tpu" torch.compile backend.
 
@@ -767,6 +808,7 @@ def tpu_backend(gm, example_inputs, mode=None, options=None):
             f"programs and ignore them (options={{'{INDUCTOR_TPU_OPTION}': 'pallas'}} selects Inductor's tpu path)",
             stacklevel=2,
         )
+    _specialize_floats_an_alpha_would_lose(gm)
     _note_recompile()
     _profiler._note_graph(gm)
     return _aot_backend()(gm, example_inputs)

@@ -389,6 +389,31 @@ def test_graphs_with_python_numbers_and_tensor_constants_are_replayed():
     assert not any(r.startswith("not replayable") for r in after["trace_reasons"]), after["trace_reasons"]
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_a_changing_float_beside_an_alpha_keeps_the_alpha(dtype):
+    # Dynamo passes a float that changed between calls as a symbol, and
+    # AOTAutograd's tensorify pass rebuilt add and sub without their alpha:
+    # torch.add(x, s, alpha=3) computed x + s from the second value on.
+    torch.manual_seed(0)
+    x = (torch.randn(256) * 3).to(dtype)
+    fns = {
+        "add": lambda t, s: torch.add(t, s, alpha=3),
+        "sub": lambda t, s: torch.sub(t, s, alpha=-2),
+        "method": lambda t, s: t.add(s, alpha=0.5) * 2,
+    }
+    for name, fn in fns.items():
+        compiled = torch.compile(fn, backend="tpu")
+        for s in (0.5, 0.25, 1.7, -2.2, 0.25):
+            torch.testing.assert_close(compiled(x.to("tpu"), s).cpu(), fn(x, s), msg=f"{name}, s={s}")
+    # A float beside no alpha still becomes a tensor input: one graph for every value.
+    torch._dynamo.reset()
+    before = tpu_compile.stats()["graphs_compiled"]
+    compiled = torch.compile(lambda t, s: t * s + s, backend="tpu")
+    for s in (0.5, 0.25, 1.7, -2.2):
+        torch.testing.assert_close(compiled(x.to("tpu"), s).cpu(), x * s + s)
+    assert tpu_compile.stats()["graphs_compiled"] - before == 2  # the first value's, then the dynamic one
+
+
 def test_graph_that_mutates_its_input_writes_it_back_on_every_call():
     def bump(x, counter):
         counter.add_(1)
