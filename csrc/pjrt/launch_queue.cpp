@@ -64,7 +64,21 @@ LaunchQueue::LaunchQueue() {
   std::call_once(at_fork, [] { pthread_atfork(&LaunchQueue::before_fork, nullptr, &LaunchQueue::in_forked_child); });
 }
 
-uint64_t LaunchQueue::push(std::function<void()> job) {
+void LaunchQueue::Job::operator()() {
+  if (run) {
+    run();
+  } else {
+    release_queued_output(*released, index);
+  }
+}
+
+uint64_t LaunchQueue::push(std::function<void()> job) { return enqueue(Job{std::move(job), nullptr, 0}); }
+
+uint64_t LaunchQueue::push_release(std::shared_ptr<QueuedOutputs> outputs, size_t index) {
+  return enqueue(Job{nullptr, std::move(outputs), index});
+}
+
+uint64_t LaunchQueue::enqueue(Job&& job) {
   const State state = state_.load(std::memory_order_acquire);
   // A forked child does not own the parent's plugin objects: what it
   // inherited is leaked, never released (as DeviceRuntime::in_bad_fork).
@@ -79,7 +93,7 @@ uint64_t LaunchQueue::push(std::function<void()> job) {
       --blocked_pushers_;
     }
     if (state_.load(std::memory_order_relaxed) == State::Running) {
-      jobs_.push_back(std::move(job));
+      jobs_.push(std::move(job));
       // Under the lock: tickets follow the queue's order.
       const uint64_t ticket = pushed_.fetch_add(1, std::memory_order_acq_rel) + 1;
       const bool wake = worker_sleeping_;
@@ -141,8 +155,7 @@ void LaunchQueue::run_worker() {
         worker_sleeping_ = false;
       }
     }
-    std::function<void()> job = std::move(jobs_.front());
-    jobs_.pop_front();
+    Job job = jobs_.pop();
     ++popped;
     // A full queue's pushers wake when half of it has run, not at each
     // job: a host ahead of the device then sleeps once per half a queue,
@@ -150,7 +163,7 @@ void LaunchQueue::run_worker() {
     if (blocked_pushers_ > 0 && jobs_.size() <= kCapacity / 2) room_freed_.notify_all();
     lock.unlock();
     job();
-    job = nullptr;  // what it held (buffers, executables) goes before it counts as done
+    job = Job{};  // what it held (buffers, executables) goes before it counts as done
     lock.lock();
     completed_.fetch_add(1, std::memory_order_acq_rel);
     if (waiters_ > 0) jobs_done_.notify_all();

@@ -16,12 +16,14 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 
 namespace torch_tpu::pjrt {
+
+struct QueuedOutputs;
 
 class LaunchQueue {
  public:
@@ -38,6 +40,10 @@ class LaunchQueue {
   // `job` here (after the worker, if there is one, has run everything
   // before it) and returns its ticket. `job` must not throw.
   uint64_t push(std::function<void()> job);
+  // Queues the release of a queued program's output `index` (every op's
+  // result is one): the same as push() of a function that releases it,
+  // without allocating that function on this thread for the worker to free.
+  uint64_t push_release(std::shared_ptr<QueuedOutputs> outputs, size_t index);
   // Waits until every job up to `ticket` has run.
   void wait(uint64_t ticket);
   // Waits until every job queued before this call has run.
@@ -61,6 +67,13 @@ class LaunchQueue {
   LaunchQueue();
   enum class State { Off, Running, Stopped, ForkedChild };
   static constexpr size_t kCapacity = 1024;
+  struct Job {
+    std::function<void()> run;                // or, when empty:
+    std::shared_ptr<QueuedOutputs> released;  // release released->buffers[index]
+    size_t index = 0;
+    void operator()();
+  };
+  uint64_t enqueue(Job&& job);
   void run_worker();
   static void before_fork();
   static void in_forked_child();
@@ -68,7 +81,30 @@ class LaunchQueue {
   std::atomic<State> state_{State::Off};
   std::mutex mutex_;
   std::condition_variable work_arrived_, room_freed_, jobs_done_;
-  std::deque<std::function<void()>> jobs_;
+  // The waiting jobs, in a ring of kCapacity slots made once: queuing and
+  // taking a job allocate nothing (a deque's blocks are allocated by the
+  // pushing thread and freed by the worker, a pattern glibc's malloc serves
+  // slowly).
+  class Ring {
+   public:
+    bool empty() const { return size_ == 0; }
+    size_t size() const { return size_; }
+    void push(Job&& job) {
+      slots_[(head_ + size_) % kCapacity] = std::move(job);
+      ++size_;
+    }
+    Job pop() {
+      Job job = std::move(slots_[head_]);
+      head_ = (head_ + 1) % kCapacity;
+      --size_;
+      return job;
+    }
+
+   private:
+    std::unique_ptr<Job[]> slots_ = std::make_unique<Job[]>(kCapacity);
+    size_t head_ = 0, size_ = 0;
+  };
+  Ring jobs_;  // under mutex_
   std::atomic<uint64_t> pushed_{0}, completed_{0};
   bool worker_sleeping_ = false;  // under mutex_
   int waiters_ = 0;               // under mutex_: threads in wait()

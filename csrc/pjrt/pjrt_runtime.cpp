@@ -172,16 +172,18 @@ QueuedOutputs::~QueuedOutputs() {
   }
 }
 
+void release_queued_output(QueuedOutputs& outputs, size_t index) {
+  std::lock_guard<std::mutex> lock(outputs.mutex);
+  if (outputs.buffers[index]) destroy_buffer(outputs.plugin->api(), outputs.buffers[index]);
+  outputs.buffers[index] = nullptr;
+}
+
 Buffer::~Buffer() {
   // Released on the launch queue, behind every job queued while this
   // Buffer lived (any may read it), at no cost to this thread.
   if (queued_) {
     // Its program's job runs first (the queue's order): the output is there.
-    LaunchQueue::get().push([queued = std::move(queued_), index = index_] {
-      std::lock_guard<std::mutex> lock(queued->mutex);
-      if (queued->buffers[index]) destroy_buffer(queued->plugin->api(), queued->buffers[index]);
-      queued->buffers[index] = nullptr;
-    });
+    LaunchQueue::get().push_release(std::move(queued_), index_);
   } else if (PJRT_Buffer* b = buffer_.load(std::memory_order_acquire)) {
     const PJRT_Api* api = client_->plugin()->api();
     LaunchQueue::get().push([api, b] { destroy_buffer(api, b); });  // two pointers: no allocation

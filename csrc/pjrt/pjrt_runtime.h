@@ -85,6 +85,10 @@ struct QueuedOutputs {
   std::string error;  // the launch failed: every output raises this
 };
 
+// Destroys output `index` of `outputs` unless its release ran already (on
+// the launch queue: LaunchQueue::push_release).
+void release_queued_output(QueuedOutputs& outputs, size_t index);
+
 // A launch argument as a queued launch's job holds it: its PJRT buffer, or
 // the queued output it will be. Not the Buffer itself, so a job waiting in
 // the queue is not a holder that a later op's donation decision counts. It
