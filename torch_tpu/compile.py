@@ -790,6 +790,9 @@ def _specialize_floats_an_alpha_would_lose(gm):
         from torch._dynamo.symbolic_convert import TensorifyState
     except ImportError:
         return
+    # Raised whether or not the symbol was specialized before: should a torch
+    # not specialize it, Dynamo stops after 100 restarts and runs the frame
+    # eagerly, which is slow but never the wrong answer.
     for name in names:
         TensorifyState.specialize(name)
     raise TensorifyScalarRestartAnalysis
