@@ -191,8 +191,17 @@ void LaunchQueue::hold_for_test() {
   }
   push([this] {
     std::unique_lock<std::mutex> lock(held_mutex_);
+    hold_running_ = true;
+    held_released_.notify_all();
     held_released_.wait(lock, [this] { return !held_; });
+    hold_running_ = false;
   });
+  // Returns once the worker is inside the hold, not while it still runs
+  // what was queued before (a release behind a busy machine): what the
+  // caller queues next then waits behind a running hold, so a full queue
+  // is the hold and kCapacity jobs, whatever ran before.
+  std::unique_lock<std::mutex> lock(held_mutex_);
+  held_released_.wait(lock, [this] { return hold_running_; });
 }
 
 void LaunchQueue::release_for_test() {

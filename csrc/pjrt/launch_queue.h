@@ -55,7 +55,8 @@ class LaunchQueue {
     return pushed_.load(std::memory_order_acquire) - completed_.load(std::memory_order_acquire);
   }
   // Tests: queues a job that holds the worker until release_for_test(), so
-  // what is queued after it waits, deterministically.
+  // what is queued after it waits, deterministically; returns once the
+  // worker is inside it.
   void hold_for_test();
   void release_for_test();
   // Runs what is queued and sends later jobs to their callers' threads: at
@@ -112,7 +113,8 @@ class LaunchQueue {
   std::thread::id worker_id_;
   std::mutex held_mutex_;
   std::condition_variable held_released_;
-  bool held_ = false;
+  bool held_ = false;          // under held_mutex_
+  bool hold_running_ = false;  // under held_mutex_: the worker is inside the hold
 };
 
 }  // namespace torch_tpu::pjrt
