@@ -261,8 +261,6 @@ void check_scatter_dim(const c10::FunctionSchema&, const Args& args) {
   TORCH_CHECK(index->numel() == 0 || self->size(dim) > 0, "index is out of bounds for dimension ", dim, " with size 0");
 }
 
-// _embedding_bag over a weight of no rows: no index is in its range, and
-// CPU says so at the call (XLA refuses the gather of an empty table).
 // _embedding_bag's kernels (CPU's and CUDA's) first bring indices and offsets
 // to their promoted type (promoteIndicesAndOffsets): uint8 indices beside
 // int64 offsets are int64 indices. PyTorch's Python meta kernel checks the
@@ -275,6 +273,8 @@ void normalize_embedding_bag_indices(std::vector<c10::IValue>& args) {
   if (offsets->scalar_type() != common) args[2] = offsets->to(common);
 }
 
+// _embedding_bag over a weight of no rows: no index is in its range, and
+// CPU says so at the call (XLA refuses the gather of an empty table).
 void check_embedding_bag_rows(const c10::FunctionSchema&, const Args& args) {
   const at::Tensor *weight = tensor_at(args, 0), *indices = tensor_at(args, 1);
   if (!weight || !indices || weight->dim() == 0) return;
