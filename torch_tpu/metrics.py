@@ -6,7 +6,9 @@ from . import _C
 def metrics():
     """A dict of counters: ops_dispatched, programs_executed, host_waits,
     cache_hits, cache_misses, compiles, compile_seconds, bytes_to_device,
-    bytes_to_host, live_device_bytes, peak_device_bytes, and
+    bytes_to_host, uploads (host-to-device buffers the plugin made: copies
+    to the device, and the numbers and RNG states programs read, each
+    uploaded by the launch that reads it), live_device_bytes, peak_device_bytes, and
     cpu_fallbacks (op -> count), flushes (DeferAndFuse: reason -> count),
     ops_by_mode (eager mode -> lowered ops dispatched), graph_replays,
     op_cache_replays and op_cache_captures (Strict ops that reran a captured

@@ -53,12 +53,13 @@ runtime::BufferPtr upload_host(const at::Tensor& cpu, int device) {
 
 // A Python float as a 0-d buffer of `dtype`, converted as CPU converts it
 // (c10's casts), without making CPU tensors: a replay with a changing float
-// (an optimizer's lr, a scale) uploads one on every call.
+// (an optimizer's lr, a scale) uploads one on every call, so the launch
+// reading it does (upload_for_launch).
 runtime::BufferPtr upload_number(double value, hlo::ElementType dtype, int device) {
   const at::ScalarType type = scalar_type(dtype);
   runtime::metrics().bytes_to_device += static_cast<int64_t>(c10::elementSize(type));
   auto upload = [&](const auto& number) {
-    return runtime::DeviceRuntime::get().upload(&number, pjrt_type(dtype), {}, device);
+    return runtime::DeviceRuntime::get().upload_for_launch(&number, pjrt_type(dtype), {}, device);
   };
   switch (type) {
     case at::kFloat:
@@ -82,7 +83,7 @@ runtime::BufferPtr draw_rng_state(const at::Generator& generator, int device) {
     state[0] = gen->current_seed();
     state[1] = gen->next_counter();
   }
-  return runtime::DeviceRuntime::get().upload(state, PJRT_Buffer_Type_U64, {2}, device);
+  return runtime::DeviceRuntime::get().upload_for_launch(state, PJRT_Buffer_Type_U64, {2}, device);
 }
 
 bool CapturedProgram::matches(const std::vector<c10::IValue>& values) {
@@ -329,6 +330,12 @@ std::shared_ptr<CapturedProgram> capture_program(std::unique_ptr<ProgramState> s
     }
   } else {
     free_offsets(cap->signature);
+  }
+  // Every replay reads the constants: a host value among them (a number
+  // that also stands for a program constant) is uploaded once, here, not by
+  // each replay's launch (DeviceRuntime::upload_for_launch).
+  for (const CapturedProgram::Param& p : cap->params) {
+    if (p.kind == CapturedProgram::Param::Kind::Constant && p.constant) p.constant->upload_value_now();
   }
 
   // Program outputs: every storage the graph wrote that is still alive.

@@ -530,7 +530,12 @@ std::unique_ptr<StepTemplate> template_of(const ProgramState& program, const cha
   for (size_t k = 0; k < program.ops.size(); ++k) {
     const StepOpKey& key = *program.ops[k].key;
     for (size_t i = 0; i < key.params.size(); ++i) {
-      if (key.params[i].kind != StepOpKey::Param::Kind::Constant) copy->args[program.ops[k].args + i] = nullptr;
+      runtime::BufferPtr& arg = copy->args[program.ops[k].args + i];
+      if (key.params[i].kind != StepOpKey::Param::Kind::Constant) {
+        arg = nullptr;
+      } else if (arg) {
+        arg->upload_value_now();  // read by every replay: uploaded once (DeviceRuntime::upload_for_launch)
+      }
     }
   }
   for (const auto& check : program.range_checks) step->checks.push_back(check.second);

@@ -435,7 +435,7 @@ void TensorProgram::bind_lowering_inputs(lower::LowerContext& ctx, const at::Gen
       source.fixed = s.fixed;
       source.range_checked = s.range_checked;
     }
-    bind(ctx.host_scalar_params()[k], rt.upload(host.data_ptr(), pjrt_type(s.dtype), {}, device_), source);
+    bind(ctx.host_scalar_params()[k], rt.upload_for_launch(host.data_ptr(), pjrt_type(s.dtype), {}, device_), source);
   }
   for (const auto& check : ctx.range_checks()) {
     state_->range_checks.emplace_back(check.all_in_range,
@@ -449,7 +449,7 @@ void TensorProgram::bind_lowering_inputs(lower::LowerContext& ctx, const at::Gen
     std::lock_guard<std::mutex> lock(gen->mutex_);
     for (const Value& p : ctx.rng_params()) {
       uint64_t state[2] = {gen->current_seed(), gen->next_counter()};
-      bind(p, rt.upload(state, PJRT_Buffer_Type_U64, {2}, device_), source);
+      bind(p, rt.upload_for_launch(state, PJRT_Buffer_Type_U64, {2}, device_), source);
     }
   }
 }

@@ -158,6 +158,8 @@ void drop_ready(std::vector<std::shared_ptr<Event>>& events) {
 
 namespace {
 
+std::atomic<int64_t> buffers_from_host{0};
+
 void destroy_buffer(const PJRT_Api* api, PJRT_Buffer* buffer) {
   auto args = PJRT_ARGS(PJRT_Buffer_Destroy_Args);
   args.buffer = buffer;
@@ -199,17 +201,49 @@ PJRT_Buffer* Buffer::take_queued() const {
   return b;
 }
 
+PJRT_Buffer* Buffer::upload_value() const {
+  PJRT_Buffer* b = client_->raw_buffer_from_host(value_.bytes.data(), value_.type, value_.dims.data(), value_.num_dims,
+                                                 value_.device);
+  PJRT_Buffer* first = nullptr;
+  if (buffer_.compare_exchange_strong(first, b, std::memory_order_acq_rel)) return b;
+  destroy_buffer(client_->plugin()->api(), b);  // another thread's upload won
+  return first;
+}
+
 QueuedArgument Buffer::as_queued_argument() const {
-  PJRT_Buffer* b = buffer_.load(std::memory_order_acquire);
-  if (b || !queued_) return QueuedArgument{b, nullptr, 0};
-  return QueuedArgument{nullptr, queued_, index_};
+  QueuedArgument argument;
+  argument.buffer = buffer_.load(std::memory_order_acquire);
+  if (argument.buffer) return argument;
+  if (queued_) {
+    argument.queued = queued_;
+    argument.index = index_;
+  } else if (has_value_) {
+    argument.has_value = true;
+    argument.value = value_;
+  }
+  return argument;
 }
 
 PJRT_Buffer* QueuedArgument::get() const {
+  if (has_value) throw std::logic_error("internal: a host value argument is uploaded by LaunchUploads");
   if (!queued) return buffer;
   std::lock_guard<std::mutex> lock(queued->mutex);
   if (!queued->error.empty()) throw PjrtError(queued->error);
   return queued->buffers[index];
+}
+
+LaunchUploads::~LaunchUploads() {
+  for (PJRT_Buffer* b : uploaded_) {
+    if (b) destroy_buffer(client_.plugin()->api(), b);
+  }
+}
+
+PJRT_Buffer* LaunchUploads::get(const QueuedArgument& argument) {
+  if (!argument.has_value) return argument.get();
+  const HostValue& v = argument.value;
+  uploaded_.push_back(nullptr);  // room first: the upload is never left unowned
+  uploaded_.back() = client_.raw_buffer_from_host(v.bytes.data(), v.type, v.dims.data(), v.num_dims, v.device);
+  return uploaded_.back();
 }
 
 std::vector<int64_t> Buffer::dims() const {
@@ -504,8 +538,11 @@ PJRT_Buffer* Client::raw_buffer_from_host(const void* data, PJRT_Buffer_Type typ
   args.device = devices_.at(device_index);
   plugin_->check(plugin_->api()->PJRT_Client_BufferFromHostBuffer(&args), "Client_BufferFromHostBuffer");
   if (args.done_with_host_buffer != nullptr) Event(plugin_, args.done_with_host_buffer);  // destroyed at once
+  buffers_from_host.fetch_add(1, std::memory_order_relaxed);
   return args.buffer;
 }
+
+int64_t host_to_device_buffers() { return buffers_from_host.load(std::memory_order_relaxed); }
 
 size_t byte_width(PJRT_Buffer_Type type) {
   switch (type) {

@@ -2,6 +2,7 @@
 // executables. Knows the PJRT ABI only (no torch, no StableHLO semantics).
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -89,36 +90,83 @@ struct QueuedOutputs {
 // the launch queue: LaunchQueue::push_release).
 void release_queued_output(QueuedOutputs& outputs, size_t index);
 
-// A launch argument as a queued launch's job holds it: its PJRT buffer, or
-// the queued output it will be. Not the Buffer itself, so a job waiting in
-// the queue is not a holder that a later op's donation decision counts. It
-// stays valid until the Buffer's release, which the queue runs after the job.
+// A value that one launch reads and nothing keeps (a Python number that
+// changes from call to call, an RNG state): small enough to travel inside
+// the launch's queued job, which uploads it right before its execute.
+// Uploading it on the dispatching thread would cost that thread the
+// plugin's host-to-device call, and queuing it as a job of its own a second
+// job and its buffer's release.
+struct HostValue {
+  static constexpr size_t kMaxBytes = 16, kMaxRank = 1;
+  std::array<uint8_t, kMaxBytes> bytes{};
+  PJRT_Buffer_Type type = PJRT_Buffer_Type_INVALID;
+  std::array<int64_t, kMaxRank> dims{};
+  size_t num_dims = 0;
+  size_t device = 0;
+};
+
+// A launch argument as a queued launch's job holds it: its PJRT buffer, the
+// queued output it will be, or a host value the job uploads
+// (LaunchUploads). Not the Buffer itself, so a job waiting in the queue is
+// not a holder that a later op's donation decision counts. It stays valid
+// until the Buffer's release, which the queue runs after the job.
 struct QueuedArgument {
   PJRT_Buffer* buffer = nullptr;
   std::shared_ptr<QueuedOutputs> queued;
   size_t index = 0;
+  bool has_value = false;
+  HostValue value;
   PJRT_Buffer* get() const;  // on the queue, once its producer ran; raises that launch's error
+};
+
+// The host values one queued launch uploads in its job; destroyed with this
+// object, after the execute (PJRT keeps their memory until the program that
+// reads them has finished).
+class LaunchUploads {
+ public:
+  explicit LaunchUploads(Client& client) : client_(client) {}
+  ~LaunchUploads();
+  LaunchUploads(const LaunchUploads&) = delete;
+  LaunchUploads& operator=(const LaunchUploads&) = delete;
+  // `argument`'s PJRT buffer: uploaded here if it is a host value.
+  PJRT_Buffer* get(const QueuedArgument& argument);
+
+ private:
+  Client& client_;
+  std::vector<PJRT_Buffer*> uploaded_;
 };
 
 // Owns one PJRT_Buffer. Destruction releases it; PJRT keeps the memory alive
 // until pending computations that read it have finished. A queued program's
 // output exists once its job ran: raw() waits for that (and raises the
 // launch's error, if it failed); release goes through the launch queue, so
-// it follows the job and costs the dispatching thread nothing.
+// it follows the job and costs the dispatching thread nothing. A host value
+// (HostValue) is uploaded by each queued launch that reads it, and here, once,
+// if raw() is asked for it.
 class Buffer {
  public:
   Buffer(std::shared_ptr<Client> client, PJRT_Buffer* buffer) : client_(std::move(client)), buffer_(buffer) {}
   Buffer(std::shared_ptr<Client> client, std::shared_ptr<QueuedOutputs> queued, size_t index)
       : client_(std::move(client)), buffer_(nullptr), queued_(std::move(queued)), index_(index) {}
+  Buffer(std::shared_ptr<Client> client, const HostValue& value)
+      : client_(std::move(client)), buffer_(nullptr), has_value_(true), value_(value) {}
   ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
 
   PJRT_Buffer* raw() const {
     PJRT_Buffer* b = buffer_.load(std::memory_order_acquire);
-    return b || !queued_ ? b : take_queued();
+    if (b) return b;
+    if (queued_) return take_queued();
+    return has_value_ ? upload_value() : nullptr;
   }
   QueuedArgument as_queued_argument() const;
+  // A host value kept for many launches (a captured program's constant):
+  // uploaded now, once, so those launches take the buffer instead of each
+  // uploading it. Nothing for any other buffer.
+  void upload_value_now() const {
+    if (has_value_ && !buffer_.load(std::memory_order_acquire)) upload_value();
+  }
   const std::shared_ptr<Client>& client() const { return client_; }
   std::vector<int64_t> dims() const;
   PJRT_Buffer_Type element_type() const;
@@ -136,10 +184,13 @@ class Buffer {
 
  private:
   PJRT_Buffer* take_queued() const;
+  PJRT_Buffer* upload_value() const;
   std::shared_ptr<Client> client_;
   mutable std::atomic<PJRT_Buffer*> buffer_;
   std::shared_ptr<QueuedOutputs> queued_;
   size_t index_ = 0;
+  bool has_value_ = false;
+  HostValue value_;
 };
 
 // What XLA's buffer assignment gives a compiled program
@@ -235,6 +286,10 @@ class Client : public std::enable_shared_from_this<Client> {
   std::string platform_name_, platform_version_;
   std::vector<PJRT_Device*> devices_;
 };
+
+// Host-to-device buffers made in this process (Client::raw_buffer_from_host):
+// torch_tpu.metrics()'s "uploads".
+int64_t host_to_device_buffers();
 
 // Bytes per element of `type`; 0 where an element is not whole bytes (S4,
 // F4E2M1FN, ...) or the type has no size (TOKEN, INVALID).

@@ -52,6 +52,14 @@ class RawBufferList {
   PJRT_Buffer** data_ = nullptr;
 };
 
+// Bytes of a host array of `type` and `dims`; 0 where an element is not
+// whole bytes.
+size_t host_bytes(PJRT_Buffer_Type type, const std::vector<int64_t>& dims) {
+  size_t nbytes = pjrt::byte_width(type);
+  for (int64_t d : dims) nbytes *= static_cast<size_t>(std::max<int64_t>(d, 0));
+  return nbytes;
+}
+
 [[noreturn]] void raise_in_forked_child() {
   throw std::runtime_error(
       "Cannot re-initialize tpu in forked subprocess. To use tpu with multiprocessing, you must use the 'spawn' "
@@ -107,8 +115,7 @@ int DeviceRuntime::device_count() { return static_cast<int>(client().devices().s
 BufferPtr DeviceRuntime::upload(const void* data, PJRT_Buffer_Type type, const std::vector<int64_t>& dims, int device) {
   auto& c = client();
   auto& queue = pjrt::LaunchQueue::get();
-  size_t nbytes = pjrt::byte_width(type);  // 0: not whole bytes, so not queued
-  for (int64_t d : dims) nbytes *= static_cast<size_t>(std::max<int64_t>(d, 0));
+  const size_t nbytes = host_bytes(type, dims);  // 0: not whole bytes, so not queued
   if (!queue.active() || nbytes == 0 || nbytes > kQueuedUploadBytes || dims.size() > kQueuedUploadRank) {
     return c.buffer_from_host(data, type, dims, device);
   }
@@ -135,6 +142,23 @@ BufferPtr DeviceRuntime::upload(const void* data, PJRT_Buffer_Type type, const s
     }
   });
   return std::make_shared<Buffer>(client_, queued, 0);
+}
+
+BufferPtr DeviceRuntime::upload_for_launch(const void* data, PJRT_Buffer_Type type, const std::vector<int64_t>& dims,
+                                           int device) {
+  client();  // loads the plugin on first use
+  const size_t nbytes = host_bytes(type, dims);
+  if (!pjrt::LaunchQueue::get().active() || nbytes == 0 || nbytes > pjrt::HostValue::kMaxBytes ||
+      dims.size() > pjrt::HostValue::kMaxRank) {
+    return upload(data, type, dims, device);
+  }
+  pjrt::HostValue value;
+  std::memcpy(value.bytes.data(), data, nbytes);
+  value.type = type;
+  std::copy(dims.begin(), dims.end(), value.dims.begin());
+  value.num_dims = dims.size();
+  value.device = static_cast<size_t>(device);
+  return std::make_shared<Buffer>(client_, value);
 }
 
 void DeviceRuntime::download(const Buffer& buffer, void* dst, size_t nbytes) {
@@ -218,7 +242,8 @@ std::vector<BufferPtr> DeviceRuntime::run_queued(pjrt::LoadedExecutable& exe, in
     try {
       if (!failure.empty()) throw pjrt::PjrtError(failure);
       RawBufferList raw(arguments.size());
-      for (size_t i = 0; i < arguments.size(); ++i) raw[i] = arguments[i].get();
+      pjrt::LaunchUploads uploads(*client_);
+      for (size_t i = 0; i < arguments.size(); ++i) raw[i] = uploads.get(arguments[i]);
       execute(*exe, device, raw.data(), arguments.size(), donatable, std::move(donated), /*launch_id=*/0,
               queued->buffers.data());
     } catch (const std::exception& e) {

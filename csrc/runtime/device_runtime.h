@@ -42,6 +42,13 @@ class DeviceRuntime {
   // buffer exists once the queue's thread made it.
   BufferPtr upload(const void* data, PJRT_Buffer_Type type, const std::vector<int64_t>& dims, int device);
   static constexpr size_t kQueuedUploadBytes = 64, kQueuedUploadRank = 4;
+  // The same for a value of up to pjrt::HostValue::kMaxBytes that one launch
+  // reads and nothing keeps (a changing Python number, an RNG state): with the
+  // launch queue on, each queued launch reading it uploads it in its own job,
+  // so the value costs the dispatching thread no plugin call, job or release.
+  // A value read many times (a cached view offset) is upload()'s: this one
+  // would be uploaded again by every launch.
+  BufferPtr upload_for_launch(const void* data, PJRT_Buffer_Type type, const std::vector<int64_t>& dims, int device);
   void download(const Buffer& buffer, void* dst, size_t nbytes);
   // Compiles (or finds) `text`, runs it on `device` without waiting.
   std::vector<BufferPtr> run(const std::string& text, int device, const std::vector<BufferPtr>& args,

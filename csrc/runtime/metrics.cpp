@@ -3,6 +3,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "pjrt/pjrt_runtime.h"
+
 namespace torch_tpu::runtime {
 
 Metrics& metrics() {
@@ -72,6 +74,7 @@ std::map<std::string, int64_t> Metrics::snapshot() {
       {"step_replay_fallbacks", step_replay_fallbacks},
       {"program_temp_bytes_peak", program_temp_bytes_peak},
       {"program_alias_bytes_peak", program_alias_bytes_peak},
+      {"uploads", pjrt::host_to_device_buffers() - uploads_before_reset},
   };
   std::lock_guard<std::mutex> lock(mutex);
   for (const auto& [op, n] : cpu_fallbacks) s["cpu_fallback::" + op] = n;
@@ -89,6 +92,7 @@ void Metrics::reset() {
   cache_hits = cache_misses = compiles = compile_nanos = graph_replays = 0;
   op_cache_replays = op_cache_captures = program_temp_bytes_peak = program_alias_bytes_peak = 0;
   step_replays = step_replay_ops = step_replay_fallbacks = 0;
+  uploads_before_reset = pjrt::host_to_device_buffers();
   for (auto& n : ops_by_mode) n = 0;
   peak_device_bytes = live_device_bytes.load();
   std::lock_guard<std::mutex> lock(mutex);

@@ -37,6 +37,8 @@ struct Metrics {
   // instead shows that tensor's size as scratch.
   std::atomic<int64_t> program_temp_bytes_peak{0};
   std::atomic<int64_t> program_alias_bytes_peak{0};
+  // pjrt::host_to_device_buffers() at the last reset: "uploads" counts from there.
+  std::atomic<int64_t> uploads_before_reset{0};
 
   // Lowered ops dispatched, per eager mode (indexed by EagerMode): counted
   // on every op, so a relaxed atomic each, not a locked map keyed by name.

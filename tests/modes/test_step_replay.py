@@ -242,6 +242,27 @@ torch.save({{"losses": [l.item() for l in losses], "params": [p.detach().cpu() f
 """
 
 
+def test_a_replayed_step_uploads_only_what_changes():
+    # dropout's keep probability and scale are numbers its lowering derives
+    # from p, kept by the remembered step: uploaded once, when it was
+    # remembered, not by every replay. Each replay uploads its RNG state.
+    w = torch.ones(16, 16, device="tpu")
+    acc = torch.zeros(16, 16, device="tpu")
+    acc_cpu = torch.zeros(16, 16)
+    with torch_tpu.eager_mode("defer_and_fuse"):
+        for step in range(8):
+            if step == 4:
+                torch_tpu.sync()
+                torch_tpu.reset_metrics()
+            acc.add_(torch.nn.functional.dropout(w, 0.3) * 0.5)
+            torch_tpu.sync()
+            acc_cpu += 0.5 / 0.7 * (acc.cpu() - acc_cpu > 0)  # each kept element grew by 0.5 / 0.7
+            torch.testing.assert_close(acc.cpu(), acc_cpu)
+        metrics = torch_tpu.metrics()
+    assert metrics["step_replays"] == 4
+    assert metrics["uploads"] == 4
+
+
 def test_dropout_draws_the_same_random_numbers_with_and_without_replay(tmp_path):
     here = os.path.dirname(os.path.abspath(__file__))
     results = {}

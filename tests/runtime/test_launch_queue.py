@@ -1,8 +1,9 @@
 """The launch queue (csrc/pjrt/launch_queue.h): an op's program is handed to
 one thread of ours that makes the plugin's execute, so the op returns at
 once, as a CUDA kernel launch does. Results are those of running each op at
-its call; small uploads (a changing float, a few host numbers) are queued
-too, from a copy; reads and synchronizations wait for the queue; a program that
+its call; small uploads (a few host numbers) are queued too, from a copy,
+and a value one launch reads (a changing float, an RNG state) travels in
+that launch's job; reads and synchronizations wait for the queue; a program that
 fails there raises at each use of its results and at the next synchronize;
 the queue is bounded.
 
@@ -86,7 +87,7 @@ def test_a_tensor_released_before_its_program_ran_frees_its_buffer_after_it():
     assert torch.equal((a @ a).cpu(), a.cpu() @ a.cpu())
 
 
-def test_a_changing_float_and_a_small_host_tensor_are_uploaded_on_the_queue_from_copies():
+def test_a_changing_float_travels_with_its_launch_and_a_small_host_tensor_is_uploaded_on_the_queue_from_copies():
     x_cpu = torch.randn(8, 8)
     x = x_cpu.to("tpu")
     for s in (0.5, 0.25):  # the op cache captures `x * s` on its second call
@@ -96,18 +97,68 @@ def test_a_changing_float_and_a_small_host_tensor_are_uploaded_on_the_queue_from
     with held_queue():
         depth = _C._launch_queue_depth()
         y = x * 0.75
-        # A replay with a new float queues three jobs: the float's upload
-        # (not made on this thread), the launch and the float's release.
-        assert _C._launch_queue_depth() == depth + 3
+        # A replay with a new float queues one job, the launch, which
+        # uploads the float itself (no upload made on this thread, no
+        # upload job, no release of its buffer).
+        assert _C._launch_queue_depth() == depth + 1
         products = [x * s for s in scales]
+        torch_tpu.reset_metrics()  # the float's uploads are made by the launches still held
         depth = _C._launch_queue_depth()
         small = small_cpu.to("tpu")
         assert _C._launch_queue_depth() == depth + 1
         small_cpu.fill_(-1.0)  # the upload took a copy at the call
+    torch_tpu.synchronize()
+    assert torch_tpu.metrics()["uploads"] == 1 + len(scales) + 1  # the floats, uploaded once each, and `small`
     torch.testing.assert_close(y.cpu(), x_cpu * 0.75)
     for s, p in zip(scales, products):
         torch.testing.assert_close(p.cpu(), x_cpu * s)
     assert torch.equal(small.cpu(), torch.tensor([1.0, 2.0, 3.0]))
+
+
+@pytest.mark.parametrize("mode", ["strict", "defer_and_fuse"])
+def test_an_rng_state_travels_with_its_launch_and_draws_as_uploaded_apart(mode):
+    with torch_tpu.eager_mode(mode):
+
+        def draws(n):
+            torch.manual_seed(7)
+            out = [torch.rand(64, 64, device="tpu") for _ in range(n)]
+            if mode == "defer_and_fuse":
+                _C._flush("test")
+            return out
+
+        expected = [d.cpu() for d in draws(4)]  # uploaded apart: the queue's order does not matter here
+        with held_queue():
+            depth = _C._launch_queue_depth()
+            queued = draws(4)
+            # One job per program: each launch uploads its own RNG state.
+            assert _C._launch_queue_depth() == depth + (1 if mode == "defer_and_fuse" else 4)
+    for got, want in zip(queued, expected):
+        assert torch.equal(got.cpu(), want)
+    assert not torch.equal(expected[0], expected[1])  # each launch drew its own state
+
+
+def test_a_number_kept_as_a_replayed_programs_constant_is_uploaded_once_at_capture():
+    # dropout's keep probability and scale are numbers its lowering derives
+    # from p: program inputs that no argument of the call feeds, so a replay
+    # keeps the capture's buffers for them. Each replay uploads only its RNG
+    # state, not those numbers again.
+    x = torch.ones(64, 64, device="tpu")
+    for _ in range(2):  # captured on the second call
+        torch.nn.functional.dropout(x, 0.3)
+    torch_tpu.synchronize()
+    torch_tpu.reset_metrics()
+    with held_queue():
+        depth = _C._launch_queue_depth()
+        dropped = [torch.nn.functional.dropout(x, 0.3) for _ in range(5)]
+        assert _C._launch_queue_depth() == depth + 5 * 2  # the launch, and the release of its mask
+    torch_tpu.synchronize()
+    assert torch_tpu.metrics()["op_cache_replays"] == 5
+    assert torch_tpu.metrics()["uploads"] == 5
+    for y in dropped:
+        values = y.cpu()
+        kept = values != 0
+        assert torch.equal(values[kept], torch.full_like(values[kept], 1 / 0.7))
+        assert 0.5 < kept.float().mean() < 0.9
 
 
 def test_a_host_ahead_of_the_device_waits_when_the_queue_is_full():
