@@ -201,9 +201,17 @@ PJRT_Buffer* Buffer::take_queued() const {
   return b;
 }
 
+namespace {
+
+// The one host-to-device call a host value makes, wherever it is made.
+PJRT_Buffer* upload_host_value(Client& client, const HostValue& v) {
+  return client.raw_buffer_from_host(v.bytes.data(), v.type, v.dims.data(), v.num_dims, v.device);
+}
+
+}  // namespace
+
 PJRT_Buffer* Buffer::upload_value() const {
-  PJRT_Buffer* b = client_->raw_buffer_from_host(value_.bytes.data(), value_.type, value_.dims.data(), value_.num_dims,
-                                                 value_.device);
+  PJRT_Buffer* b = upload_host_value(*client_, value_);
   PJRT_Buffer* first = nullptr;
   if (buffer_.compare_exchange_strong(first, b, std::memory_order_acq_rel)) return b;
   destroy_buffer(client_->plugin()->api(), b);  // another thread's upload won
@@ -240,9 +248,8 @@ LaunchUploads::~LaunchUploads() {
 
 PJRT_Buffer* LaunchUploads::get(const QueuedArgument& argument) {
   if (!argument.has_value) return argument.get();
-  const HostValue& v = argument.value;
   uploaded_.push_back(nullptr);  // room first: the upload is never left unowned
-  uploaded_.back() = client_.raw_buffer_from_host(v.bytes.data(), v.type, v.dims.data(), v.num_dims, v.device);
+  uploaded_.back() = upload_host_value(client_, argument.value);
   return uploaded_.back();
 }
 
