@@ -68,8 +68,9 @@ at::Tensor download(const at::Tensor& src) {
     flush_deferred("host_read");
     buffer = storage_buffer(whole).current();
   }
-  verify_range_checks();  // never hand out values computed from clamped indices
-  runtime::DeviceRuntime::get().download(*buffer, host.data_ptr(), host.nbytes());
+  // One wait for the bytes and the pending range checks, which must all
+  // pass: never hand out values computed from clamped indices.
+  verify_range_checks({{buffer.get(), host.data_ptr(), host.nbytes()}});
   return host;
 }
 

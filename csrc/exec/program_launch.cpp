@@ -3,7 +3,9 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <cstdlib>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -266,30 +268,24 @@ std::vector<runtime::BufferPtr> launch(pjrt::LoadedExecutable& executable, Progr
   return results;
 }
 
-void queue_range_checks(const std::vector<RangeCheckInfo>& checks, const std::vector<runtime::BufferPtr>& results,
-                        size_t first) {
-  if (checks.empty()) return;
-  bool too_many = false;
-  {
-    PendingChecks& p = pending_checks();
-    std::lock_guard<std::mutex> lock(p.mutex);
-    for (size_t k = 0; k < checks.size(); ++k) p.checks.emplace_back(results[first + k], checks[k]);
-    too_many = p.checks.size() > 4096;
-  }
-  if (too_many) verify_range_checks();  // bound the list in loops that never sync
-}
+namespace {
 
-void verify_range_checks() {
-  std::vector<std::pair<runtime::BufferPtr, RangeCheckInfo>> checks;
-  {
-    PendingChecks& p = pending_checks();
-    std::lock_guard<std::mutex> lock(p.mutex);
-    checks.swap(p.checks);
-  }
-  for (const auto& [flag, info] : checks) {
-    bool ok = true;
-    runtime::DeviceRuntime::get().download(*flag, &ok, sizeof(ok));
-    if (ok) continue;
+// Pending checks beyond this many are read at the next launch: a loop that
+// never waits for the host must not grow the list without bound.
+constexpr size_t kMaxPendingChecks = 4096;
+
+// Reads the flags of `checks` and the copies in `also` in one wait (every
+// copy started first), then raises for the first check that failed.
+void read_range_checks(const std::vector<std::pair<runtime::BufferPtr, RangeCheckInfo>>& checks,
+                       const std::vector<runtime::DeviceRuntime::HostCopy>& also) {
+  if (checks.empty() && also.empty()) return;
+  std::vector<uint8_t> ok(checks.size(), 1);  // tensor<i1>: one byte each
+  std::vector<runtime::DeviceRuntime::HostCopy> copies = also;
+  for (size_t k = 0; k < checks.size(); ++k) copies.push_back({checks[k].first.get(), &ok[k], 1});
+  runtime::DeviceRuntime::get().download(copies);
+  for (size_t k = 0; k < checks.size(); ++k) {
+    if (ok[k]) continue;
+    const RangeCheckInfo& info = checks[k].second;
     // Debug mode checks eager ops' indices before they run; the checks
     // that reach here there come from a compiled graph, waited for at its call.
     // An assertion (_assert_async) is checked nowhere else: in Debug mode it
@@ -301,6 +297,38 @@ void verify_range_checks() {
     TORCH_CHECK(!info.runtime_error, info.message, where);
     TORCH_CHECK_INDEX(false, info.message, where);
   }
+}
+
+}  // namespace
+
+void queue_range_checks(const std::vector<RangeCheckInfo>& checks, const std::vector<runtime::BufferPtr>& results,
+                        size_t first) {
+  if (checks.empty()) return;
+  std::vector<std::pair<runtime::BufferPtr, RangeCheckInfo>> oldest;
+  {
+    PendingChecks& p = pending_checks();
+    std::lock_guard<std::mutex> lock(p.mutex);
+    for (size_t k = 0; k < checks.size(); ++k) p.checks.emplace_back(results[first + k], checks[k]);
+    if (p.checks.size() > kMaxPendingChecks) {
+      // The older half: their programs ran long ago. Reading every check
+      // would wait for the program just launched, draining the device's
+      // queue in a loop that otherwise never waits.
+      const auto half = p.checks.begin() + static_cast<std::ptrdiff_t>(p.checks.size() / 2);
+      oldest.assign(std::make_move_iterator(p.checks.begin()), std::make_move_iterator(half));
+      p.checks.erase(p.checks.begin(), half);
+    }
+  }
+  read_range_checks(oldest, {});
+}
+
+void verify_range_checks(const std::vector<runtime::DeviceRuntime::HostCopy>& also) {
+  std::vector<std::pair<runtime::BufferPtr, RangeCheckInfo>> checks;
+  {
+    PendingChecks& p = pending_checks();
+    std::lock_guard<std::mutex> lock(p.mutex);
+    checks.swap(p.checks);
+  }
+  read_range_checks(checks, also);
 }
 
 void inject_fault(const std::string& op, const std::string& stage) {

@@ -75,8 +75,10 @@ void queue_range_checks(const std::vector<RangeCheckInfo>& checks, const std::ve
                         size_t first);
 
 // Index range checks of programs that ran: raises IndexError for the first
-// that failed (naming its op). Called wherever the host waits anyway.
-void verify_range_checks();
+// that failed (naming its op). Called wherever the host waits anyway. A host
+// read passes its own copy as `also`: the checks' flags and its bytes are
+// read in one wait, and its bytes count only if every check passed.
+void verify_range_checks(const std::vector<runtime::DeviceRuntime::HostCopy>& also = {});
 
 struct RunOptions {
   bool donate = true;  // inputs nothing else holds may be updated in place

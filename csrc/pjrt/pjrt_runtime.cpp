@@ -275,7 +275,9 @@ size_t Buffer::on_device_size() const {
   return args.on_device_size_in_bytes;
 }
 
-void Buffer::to_host(void* dst, size_t nbytes) const {
+void Buffer::to_host(void* dst, size_t nbytes) const { start_to_host(dst, nbytes)->await(); }
+
+std::unique_ptr<Event> Buffer::start_to_host(void* dst, size_t nbytes) const {
   const auto& plugin = client_->plugin();
   auto args = PJRT_ARGS(PJRT_Buffer_ToHostBuffer_Args);
   args.src = raw();
@@ -288,7 +290,7 @@ void Buffer::to_host(void* dst, size_t nbytes) const {
   args.dst = dst;
   args.event = nullptr;
   plugin->check(plugin->api()->PJRT_Buffer_ToHostBuffer(&args), "Buffer_ToHostBuffer");
-  Event(plugin, args.event).await();
+  return std::make_unique<Event>(plugin, args.event);
 }
 
 std::shared_ptr<Buffer> Buffer::copy_to_device(PJRT_Device* device) const {

@@ -173,6 +173,10 @@ class Buffer {
   size_t on_device_size() const;
   // Device to host: blocks until the bytes are in `dst` (size must match).
   void to_host(void* dst, size_t nbytes) const;
+  // The same without blocking: the bytes are in `dst` once the returned event
+  // is ready, and `dst` must live until then. Several copies started before
+  // one wait cost the host one round trip instead of one each.
+  std::unique_ptr<Event> start_to_host(void* dst, size_t nbytes) const;
   // Device to device (another device of the same client).
   std::shared_ptr<Buffer> copy_to_device(PJRT_Device* device) const;
   void await_ready() const;

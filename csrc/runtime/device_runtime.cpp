@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <unordered_set>
 
 #include "metrics.h"
@@ -161,10 +162,34 @@ BufferPtr DeviceRuntime::upload_for_launch(const void* data, PJRT_Buffer_Type ty
   return std::make_shared<Buffer>(client_, value);
 }
 
-void DeviceRuntime::download(const Buffer& buffer, void* dst, size_t nbytes) {
+void DeviceRuntime::download(const Buffer& buffer, void* dst, size_t nbytes) { download({{&buffer, dst, nbytes}}); }
+
+void DeviceRuntime::download(const std::vector<HostCopy>& copies) {
+  if (copies.empty()) return;
   metrics().host_waits++;
-  metrics().bytes_to_host += static_cast<int64_t>(nbytes);
-  buffer.to_host(dst, nbytes);
+  std::vector<std::unique_ptr<pjrt::Event>> started;
+  started.reserve(copies.size());
+  std::exception_ptr start_error, error;
+  for (const HostCopy& c : copies) {
+    try {
+      started.push_back(c.buffer->start_to_host(c.dst, c.nbytes));
+    } catch (...) {
+      start_error = std::current_exception();  // the copies after it are not started
+      break;
+    }
+    metrics().bytes_to_host += static_cast<int64_t>(c.nbytes);
+  }
+  // Every started copy is awaited, failed or not: each writes its
+  // destination until it is ready.
+  for (const auto& event : started) {
+    try {
+      event->await();
+    } catch (...) {
+      if (!error) error = std::current_exception();
+    }
+  }
+  if (error) std::rethrow_exception(error);  // an earlier copy's than start_error's
+  if (start_error) std::rethrow_exception(start_error);
 }
 
 std::shared_ptr<pjrt::LoadedExecutable> DeviceRuntime::executable(const std::string& text) {
