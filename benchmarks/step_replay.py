@@ -9,7 +9,11 @@ TORCH_TPU_STEP_REPLAY=0, read once per process), built and warmed up
 there; the rows run in turn, --repeats times, and each row reports its
 best run.
 
-    python benchmarks/step_replay.py [--steps 20] [--warmup 4] [--repeats 2] [--workloads encoder,gpt]
+    python benchmarks/step_replay.py [--steps 20] [--warmup 4] [--repeats 2] [--workloads encoder,gpt] [--read-loss]
+
+--read-loss reads the loss on the host after every step, as a loop that logs
+it does; each row then also prints the host waits per step (one: the read,
+with the pending index range checks read in the same wait).
 """
 
 import argparse
@@ -75,7 +79,7 @@ def gpt(device, compiled):
     return forward, optimizer, batch
 
 
-def run_row(workload, mode, compiled, steps, warmup):
+def run_row(workload, mode, compiled, steps, warmup, read_loss):
     """One row, in this process: a JSON line of its numbers."""
     import torch
 
@@ -103,7 +107,10 @@ def run_row(workload, mode, compiled, steps, warmup):
     wall, cpu = time.perf_counter(), time.thread_time()
     for x, y in batches[warmup:]:
         loss = train_step(x, y)
+        if read_loss:
+            loss.item()
     host = time.thread_time() - cpu
+    waits = torch_tpu.metrics()["host_waits"]  # the timed steps' own
     loss.item()
     torch_tpu.sync()
     wall = time.perf_counter() - wall
@@ -117,6 +124,7 @@ def run_row(workload, mode, compiled, steps, warmup):
                 "replays_per_step": m["step_replays"] / steps,
                 "replayed_ops_per_step": m["step_replay_ops"] / steps,
                 "programs_per_step": m["programs_executed"] / steps,
+                "host_waits_per_step": waits / steps,
             }
         )
     )
@@ -128,12 +136,13 @@ def main():
     p.add_argument("--warmup", type=int, default=4)
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--workloads", default="encoder,gpt")
+    p.add_argument("--read-loss", action="store_true", help="read the loss on the host after every step")
     p.add_argument("--row", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.row:
         workload, row = args.row.split(":", 1)
         mode, compiled, _ = ROWS[row]
-        run_row(workload, mode, compiled, args.steps, args.warmup)
+        run_row(workload, mode, compiled, args.steps, args.warmup, args.read_loss)
         return
     for workload in args.workloads.split(","):
         best = {}
@@ -141,7 +150,7 @@ def main():
             for row, (_, _, replay) in ROWS.items():
                 env = dict(os.environ, TORCH_TPU_STEP_REPLAY=replay)
                 cmd = [sys.executable, __file__, "--row", f"{workload}:{row}", "--steps", str(args.steps)]
-                cmd += ["--warmup", str(args.warmup)]
+                cmd += ["--warmup", str(args.warmup)] + (["--read-loss"] if args.read_loss else [])
                 out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
                 result = json.loads(out.stdout.strip().splitlines()[-1])
                 if row not in best or result["steps_per_s"] > best[row]["steps_per_s"]:
@@ -153,6 +162,7 @@ def main():
                 f"  {row:>36}: {r['steps_per_s']:7.2f} steps/s, host {r['host_s_per_step'] * 1e3:7.2f} ms/step "
                 f"({per_op:5.2f} us per op of {r['ops_per_step']:.0f}), {r['programs_per_step']:.1f} programs/step, "
                 f"{r['replays_per_step']:.1f} replayed flushes/step"
+                + (f", {r['host_waits_per_step']:.1f} host waits/step" if args.read_loss else "")
             )
         rate = {row: r["steps_per_s"] for row, r in best.items()}
         fused, recorded = rate["defer_and_fuse"], rate["defer_and_fuse, recorded every step"]
