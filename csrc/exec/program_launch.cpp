@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
+#include <exception>
 #include <iterator>
 #include <map>
 #include <mutex>
@@ -275,14 +276,23 @@ namespace {
 constexpr size_t kMaxPendingChecks = 4096;
 
 // Reads the flags of `checks` and the copies in `also` in one wait (every
-// copy started first), then raises for the first check that failed.
+// copy started first), then raises for the first check that failed, before
+// any error of the reads themselves: an index out of range explains what
+// came after it.
 void read_range_checks(const std::vector<std::pair<runtime::BufferPtr, RangeCheckInfo>>& checks,
                        const std::vector<runtime::DeviceRuntime::HostCopy>& also) {
   if (checks.empty() && also.empty()) return;
-  std::vector<uint8_t> ok(checks.size(), 1);  // tensor<i1>: one byte each
-  std::vector<runtime::DeviceRuntime::HostCopy> copies = also;
+  std::vector<uint8_t> ok(checks.size(), 1);  // tensor<i1>: one byte each; a flag not read stays 1
+  std::vector<runtime::DeviceRuntime::HostCopy> copies;
+  copies.reserve(checks.size() + also.size());
   for (size_t k = 0; k < checks.size(); ++k) copies.push_back({checks[k].first.get(), &ok[k], 1});
-  runtime::DeviceRuntime::get().download(copies);
+  copies.insert(copies.end(), also.begin(), also.end());
+  std::exception_ptr read_error;
+  try {
+    runtime::DeviceRuntime::get().download(copies);
+  } catch (...) {
+    read_error = std::current_exception();
+  }
   for (size_t k = 0; k < checks.size(); ++k) {
     if (ok[k]) continue;
     const RangeCheckInfo& info = checks[k].second;
@@ -297,6 +307,7 @@ void read_range_checks(const std::vector<std::pair<runtime::BufferPtr, RangeChec
     TORCH_CHECK(!info.runtime_error, info.message, where);
     TORCH_CHECK_INDEX(false, info.message, where);
   }
+  if (read_error) std::rethrow_exception(read_error);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 import torch_tpu
+from torch_tpu import _C
 
 MAX_PENDING = 4096  # kMaxPendingChecks
 
@@ -79,3 +80,30 @@ def test_a_loop_that_never_waits_reads_the_older_half_of_its_checks_at_the_bound
     torch.testing.assert_close(out, x_cpu[[4, 1]])
     assert m["host_waits"] == 2
     assert m["bytes_to_host"] == MAX_PENDING + 1 + out.nbytes  # the rest, with the read
+
+
+@pytest.mark.skipif(not _C._launches_queued(), reason="TORCH_TPU_LAUNCH_QUEUE=0: a failed launch raises at its op")
+@pytest.mark.skipif(torch_tpu.get_eager_mode() == "debug", reason="TORCH_TPU_LAUNCH_BLOCKING=1: raises at each op")
+def test_an_index_out_of_range_raises_before_the_failure_of_a_later_program_the_read_waits_for():
+    x_cpu = torch.arange(6.0)
+    with pytest.raises(IndexError) as cpu_err:
+        torch.index_select(x_cpu, 0, torch.tensor([7]))
+    with torch_tpu.eager_mode("strict"):
+        x, bad = x_cpu.to("tpu"), torch.tensor([7]).to("tpu")
+        torch_tpu.synchronize()
+        torch.index_select(x, 0, bad)
+        _C._inject_fault("aten::mul.Tensor", "execute")
+        try:
+            y = x * torch.full((6,), 2.0, device="tpu")  # fails on the queue
+        finally:
+            _C._inject_fault("", "")
+        # The read waits for both; the index comes first, as it did when the
+        # flags were read before the read's own bytes.
+        with pytest.raises(IndexError) as tpu_err:
+            y.cpu()
+        assert str(cpu_err.value) in str(tpu_err.value)
+        with pytest.raises(RuntimeError, match="injected execute failure"):
+            y.cpu()
+        with pytest.raises(RuntimeError, match="injected execute failure"):
+            torch_tpu.synchronize()
+        torch.testing.assert_close((x * 2).cpu(), x_cpu * 2)
