@@ -404,7 +404,8 @@ std::vector<Value> embedding_bag(LowerContext& ctx) {
     for (size_t k = 0; k < 4; ++k) results[k] = zeros(b, ctx.out_types.at(k));
     return results;
   }
-  ctx.check_in_range(idx, 0, weight.shape()[0], "embedding_bag: index out of range in self");
+  // CPU's kernel raises RuntimeError (as CUDA's device-side assert does), not embedding's IndexError.
+  ctx.check_in_range(idx, 0, weight.shape()[0], "embedding_bag: index out of range in self", /*runtime_error=*/true);
   // With include_last_offset PyTorch's CPU kernel ends the last bag at the
   // last offset for the sums, but counts (bag_size, the mean's divisor) and
   // takes the max up to the end of the indices; both are followed here.

@@ -239,6 +239,32 @@ def test_embedding_bag_include_last_offset_short_of_the_end(mode):
     check_op(fn, weight)
 
 
+@pytest.mark.parametrize("mode", ["strict", "defer_and_fuse", "compiled"])
+@pytest.mark.parametrize("bag_mode", ["sum", "mean", "max"])
+def test_embedding_bag_index_out_of_range_raises_cpus_runtime_error_at_the_next_read(mode, bag_mode):
+    # It raised IndexError (embedding's type); CPU's kernel raises RuntimeError,
+    # as CUDA's device-side assert does (found by scripts/fuzz_ops.py --seed 31).
+    weight, indices, offsets = torch.randn(1, 3), torch.tensor([0, 1, 0]), torch.tensor([0, 2])
+
+    def fn(w, i, o):
+        return F.embedding_bag(i, w, o, mode=bag_mode)
+
+    with pytest.raises(RuntimeError) as cpu_err:
+        fn(weight, indices, offsets)
+    assert not isinstance(cpu_err.value, IndexError)
+    bag = torch.compile(fn, backend="tpu") if mode == "compiled" else fn
+    try:
+        with torch_tpu.eager_mode("strict" if mode == "compiled" else mode):
+            w, i, o = weight.to("tpu"), indices.to("tpu"), offsets.to("tpu")
+            with pytest.raises(RuntimeError, match="embedding_bag: index out of range") as tpu_err:
+                bag(w, i, o).cpu()
+            assert not isinstance(tpu_err.value, IndexError)
+            torch_tpu.synchronize()  # raised once
+            assert_close(bag(w, torch.tensor([0, 0, 0], device="tpu"), o), fn(weight, torch.tensor([0, 0, 0]), offsets))
+    finally:
+        torch._dynamo.reset()
+
+
 def test_take_out_may_not_alias_its_input():
     x = torch.randn(6, device="tpu")
     with pytest.raises(RuntimeError, match="unsupported operation"):
