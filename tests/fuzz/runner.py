@@ -92,7 +92,14 @@ ALLOWED_VALUE_DIFFERENCES = {
 # CPU's words for errors it finds in the values (an index out of range,
 # binary_cross_entropy's input outside [0, 1]): CUDA finds them in its
 # kernels and raises at a later synchronization, as tpu may.
-VALUE_ERROR_WORDS = ("out of bounds", "out of range", "not in the valid range", "between 0 and 1", "non-negative")
+VALUE_ERROR_WORDS = (
+    "out of bounds",
+    "out of range",
+    "not in the valid range",
+    "between 0 and 1",
+    "non-negative",
+    "idx < num_embeddings",  # embedding_bag's other CPU check of its indices
+)
 
 
 def _equal_but_for_nan_on_one_side(expected, actual):
