@@ -162,8 +162,6 @@ BufferPtr DeviceRuntime::upload_for_launch(const void* data, PJRT_Buffer_Type ty
   return std::make_shared<Buffer>(client_, value);
 }
 
-void DeviceRuntime::download(const Buffer& buffer, void* dst, size_t nbytes) { download({{&buffer, dst, nbytes}}); }
-
 void DeviceRuntime::download(const std::vector<HostCopy>& copies) {
   if (copies.empty()) return;
   metrics().host_waits++;

@@ -49,10 +49,9 @@ class DeviceRuntime {
   // A value read many times (a cached view offset) is upload()'s: this one
   // would be uploaded again by every launch.
   BufferPtr upload_for_launch(const void* data, PJRT_Buffer_Type type, const std::vector<int64_t>& dims, int device);
-  void download(const Buffer& buffer, void* dst, size_t nbytes);
-  // Several device-to-host copies for one wait: every copy starts before the
-  // host waits for any, so they cost one round trip, not one each. Raises
-  // the first copy's error after every started copy has finished writing.
+  // Device-to-host copies for one wait: every copy starts before the host
+  // waits for any, so they cost one round trip, not one each. Raises the
+  // first copy's error after every started copy has finished writing.
   struct HostCopy {
     const Buffer* buffer;
     void* dst;
