@@ -92,9 +92,12 @@ def test_an_index_out_of_range_raises_before_the_failure_of_a_later_program_the_
         x, bad = x_cpu.to("tpu"), torch.tensor([7]).to("tpu")
         torch_tpu.synchronize()
         torch.index_select(x, 0, bad)
-        _C._inject_fault("aten::mul.Tensor", "execute")
+        # An op no other test injects a failure into: a replay from the op
+        # cache launches without the op's name, so the fault would not fire
+        # on a signature another test captured first (nor theirs after this).
+        _C._inject_fault("aten::hypot", "execute")
         try:
-            y = x * torch.full((6,), 2.0, device="tpu")  # fails on the queue
+            y = torch.hypot(x, torch.full((6,), 2.0, device="tpu"))  # fails on the queue
         finally:
             _C._inject_fault("", "")
         # The read waits for both; the index comes first, as it did when the
@@ -106,4 +109,4 @@ def test_an_index_out_of_range_raises_before_the_failure_of_a_later_program_the_
             y.cpu()
         with pytest.raises(RuntimeError, match="injected execute failure"):
             torch_tpu.synchronize()
-        torch.testing.assert_close((x * 2).cpu(), x_cpu * 2)
+        torch.testing.assert_close(torch.hypot(x, x).cpu(), torch.hypot(x_cpu, x_cpu))
