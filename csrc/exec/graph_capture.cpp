@@ -163,7 +163,7 @@ std::optional<std::vector<c10::IValue>> CapturedProgram::replay(const std::vecto
   l.checks = checks;
   if (!replica_devices.empty()) l.replica_devices = &replica_devices;
   l.trace_name = &trace_name;
-  l.trace_ops = &trace_ops;
+  l.op_names = &op_names;
   if (executable) launch(*executable, l);
   std::vector<c10::IValue> out;
   out.reserve(outputs.size());
@@ -221,9 +221,9 @@ std::shared_ptr<CapturedProgram> capture_program(std::unique_ptr<ProgramState> s
   cap->device = device;
   cap->trace_name = name;
   for (const auto& op : state->ops) {
-    if (!op.name.empty()) cap->trace_ops.push_back(op.name);
+    if (!op.name.empty()) cap->op_names.push_back(op.name);
   }
-  if (cap->trace_ops.empty()) cap->trace_ops.push_back(name);  // a Strict op's program, named when it runs
+  if (cap->op_names.empty()) cap->op_names.push_back(name);  // a Strict op's program, named when it runs
   std::string reason = broken ? "a flush split the graph (a host read, a CPU fallback or another device)" : "";
   auto refuse = [&](const std::string& r) {
     if (reason.empty()) reason = r;
@@ -453,7 +453,7 @@ std::shared_ptr<CapturedProgram> capture_program(std::unique_ptr<ProgramState> s
   ProgramLaunch l;
   l.device = device;
   l.trace_name = &cap->trace_name;
-  l.trace_ops = &cap->trace_ops;
+  l.op_names = &cap->op_names;
   l.origin = lookup.origin();
   if (state->replication) l.replica_devices = &cap->replica_devices;
   l.args = state->args;

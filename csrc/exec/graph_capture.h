@@ -79,9 +79,10 @@ class CapturedProgram {
   std::vector<Sink> sinks;
   std::vector<Output> outputs;
   std::vector<RangeCheckInfo> checks;  // the program's range checks, outputs after the sinks
-  // What torch.profiler shows for its launches (device/program_profiler.h).
+  // What torch.profiler shows for its launches (device/program_profiler.h);
+  // its ops are also what an injected fault matches (ProgramLaunch::op_names).
   std::string trace_name;
-  std::vector<std::string> trace_ops;
+  std::vector<std::string> op_names;
 
  private:
   bool matches(const std::vector<c10::IValue>& inputs);

@@ -183,13 +183,13 @@ void run_program(ProgramState& state, const RunOptions& options, LaunchedProgram
   TORCH_CHECK(state.args.size() == state.b.parameters().size(), "internal: program has ", state.b.parameters().size(),
               " parameters but ", state.args.size(), " bound inputs");
   for (const auto& a : state.args) TORCH_CHECK(a != nullptr, "internal: unbound program parameter");
-  std::vector<std::string> names;  // read only by injected faults: not copied on every op otherwise
-  if (injected_fault().armed.load(std::memory_order_relaxed)) {
+  const bool profiled = programs_profiled(), logged = compile_log_on();
+  std::vector<std::string> names;
+  if (profiled || injected_fault().armed.load(std::memory_order_relaxed)) {
     for (const auto& op : state.ops) names.push_back(op.name);
   }
   l.op_names = &names;
   maybe_fail(l.op_names, "compile");
-  const bool profiled = programs_profiled(), logged = compile_log_on();
   const std::optional<ExecutableLookup> lookup =
       profiled || logged ? std::optional<ExecutableLookup>(std::in_place) : std::nullopt;
   auto& runtime = runtime::DeviceRuntime::get();
@@ -197,12 +197,9 @@ void run_program(ProgramState& state, const RunOptions& options, LaunchedProgram
                         ? runtime.replicated_executable(state.b.finish(outputs), state.replication->devices)
                         : runtime.executable(state.b.finish(outputs));
   std::string trace_name;
-  std::vector<std::string> trace_ops;
   if (profiled) {
     trace_name = program_trace_name(state);
-    for (const auto& op : state.ops) trace_ops.push_back(op.name);
     l.trace_name = &trace_name;
-    l.trace_ops = &trace_ops;
     l.origin = lookup->origin();
   }
   if (logged) {
@@ -256,7 +253,7 @@ std::vector<runtime::BufferPtr> launch(pjrt::LoadedExecutable& executable, Progr
     }
   }
   if (launched_ns) {
-    profile_launch(l.trace_name ? *l.trace_name : "tpu program", l.origin, l.trace_ops, l.device, launched_ns, bytes_in,
+    profile_launch(l.trace_name ? *l.trace_name : "tpu program", l.origin, l.op_names, l.device, launched_ns, bytes_in,
                    results);
   }
   l.args.clear();  // donated buffers must not be used again

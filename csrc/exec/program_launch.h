@@ -46,11 +46,14 @@ struct ProgramLaunch {
   std::vector<Target> targets;
   std::vector<RangeCheckInfo> checks;
   PendingWork* owner = nullptr;
-  const std::vector<std::string>* op_names = nullptr;  // for injected faults
-  // What torch.profiler shows for this launch (device/program_profiler.h);
-  // set by the caller only while programs_profiled().
+  // The ops the program holds: what an injected fault (inject_fault) matches
+  // and torch.profiler's event shows. A replay passes its capture's list, so
+  // a fault fires on a program the op cache or the step replay runs again as
+  // on its first launch; a first launch builds it only while a fault is
+  // armed or a profiler records (not copied on every op otherwise).
+  const std::vector<std::string>* op_names = nullptr;
+  // torch.profiler's name for the launch (device/program_profiler.h).
   const std::string* trace_name = nullptr;
-  const std::vector<std::string>* trace_ops = nullptr;
   ProgramOrigin origin = ProgramOrigin::Replayed;
   // A replicated program's launch (ProgramState::Replication): the group's
   // devices, in rank order, or null. It donates nothing and runs outside

@@ -478,10 +478,8 @@ bool launch_replay(StepReplay& replay, PendingWork* owner) {
         {&storage_buffer(c10::Storage(alive[k])), program.slots[step.launched.output_slots[k]].current->dtype()});
   }
   l.checks = step.checks;
-  if (programs_profiled()) {
-    l.trace_name = &step.trace_name;
-    l.trace_ops = &step.trace_ops;
-  }
+  l.trace_name = &step.trace_name;
+  l.op_names = &step.op_names;
   launch(*step.executable, l);
   runtime::metrics().step_replays++;
   return true;
@@ -543,7 +541,7 @@ std::unique_ptr<StepTemplate> template_of(const ProgramState& program, const cha
   // Named as the flush it replays (program_launch.cpp, program_trace_name), marked replayed.
   step->trace_name =
       "fused " + std::to_string(program.ops.size()) + " ops (cut: " + std::string(reason) + ", replayed)";
-  for (const auto& op : program.ops) step->trace_ops.push_back(op.name);
+  for (const auto& op : program.ops) step->op_names.push_back(op.name);
   step->program = std::move(copy);
   return step;
 }

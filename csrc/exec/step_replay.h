@@ -101,8 +101,10 @@ struct StepTemplate {
   std::unordered_map<uint64_t, size_t> slot_of_storage;   // recorded storage id -> slot
   std::unordered_map<uint64_t, size_t> param_of_storage;  // recorded storage id -> its parameter
   bool flush_when_complete = false;                       // it was cut by the size bound
+  // torch.profiler's name for its launches, and the ops they hold (what an
+  // injected fault matches too: ProgramLaunch::op_names).
   std::string trace_name;
-  std::vector<std::string> trace_ops;
+  std::vector<std::string> op_names;
 };
 
 // A replay under way: the template, how far it matched, what it bound.

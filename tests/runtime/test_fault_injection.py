@@ -397,6 +397,76 @@ def test_defer_and_fuse_earlier_ops_take_effect_when_a_later_op_fails(stage):
         assert torch.equal((w + later).cpu(), x_cpu + 2)
 
 
+def test_strict_a_fault_fires_on_the_program_the_op_cache_replays():
+    """A signature captured earlier replays its program with no lookup; a
+    run failure there is the same failure as on its first launch, and
+    leaves the in-place target as it was."""
+    w = torch.arange(7.0, device="tpu")
+    three = torch.full((7,), 3.0, device="tpu")
+    w.mul_(three)  # captured
+    w.mul_(three)  # replayed
+    torch_tpu.sync()
+    before = torch_tpu.metrics()
+    assert before["op_cache_replays"] >= 1
+    with failing("aten::mul_.Tensor", "run"):
+        with pytest.raises(RuntimeError, match="injected run failure of a program holding aten::mul_.Tensor"):
+            w.mul_(three)
+    assert torch_tpu.metrics()["op_cache_captures"] == before["op_cache_captures"]  # a replay, not a new capture
+    assert torch.equal(w.cpu(), torch.arange(7.0) * 9)
+    w.mul_(three)  # the device keeps working, and the replay with it
+    assert torch.equal(w.cpu(), torch.arange(7.0) * 27)
+    assert torch_tpu.metrics()["op_cache_replays"] > before["op_cache_replays"]
+
+
+def test_compiled_a_fault_fires_on_a_replayed_graph_and_leaves_its_inputs_as_they_were():
+    torch._dynamo.reset()
+    step = torch.compile(lambda w, t: w.mul_(t).add_(1), backend="tpu")
+    w = torch.arange(4.0, device="tpu")
+    two = torch.full((4,), 2.0, device="tpu")
+    step(w, two)  # captured: 2w + 1
+    step(w, two)  # replayed: 4w + 3
+    assert torch_tpu.metrics()["graph_replays"] >= 1
+    traces = torch_tpu.compile.stats()["graph_traces"]
+    with failing("aten::add.Tensor", "run"):
+        with pytest.raises(RuntimeError, match="injected run failure of a program holding aten::add.Tensor"):
+            step(w, two)
+    assert torch_tpu.compile.stats()["graph_traces"] == traces  # the replay failed, nothing was traced anew
+    assert torch.equal(w.cpu(), torch.arange(4.0) * 4 + 3)
+    step(w, two)
+    assert torch.equal(w.cpu(), torch.arange(4.0) * 8 + 7)
+
+
+def test_defer_and_fuse_a_fault_fires_in_a_replayed_step_and_the_ops_before_it_take_effect():
+    """A step replayed as its remembered program (exec/step_replay.h) that
+    fails to run is recovered as a recorded flush's failure is: the ops
+    before the failing one take effect, the failing one and the ops after
+    it do not, and the next step replays again."""
+    with torch_tpu.eager_mode("defer_and_fuse"):
+        w = torch.zeros(5, device="tpu")
+        torch_tpu.sync()
+
+        def step():
+            w.add_(1)
+            w.mul_(2)
+            w.sub_(1)
+            torch_tpu.sync()
+
+        step()  # recorded: (0 + 1) * 2 - 1 = 1
+        step()  # replayed: 3
+        replays = torch_tpu.metrics()["step_replays"]
+        assert replays >= 1
+        replayed_ops = torch_tpu.metrics()["step_replay_ops"]
+        with failing("aten::mul_.Tensor", "run"):
+            with pytest.raises(RuntimeError, match=r"op 2, aten::mul_.Tensor") as info:
+                step()
+        assert torch_tpu.metrics()["step_replay_ops"] == replayed_ops + 3  # the failing step was a replay
+        assert "the 1 ops before it took effect" in str(info.value)
+        assert torch.equal(w.cpu(), torch.full((5,), 4.0))  # 3 + 1, then neither mul_ nor sub_
+        step()
+        assert torch.equal(w.cpu(), torch.full((5,), 9.0))
+        assert torch_tpu.metrics()["step_replays"] > replays
+
+
 def test_defer_and_fuse_failure_of_the_first_op_loses_nothing_older():
     with torch_tpu.eager_mode("defer_and_fuse"):
         w = torch.ones(3, device="tpu")
