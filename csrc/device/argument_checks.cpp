@@ -199,12 +199,17 @@ bool always_fits(at::ScalarType from, at::ScalarType to) {
 
 }  // namespace
 
-void check_value_fits(const at::Tensor& value, at::ScalarType dtype) {
-  if (always_fits(value.scalar_type(), dtype)) return;
-  const c10::Scalar number = value.item();
-  AT_DISPATCH_V2(dtype, "check_value_fits", AT_WRAP([&] { (void)number.to<scalar_t>(); }),
+c10::Scalar converted_value(const c10::Scalar& number, at::ScalarType dtype) {
+  c10::Scalar converted;
+  AT_DISPATCH_V2(dtype, "converted_value", AT_WRAP([&] { converted = c10::Scalar(number.to<scalar_t>()); }),
                  AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), at::kHalf, at::kBFloat16, at::kBool, at::kComplexHalf,
                  AT_EXPAND(AT_BAREBONES_UNSIGNED_TYPES), AT_EXPAND(AT_FLOAT8_TYPES));
+  return converted;
+}
+
+void check_value_fits(const at::Tensor& value, at::ScalarType dtype) {
+  if (always_fits(value.scalar_type(), dtype)) return;
+  (void)converted_value(value.item(), dtype);
 }
 
 void collect_tensors(const c10::IValue& v, std::vector<at::Tensor>& out) {

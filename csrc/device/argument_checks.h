@@ -60,6 +60,10 @@ void with_cpus_error(const c10::FunctionSchema& schema, const Args& args, Checks
 // where its dtype holds a number that may not fit (a float into an integer,
 // a float32 into float16), so a value of self's dtype costs no read.
 void check_value_fits(const at::Tensor& value, at::ScalarType dtype);
+// `number` converted to `dtype` as CPU's and CUDA's kernels convert a
+// number they write (Scalar::to<scalar_t>(), checked: the same error where
+// it does not fit).
+c10::Scalar converted_value(const c10::Scalar& number, at::ScalarType dtype);
 // Argument i as a defined tensor, or nullptr.
 const at::Tensor* tensor_at(const Args& args, size_t i);
 // The first of the first two arguments that is complex, or -1.

@@ -676,6 +676,35 @@ def test_a_value_tensor_that_does_not_fit_self_raises_as_cpu_reads_it(fill, valu
             )
 
 
+@pytest.mark.parametrize("mode", ["strict", "defer_and_fuse"])
+def test_a_complex_or_overflowing_number_converts_into_self_as_cpus_kernel_converts_it(mode):
+    # CPU and CUDA convert the value checked (Scalar::to): a complex number
+    # with no imaginary part fits a real dtype, any fits bool (true where
+    # not zero), inf does not fit an integer (RuntimeError). PyTorch's meta
+    # kernel refused every complex value and raised OverflowError for inf.
+    cases = [
+        (torch.bool, 1 + 2j),
+        (torch.bool, 0j),
+        (torch.bool, torch.tensor(0 + 2j)),
+        (torch.int32, 2 + 0j),
+        (torch.int32, torch.tensor(3 + 0j)),
+        (torch.float32, -1.5 + 0j),
+        (torch.float16, torch.tensor(0.25 + 0j, dtype=torch.complex128)),
+        (torch.int32, 1 + 2j),  # raises: an imaginary part
+        (torch.float32, torch.tensor(1j)),
+        (torch.int32, float("inf")),
+        (torch.uint8, float("nan")),
+        (torch.int64, 1e300),
+        (torch.float32, float("inf")),  # fits
+    ]
+    for dtype, value in cases:
+        x, m = torch.arange(4).to(dtype), torch.tensor([True, False, True, False])
+        expected = outcome_on_cpu(lambda: x.clone().masked_fill(m, value))
+        for _ in range(2):  # the second replays the first's program
+            run = in_mode(mode, lambda: x.to("tpu").masked_fill_(m.to("tpu"), value).cpu())
+            assert_outcome_like_cpu(run, expected, torch.testing.assert_close)
+
+
 def test_a_value_tensor_of_selfs_dtype_is_not_read():
     # Only a value whose dtype may not fit is read (a synchronization on
     # CUDA, a flush of DeferAndFuse here): one of self's dtype never is.

@@ -237,15 +237,34 @@ void check_masked_fill_mask(const c10::FunctionSchema&, const Args& args) {
               mask->dtype().name());
 }
 
-// masked_fill with a 0-d value tensor: CPU and CUDA read it (value.item())
-// and convert it as a number, so a value that does not fit self's dtype
-// raises there. Here, before the op cache, so a replayed call checks too;
-// a value that always fits costs nothing. A non-bool mask or a value of
-// other rank is left to the checks and meta kernel, which raise first on CPU.
+// masked_fill's value as CPU's and CUDA's kernels take it: a number, or a
+// 0-d tensor they read (value.item(), a synchronization on CUDA), converted
+// to self's dtype checked, so a value that does not fit raises their "value
+// cannot be converted to type ... without overflow" (PyTorch's meta kernel,
+// torch._refs.masked_fill, raises OverflowError for inf into an integer).
+// That kernel also refuses every complex value for a real or bool self,
+// where CPU's takes one with no imaginary part (and any for bool: true
+// where it is not zero): such a value is passed on converted. Here, before
+// the op cache, so a replayed call checks too; a value tensor that always
+// fits is not read. A non-bool mask or a value of other rank is left to the
+// checks and meta kernel, which raise first on CPU.
 void normalize_masked_fill_value(Args& args) {
-  const at::Tensor *self = tensor_at(args, 0), *mask = tensor_at(args, 1), *value = tensor_at(args, 2);
-  if (!self || !mask || !value || mask->scalar_type() != at::kBool || value->dim() != 0) return;
-  check_value_fits(*value, self->scalar_type());
+  const at::Tensor *self = tensor_at(args, 0), *mask = tensor_at(args, 1);
+  if (!self || !mask || mask->scalar_type() != at::kBool || args.size() < 3) return;
+  const at::ScalarType dtype = self->scalar_type();
+  if (args[2].isScalar()) {  // masked_fill.Scalar
+    const c10::Scalar value = args[2].toScalar();
+    const c10::Scalar converted = converted_value(value, dtype);
+    if (value.isComplex() && !at::isComplexType(dtype)) args[2] = converted;
+    return;
+  }
+  const at::Tensor* value = tensor_at(args, 2);
+  if (!value || value->dim() != 0) return;
+  if (value->is_complex() && !at::isComplexType(dtype)) {
+    args[2] = at::scalar_tensor(converted_value(value->item(), dtype), at::TensorOptions(dtype));
+  } else {
+    check_value_fits(*value, dtype);
+  }
 }
 
 // where's (native/TensorCompare.cpp).
