@@ -393,10 +393,12 @@ Value adaptive_avg_pool3d_in_turn(Builder& b, const Value& x, const TensorType& 
 std::vector<Value> adaptive_avg_pool(LowerContext& ctx) {
   Builder& b = ctx.b;
   const TensorType& out = ctx.out_types.at(0);
+  // Nothing to average: CPU's 2d kernel returns before it dispatches on the
+  // dtype (any dtype's empty result); where CPU raises, the row's check did.
+  if (out.numel() == 0) return {zeros(b, out)};
   require_floating_input(out.dtype, "adaptive_avg_pool");
   const ElementType acc = accumulation_type(out.dtype);
   Value x = b.convert(ctx.tensor(0), acc);
-  if (out.numel() == 0) return {zeros(b, out)};
   if (ctx.ints(1).size() == 3 && acc != out.dtype)
     return {b.convert(adaptive_avg_pool3d_in_turn(b, x, out), out.dtype)};
   const int64_t first = x.rank() - static_cast<int64_t>(ctx.ints(1).size());

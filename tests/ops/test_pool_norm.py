@@ -200,6 +200,42 @@ def test_adaptive_avg_pool1d_and_3d_forward_and_backward():
     check_op(lambda x_: F.adaptive_avg_pool3d(x_, (2, 1, 3)), torch.randn(2, 5, 7, 9), grad=True)  # unbatched
 
 
+ADAPTIVE_POOLS = {
+    "avg1d": (F.adaptive_avg_pool1d, 1),
+    "avg2d": (F.adaptive_avg_pool2d, 2),
+    "avg3d": (F.adaptive_avg_pool3d, 3),
+    "max1d": (F.adaptive_max_pool1d, 1),
+    "max2d": (F.adaptive_max_pool2d, 2),
+    "max3d": (F.adaptive_max_pool3d, 3),
+}
+
+
+@pytest.mark.parametrize("pool", list(ADAPTIVE_POOLS))
+@pytest.mark.parametrize("mode", ["strict", "defer_and_fuse"])
+def test_adaptive_pools_raise_cpus_error_for_a_wrong_rank_or_dtype_and_take_what_it_takes(pool, mode):
+    # A wrong rank, an integer, bool or complex input: CPU's exception and
+    # words ("adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got [4, 4]",
+    # "\"adaptive_max_pool2d\" not implemented for 'Long'"), in CPU's order with
+    # the empty-dimension check; an empty result of any dtype where CPU's
+    # kernel returns one before it dispatches on the dtype.
+    fn, spatial = ADAPTIVE_POOLS[pool]
+    shapes = [(4,) * spatial, (2,) + (4,) * spatial, (1, 2, 3) + (4,) * spatial, (1, 2, 0) + (4,) * (spatial - 1)]
+    shapes += [(0, 2) + (4,) * spatial, (1, 0) + (4,) * spatial]
+    for shape in shapes:
+        for dtype in (torch.float32, torch.int64, torch.bool, torch.complex64):
+            for size in (2, 0):
+                x = torch.ones(shape, dtype=dtype)
+                expected = outcome_on_cpu(lambda: fn(x, size))
+                run = in_mode(mode, lambda: fn(x.to("tpu"), size))
+                assert_outcome_like_cpu(
+                    run,
+                    expected,
+                    lambda got, want: assert_close(
+                        got[0] if isinstance(got, tuple) else got, want[0] if isinstance(want, tuple) else want
+                    ),
+                )
+
+
 # ---- batch norm -----------------------------------------------------------------
 @pytest.mark.parametrize("shape", [(4, 3), (4, 3, 7), (4, 3, 5, 5), (2, 3, 4, 3, 2)])
 def test_batch_norm_training_forward_and_backward(shape):

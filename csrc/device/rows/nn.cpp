@@ -135,16 +135,20 @@ void check_group_norm_parameter_dtypes(const c10::FunctionSchema&, const Args& a
   check_parameter_dtypes(args, 2, /*floating_inputs_only=*/false);
 }
 
-// adaptive_avg_pool{2,3}d (native/AdaptiveAveragePooling.cpp): every
-// non-batch dim holds something.
+// Adaptive pools (native/AdaptiveAveragePooling.cpp, AdaptiveMaxPooling2d.cpp
+// and 3d): an input of a rank they do not take, with an empty non-batch
+// dimension, or of a dtype their kernels do not take raises CPU's own error
+// ("adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got [4, 4]",
+// "\"adaptive_max_pool2d\" not implemented for 'Long'"), in CPU's order.
+// PyTorch's meta kernels and the lowering raise the same types in other
+// words. Where CPU's kernel takes the input, so does the op.
 void check_adaptive_pool_input(const c10::FunctionSchema& schema, const Args& args) {
   const at::Tensor* self = tensor_at(args, 0);
   if (!self || args.size() < 2 || !args[1].isIntList()) return;
   const int64_t spatial = static_cast<int64_t>(args[1].toIntVector().size());
-  for (int64_t d = self->dim() - spatial; d < self->dim(); ++d) {
-    TORCH_CHECK(d < 0 || self->size(d) > 0, schema.name().substr(7), "(): Expected input to have non-zero size for ",
-                "non-batch dimensions, but input has sizes ", self->sizes(), " with dimension ", d, " being empty");
-  }
+  bool taken = (self->dim() == spatial + 1 || self->dim() == spatial + 2) && at::isFloatingType(self->scalar_type());
+  for (int64_t d = 1; d < self->dim(); ++d) taken = taken && self->size(d) > 0;
+  if (!taken) raise_cpus_error(schema, args);
 }
 
 // upsample_*{1,2,3}d (native/UpSample.h): every input and output size
@@ -316,7 +320,9 @@ constexpr OpSpec kRows[] = {
         .check(check_adaptive_pool_input),
     {L::adaptive_avg_pool2d_backward, "_adaptive_avg_pool2d_backward _adaptive_avg_pool2d_backward.out"},
     {L::adaptive_avg_pool3d_backward, "_adaptive_avg_pool3d_backward _adaptive_avg_pool3d_backward.out"},
-    {L::adaptive_max_pool, "adaptive_max_pool2d adaptive_max_pool2d.out adaptive_max_pool3d adaptive_max_pool3d.out"},
+    OpSpec(L::adaptive_max_pool,
+           "adaptive_max_pool2d adaptive_max_pool2d.out adaptive_max_pool3d adaptive_max_pool3d.out")
+        .check(check_adaptive_pool_input),
     {L::adaptive_max_pool2d_backward, "adaptive_max_pool2d_backward adaptive_max_pool2d_backward.grad_input"},
     {L::adaptive_max_pool3d_backward, "adaptive_max_pool3d_backward adaptive_max_pool3d_backward.grad_input"},
     // Structured kernels: their meta function's shape checks come first.
