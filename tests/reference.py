@@ -140,3 +140,13 @@ def assert_outcome_like_cpu(run, expected, compare, same_message=True):
         run()
     if same_message:
         assert type(raised.value) is type(expected) and str(raised.value) == str(expected)
+
+
+def assert_each_close_on_host(actual, expected, equal_nan=False):
+    """torch.testing.assert_close of each of a list or tuple of results that
+    run() read back to the host itself (a deferred error, an index out of
+    range, raises at that read): the `compare` of assert_outcome_like_cpu for
+    them, where assert_close asks results on tpu."""
+    assert len(actual) == len(expected), f"{len(actual)} results, expected {len(expected)}"
+    for a, e in zip(actual, expected):
+        torch.testing.assert_close(a, e, equal_nan=equal_nan)

@@ -7,7 +7,7 @@ in-place/out= forms and gradients."""
 import pytest
 import torch
 import torch.nn.functional as F
-from reference import assert_close, assert_outcome_like_cpu, check_op, outcome_on_cpu
+from reference import assert_close, assert_each_close_on_host, assert_outcome_like_cpu, check_op, outcome_on_cpu
 from reference import make_input as make
 
 import torch_tpu
@@ -198,14 +198,12 @@ def test_embedding_bag_promotes_indices_and_offsets_as_cpu(mode, index_dtype, of
         (grad,) = torch.autograd.grad(out.sum(), w)
         return out.detach().cpu(), grad.cpu()
 
-    def each_close(actual, expected):
-        for a, e in zip(actual, expected):
-            torch.testing.assert_close(a, e)
-
     expected = outcome_on_cpu(lambda: bags_and_gradient("cpu"))
     with torch_tpu.eager_mode(mode):
         for _ in range(2):  # the second call replays
-            assert_outcome_like_cpu(lambda: bags_and_gradient("tpu"), expected, each_close, same_message=False)
+            assert_outcome_like_cpu(
+                lambda: bags_and_gradient("tpu"), expected, assert_each_close_on_host, same_message=False
+            )
 
 
 def test_embedding_bag_per_sample_weights_and_2d_input():

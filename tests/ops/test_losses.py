@@ -5,7 +5,7 @@ triplet), forward and backward, against CPU."""
 import pytest
 import torch
 import torch.nn.functional as F
-from reference import assert_close, assert_outcome_like_cpu, check_op, outcome_on_cpu
+from reference import assert_close, assert_each_close_on_host, assert_outcome_like_cpu, check_op, outcome_on_cpu
 
 FLOAT_DTYPES = [torch.float32, torch.bfloat16]
 REDUCTIONS = ["none", "mean", "sum"]
@@ -191,11 +191,8 @@ def _same_outcome(fn):
         r = fn(device)
         return [v.detach().cpu() for v in (r if isinstance(r, (tuple, list)) else (r,))]
 
-    def each_close(actual, expected):
-        for e, a in zip(expected, actual):
-            torch.testing.assert_close(a, e, equal_nan=True)
-
-    assert_outcome_like_cpu(lambda: on("tpu"), outcome_on_cpu(lambda: on("cpu")), each_close)
+    compare = lambda actual, expected: assert_each_close_on_host(actual, expected, equal_nan=True)
+    assert_outcome_like_cpu(lambda: on("tpu"), outcome_on_cpu(lambda: on("cpu")), compare)
 
 
 @pytest.mark.parametrize("mode", ["strict", "defer_and_fuse"])
