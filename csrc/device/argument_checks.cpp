@@ -265,6 +265,10 @@ void check_arguments_after_meta_refusal(const OpSpec& spec, const c10::FunctionS
                                         const std::string& message) {
   if (spec.dtype_gap.when != DtypeGap::When::AfterMeta) return;
   if (message.find("not implemented for") == std::string::npos) return;
+  // PyTorch's Python meta kernels refuse the dtype before their shape
+  // checks (avg_pool2d's of uint8), where CPU's structured meta function
+  // checks the shapes first: its kernel decides which error comes first.
+  raise_cpus_error(schema, args);
   check_dtype_gap(spec.dtype_gap, schema, args);
 }
 

@@ -24,9 +24,9 @@ void check_arguments_after_meta(const OpSpec& spec, const c10::FunctionSchema& s
                                 const std::vector<c10::IValue>& args);
 // The same row's meta kernel raised `message`. A Python meta kernel that
 // refuses a dtype by itself raises RuntimeError ("... not implemented for
-// ..."), where CPU's kernel raises NotImplementedError: the dtype gap
-// raises that instead. Returns otherwise (the caller rethrows the meta
-// kernel's error).
+// ..."), where CPU's kernel raises NotImplementedError: CPU's kernel raises
+// its own error (a shape error it checks first, or its dtype's), else the
+// dtype gap. Returns otherwise (the caller rethrows the meta kernel's error).
 void check_arguments_after_meta_refusal(const OpSpec& spec, const c10::FunctionSchema& schema,
                                         const std::vector<c10::IValue>& args, const std::string& message);
 

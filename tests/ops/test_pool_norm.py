@@ -145,12 +145,9 @@ AVG_POOLS = {
 def test_avg_pool_checks_its_output_size_before_its_dtype_as_cpu(pool, dtype, mode):
     # CPU's avg_pool kernels are structured: the meta function's size check
     # raises RuntimeError before the kernel's dtype dispatch raises
-    # NotImplementedError (tpu raised NotImplementedError first).
-    if dtype == torch.uint8 and "too small" in pool:
-        pytest.skip(
-            "PyTorch's Python meta kernel refuses unsigned dtypes before its size check; tpu raises CPU's "
-            "NotImplementedError for the dtype, where CPU raises the size's RuntimeError"
-        )
+    # NotImplementedError (tpu raised NotImplementedError first). PyTorch's
+    # Python meta kernel refuses uint8 before its size check: CPU's kernel
+    # decides then (argument_checks.h, check_arguments_after_meta_refusal).
     x = torch.ones(3, dtype=dtype)
     fn = AVG_POOLS[pool]
     run = in_mode(mode, fn)
