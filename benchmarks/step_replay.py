@@ -2,7 +2,10 @@
 every step, Strict and torch.compile: training steps/s of a small
 transformer encoder and of the example GPT, and the host's CPU time per
 step and per op (the calling thread's, so a busy machine inflates it less
-than wall time).
+than wall time), and how busy the device is (the share of the wall time
+in which a program runs, from torch.profiler's program events over a few
+more steps after the timed ones): near 100% where the step waits on its
+programs, less where on the host.
 
 Each row runs in a process of its own (replay is switched off by
 TORCH_TPU_STEP_REPLAY=0, read once per process), built and warmed up
@@ -79,6 +82,37 @@ def gpt(device, compiled):
     return forward, optimizer, batch
 
 
+PROFILED_STEPS = 5
+
+
+def device_busy(train_step, batches, read_loss):
+    """The share of a few more steps' wall time (run after the timed ones, so
+    the profiler's cost stays out of those) in which a tpu program was
+    running: the union of torch.profiler's program events
+    (torch_tpu/profiler.py: each from when its program could start to its
+    completion). Near 1 where the step waits on its programs, less where on
+    the host."""
+    from torch.profiler import ProfilerActivity, profile
+
+    import torch_tpu
+
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]) as prof:
+        wall = time.perf_counter()
+        for x, y in batches:
+            loss = train_step(x, y)
+            if read_loss:
+                loss.item()
+        loss.item()
+        torch_tpu.sync()
+        wall = time.perf_counter() - wall
+    spans = sorted((e.time_range.start, e.time_range.end) for e in torch_tpu.profiler.program_events(prof))
+    busy_us, reached = 0, float("-inf")
+    for start, end in spans:
+        busy_us += max(0, end - max(start, reached))
+        reached = max(reached, end)
+    return busy_us * 1e-6 / wall
+
+
 def run_row(workload, mode, compiled, steps, warmup, read_loss):
     """One row, in this process: a JSON line of its numbers."""
     import torch
@@ -90,7 +124,7 @@ def run_row(workload, mode, compiled, steps, warmup, read_loss):
     forward, optimizer, batch = {"encoder": encoder, "gpt": gpt}[workload]("tpu", compiled)
     step_forward = torch.compile(forward) if compiled else forward
     optimizer_step = torch.compile(optimizer.step) if compiled else optimizer.step
-    batches = [batch() for _ in range(warmup + steps)]
+    batches = [batch() for _ in range(warmup + max(steps, PROFILED_STEPS))]
 
     def train_step(x, y):
         loss = step_forward(x, y)
@@ -105,7 +139,7 @@ def run_row(workload, mode, compiled, steps, warmup, read_loss):
     torch_tpu.sync()
     torch_tpu.reset_metrics()
     wall, cpu = time.perf_counter(), time.thread_time()
-    for x, y in batches[warmup:]:
+    for x, y in batches[warmup : warmup + steps]:
         loss = train_step(x, y)
         if read_loss:
             loss.item()
@@ -115,6 +149,7 @@ def run_row(workload, mode, compiled, steps, warmup, read_loss):
     torch_tpu.sync()
     wall = time.perf_counter() - wall
     m = torch_tpu.metrics()
+    busy = device_busy(train_step, batches[warmup:][:PROFILED_STEPS], read_loss)
     print(
         json.dumps(
             {
@@ -125,6 +160,7 @@ def run_row(workload, mode, compiled, steps, warmup, read_loss):
                 "replayed_ops_per_step": m["step_replay_ops"] / steps,
                 "programs_per_step": m["programs_executed"] / steps,
                 "host_waits_per_step": waits / steps,
+                "device_busy": busy,
             }
         )
     )
@@ -161,7 +197,8 @@ def main():
             print(
                 f"  {row:>36}: {r['steps_per_s']:7.2f} steps/s, host {r['host_s_per_step'] * 1e3:7.2f} ms/step "
                 f"({per_op:5.2f} us per op of {r['ops_per_step']:.0f}), {r['programs_per_step']:.1f} programs/step, "
-                f"{r['replays_per_step']:.1f} replayed flushes/step"
+                f"{r['replays_per_step']:.1f} replayed flushes/step, "
+                f"device busy {r['device_busy']:.0%}"
                 + (f", {r['host_waits_per_step']:.1f} host waits/step" if args.read_loss else "")
             )
         rate = {row: r["steps_per_s"] for row, r in best.items()}
