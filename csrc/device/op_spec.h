@@ -104,8 +104,11 @@ struct OpSpec {
   // Bit i: argument i is written in place although the schema does not mark
   // it; its new value follows the lowering's returns.
   uint32_t unmarked_writes = 0;
-  // Python floats may feed program inputs when the op cache replays a call
-  // (csrc/exec/op_cache.h): the arithmetic optimizers are made of.
+  // Python floats may feed program inputs when the op cache or the step
+  // replay replays a call (csrc/exec/op_cache.h): the arithmetic optimizers
+  // are made of. Only for rows whose lowerings take each float as an operand
+  // alone (LowerContext::scalar), never picking a formula by its value: a
+  // replay feeds any float, 0, 1 and infinities included, to the input.
   bool floats_are_inputs = false;
 
   constexpr OpSpec(lower::LowerFn fn, const char* names) : lowering(fn), overloads(names) {}

@@ -5,7 +5,6 @@
 
 #include "device/storage_buffer.h"
 #include "exec/pending_work.h"
-#include "lower/lowering.h"
 
 namespace torch_tpu::device {
 
@@ -125,14 +124,11 @@ uint64_t signature_hash(const void* op, const std::vector<c10::IValue>& flat, co
     } else if (v.isInt()) {
       h = mix(h, policy.numbers == Numbers::ByKind ? 0x1a7 : static_cast<uint64_t>(v.toInt()));
     } else if (v.isDouble()) {
-      // Floats by class: a capture may take any other number as an input
-      // (its record checks the ones its program baked in).
+      // Floats that feed inputs by kind: a capture may take any other
+      // number as an input (its record checks the ones its program baked in).
       double d = v.toDouble();
       uint64_t bits = 0x5ca1a4;
-      if (policy.numbers == Numbers::ByValue ||
-          (policy.numbers == Numbers::FloatsByClass && lower::is_special_scalar(d))) {
-        std::memcpy(&bits, &d, sizeof(bits));
-      }
+      if (policy.numbers == Numbers::ByValue) std::memcpy(&bits, &d, sizeof(bits));
       h = mix(h, bits);
     } else if (v.isBool()) {
       h = mix(h, v.toBool() ? 3 : 5);
@@ -264,7 +260,7 @@ bool SignatureRecord::matches(const std::vector<c10::IValue>& values, std::strin
         if (!same_value(v, in.value)) return fail(k, "value changed");
         break;
       case SignatureEntry::Kind::FreeFloat:
-        if (!v.isDouble() || lower::is_special_scalar(v.toDouble())) return fail(k, "a number the program cannot take");
+        if (!v.isDouble()) return fail(k, "no longer a float");
         break;
       case SignatureEntry::Kind::AnyNumber:
         if (!same_kind(v, in.value)) return fail(k, "kind of number changed");

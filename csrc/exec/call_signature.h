@@ -27,10 +27,10 @@ namespace torch_tpu::device {
 
 struct SignaturePolicy {
   enum class Numbers {
-    ByValue,        // a program or result may depend on any number's value
-    FloatsByClass,  // floats feed program inputs (OpSpec::floats_are_inputs): hashed by
-                    // lower::is_special_scalar class only; the record checks what the program baked in
-    ByKind,         // results cannot depend on numbers (OpSpec::meta_reads_numbers false): int or float only
+    ByValue,          // a program or result may depend on any number's value
+    FloatsAreInputs,  // floats feed program inputs (OpSpec::floats_are_inputs): hashed by kind
+                      // only; the record checks the ones the program baked in
+    ByKind,           // results cannot depend on numbers (OpSpec::meta_reads_numbers false): int or float only
   } numbers = Numbers::ByValue;
   // A wrapped number's value (x * 2.5): a program bakes it in as a constant,
   // a meta kernel sees only its dtype.
@@ -56,7 +56,7 @@ struct SignaturePolicy {
 // Policies of the three users.
 inline SignaturePolicy program_signature(bool floats_are_inputs) {
   SignaturePolicy p;
-  if (floats_are_inputs) p.numbers = SignaturePolicy::Numbers::FloatsByClass;
+  if (floats_are_inputs) p.numbers = SignaturePolicy::Numbers::FloatsAreInputs;
   return p;
 }
 inline SignaturePolicy meta_signature(bool reads_numbers) {
@@ -78,7 +78,9 @@ uint64_t signature_hash(const void* op, const std::vector<c10::IValue>& flat, co
 // One flat position as recorded to verify later calls.
 struct SignatureEntry {
   // FreeFloat: a Python float only program inputs read (ParamSource::
-  // HostScalar); any number but lower::is_special_scalar ones matches.
+  // HostScalar); any float matches, 0, 1 and infinities included: the ops
+  // whose floats feed inputs (OpSpec::floats_are_inputs) compute with them
+  // as their lowerings' constants would.
   // AnyNumber: a number of the same kind (SignaturePolicy::Numbers::ByKind).
   enum class Kind { DeviceTensor, HostTensor, Other, FreeFloat, AnyNumber } kind = Kind::Other;
   at::ScalarType dtype = at::kFloat;

@@ -254,7 +254,7 @@ std::shared_ptr<CapturedProgram> capture_program(std::unique_ptr<ProgramState> s
     }
   }
   auto free_float = [&](const ParamSource& src) {
-    if (src.fixed || src.origins.empty() || lower::is_special_scalar(src.value)) return false;
+    if (src.fixed || src.origins.empty()) return false;
     for (int o : src.origins) {
       if (o < 0 || static_cast<size_t>(o) >= values.size() || pinned[o]) return false;
       if (!values[o].isDouble() || values[o].toDouble() != src.value) return false;

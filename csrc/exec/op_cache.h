@@ -14,8 +14,12 @@
 // div, addcmul, addcdiv, lerp, fill_), Python floats that the lowering made program inputs
 // (ScalarArg::origin) are the exception: a replay uploads the new call's
 // numbers, so an optimizer's per-step bias corrections (foreach AdamW's
-// step_size list) replay one program. Their keys hash floats only by class
-// (lower::is_special_scalar values by value, others alike); each key keeps a
+// step_size list) replay one program. Their keys hash floats only by kind,
+// and a replay feeds any float, 0, 1 and infinities included, to an input:
+// these ops' lowerings take a float only as an operand (LowerContext::scalar),
+// where such a number gives what the constant it would otherwise be gives
+// (x * 1, x / 1, x + y * 0 alike), so AdamW's bias correction reaching
+// exactly 1.0 after some hundred steps recompiles nothing. Each key keeps a
 // few captures, each checking the floats its program baked in. These ops'
 // meta kernels check no float's value, and replays skip the meta kernel;
 // the one check a lowering makes on a float, that it fits the dtype CPU
@@ -54,7 +58,7 @@ struct OpCall {
   std::vector<c10::IValue> flat;   // the signature's values (call_signature.h), in argument order
   std::vector<int> arg_start;      // per argument: its first position in `flat`
   bool floats_are_inputs = false;  // OpSpec::floats_are_inputs
-  uint64_t key = 0;                // hash of the signature, floats by class (verified on replay)
+  uint64_t key = 0;                // hash of the signature, floats by kind (verified on replay)
 };
 
 // The call's flat signature, or nullopt when the call is not cached.

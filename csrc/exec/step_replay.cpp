@@ -342,7 +342,7 @@ std::shared_ptr<const StepOpKey> make_key(const void* id, const OpCall& call, Te
     }
   }
   auto free_float = [&](const ParamSource& src) {
-    if (src.fixed || src.origins.empty() || lower::is_special_scalar(src.value)) return false;
+    if (src.fixed || src.origins.empty()) return false;
     for (int o : src.origins) {
       if (o < 0 || static_cast<size_t>(o) >= call.flat.size() || pinned[o]) return false;
       if (!call.flat[o].isDouble() || call.flat[o].toDouble() != src.value) return false;

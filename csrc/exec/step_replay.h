@@ -13,7 +13,7 @@
 // (call_signature.h: dtypes, sizes, strides, offsets (only whether each is
 // 0 where the program takes them as inputs), storage sizes and
 // aliasing within the call, every baked-in number by value; floats that
-// only feed program inputs by class) plus, across the step, which storage
+// only feed program inputs by kind, any value) plus, across the step, which storage
 // each tensor is: the template's storages map one to one onto the replay's
 // (a result of an earlier op to that op's replayed result, any other
 // storage to one the replay has not yet seen).

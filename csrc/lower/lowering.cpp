@@ -46,11 +46,6 @@ Value all_true(Builder& b, const Value& pred) {
   return all_dims.empty() ? pred : b.reduce(pred, b.constant(1, ElementType::Pred), all_dims, "and");
 }
 
-bool is_special_scalar(double v) {
-  return !std::isfinite(v) || v == 0.0 || v == 1.0 || v == -1.0 || v == 2.0 || v == 3.0 || v == 0.5 || v == -0.5 ||
-         v == -2.0;
-}
-
 namespace {
 
 // The C++ type c10's overflow message names (its scalar type macros' spelling).

@@ -105,11 +105,6 @@ struct HostScalar {
   bool range_checked = false;
 };
 
-// Numbers lowerings treat specially: 0, 1 and -1 stay constants, and pow has
-// dedicated code for its small exponents. A program made for another number
-// does not serve these, so a replay never feeds them to it.
-bool is_special_scalar(double v);
-
 // tensor<i1> (0-d): whether `pred` (i1, any shape) holds everywhere.
 Value all_true(Builder& b, const Value& pred);
 

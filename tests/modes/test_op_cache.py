@@ -286,14 +286,23 @@ def test_numbers_that_shared_a_program_input_may_differ_later():
             torch.testing.assert_close(out.cpu(), x + s)
 
 
-def test_special_numbers_never_reach_a_program_made_for_others():
+def test_special_numbers_replay_a_program_made_for_others_and_give_cpus_results():
+    # 0, 1, -1 and infinities are constants of a program lowered for them,
+    # yet a program that takes the number as an input computes the same with
+    # them (x + y * 0 is NaN where y is), so it replays for them too.
     x, y = torch.randn(6), torch.randn(6)
     y[2] = float("nan")
+    x[3] = -0.0
     tx, ty = x.to("tpu"), y.to("tpu")
-    for alpha in (0.3, 0.3, 0.3, 1.0, 0.0, -1.0, 2.0, 0.5, float("inf"), float("-inf"), 0.3):
-        torch.testing.assert_close(torch.add(tx, ty, alpha=alpha).cpu(), torch.add(x, y, alpha=alpha), equal_nan=True)
-        (out,) = torch._foreach_mul([tx], alpha)
-        torch.testing.assert_close(out.cpu(), x * alpha, equal_nan=True)
+    for k, alpha in enumerate((0.3, 0.3, 0.3, 1.0, 0.0, -1.0, 2.0, 0.5, float("inf"), float("-inf"), -0.0, 0.3)):
+        if k == 3:
+            captured = captures()
+        for _ in range(2):  # a signature is captured the second time it is seen
+            got = torch.add(tx, ty, alpha=alpha).cpu()
+            torch.testing.assert_close(got, torch.add(x, y, alpha=alpha), equal_nan=True)
+            (out,) = torch._foreach_mul([tx], alpha)
+            torch.testing.assert_close(out.cpu(), x * alpha, equal_nan=True)
+    assert captures() == captured
 
 
 def test_floats_a_program_bakes_in_still_get_their_own_program():

@@ -99,10 +99,16 @@ def test_a_step_whose_shape_changes_mid_run_is_recorded_again():
 
 
 def test_python_numbers_that_change_every_step_replay():
+    fallbacks_before = {}
+
     def scaled_step(step, model, optimizer, x, y):
+        if step == 2:  # AdamW's state made, the step remembered
+            fallbacks_before["n"] = torch_tpu.metrics()["step_replay_fallbacks"]
         for group in optimizer.param_groups:
             group["lr"] = 1e-2 / (1 + step)
-        scale = 0.3 + 0.15 * step  # none is 0.5, 1 or 2: those are program constants (is_special_scalar)
+        # 1.0 and 2.0 among them: a lowering keeps 1 as a constant where it
+        # is given one, yet a program made for others computes with it alike.
+        scale = (0.3, 0.45, 0.6, 1.0, 0.75, 2.0, 0.9)[step]
         return torch.nn.functional.mse_loss(model(x * scale) * scale, y)
 
     data = batches(STEPS)
@@ -111,6 +117,35 @@ def test_python_numbers_that_change_every_step_replay():
     assert_same_training(expected, got)
     # One flush a step (both batches are uploaded before it).
     assert metrics["step_replays"] >= STEPS - 2
+    assert metrics["step_replay_fallbacks"] == fallbacks_before["n"]
+
+
+def test_adamw_whose_bias_correction_reaches_one_keeps_replaying_its_step():
+    # sqrt(1 - beta2 ** t) rounds to exactly 1.0 from step 8 with beta2 =
+    # 0.01 (from step ~716 with the 0.95 LLM recipes use): foreach AdamW's
+    # _foreach_div_ then divides by 1.0, which the step's program already
+    # takes as an input. The step fell back and compiled again before.
+    data = batches(10)
+    args = dict(lr=1e-3, betas=(0.9, 0.01))
+    expected = train("cpu", data, **args)
+    model = make_model("tpu")
+    optimizer = torch.optim.AdamW(model.parameters(), **args)
+    losses = []
+    with torch_tpu.eager_mode("defer_and_fuse"):
+        for step, (x, y) in enumerate(data):
+            if step == 4:  # replaying
+                torch_tpu.sync()
+                before = torch_tpu.metrics()
+            optimizer.zero_grad()
+            loss = torch.nn.functional.mse_loss(model(x.to("tpu")), y.to("tpu"))
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.detach())
+        torch_tpu.sync()
+        after = torch_tpu.metrics()
+    assert_same_training(expected, ([l.item() for l in losses], [p.detach().cpu() for p in model.parameters()]))
+    assert after["step_replays"] - before["step_replays"] >= 2 * 6  # steps 5-10, two flushes each
+    assert after["step_replay_fallbacks"] == before["step_replay_fallbacks"]
 
 
 def test_out_ops_and_copies_between_tpu_tensors_replay():
@@ -254,9 +289,9 @@ def test_a_replayed_step_uploads_only_what_changes():
             if step == 4:
                 torch_tpu.sync()
                 torch_tpu.reset_metrics()
-            acc.add_(torch.nn.functional.dropout(w, 0.3) * 0.5)
+            acc.add_(torch.nn.functional.dropout(w, 0.3))
             torch_tpu.sync()
-            acc_cpu += 0.5 / 0.7 * (acc.cpu() - acc_cpu > 0)  # each kept element grew by 0.5 / 0.7
+            acc_cpu += 1 / 0.7 * (acc.cpu() - acc_cpu > 0)  # each kept element grew by 1 / 0.7
             torch.testing.assert_close(acc.cpu(), acc_cpu)
         metrics = torch_tpu.metrics()
     assert metrics["step_replays"] == 4

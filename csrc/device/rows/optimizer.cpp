@@ -99,7 +99,10 @@ constexpr OpSpec kRows[] = {
     OpSpec(L::foreach_pow,
            "_foreach_pow.List _foreach_pow_.List _foreach_pow.Scalar _foreach_pow_.Scalar _foreach_pow.ScalarList "
            "_foreach_pow_.ScalarList _foreach_pow.ScalarAndTensor")
-        .foreach_op(),
+        // Not floats_in(): an exponent picks pow's formula (x * x for 2,
+        // sqrt for 0.5, ones for 0), so a program serves only its own, as
+        // pow's row bakes them. Optimizers pass constant bases and exponents.
+        .meta_ignores_numbers(),
     OpSpec(L::foreach_reciprocal, "_foreach_reciprocal _foreach_reciprocal_").foreach_op(),
     OpSpec(L::foreach_round, "_foreach_round _foreach_round_").foreach_op(),
     OpSpec(L::foreach_rsqrt, "_foreach_rsqrt _foreach_rsqrt_").foreach_op(),
