@@ -52,10 +52,11 @@ marker=$copy/build/.synced_by_content
 done
 # A file the tree no longer has (deleted, or moved by an edit in progress)
 # leaves the copy too: the build globs its sources. The copy's ignored files
-# (its .venv, build/, extension, caches) stay.
+# (its .venv, build/, extension, caches) stay. check-ignore exits 1 where no
+# path it read is ignored (a new copy reads none): not an error.
 (cd "$stage" && find . -type f | sed 's|^\./||' | sort) >"$stage.files"
 (cd "$copy" && find . \( -path ./.venv -o -path ./build \) -prune -o -type f -print | sed 's|^\./||' | sort) |
-  comm -23 - "$stage.files" | git check-ignore --stdin -n -v --non-matching |
+  comm -23 - "$stage.files" | { git check-ignore --stdin -n -v --non-matching || [ $? -eq 1 ]; } |
   awk -F '\t' '$1 == "::" { print $2 }' | while IFS= read -r f; do rm -f "$copy/$f"; done
 rm -rf "$stage" "$stage.files"
 mkdir -p "$copy/build" && touch "$marker"
