@@ -6,7 +6,8 @@ A 32x32 float32 op does almost no arithmetic, so its time is the framework's
 per-op overhead: PyTorch's dispatcher plus, on tpu, the executor's cache
 lookup and the PJRT launch. Each op is timed in Strict mode on a replayed
 signature (the op cache): `a + b`; `a * s` with a Python float that changes
-every call (a program input, not a constant); the in-place `a.add_(b)`; and a
+every call (a program input, not a constant); `a * 1.5`, the same float every
+call (an input too, uploaded once and kept); the in-place `a.add_(b)`; and a
 view read, `a.t() + b`. tpu ops are asynchronous, so two numbers are reported
 for each: "launch" (the host returns from the op) and "+ sync" (every op has
 also finished on the device).
@@ -57,6 +58,7 @@ def small_ops(a, b):
     return {
         "add": lambda i: a + b,
         "mul by a changing float": lambda i: a * scalars[i & 1023],
+        "mul by a repeated float": lambda i: a * 1.5,
         "in-place add_": lambda i: a.add_(b),
         "add of a transposed view": lambda i: a.t() + b,
     }

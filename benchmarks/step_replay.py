@@ -5,7 +5,9 @@ step and per op (the calling thread's, so a busy machine inflates it less
 than wall time), and how busy the device is (the share of the wall time
 in which a program runs, from torch.profiler's program events over a few
 more steps after the timed ones): near 100% where the step waits on its
-programs, less where on the host.
+programs, less where on the host; and the host-to-device uploads a step
+makes (its batch is uploaded before the timed steps: what is left is the
+numbers and random states its launches read).
 
 Each row runs in a process of its own (replay is switched off by
 TORCH_TPU_STEP_REPLAY=0, read once per process), built and warmed up
@@ -160,6 +162,7 @@ def run_row(workload, mode, compiled, steps, warmup, read_loss):
                 "replayed_ops_per_step": m["step_replay_ops"] / steps,
                 "programs_per_step": m["programs_executed"] / steps,
                 "host_waits_per_step": waits / steps,
+                "uploads_per_step": m["uploads"] / steps,
                 "device_busy": busy,
             }
         )
@@ -197,7 +200,7 @@ def main():
             print(
                 f"  {row:>36}: {r['steps_per_s']:7.2f} steps/s, host {r['host_s_per_step'] * 1e3:7.2f} ms/step "
                 f"({per_op:5.2f} us per op of {r['ops_per_step']:.0f}), {r['programs_per_step']:.1f} programs/step, "
-                f"{r['replays_per_step']:.1f} replayed flushes/step, "
+                f"{r['replays_per_step']:.1f} replayed flushes/step, {r['uploads_per_step']:.1f} uploads/step, "
                 f"device busy {r['device_busy']:.0%}"
                 + (f", {r['host_waits_per_step']:.1f} host waits/step" if args.read_loss else "")
             )

@@ -1,7 +1,10 @@
 #include "exec/graph_capture.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
+#include <cstring>
+#include <mutex>
 #include <unordered_map>
 
 #include "device/generator.h"
@@ -51,15 +54,68 @@ runtime::BufferPtr upload_host(const at::Tensor& cpu, int device) {
   return runtime::DeviceRuntime::get().upload(c.data_ptr(), pjrt_type(dtype), c.sizes().vec(), device);
 }
 
+namespace {
+
+// A number a replay feeds, as the bytes its program input holds.
+struct NumberKey {
+  int device = -1;  // no device: an empty entry matches no number
+  hlo::ElementType dtype = hlo::ElementType::F32;
+  uint64_t bits = 0;
+  bool operator==(const NumberKey& o) const { return device == o.device && dtype == o.dtype && bits == o.bits; }
+};
+
+struct NumberKeyHash {
+  size_t operator()(const NumberKey& k) const {
+    return std::hash<uint64_t>()(k.bits) ^ (static_cast<size_t>(k.device) << 8) ^ static_cast<size_t>(k.dtype);
+  }
+};
+
+// A number replays fed before (an optimizer's lr, betas, eps and weight
+// decay, a model's constant scale) reuses the buffer uploaded for it, as a
+// view's offset does (view_offset_buffer): every replay uploading every
+// float is a host-to-device transfer per number per launch, which on a TPU
+// crosses PCIe. A number fed the first time travels in its launch's job
+// (upload_for_launch), as one that changes every step (a bias correction, a
+// schedule's lr) always does; one seen among the last kRecent such numbers
+// is fed again, so it is uploaded once and kept. The buffers are inputs,
+// never donated, so launches share them. Bounded: a table full of numbers
+// that stopped repeating is cleared.
+runtime::BufferPtr kept_or_uploaded_number(const NumberKey& key, const void* bytes, size_t nbytes) {
+  constexpr size_t kRecent = 64, kMaxKept = 1024;
+  static std::mutex mutex;
+  static auto* kept = new std::unordered_map<NumberKey, runtime::BufferPtr, NumberKeyHash>();  // leaked: used at exit
+  static auto* recent = new std::array<NumberKey, kRecent>();
+  static size_t next_recent = 0;
+  auto& rt = runtime::DeviceRuntime::get();
+  const PJRT_Buffer_Type type = pjrt_type(key.dtype);
+  std::unique_lock<std::mutex> lock(mutex);
+  if (auto it = kept->find(key); it != kept->end()) return it->second;
+  runtime::metrics().bytes_to_device += static_cast<int64_t>(nbytes);
+  if (std::find(recent->begin(), recent->end(), key) == recent->end()) {
+    (*recent)[next_recent++ % kRecent] = key;
+    lock.unlock();
+    return rt.upload_for_launch(bytes, type, {}, key.device);
+  }
+  if (kept->size() >= kMaxKept) kept->clear();
+  runtime::BufferPtr buffer = rt.upload(bytes, type, {}, key.device);
+  kept->emplace(key, buffer);
+  return buffer;
+}
+
+}  // namespace
+
 // A Python float as a 0-d buffer of `dtype`, converted as CPU converts it
 // (c10's casts), without making CPU tensors: a replay with a changing float
-// (an optimizer's lr, a scale) uploads one on every call, so the launch
-// reading it does (upload_for_launch).
+// (a schedule's lr, a bias correction) uploads one on every call, so the
+// launch reading it does (upload_for_launch); one that repeats is uploaded
+// once (kept_or_uploaded_number).
 runtime::BufferPtr upload_number(double value, hlo::ElementType dtype, int device) {
   const at::ScalarType type = scalar_type(dtype);
-  runtime::metrics().bytes_to_device += static_cast<int64_t>(c10::elementSize(type));
   auto upload = [&](const auto& number) {
-    return runtime::DeviceRuntime::get().upload_for_launch(&number, pjrt_type(dtype), {}, device);
+    NumberKey key{device, dtype, 0};
+    static_assert(sizeof(number) <= sizeof(key.bits));
+    std::memcpy(&key.bits, &number, sizeof(number));
+    return kept_or_uploaded_number(key, &number, sizeof(number));
   };
   switch (type) {
     case at::kFloat:

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 
+import pytest
 import torch
 
 import torch_tpu
@@ -296,6 +297,45 @@ def test_a_replayed_step_uploads_only_what_changes():
         metrics = torch_tpu.metrics()
     assert metrics["step_replays"] == 4
     assert metrics["uploads"] == 4
+
+
+@pytest.mark.parametrize("mode", ["strict", "defer_and_fuse"])
+def test_a_float_that_replays_feed_again_is_uploaded_once_and_then_reused(mode):
+    # An optimizer's lr, betas and eps feed every replay the same numbers:
+    # the second time a replay feeds a number, it is uploaded and kept, and
+    # later replays read the kept buffer. A number fed once travels in its
+    # launch (an upload per launch), as one that changes every step does.
+    x_cpu = torch.randn(8, 8)
+    x = x_cpu.to("tpu")
+    acc = torch.zeros(8, 8, device="tpu")
+    acc_cpu = torch.zeros(8, 8)
+
+    def step(s):
+        nonlocal acc_cpu
+        acc.add_(x * s)
+        torch_tpu.sync()
+        acc_cpu = acc_cpu + x_cpu * s
+        torch.testing.assert_close(acc.cpu(), acc_cpu)
+
+    with torch_tpu.eager_mode(mode):
+        for s in (0.5, 0.25, 0.5, 0.25):  # captured (Strict) or remembered (DeferAndFuse) as a replay
+            step(s)
+        # Numbers no replay fed before (the kept buffers are the process's:
+        # each mode, and every other test, feeds others).
+        a, b = (0.3141, 0.7182) if mode == "strict" else (0.2718, 0.6931)
+        torch_tpu.reset_metrics()
+        for s in (a, b) * 6:  # alternating
+            step(s)
+        repeated = torch_tpu.metrics()
+        for k in range(6):  # a new number each step
+            step(a + 0.0101 * (k + 1))
+        changing = torch_tpu.metrics()
+    # Strict replays the mul and the add_, DeferAndFuse the step they make.
+    replays, per_step = ("op_cache_replays", 2) if mode == "strict" else ("step_replays", 1)
+    assert repeated[replays] == 12 * per_step and changing[replays] == 18 * per_step
+    # a and b in their launches, then each uploaded once and kept.
+    assert repeated["uploads"] == 4
+    assert changing["uploads"] - repeated["uploads"] == 6
 
 
 def test_dropout_draws_the_same_random_numbers_with_and_without_replay(tmp_path):

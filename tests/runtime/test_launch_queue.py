@@ -99,10 +99,13 @@ def test_a_changing_float_travels_with_its_launch_and_a_small_host_tensor_is_upl
     for s in (0.5, 0.25):  # the op cache captures `x * s` on its second call
         x * s
     small_cpu = torch.tensor([1.0, 2.0, 3.0])
-    scales = [0.1 * k + 0.01 for k in range(40)]
+    # Numbers no replay fed before: one fed again is uploaded once and kept
+    # for every later replay in the process (upload_number).
+    first = 0.7531
+    scales = [0.1 * k + 0.0123 for k in range(40)]
     with held_queue():
         depth = _C._launch_queue_depth()
-        y = x * 0.75
+        y = x * first
         # A replay with a new float queues one job, the launch, which
         # uploads the float itself (no upload made on this thread, no
         # upload job, no release of its buffer).
@@ -115,7 +118,7 @@ def test_a_changing_float_travels_with_its_launch_and_a_small_host_tensor_is_upl
         small_cpu.fill_(-1.0)  # the upload took a copy at the call
     torch_tpu.synchronize()
     assert torch_tpu.metrics()["uploads"] == 1 + len(scales) + 1  # the floats, uploaded once each, and `small`
-    torch.testing.assert_close(y.cpu(), x_cpu * 0.75)
+    torch.testing.assert_close(y.cpu(), x_cpu * first)
     for s, p in zip(scales, products):
         torch.testing.assert_close(p.cpu(), x_cpu * s)
     assert torch.equal(small.cpu(), torch.tensor([1.0, 2.0, 3.0]))
