@@ -410,7 +410,7 @@ std::shared_ptr<CapturedProgram> capture_program(std::unique_ptr<ProgramState> s
       sink.kind = CapturedProgram::Sink::Kind::InputWrite;
       sink.input = it->second;
       if (slot.param && !state->replication) {  // replays may update it in place (replicas donate nothing)
-        state->b.mark_donated(*slot.param);
+        state->b.mark_donated(*slot.param, static_cast<int>(outs.size()));  // the output pushed below
         cap->params[param_index(*slot.param)].donor = true;
       }
     } else if (slot.param) {

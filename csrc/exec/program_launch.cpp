@@ -163,7 +163,9 @@ void run_program(ProgramState& state, const RunOptions& options, LaunchedProgram
       const size_t idx = param_index(*s.param);
       const long holders = storage ? 2 : 1;
       if (state.args[idx].use_count() <= holders) {
-        state.b.mark_donated(*s.param);
+        // Its memory becomes the storage's new value, the output pushed
+        // below; a dead storage's, any output of its type.
+        state.b.mark_donated(*s.param, storage ? static_cast<int>(outputs.size()) : -1);
         l.donors.push_back({idx, holders + 1});  // + the launch's copy of the arguments
         if (launched) launched->donated_params.push_back(idx);
       }

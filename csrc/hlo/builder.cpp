@@ -132,9 +132,10 @@ Value Builder::parameter(const TensorType& type) {
   return {"%arg" + std::to_string(params_.size() - 1), type};
 }
 
-void Builder::mark_donated(const Value& param) {
+void Builder::mark_donated(const Value& param, int output) {
   size_t index = std::stoul(param.name.substr(4));
   params_.at(index).donated = true;
+  params_.at(index).output = output;
 }
 
 static std::string type_list(const std::vector<Value>& vs) {
@@ -715,7 +716,13 @@ std::string Builder::finish(const std::vector<Value>& outputs) const {
   std::string text = "module @torch_tpu {\n  func.func public @main(";
   for (size_t i = 0; i < params_.size(); ++i) {
     text += (i ? ", " : "") + std::string("%arg") + std::to_string(i) + ": " + params_[i].type.str();
-    if (params_[i].donated) text += " {jax.buffer_donor = true}";
+    const Parameter& p = params_[i];
+    if (!p.donated) continue;
+    // An output of another type (a storage written through a view of
+    // another dtype) cannot take the memory in place: left to XLA.
+    const bool pinned = p.output >= 0 && static_cast<size_t>(p.output) < outputs.size() &&
+                        outputs[static_cast<size_t>(p.output)].type == p.type;
+    text += pinned ? " {tf.aliasing_output = " + std::to_string(p.output) + " : i32}" : " {jax.buffer_donor = true}";
   }
   text += ") -> (" + type_list(outputs) + ") {\n";
   text += blocks_.front();

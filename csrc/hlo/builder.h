@@ -86,10 +86,13 @@ struct ConvWindow {
 
 enum class FftType { FFT, IFFT, RFFT, IRFFT };
 
-// Arguments marked donated may have their memory reused for an output.
+// Arguments marked donated may have their memory reused for an output:
+// the one they become (`output`, where known and of the same type), or
+// whichever output of their type XLA pairs them with.
 struct Parameter {
   TensorType type;
   bool donated = false;
+  int output = -1;
 };
 
 class Builder;
@@ -104,7 +107,13 @@ class Builder {
  public:
   Value parameter(const TensorType& type);
   const std::vector<Parameter>& parameters() const { return params_; }
-  void mark_donated(const Value& param);
+  // `output`: the index, among finish()'s outputs, of the value that
+  // replaces the parameter's (an in-place op's storage, written): its
+  // memory becomes that output's. XLA left to pair donors with outputs
+  // pairs them by type in order, so a step's new exp_avg could take a
+  // gradient's old buffer and each crossed pair cost a copy (121 copies
+  // in a fused encoder step). -1: any output of its type.
+  void mark_donated(const Value& param, int output = -1);
 
   // Generic op: "stablehlo.<name>"(operands) {attrs} : (types) -> result.
   Value op(const std::string& name, const std::vector<Value>& operands, const TensorType& result,
