@@ -458,17 +458,29 @@ def transport_threads_never_release_a_tensor_python_holds():
     # without an active exception"). The chained callback keeps the worker in
     # its completion callback while this thread drops every reference it
     # has; the tensor must then be released here, at the next collective.
-    released_on = []
+    # Rank 0 is first into the collective, so it attaches the callback
+    # before the collective can complete; on a rank whose collective was
+    # already done by then, the callback runs here at once, and the tensor
+    # goes with this thread's last reference or at the next collective.
+    this_thread = threading.get_ident()
+    released_on, callback_on = [], []
     t = torch.ones(4, device=DEV)
     weakref.finalize(t, lambda: released_on.append(threading.get_ident()))
+    if RANK != 0:
+        time.sleep(1.0)
     work = dist.all_reduce(t, async_op=True)
-    work.get_future().then(lambda f: time.sleep(0.5))
+    work.get_future().then(lambda f: (callback_on.append(threading.get_ident()), time.sleep(0.5)))
     work.wait()
     del work, t
     time.sleep(1.0)  # the worker has left the completion callback
-    assert not released_on, f"released early, on thread {released_on} (this one: {threading.get_ident()})"
+    if RANK == 0:
+        assert callback_on and callback_on != [this_thread], "rank 0's collective completed before it was chained on"
+    if callback_on == [this_thread]:  # the worker may have handed over already, and this thread dropped them
+        assert released_on in ([], [this_thread]), released_on
+    else:
+        assert not released_on, f"released early, on thread {released_on} (this one: {this_thread})"
     dist.all_reduce(torch.ones(1, device=DEV))
-    assert released_on == [threading.get_ident()], released_on
+    assert released_on == [this_thread], released_on
 
 
 run_checks(RANK)
