@@ -1,5 +1,7 @@
 #include "exec/call_signature.h"
 
+#include <c10/util/SmallVector.h>
+
 #include <cstring>
 #include <unordered_map>
 
@@ -40,6 +42,36 @@ bool same_value(const c10::IValue& a, const c10::IValue& b) {
 bool same_kind(const c10::IValue& a, const c10::IValue& b) {
   return (a.isInt() && b.isInt()) || (a.isDouble() && b.isDouble());
 }
+
+// The first flat position of each storage a call's tpu tensors view, by
+// storage id. Every op a replay matches asks (a step replays hundreds of
+// ops), so the few storages most ops take are a short list scanned in
+// place, with no allocation; past that (a foreach op over every parameter)
+// a hash map keeps the lookup linear.
+class FirstPositions {
+ public:
+  // The position `id` was first seen at; -1 when it is new, noting `position`.
+  int find_or_add(uint64_t id, int position) {
+    if (by_id_.empty()) {
+      for (const auto& [seen, first] : few_) {
+        if (seen == id) return first;
+      }
+      if (few_.size() < kFew) {
+        few_.emplace_back(id, position);
+        return -1;
+      }
+      by_id_.reserve(4 * kFew);
+      by_id_.insert(few_.begin(), few_.end());
+    }
+    auto [it, fresh] = by_id_.emplace(id, position);
+    return fresh ? -1 : it->second;
+  }
+
+ private:
+  static constexpr size_t kFew = 16;
+  c10::SmallVector<std::pair<uint64_t, int>, kFew> few_;
+  std::unordered_map<uint64_t, int> by_id_;
+};
 
 }  // namespace
 
@@ -95,8 +127,9 @@ bool append_signature(const c10::IValue& v, std::vector<c10::IValue>& flat, cons
 uint64_t signature_hash(const void* op, const std::vector<c10::IValue>& flat, const SignaturePolicy& policy) {
   using Numbers = SignaturePolicy::Numbers;
   uint64_t h = reinterpret_cast<uintptr_t>(op);
-  std::vector<uint64_t> storages;  // aliasing: the first flat position of each storage
-  for (const c10::IValue& v : flat) {
+  FirstPositions first_of_storage;  // aliasing between inputs
+  for (size_t k = 0; k < flat.size(); ++k) {
+    const c10::IValue& v = flat[k];
     if (v.isTensor()) {
       const at::Tensor& t = v.toTensor();
       const bool wrapped = t.unsafeGetTensorImpl()->is_wrapped_number();
@@ -117,10 +150,7 @@ uint64_t signature_hash(const void* op, const std::vector<c10::IValue>& flat, co
       } else {
         h = mix(h, sb.nbytes * 4);
       }
-      size_t k = 0;
-      while (k < storages.size() && storages[k] != sb.id) ++k;
-      if (k == storages.size()) storages.push_back(sb.id);
-      h = mix(h, k);
+      h = mix(h, static_cast<uint64_t>(first_of_storage.find_or_add(sb.id, static_cast<int>(k))));
     } else if (v.isInt()) {
       h = mix(h, policy.numbers == Numbers::ByKind ? 0x1a7 : static_cast<uint64_t>(v.toInt()));
     } else if (v.isDouble()) {
@@ -148,7 +178,7 @@ SignatureRecord record_signature(const std::vector<c10::IValue>& flat, const Sig
   record.buffers = policy.buffers;
   record.keeps_own_pending = policy.keeps_own_pending;
   record.entries.reserve(flat.size());
-  std::unordered_map<uint64_t, int> first_of_storage;
+  FirstPositions first_of_storage;
   for (size_t k = 0; k < flat.size(); ++k) {
     const c10::IValue& v = flat[k];
     SignatureEntry in;
@@ -165,8 +195,7 @@ SignatureRecord record_signature(const std::vector<c10::IValue>& flat, const Sig
       in.storage_nbytes = sb.nbytes;
       in.device = sb.device;
       if (policy.buffers) in.has_buffer = sb.current(&in.buffer_dtype) != nullptr;
-      auto [it, fresh] = first_of_storage.emplace(sb.id, static_cast<int>(k));
-      in.alias_of = fresh ? -1 : it->second;
+      in.alias_of = first_of_storage.find_or_add(sb.id, static_cast<int>(k));
     } else if (is_host_tensor(v)) {
       const at::Tensor& t = v.toTensor();
       in.kind = SignatureEntry::Kind::HostTensor;
@@ -210,7 +239,7 @@ bool SignatureRecord::matches(const std::vector<c10::IValue>& values, std::strin
     if (why) *why = "number of inputs changed";
     return false;
   }
-  std::unordered_map<uint64_t, int> first_of_storage;
+  FirstPositions first_of_storage;
   for (size_t k = 0; k < values.size(); ++k) {
     const SignatureEntry& in = entries[k];
     const c10::IValue& v = values[k];
@@ -243,8 +272,9 @@ bool SignatureRecord::matches(const std::vector<c10::IValue>& values, std::strin
           }
           if (in.has_buffer && buffer_dtype != in.buffer_dtype) return fail(k, "storage buffer element type changed");
         }
-        auto [it, fresh] = first_of_storage.emplace(sb.id, static_cast<int>(k));
-        if ((fresh ? -1 : it->second) != in.alias_of) return fail(k, "aliasing between inputs changed");
+        if (first_of_storage.find_or_add(sb.id, static_cast<int>(k)) != in.alias_of) {
+          return fail(k, "aliasing between inputs changed");
+        }
         break;
       }
       case SignatureEntry::Kind::HostTensor: {

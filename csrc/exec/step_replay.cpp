@@ -1,5 +1,7 @@
 #include "exec/step_replay.h"
 
+#include <c10/util/SmallVector.h>
+
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -129,6 +131,9 @@ std::optional<std::vector<c10::IValue>> replay_next(const Caller& op, const OpCa
     if (!step) return std::nullopt;
     replay = std::make_shared<StepReplay>();
     replay->step = *step;
+    // Sized once: growing them op by op rehashed them all through the step.
+    replay->storages.reserve((*step)->storage_count);
+    replay->replay_ids.reserve((*step)->storage_count);
   }
   const StepTemplate& step = *replay->step;
   const size_t n = step.keys.size();
@@ -151,7 +156,7 @@ std::optional<std::vector<c10::IValue>> replay_next(const Caller& op, const OpCa
   }
 
   // Storages: the template's map one to one onto the replay's.
-  std::vector<std::pair<uint64_t, StepReplay::Storage>> mapped;  // new in this op
+  c10::SmallVector<std::pair<uint64_t, StepReplay::Storage>, 8> mapped;  // new in this op
   auto mapped_now = [&](uint64_t recorded) -> const StepReplay::Storage* {
     for (const auto& m : mapped) {
       if (m.first == recorded) return &m.second;
@@ -223,7 +228,7 @@ std::optional<std::vector<c10::IValue>> replay_next(const Caller& op, const OpCa
   // Its program inputs, bound in the order recording binds them (random
   // states are drawn from the generator in that order).
   const size_t first_param = step.program->ops[replay->matched].args;
-  std::vector<runtime::BufferPtr> bound;
+  c10::SmallVector<runtime::BufferPtr, 8> bound;
   bound.reserve(key.params.size());
   for (size_t i = 0; i < key.params.size(); ++i) {
     const StepOpKey::Param& p = key.params[i];
@@ -517,6 +522,7 @@ std::unique_ptr<StepTemplate> template_of(const ProgramState& program, const cha
       for (const auto& f : r.fresh) keyed.insert(f.storage);
     }
   }
+  step->storage_count = keyed.size();
   for (size_t s = 0; s < program.slots.size(); ++s) {
     if (!keyed.count(program.slots[s].storage_id)) return nullptr;  // a replay could not name it
     step->slot_of_storage.emplace(program.slots[s].storage_id, s);

@@ -100,6 +100,7 @@ struct StepTemplate {
   std::vector<RangeCheckInfo> checks;
   std::unordered_map<uint64_t, size_t> slot_of_storage;   // recorded storage id -> slot
   std::unordered_map<uint64_t, size_t> param_of_storage;  // recorded storage id -> its parameter
+  size_t storage_count = 0;                               // distinct storages its ops name
   bool flush_when_complete = false;                       // it was cut by the size bound
   // torch.profiler's name for its launches, and the ops they hold (what an
   // injected fault matches too: ProgramLaunch::op_names).

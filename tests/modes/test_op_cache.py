@@ -82,6 +82,40 @@ def test_aliasing_between_arguments_is_part_of_the_signature():
     torch.testing.assert_close(tx.cpu(), x)
 
 
+def test_aliasing_past_the_first_sixteen_storages_is_part_of_the_signature():
+    # A foreach op over many tensors: a signature notes the first position
+    # of each storage in a short list for the first sixteen and a hash map
+    # past them. The same call with one pair of its 40 tensors aliased, late
+    # in the list, is another signature (its program reads there what it
+    # wrote earlier in the list), in Strict's op cache and in a replayed
+    # DeferAndFuse step.
+    n = 20
+    xs = [torch.randn(5) for _ in range(n)]
+    ys = [torch.randn(5) for _ in range(n)]
+    txs = [x.clone().to("tpu") for x in xs]
+    tys = [y.to("tpu") for y in ys]
+    replayed = {}
+    for mode in ("strict", "defer_and_fuse"):
+        with torch_tpu.eager_mode(mode):
+            torch_tpu.reset_metrics()
+            for _ in range(4):
+                torch._foreach_mul_(txs, tys)
+                torch._foreach_mul_(xs, ys)
+                # position 18 multiplies by position 2, updated just before (as on CPU)
+                torch._foreach_mul_(txs, tys[:18] + [txs[2]] + tys[19:])
+                torch._foreach_mul_(xs, ys[:18] + [xs[2]] + ys[19:])
+                torch._foreach_clamp_min_(txs, -3.0)
+                torch._foreach_clamp_max_(txs, 3.0)
+                torch._foreach_clamp_min_(xs, -3.0)
+                torch._foreach_clamp_max_(xs, 3.0)
+                torch_tpu.sync()  # DeferAndFuse: a step, replayed from the second
+            metrics = torch_tpu.metrics()
+            replayed[mode] = metrics["op_cache_replays"] + metrics["step_replays"]
+    for tx, x in zip(txs, xs):
+        torch.testing.assert_close(tx.cpu(), x)
+    assert all(replayed.values()), replayed
+
+
 def test_views_strides_offsets_and_storage_sizes():
     base = torch.randn(6, 10)
     tbase = base.to("tpu")
