@@ -15,10 +15,19 @@ there; the rows run in turn, --repeats times, and each row reports its
 best run.
 
     python benchmarks/step_replay.py [--steps 20] [--warmup 4] [--repeats 2] [--workloads encoder,gpt] [--read-loss]
+                                     [--malloc as-is|glibc|preloaded|both]
 
 --read-loss reads the loss on the host after every step, as a loop that logs
 it does; each row then also prints the host waits per step (one: the read,
 with the pending index range checks read in the same wait).
+
+--malloc glibc runs every row on glibc's malloc (LD_PRELOAD cleared);
+--malloc preloaded on the tcmalloc or jemalloc the doctor would preload
+(torch_tpu.info.preloadable_malloc, as scripts/train.sh does); --malloc
+both runs each row with the two in turn and prints a table for each. The
+default leaves the environment's LD_PRELOAD as it is. On a 2-core machine
+the calling thread shares the cores with the CPU plugin's threads, so its
+malloc's cost shows in the step time.
 """
 
 import argparse
@@ -176,6 +185,7 @@ def main():
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--workloads", default="encoder,gpt")
     p.add_argument("--read-loss", action="store_true", help="read the loss on the host after every step")
+    p.add_argument("--malloc", choices=("as-is", "glibc", "preloaded", "both"), default="as-is")
     p.add_argument("--row", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.row:
@@ -183,34 +193,61 @@ def main():
         mode, compiled, _ = ROWS[row]
         run_row(workload, mode, compiled, args.steps, args.warmup, args.read_loss)
         return
+    mallocs = {"as-is": ["as-is"], "glibc": ["glibc"], "preloaded": ["preloaded"], "both": ["glibc", "preloaded"]}
+    mallocs = mallocs[args.malloc]
+    preload = None
+    if "preloaded" in mallocs:
+        from torch_tpu.info import preloadable_malloc
+
+        preload = preloadable_malloc()
+        if not preload:
+            sys.exit("--malloc preloaded: no tcmalloc or jemalloc installed (Debian: apt install libtcmalloc-minimal4)")
+
+    def row_env(malloc, replay):
+        env = dict(os.environ, TORCH_TPU_STEP_REPLAY=replay)
+        if malloc == "glibc":
+            env.pop("LD_PRELOAD", None)
+        elif malloc == "preloaded":
+            env["LD_PRELOAD"] = preload
+        return env
+
     for workload in args.workloads.split(","):
-        best = {}
+        best = {malloc: {} for malloc in mallocs}
         for _ in range(args.repeats):
             for row, (_, _, replay) in ROWS.items():
-                env = dict(os.environ, TORCH_TPU_STEP_REPLAY=replay)
-                cmd = [sys.executable, __file__, "--row", f"{workload}:{row}", "--steps", str(args.steps)]
-                cmd += ["--warmup", str(args.warmup)] + (["--read-loss"] if args.read_loss else [])
-                out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
-                result = json.loads(out.stdout.strip().splitlines()[-1])
-                if row not in best or result["steps_per_s"] > best[row]["steps_per_s"]:
-                    best[row] = result
-        print(f"{workload}: {args.steps} timed steps after {args.warmup} warm-up steps, best of {args.repeats}")
-        for row, r in best.items():
-            per_op = r["host_s_per_step"] / max(r["ops_per_step"], 1) * 1e6
+                for malloc in mallocs:  # in turn, so a change in the machine's speed falls on both
+                    cmd = [sys.executable, __file__, "--row", f"{workload}:{row}", "--steps", str(args.steps)]
+                    cmd += ["--warmup", str(args.warmup)] + (["--read-loss"] if args.read_loss else [])
+                    out = subprocess.run(cmd, env=row_env(malloc, replay), capture_output=True, text=True, check=True)
+                    result = json.loads(out.stdout.strip().splitlines()[-1])
+                    if row not in best[malloc] or result["steps_per_s"] > best[malloc][row]["steps_per_s"]:
+                        best[malloc][row] = result
+        for malloc in mallocs:
+            allocator = {"as-is": "", "glibc": ", glibc malloc", "preloaded": f", {os.path.basename(preload or '')}"}
             print(
-                f"  {row:>36}: {r['steps_per_s']:7.2f} steps/s, host {r['host_s_per_step'] * 1e3:7.2f} ms/step "
-                f"({per_op:5.2f} us per op of {r['ops_per_step']:.0f}), {r['programs_per_step']:.1f} programs/step, "
-                f"{r['replays_per_step']:.1f} replayed flushes/step, {r['uploads_per_step']:.1f} uploads/step, "
-                f"device busy {r['device_busy']:.0%}"
-                + (f", {r['host_waits_per_step']:.1f} host waits/step" if args.read_loss else "")
+                f"{workload}: {args.steps} timed steps after {args.warmup} warm-up steps, best of {args.repeats}"
+                + allocator[malloc]
             )
-        rate = {row: r["steps_per_s"] for row, r in best.items()}
-        fused, recorded = rate["defer_and_fuse"], rate["defer_and_fuse, recorded every step"]
-        compiled, strict = rate["compiled (model and optimizer step)"], rate["strict"]
+            print_rows(best[malloc], args.read_loss)
+
+
+def print_rows(best, read_loss):
+    for row, r in best.items():
+        per_op = r["host_s_per_step"] / max(r["ops_per_step"], 1) * 1e6
         print(
-            f"  DeferAndFuse / compiled {fused / compiled:.2f}x, DeferAndFuse / Strict {fused / strict:.2f}x, "
-            f"replayed / recorded {fused / recorded:.2f}x (recorded / compiled {recorded / compiled:.2f}x)"
+            f"  {row:>36}: {r['steps_per_s']:7.2f} steps/s, host {r['host_s_per_step'] * 1e3:7.2f} ms/step "
+            f"({per_op:5.2f} us per op of {r['ops_per_step']:.0f}), {r['programs_per_step']:.1f} programs/step, "
+            f"{r['replays_per_step']:.1f} replayed flushes/step, {r['uploads_per_step']:.1f} uploads/step, "
+            f"device busy {r['device_busy']:.0%}"
+            + (f", {r['host_waits_per_step']:.1f} host waits/step" if read_loss else "")
         )
+    rate = {row: r["steps_per_s"] for row, r in best.items()}
+    fused, recorded = rate["defer_and_fuse"], rate["defer_and_fuse, recorded every step"]
+    compiled, strict = rate["compiled (model and optimizer step)"], rate["strict"]
+    print(
+        f"  DeferAndFuse / compiled {fused / compiled:.2f}x, DeferAndFuse / Strict {fused / strict:.2f}x, "
+        f"replayed / recorded {fused / recorded:.2f}x (recorded / compiled {recorded / compiled:.2f}x)"
+    )
 
 
 if __name__ == "__main__":
