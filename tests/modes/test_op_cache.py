@@ -82,13 +82,15 @@ def test_aliasing_between_arguments_is_part_of_the_signature():
     torch.testing.assert_close(tx.cpu(), x)
 
 
-def test_aliasing_past_the_first_sixteen_storages_is_part_of_the_signature():
+def test_a_foreach_op_aliased_past_its_first_sixteen_storages_replays_like_cpu():
     # A foreach op over many tensors: a signature notes the first position
     # of each storage in a short list for the first sixteen and a hash map
-    # past them. The same call with one pair of its 40 tensors aliased, late
-    # in the list, is another signature (its program reads there what it
-    # wrote earlier in the list), in Strict's op cache and in a replayed
-    # DeferAndFuse step.
+    # past them, so this call takes the hash map. The same call with one
+    # pair of its 40 tensors aliased late in the list (its program reads
+    # there what it wrote earlier in the list) must compute what CPU does,
+    # in Strict's op cache and in a replayed DeferAndFuse step. The result
+    # is what this checks: a replay's storage mapping and its buffer binding
+    # see the aliasing too, so a signature that missed it alone would pass.
     n = 20
     xs = [torch.randn(5) for _ in range(n)]
     ys = [torch.randn(5) for _ in range(n)]
