@@ -149,7 +149,7 @@ def _debug_checks(outputs, kind):
             )
 
 
-def _run_fused(gm, matmul_precision, kind="forward"):
+def _run_fused(gm, kind="forward"):
     """A boxed callable that runs `gm` as one program per call.
 
     The first call (per input signature) runs the graph's ops through the
@@ -160,8 +160,13 @@ def _run_fused(gm, matmul_precision, kind="forward"):
     change) also returns numbers: sizes the backward graph takes as inputs.
     They are functions of the input sizes and numbers, which a replay matches
     exactly, so each capture keeps the ones its trace returned.
+
+    A call runs at the float32 matmul precision in force for its thread
+    when it is made (torch.tpu.precision, torch.set_float32_matmul_precision),
+    as an eager op would: each capture is made at one, and a call at another
+    traces again.
     """
-    captures = []  # (its numbers_of(args), capture, {output position: number}), most recently replayed first
+    captures = []  # (its key_of(args), capture, {output position: number}), most recently replayed first
     # The graph's integer and bool inputs (a dynamic graph's sizes): a
     # capture's signature holds them by value, so a call replays only
     # captures made with the same ones, and the others are not tried.
@@ -187,11 +192,14 @@ def _run_fused(gm, matmul_precision, kind="forward"):
 
     def trace(args, device):
         _stats["graph_traces"] += 1
+        key = key_of(args)
         # Both settings are the calling thread's own: other threads keep
-        # theirs while this graph traces.
+        # theirs while this graph traces. The precision is the one in force
+        # now (the thread's own where it has one), made explicit so that
+        # the trace keeps it whatever the graph's code does.
         previous_mode = _C._get_eager_mode()
         _C._set_eager_mode("defer_and_fuse")
-        _C._set_thread_matmul_precision(matmul_precision)
+        outer_precision = _C._set_thread_matmul_precision(precision.Precision[key[1]].value)
         cpu_versions = [(a, a._version) for a in args if isinstance(a, torch.Tensor) and a.device.type == "cpu"]
         logged = _profiler._trace_started(log_site, kind)
         try:
@@ -214,12 +222,12 @@ def _run_fused(gm, matmul_precision, kind="forward"):
                 capture, why = None, "the graph writes CPU tensors"
         finally:
             _C._set_eager_mode(previous_mode)
-            _C._set_thread_matmul_precision("")
+            _C._set_thread_matmul_precision(outer_precision)
         _profiler._trace_ended(logged, log_site, kind, gm, args)
         if capture is not None:
             if len(captures) >= MAX_CAPTURES_PER_GRAPH:
                 captures.pop()
-            captures.insert(0, (numbers_of(args), capture, numbers))
+            captures.insert(0, (key, capture, numbers))
         else:
             _trace_reasons["not replayable: " + why] += 1
         return out
@@ -241,25 +249,29 @@ def _run_fused(gm, matmul_precision, kind="forward"):
             _debug_checks(list(out) if isinstance(out, (list, tuple)) else [out], kind)
         return out
 
-    def numbers_of(args):
-        return tuple(args[k] if k < len(args) else None for k in number_inputs)
+    def key_of(args):
+        """What a capture must share with a call to be replayed for it: the
+        graph's number inputs and the matmul precision in force."""
+        return tuple(args[k] if k < len(args) else None for k in number_inputs), _C._matmul_precision()
 
     def mismatch(args):
         """Why the call matched no capture: the most recently replayed one's
-        mismatch among those with its numbers, else the first number that
-        differs from that capture's."""
-        numbers_in = numbers_of(args)
-        for captured_numbers, capture, _ in captures:
-            if captured_numbers == numbers_in:
+        mismatch among those with its key, else the first number or the
+        precision that differs from that capture's."""
+        key = key_of(args)
+        for captured_key, capture, _ in captures:
+            if captured_key == key:
                 return capture.mismatch
-        captured_numbers = captures[0][0]
+        (captured_numbers, captured_precision), (numbers_in, precision_in) = captures[0][0], key
+        if captured_numbers == numbers_in:
+            return f"matmul precision changed: {captured_precision} -> {precision_in}"
         k = next(k for k, (a, b) in zip(number_inputs, zip(numbers_in, captured_numbers)) if a != b)
         return f"input {k}: value changed"
 
     def replay(args):
-        numbers_in = numbers_of(args)
-        for position, (captured_numbers, capture, numbers) in enumerate(captures):
-            if captured_numbers != numbers_in:
+        key = key_of(args)
+        for position, (captured_key, capture, numbers) in enumerate(captures):
+            if captured_key != key:
                 continue
             out = capture.replay(args)
             if out is not None:
@@ -684,8 +696,7 @@ def _graph_runner(gm, example_inputs, kind):
     first_prologue_input = n_inputs + len(constants)
     unchanging = set(range(n_inputs, first_prologue_input)) | {first_prologue_input + k for k in prologue_constant}
     constants_on_device = {}  # constants are copied once, at the first call (here a fake mode may be active)
-    # The float32 matmul precision in force when the graph was compiled.
-    run = _run_fused(gm, precision.get_matmul_precision(), kind)
+    run = _run_fused(gm, kind)
     if not constants and not moved and prologue is None:
         return run
 

@@ -1,6 +1,5 @@
 """`torch.tpu`: the device module PyTorch finds for the `tpu` device."""
 
-import contextlib
 import os
 
 import torch
@@ -94,9 +93,43 @@ class device:
         return False
 
 
+class device_of(device):  # noqa: N801 (torch.cuda's name)
+    """Context manager that makes the device of `obj` (a tensor or storage)
+    current; a no-op where `obj` is not on tpu."""
+
+    def __init__(self, obj):
+        on_tpu = getattr(obj, "device", None) is not None and obj.device.type == "tpu"
+        super().__init__(obj.device.index if on_tpu else None)
+
+
 def synchronize(device=None):
     """Waits until every program launched on the device has finished."""
     _C._synchronize(-1 if device is None else _index(device))
+
+
+_SYNC_DEBUG_MODES = {"default": 0, "warn": 1, "error": 2}
+
+
+def set_sync_debug_mode(debug_mode):
+    """As torch.cuda.set_sync_debug_mode: "default" (0) lets an operation
+    that makes the host wait to read device data (`.cpu()`, `.item()`,
+    printing, nonzero's size) pass silently, "warn" (1) warns at each, and
+    "error" (2) raises RuntimeError there instead of waiting. An explicit
+    `torch.tpu.synchronize()` (or an event's or stream's) is never reported.
+    Process-wide, as CUDA's."""
+    if isinstance(debug_mode, str):
+        if debug_mode not in _SYNC_DEBUG_MODES:
+            raise RuntimeError("invalid value of debug_mode, expected one of `default`, `warn`, `error`")
+        debug_mode = _SYNC_DEBUG_MODES[debug_mode]
+    try:
+        _C._set_sync_debug_mode(debug_mode)
+    except ValueError as e:  # std::invalid_argument: an int outside 0..2
+        raise RuntimeError(str(e)) from None
+
+
+def get_sync_debug_mode():
+    """The current setting of set_sync_debug_mode, as an int."""
+    return _C._get_sync_debug_mode()
 
 
 # ---- random -------------------------------------------------------------
@@ -140,6 +173,21 @@ def get_rng_state_all():
 def set_rng_state_all(states):
     for i, s in enumerate(states):
         set_rng_state(s, i)
+
+
+_default_generators = None
+
+
+def __getattr__(name):
+    # `default_generators`, as torch.cuda's: the devices' own generators, a
+    # tuple made at first use (counting devices starts the plugin, which
+    # importing torch_tpu does not).
+    global _default_generators
+    if name == "default_generators":
+        if _default_generators is None:
+            _default_generators = tuple(_C._default_generator(i) for i in range(device_count()))
+        return _default_generators
+    raise AttributeError(f"module 'torch.tpu' has no attribute '{name}'")
 
 
 # ---- properties -----------------------------------------------------------
@@ -192,6 +240,24 @@ from .memory import (  # noqa: E402, F401
     reset_peak_memory_stats,
     set_per_process_memory_fraction,
 )
+
+# What an allocation raises when the device is out of memory, under
+# torch.cuda's name for it.
+OutOfMemoryError = torch.OutOfMemoryError
+
+
+def _get_cache_stats():
+    """The compilation cache's counters (torch_tpu.cache_stats()), under
+    TorchTPU's name for them."""
+    from .metrics import cache_stats
+
+    return cache_stats()
+
+
+# ---- float32 matmul precision ------------------------------------------------
+# torch.tpu.precision(torch.tpu.Precision.HIGHEST), TorchTPU's per-thread
+# override of torch.set_float32_matmul_precision (torch_tpu/precision.py).
+from .precision import Precision, precision  # noqa: E402, F401
 
 
 # ---- streams and events ---------------------------------------------------
@@ -246,12 +312,30 @@ def set_stream(stream):
     pass
 
 
-@contextlib.contextmanager
+class StreamContext:
+    """`with torch.tpu.stream(s):`, as torch.cuda.StreamContext: work is
+    ordered by its data dependencies on the device's one queue, so selecting
+    a stream changes nothing and the context only hands `s` back."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def __enter__(self):
+        return self.stream
+
+    def __exit__(self, *exc):
+        return False
+
+
 def stream(stream):
-    yield stream
+    return StreamContext(stream)
 
 
 # ---- AMP --------------------------------------------------------------------
+# torch.tpu.amp: torch.cuda.amp's deprecated names (torch_tpu/amp.py).
+from . import amp  # noqa: E402, F401
+
+
 def get_amp_supported_dtype():
     return [torch.bfloat16, torch.float16]
 

@@ -16,6 +16,7 @@
 
 #include "device/debug_checks.h"
 #include "device/storage_buffer.h"
+#include "device/sync_debug.h"
 #include "exec/step_replay.h"
 #include "exec/tensor_program.h"
 #include "runtime/metrics.h"
@@ -56,6 +57,7 @@ runtime::BufferPtr whole_storage_buffer(const at::Tensor& t) {
 at::Tensor download(const at::Tensor& src) {
   at::Tensor host = at::empty(src.sizes(), src.options().device(at::kCPU));
   if (src.numel() == 0) return host;
+  warn_or_error_on_sync();      // torch.tpu.set_sync_debug_mode: before anything runs or waits
   flush_deferred("host_read");  // pending writes first: this thread's,
   StorageBuffer& sb = storage_buffer(src);
   settle_pending_writes(sb);               // and another thread's

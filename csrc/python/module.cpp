@@ -2,11 +2,14 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 #include <torch/csrc/Event.h>
+#include <torch/csrc/Generator.h>
 #include <torch/csrc/autograd/python_variable.h>
 
 #include "device/cpu_fallback.h"
+#include "device/generator.h"
 #include "device/registration.h"
 #include "device/storage_buffer.h"
+#include "device/sync_debug.h"
 #include "exec/tensor_program.h"
 #include "pjrt/launch_queue.h"
 #include "runtime/device_runtime.h"
@@ -65,6 +68,9 @@ PYBIND11_MODULE(_C, m) {
   m.def("_register_library_ops", &torch_tpu::device::register_library_ops);
   m.def("_set_matmul_precision", &torch_tpu::runtime::set_matmul_precision);
   m.def("_get_matmul_precision", &torch_tpu::runtime::matmul_precision_torch_name);
+  // What the calling thread's float32 matmuls use now (its override, else
+  // the process setting), as StableHLO names it: DEFAULT, HIGH or HIGHEST.
+  m.def("_matmul_precision", &torch_tpu::runtime::matmul_precision);
   m.def("_set_eager_mode", [](const std::string& name) {
     torch_tpu::runtime::set_eager_mode(torch_tpu::runtime::eager_mode_from_name(name));
   });
@@ -90,6 +96,16 @@ PYBIND11_MODULE(_C, m) {
   m.def("_initial_seed", &torch_tpu::device::initial_seed);
   m.def("_get_rng_state", [](int device) { return py::bytes(torch_tpu::device::get_rng_state(device)); });
   m.def("_set_rng_state", &torch_tpu::device::set_rng_state);
+  m.def("_set_sync_debug_mode", &torch_tpu::device::set_sync_debug_mode);
+  m.def("_get_sync_debug_mode", &torch_tpu::device::sync_debug_mode);
+  // A new Python object for the device's own generator, as PyTorch makes
+  // torch.cuda.default_generators (torch.tpu builds that tuple once).
+  m.def("_default_generator", [](int device) {
+    PyObject* generator =
+        THPGenerator_initDefaultGenerator(torch_tpu::device::default_generator(static_cast<c10::DeviceIndex>(device)));
+    if (generator == nullptr) throw py::error_already_set();
+    return py::reinterpret_steal<py::object>(generator);
+  });
   m.def("_compiled_programs", []() { return DeviceRuntime::get().cache().size(); });
   m.def("_cache_stats", []() {
     auto& cache = DeviceRuntime::get().cache();

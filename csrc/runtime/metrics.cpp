@@ -115,8 +115,9 @@ int precision_level(const std::string& torch_name) {
   throw std::invalid_argument("matmul precision must be medium, high or highest, got " + torch_name);
 }
 
-// A compiled graph traces at the precision it was compiled with, on its own
-// thread only: other threads keep the process setting meanwhile. -1: none.
+// The calling thread's own precision, over the process setting: a
+// torch.tpu.precision block, a compiled graph's trace (at the precision in
+// force at its call), a linalg kernel's full-precision products. -1: none.
 thread_local int thread_precision_override = -1;
 }  // namespace
 

@@ -68,8 +68,9 @@ std::string matmul_precision();
 int matmul_precision_level();
 void set_matmul_precision(const std::string& torch_name);  // medium|high|highest
 std::string matmul_precision_torch_name();
-// The calling thread's override ("" clears it): a compiled graph's trace.
-// Returns the override it replaces ("" for none), to restore it.
+// The calling thread's override ("" clears it): a torch.tpu.precision
+// block, a compiled graph's trace. Returns the override it replaces ("" for
+// none), to restore it.
 std::string set_thread_matmul_precision(const std::string& torch_name);
 
 }  // namespace torch_tpu::runtime

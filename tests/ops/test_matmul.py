@@ -312,3 +312,110 @@ def test_medium_precision_rounds_float32_operands_to_bf16(run):
     for g, r, e in zip(got, rounded, exact):
         assert_close(g, r, atol=1e-4, rtol=1e-5)
         assert (g.cpu().double() - e).abs().max() > 1e-3  # the rounding was not skipped
+
+
+# ---- torch.tpu.precision: the calling thread's own matmul precision ----------
+def _square(x):
+    return x @ x
+
+
+# Under DEFAULT (one bf16 pass) 1 + 2**-8 rounds to 1 before the product; at
+# HIGH and HIGHEST it is kept (XLA:CPU computes both in float32).
+_KEPT = (1 + 2**-8) ** 2
+
+
+def _diagonal(device="tpu"):
+    return torch.eye(16, device=device) * (1 + 2**-8)
+
+
+def _corner(y):
+    return y[0, 0].item()
+
+
+@pytest.mark.parametrize("run", ["strict", "defer_and_fuse", "compiled"])
+def test_thread_precision_overrides_the_process_setting_and_nests(run):
+    P = torch.tpu.Precision
+    fn = torch.compile(_square, backend="tpu") if run == "compiled" else _square
+    previous = torch_tpu.get_eager_mode()
+    torch_tpu.set_eager_mode("defer_and_fuse" if run == "defer_and_fuse" else "strict")
+    try:
+        x = _diagonal()
+        torch.set_float32_matmul_precision("medium")
+        seen = [_corner(fn(x))]
+        with torch.tpu.precision(P.HIGHEST):
+            seen.append(_corner(fn(x)))
+            with torch.tpu.precision(P.DEFAULT):
+                seen.append(_corner(fn(x)))
+            seen.append(_corner(fn(x)))
+        seen.append(_corner(fn(x)))
+        torch.set_float32_matmul_precision("highest")
+        with torch.tpu.precision(P.DEFAULT):
+            seen.append(_corner(fn(x)))
+        seen.append(_corner(fn(x)))
+    finally:
+        torch_tpu.set_eager_mode(previous)
+    assert seen == [1.0, _KEPT, 1.0, _KEPT, 1.0, 1.0, _KEPT]
+    assert torch_tpu.get_matmul_precision() == "highest"  # the process setting was never touched by the blocks
+
+
+@pytest.mark.parametrize("run", ["strict", "defer_and_fuse"])
+def test_a_precision_block_applies_to_the_backward_run_inside_it(run):
+    previous = torch_tpu.get_eager_mode()
+    torch_tpu.set_eager_mode(run)
+    try:
+        torch.set_float32_matmul_precision("medium")
+        grads = []
+        for level in (torch.tpu.Precision.DEFAULT, torch.tpu.Precision.HIGHEST):
+            w = _diagonal().requires_grad_()
+            with torch.tpu.precision(level):
+                (w @ _diagonal()).sum().backward()  # d/dw = ones @ x.T
+            grads.append(_corner(w.grad))
+    finally:
+        torch_tpu.set_eager_mode(previous)
+    assert grads == [1.0, 1 + 2**-8]
+
+
+def test_a_compiled_graph_runs_at_the_precision_in_force_at_each_call():
+    # It was traced at the setting in force when Dynamo compiled it: after
+    # "medium" -> "high" -> "highest" -> "medium" (the last two without a
+    # recompile, as Dynamo guards none of them apart), the results were
+    # those of "high" and then "highest".
+    fn = torch.compile(_square, backend="tpu")
+    x = _diagonal()
+    seen = []
+    for setting in ("medium", "high", "highest", "medium", "highest"):
+        torch.set_float32_matmul_precision(setting)
+        seen.append((_corner(fn(x)), _corner(_square(x))))
+    assert seen == [(1.0, 1.0), (_KEPT, _KEPT), (_KEPT, _KEPT), (1.0, 1.0), (_KEPT, _KEPT)]
+
+
+def test_thread_precision_stays_on_its_thread_and_is_restored_after_an_exception():
+    import threading
+
+    P = torch.tpu.Precision
+    torch.set_float32_matmul_precision("medium")
+    seen_by_other = []
+
+    def other():
+        seen_by_other.append((torch_tpu.precision.current_precision(), _corner(_square(_diagonal()))))
+        with torch.tpu.precision(P.HIGH):
+            seen_by_other.append((torch_tpu.precision.current_precision(), _corner(_square(_diagonal()))))
+
+    with torch.tpu.precision(P.HIGHEST):
+        thread = threading.Thread(target=other)
+        thread.start()
+        thread.join()
+        assert torch_tpu.precision.current_precision() is P.HIGHEST  # the other thread's block did not touch ours
+    assert seen_by_other == [(P.DEFAULT, 1.0), (P.HIGH, _KEPT)]  # a new thread does not inherit the block
+    with pytest.raises(ValueError, match="inside"):
+        with torch.tpu.precision(P.HIGHEST):
+            raise ValueError("inside the block")
+    assert torch_tpu.precision.current_precision() is P.DEFAULT
+    assert _corner(_square(_diagonal())) == 1.0
+
+
+def test_thread_precision_takes_only_a_precision():
+    for bad in ("highest", 2, None):
+        with pytest.raises(TypeError, match="torch.tpu.Precision"):
+            torch.tpu.precision(bad)
+    assert [p.value for p in torch.tpu.Precision] == ["medium", "high", "highest"]

@@ -4,7 +4,9 @@ import os
 import subprocess
 import sys
 import textwrap
+import warnings
 
+import pytest
 import torch
 
 import torch_tpu
@@ -130,6 +132,106 @@ def test_two_devices_copy_between_them():
     )
     assert r.returncode == 0, r.stderr
     assert "ok" in r.stdout
+
+
+def test_names_code_written_for_cuda_or_torchtpu_reaches_for():
+    # torch.cuda's device_of, default_generators, OutOfMemoryError,
+    # StreamContext and amp, and TorchTPU's _get_cache_stats, on two devices.
+    r = run_python(
+        """
+        import warnings
+        import torch, torch_tpu
+        a = torch.ones(2, device="tpu:1")
+        with torch.tpu.device_of(a):
+            assert torch.tpu.current_device() == 1
+            assert torch.ones(1, device="tpu").device.index == 1
+        assert torch.tpu.current_device() == 0
+        with torch.tpu.device_of(torch.ones(2)):  # not on tpu: no change
+            assert torch.tpu.current_device() == 0
+
+        gens = torch.tpu.default_generators
+        assert gens is torch.tpu.default_generators and len(gens) == 2
+        assert [g.device for g in gens] == [torch.device("tpu:0"), torch.device("tpu:1")]
+        gens[1].manual_seed(7)
+        first = torch.randn(4, device="tpu:1").cpu()
+        torch.tpu.manual_seed_all(7)
+        assert torch.equal(torch.randn(4, device="tpu:1").cpu(), first)  # the device's own generator
+        assert gens[0].initial_seed() == 7 and torch.tpu.initial_seed() == 7
+
+        assert torch.tpu.OutOfMemoryError is torch.OutOfMemoryError
+        stats = torch.tpu._get_cache_stats()
+        assert stats == torch_tpu.cache_stats() and stats["memory"]["misses"] > 0
+
+        s = torch.tpu.Stream()
+        with torch.tpu.stream(s) as entered:
+            assert entered is s
+        assert isinstance(torch.tpu.stream(s), torch.tpu.StreamContext)
+
+        from torch.tpu.amp import GradScaler, autocast, custom_fwd
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with autocast():
+                y = torch.ones(4, 4, device="tpu") @ torch.ones(4, 4, device="tpu")
+            scaler = GradScaler()
+
+            class Twice(torch.autograd.Function):
+                @staticmethod
+                @custom_fwd(cast_inputs=torch.float32)
+                def forward(ctx, x):
+                    return x * 2
+
+                @staticmethod
+                def backward(ctx, g):
+                    return g * 2
+
+            with torch.autocast("tpu"):
+                z = Twice.apply(torch.ones(3, device="tpu", dtype=torch.bfloat16))
+        assert y.dtype == torch.bfloat16  # tpu's autocast dtype
+        assert z.dtype == torch.float32  # custom_fwd cast the input for tpu's autocast
+        assert scaler._device == "tpu" and isinstance(scaler, torch.amp.GradScaler)
+        said = [str(w.message) for w in caught if issubclass(w.category, FutureWarning)]
+        assert any("torch.amp.autocast('tpu'" in m for m in said), said
+        assert any("torch.amp.GradScaler('tpu'" in m for m in said), said
+        print("ok")
+    """,
+        TORCH_TPU_NUM_DEVICES="2",
+    )
+    assert r.returncode == 0, r.stderr
+    assert "ok" in r.stdout
+
+
+@pytest.mark.parametrize("mode", ["strict", "defer_and_fuse"])
+def test_sync_debug_mode_reports_host_reads_and_not_explicit_waits(mode):
+    said = "called a synchronizing tpu operation"
+    previous = torch_tpu.get_eager_mode()
+    torch_tpu.set_eager_mode(mode)
+    try:
+        x = torch.arange(4.0, device="tpu") * 2
+        torch.tpu.set_sync_debug_mode("warn")
+        assert torch.tpu.get_sync_debug_mode() == 1
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            assert x.sum().item() == 12.0
+            assert x.cpu().tolist() == [0.0, 2.0, 4.0, 6.0]
+            torch.tpu.synchronize()
+            torch.tpu.current_stream().synchronize()
+        assert sum(str(w.message).startswith(said) for w in caught) == 2  # item() and cpu(), not the waits asked for
+
+        torch.tpu.set_sync_debug_mode(2)
+        y = x + 1  # DeferAndFuse keeps it pending through the refused reads
+        for read in (y.cpu, lambda: y.max().item(), lambda: torch.nonzero(y), lambda: print(y)):
+            with pytest.raises(RuntimeError, match=said):
+                read()
+        torch.tpu.synchronize()  # asked for: never refused
+        torch.tpu.set_sync_debug_mode("default")
+        assert y.cpu().tolist() == [1.0, 3.0, 5.0, 7.0]  # nothing was lost or half-done
+        for bad in ("loud", 3, -1):
+            with pytest.raises(RuntimeError, match="invalid value of debug_mode"):
+                torch.tpu.set_sync_debug_mode(bad)
+        assert torch.tpu.get_sync_debug_mode() == 0
+    finally:
+        torch.tpu.set_sync_debug_mode("default")
+        torch_tpu.set_eager_mode(previous)
 
 
 def test_import_torch_alone_autoloads_the_backend():
