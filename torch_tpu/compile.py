@@ -190,16 +190,15 @@ def _run_fused(gm, kind="forward"):
         None,
     )
 
-    def trace(args, device):
+    def trace(args, device, key):
         _stats["graph_traces"] += 1
-        key = key_of(args)
         # Both settings are the calling thread's own: other threads keep
         # theirs while this graph traces. The precision is the one in force
         # now (the thread's own where it has one), made explicit so that
         # the trace keeps it whatever the graph's code does.
         previous_mode = _C._get_eager_mode()
         _C._set_eager_mode("defer_and_fuse")
-        outer_precision = _C._set_thread_matmul_precision(precision.Precision[key[1]].value)
+        outer_precision = _C._set_thread_matmul_precision(key[1].value)
         cpu_versions = [(a, a._version) for a in args if isinstance(a, torch.Tensor) and a.device.type == "cpu"]
         logged = _profiler._trace_started(log_site, kind)
         try:
@@ -240,11 +239,12 @@ def _run_fused(gm, kind="forward"):
             return gm(*args)
         _stats["graph_calls"] += 1
         _C._flush("graph_boundary")  # eager work so far runs as its own program (no wait)
-        out = replay(args)
+        key = key_of(args)
+        out = replay(args, key)
         if out is None:
             if captures:
-                _trace_reasons["inputs changed: " + mismatch(args)] += 1
-            out = trace(args, device)
+                _trace_reasons["inputs changed: " + mismatch(key)] += 1
+            out = trace(args, device, key)
         if _C._get_eager_mode() == "debug":
             _debug_checks(list(out) if isinstance(out, (list, tuple)) else [out], kind)
         return out
@@ -252,24 +252,22 @@ def _run_fused(gm, kind="forward"):
     def key_of(args):
         """What a capture must share with a call to be replayed for it: the
         graph's number inputs and the matmul precision in force."""
-        return tuple(args[k] if k < len(args) else None for k in number_inputs), _C._matmul_precision()
+        return tuple(args[k] if k < len(args) else None for k in number_inputs), precision.current_precision()
 
-    def mismatch(args):
+    def mismatch(key):
         """Why the call matched no capture: the most recently replayed one's
         mismatch among those with its key, else the first number or the
         precision that differs from that capture's."""
-        key = key_of(args)
         for captured_key, capture, _ in captures:
             if captured_key == key:
                 return capture.mismatch
         (captured_numbers, captured_precision), (numbers_in, precision_in) = captures[0][0], key
         if captured_numbers == numbers_in:
-            return f"matmul precision changed: {captured_precision} -> {precision_in}"
+            return f"matmul precision changed: {captured_precision.name} -> {precision_in.name}"
         k = next(k for k, (a, b) in zip(number_inputs, zip(numbers_in, captured_numbers)) if a != b)
         return f"input {k}: value changed"
 
-    def replay(args):
-        key = key_of(args)
+    def replay(args, key):
         for position, (captured_key, capture, numbers) in enumerate(captures):
             if captured_key != key:
                 continue

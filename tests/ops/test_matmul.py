@@ -376,10 +376,10 @@ def test_a_precision_block_applies_to_the_backward_run_inside_it(run):
 
 
 def test_a_compiled_graph_runs_at_the_precision_in_force_at_each_call():
-    # It was traced at the setting in force when Dynamo compiled it: after
-    # "medium" -> "high" -> "highest" -> "medium" (the last two without a
-    # recompile, as Dynamo guards none of them apart), the results were
-    # those of "high" and then "highest".
+    # It was traced at the setting in force when Dynamo compiled it, and
+    # Dynamo's guards do not tell these settings apart, so it reused a graph
+    # compiled under another: after "medium" -> "high" -> "highest" ->
+    # "medium", "highest" returned medium's product and "medium" high's.
     fn = torch.compile(_square, backend="tpu")
     x = _diagonal()
     seen = []
