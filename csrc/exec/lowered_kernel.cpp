@@ -13,6 +13,7 @@
 #include "exec/op_cache.h"
 #include "exec/step_replay.h"
 #include "exec/tensor_program.h"
+#include "lower/common/reduction.h"
 #include "runtime/device_runtime.h"
 #include "runtime/eager_mode.h"
 #include "runtime/metrics.h"
@@ -38,6 +39,10 @@ lower::Platform lowering_platform() {
                 name);
     return lower::Platform::Tpu;
   }();
+  // Shared reduction helpers lower without a LowerContext; every lowering
+  // comes here first, so they learn the platform before any reduce.
+  static const bool reductions_told = (lower::set_reduction_platform(platform), true);
+  (void)reductions_told;
   return platform;
 }
 

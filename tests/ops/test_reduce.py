@@ -3,6 +3,9 @@ result dtypes, keepdim, negative and multiple dims, non-contiguous inputs,
 NaN and infinity rules, and gradients."""
 
 import math
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -447,3 +450,60 @@ def test_a_long_sum_of_fused_values_is_as_accurate_as_cpus(mode):
         cpu_error = _relative_error(fn(x.float()), reference)
         tpu_error = _relative_error(in_mode(mode, fn)(x.float().to("tpu")), reference)
         assert tpu_error <= 3 * cpu_error + 1e-8, (fn.__name__, tpu_error, cpu_error)
+
+
+_COLUMN_SUMS_SCRIPT = """
+import glob, os, re, torch, torch_tpu
+from reference import in_mode
+torch.manual_seed(0)
+torch.set_float32_matmul_precision("highest")
+model = torch.nn.Sequential(torch.nn.LayerNorm(64), torch.nn.Linear(64, 256), torch.nn.GELU())
+x = torch.randn(16, 64, 64)
+def grads(m, inp):
+    m.zero_grad(set_to_none=True)
+    m(inp).square().mean().backward()
+    return [p.grad for p in m.parameters()]
+expected = grads(model, x)
+for mode in ("strict", "defer_and_fuse", "compiled"):
+    m = __import__("copy").deepcopy(model).to("tpu")
+    actual = in_mode(mode, lambda t: grads(m, t))(x.to("tpu"))
+    for a, e in zip(actual, expected):
+        torch.testing.assert_close(a.cpu(), e, atol=1e-5, rtol=1e-4)
+texts = [open(f).read() for f in glob.glob(os.path.join(os.environ["TORCH_TPU_DUMP_HLO"], "*.mlir"))]
+# the column sums' barriers (a blocked sum's own barrier holds its partial sums)
+print("BARRIERS", sum(len(re.findall(r"optimization_barrier.*tensor<1024x", t)) for t in texts))
+windows = []
+for f in glob.glob(os.path.join({xla_dump!r}, "*after_optimizations.txt")):
+    windows += re.findall(r"reduce-window\\(.*?window=\\{{size=([0-9x]+)", open(f).read())
+print("LONG_WINDOWS", sum(1 for w in windows if eval("*".join(w.split("x"))) > 32))
+"""
+
+
+@pytest.mark.parametrize("platform", ["cpu", "tpu"])
+def test_column_sums_keep_their_shape_on_the_cpu_plugin(platform, tmp_path):
+    # A Linear's bias gradient and a LayerNorm's weight and bias gradients are
+    # column sums of a [16, 64, C] gradient viewed as [1024, C]. XLA:CPU folded
+    # the view back into the reduce and its tree reduction then added each
+    # column's 16x32 window one element after another (3x slower); lowered for
+    # the CPU plugin the view stays behind a barrier, so no window spans more
+    # than 32 elements. Lowered as for a TPU there is no barrier. Both give
+    # CPU's gradients in every mode.
+    env = dict(
+        os.environ,
+        TORCH_TPU_LOWERING_PLATFORM=platform,
+        TORCH_TPU_DUMP_HLO=str(tmp_path / "stablehlo"),
+        TORCH_TPU_CACHE_DIR=str(tmp_path / "cache"),
+        XLA_FLAGS=f"--xla_dump_to={tmp_path / 'xla'} --xla_dump_hlo_as_text",
+        PYTHONPATH=os.pathsep.join(
+            [os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.environ.get("PYTHONPATH", "")]
+        ),
+    )
+    script = _COLUMN_SUMS_SCRIPT.format(xla_dump=str(tmp_path / "xla"))
+    run = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    barriers = int(run.stdout.split("BARRIERS")[1].split()[0])
+    long_windows = int(run.stdout.split("LONG_WINDOWS")[1].split()[0])
+    if platform == "cpu":
+        assert barriers > 0 and long_windows == 0, run.stdout
+    else:
+        assert barriers == 0, run.stdout
