@@ -44,9 +44,9 @@ Shape kept_shape(const Value& x, const std::vector<int64_t>& dims);
 // stablehlo.reduce with `combiner`'s identity; no dims: `x` itself. A float
 // sum adds in blocks where the trailing reduced dims hold many elements, so
 // that its error does not grow with the count (see reduction.cpp). On
-// XLA:CPU adjacent reduced dims are merged into one, and an operand whose
-// tree-reduction windows would be long is kept in that shape behind a
-// barrier (see reduction.cpp).
+// XLA:CPU a reduce that its tree reduction would give long windows merges
+// adjacent reduced dims and keeps that shape behind a barrier (see
+// reduction.cpp).
 Value reduce_with(Builder& b, const Value& x, const std::vector<int64_t>& dims, const std::string& combiner);
 
 // The platform reduce_with lowers for: the loaded plugin's, set once by the
