@@ -91,6 +91,22 @@ int64_t sum_block(int64_t count) {
   return best;
 }
 
+// The reduced dims that run to the last one, `first`..rank-1 (none: first
+// is rank), and how many elements they hold.
+struct TrailingReduced {
+  int64_t first = 0;
+  int64_t count = 1;
+};
+
+TrailingReduced trailing_reduced(const Value& x, const std::vector<int64_t>& dims) {
+  TrailingReduced t{x.rank(), 1};
+  while (t.first > 0 && std::find(dims.begin(), dims.end(), t.first - 1) != dims.end()) {
+    --t.first;
+    t.count *= x.shape()[t.first];
+  }
+  return t;
+}
+
 Value plain_sum(Builder& b, const Value& x, const std::vector<int64_t>& dims) {
   return b.reduce(x, reduce_init(b, "add", x.dtype()), dims, "add");
 }
@@ -105,10 +121,7 @@ Value plain_sum(Builder& b, const Value& x, const std::vector<int64_t>& dims) {
 // TPU adds in a tree either way; the blocks' sums are a sliver of the input.
 Value blocked_sum(Builder& b, const Value& x, const std::vector<int64_t>& dims) {
   const Shape& shape = x.shape();
-  int64_t first = x.rank();  // the reduced dims first..rank-1 are the trailing ones
-  while (first > 0 && std::find(dims.begin(), dims.end(), first - 1) != dims.end()) --first;
-  int64_t count = 1;
-  for (int64_t d = first; d < x.rank(); ++d) count *= shape[d];
+  const auto [first, count] = trailing_reduced(x, dims);
   const int64_t block = count >= kBlockedSumMinimum ? sum_block(count) : 0;
   if (block == 0) return plain_sum(b, x, dims);
   Shape blocked(shape.begin(), shape.begin() + first);
@@ -161,11 +174,9 @@ ReduceOperand shaped_for_cpu_tree_reduction(Builder& b, const Value& x, const st
   if (!rewritten) return {x, dims};
   // A float sum of many trailing elements adds in blocks (blocked_sum), in
   // a shape XLA cannot fold back, and keeps its producer fused.
-  int64_t trailing = 1;
-  for (int64_t d = x.rank() - 1; d >= 0 && std::find(dims.begin(), dims.end(), d) != dims.end(); --d) {
-    trailing *= x.shape()[d];
+  if (combiner == "add" && hlo::is_float(x.dtype()) && trailing_reduced(x, dims).count >= kBlockedSumMinimum) {
+    return {x, dims};
   }
-  if (combiner == "add" && hlo::is_float(x.dtype()) && trailing >= kBlockedSumMinimum) return {x, dims};
   auto reduced = [&](int64_t d) { return std::find(dims.begin(), dims.end(), d) != dims.end(); };
   Shape merged;
   std::vector<int64_t> merged_dims;
