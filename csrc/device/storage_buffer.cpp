@@ -1,7 +1,6 @@
 #include "storage_buffer.h"
 
 #include <atomic>
-#include <unordered_map>
 
 namespace torch_tpu::device {
 
@@ -156,18 +155,38 @@ namespace {
 
 void delete_storage_buffer(void* ctx);
 
-// Every live storage by its (fake) address: PyTorch code that wraps a
+// Every live storage, with its (fake) address: PyTorch code that wraps a
 // device pointer in a tensor of its own (at::from_blob, as the legacy
-// serializer's storage._write_file does) finds the storage it points at.
-struct StorageAddresses {
-  std::mutex mutex;
-  std::unordered_map<uintptr_t, StorageBuffer*> by_address;
-  std::unordered_map<const StorageBuffer*, uintptr_t> address_of;
+// serializer's storage._write_file does) finds the storage it points at, and
+// a memory snapshot lists them. A list threaded through the storages, not a
+// map: making and freeing a storage (every op's output) then allocates
+// nothing beyond the storage itself, where two hash maps cost four heap
+// allocations and frees per op. Finding a storage by address walks the list;
+// only a foreign data pointer (from_blob) asks, never an op's own storage.
+struct LiveStorage : StorageBuffer {
+  uintptr_t address = 0;
+  LiveStorage* prev = nullptr;
+  LiveStorage* next = nullptr;
 };
 
-StorageAddresses& storage_addresses() {
-  static auto* a = new StorageAddresses();  // never destroyed: storages die at exit
-  return *a;
+struct LiveStorages {
+  std::mutex mutex;
+  LiveStorage* head = nullptr;  // under mutex
+
+  void link(LiveStorage* s) {
+    s->next = head;
+    if (head) head->prev = s;
+    head = s;
+  }
+  void unlink(LiveStorage* s) {
+    (s->prev ? s->prev->next : head) = s->next;
+    if (s->next) s->next->prev = s->prev;
+  }
+};
+
+LiveStorages& live_storages() {
+  static auto* l = new LiveStorages();  // never destroyed: storages die at exit
+  return *l;
 }
 
 }  // namespace
@@ -213,10 +232,12 @@ StorageBuffer& storage_buffer(const c10::Storage& storage) {
   if (ptr.get_deleter() == &delete_storage_buffer) return *static_cast<StorageBuffer*>(ptr.get_context());
   StorageBuffer* sb = nullptr;
   if (ptr.get() != nullptr) {
-    StorageAddresses& a = storage_addresses();
-    std::lock_guard<std::mutex> lock(a.mutex);
-    auto it = a.by_address.find(reinterpret_cast<uintptr_t>(ptr.get()));
-    if (it != a.by_address.end()) sb = it->second;
+    LiveStorages& live = live_storages();
+    std::lock_guard<std::mutex> lock(live.mutex);
+    const auto address = reinterpret_cast<uintptr_t>(ptr.get());
+    for (LiveStorage* s = live.head; s != nullptr && sb == nullptr; s = s->next) {
+      if (s->address == address) sb = s;
+    }
   }
   TORCH_CHECK_NOT_IMPLEMENTED(
       sb != nullptr || ptr.get() == nullptr || storage.nbytes() == 0,
@@ -243,20 +264,15 @@ void delete_storage_buffer(void* ctx) {
   // they held locked) fork did not copy, and a lock here may have been
   // held by a parent thread at the fork.
   if (runtime::DeviceRuntime::in_bad_fork()) return;
-  auto* sb = static_cast<StorageBuffer*>(ctx);
+  // Every StorageBuffer with this deleter was made by new_storage_buffer.
+  auto* sb = static_cast<LiveStorage*>(static_cast<StorageBuffer*>(ctx));
   if (!sb->buffer) bytes_without_buffer.fetch_sub(static_cast<int64_t>(sb->nbytes), std::memory_order_relaxed);
-  uintptr_t address = 0;
   {
-    StorageAddresses& a = storage_addresses();
-    std::lock_guard<std::mutex> lock(a.mutex);
-    auto it = a.address_of.find(sb);
-    if (it != a.address_of.end()) {
-      address = it->second;
-      a.by_address.erase(it->second);
-      a.address_of.erase(it);
-    }
+    LiveStorages& live = live_storages();
+    std::lock_guard<std::mutex> lock(live.mutex);
+    live.unlink(sb);
   }
-  release_device_bytes(sb->device, sb->nbytes, address);
+  release_device_bytes(sb->device, sb->nbytes, sb->address);
   delete sb;
 }
 
@@ -268,29 +284,28 @@ std::atomic<uintptr_t> next_address{uintptr_t{1} << 44};
 
 c10::DataPtr new_storage_buffer(int device, size_t nbytes, std::shared_ptr<c10::GatheredContext> allocated_by) {
   static std::atomic<uint64_t> next_id{1};
-  auto* sb = new StorageBuffer();
+  auto* sb = new LiveStorage();
   sb->id = next_id++;
   sb->nbytes = nbytes;
   sb->device = device;
   sb->allocated_by = std::move(allocated_by);
   bytes_without_buffer.fetch_add(static_cast<int64_t>(nbytes), std::memory_order_relaxed);
-  uintptr_t addr = next_address.fetch_add(((nbytes + 255) / 256 + 1) * 256);
+  sb->address = next_address.fetch_add(((nbytes + 255) / 256 + 1) * 256);
   {
-    StorageAddresses& a = storage_addresses();
-    std::lock_guard<std::mutex> lock(a.mutex);
-    a.by_address.emplace(addr, sb);
-    a.address_of.emplace(sb, addr);
+    LiveStorages& live = live_storages();
+    std::lock_guard<std::mutex> lock(live.mutex);
+    live.link(sb);
   }
-  return {reinterpret_cast<void*>(addr), sb, &delete_storage_buffer,
+  return {reinterpret_cast<void*>(sb->address), static_cast<StorageBuffer*>(sb), &delete_storage_buffer,
           c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(sb->device))};
 }
 
 int64_t bytes_awaiting_buffers() { return bytes_without_buffer.load(std::memory_order_relaxed); }
 
 void for_each_live_storage(const std::function<void(const StorageBuffer&, uintptr_t address)>& f) {
-  StorageAddresses& a = storage_addresses();
-  std::lock_guard<std::mutex> lock(a.mutex);
-  for (const auto& [sb, address] : a.address_of) f(*sb, address);
+  LiveStorages& live = live_storages();
+  std::lock_guard<std::mutex> lock(live.mutex);
+  for (const LiveStorage* s = live.head; s != nullptr; s = s->next) f(*s, s->address);
 }
 
 }  // namespace torch_tpu::device
