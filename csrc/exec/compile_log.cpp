@@ -56,7 +56,7 @@ History& history() {
 struct LoggedCall {
   const c10::OperatorHandle* op = nullptr;
   const std::vector<c10::IValue>* flat = nullptr;
-  const std::vector<int>* starts = nullptr;
+  c10::ArrayRef<int> starts;
 };
 thread_local LoggedCall current_call;
 
@@ -304,8 +304,8 @@ std::string log_compile(const std::string& site, const std::string& what, const 
 }
 
 LoggedCallScope::LoggedCallScope(const c10::OperatorHandle& op, const std::vector<c10::IValue>& flat,
-                                 const std::vector<int>& starts) {
-  current_call = {&op, &flat, &starts};
+                                 c10::ArrayRef<int> starts) {
+  current_call = {&op, &flat, starts};
 }
 
 LoggedCallScope::~LoggedCallScope() { current_call = {}; }
@@ -365,7 +365,7 @@ void log_program_lookup(const ProgramState& state, const char* how) {
     // Names of the flat positions: the matmul precision and device, then
     // each argument (a list's length and elements; a wrapped number's value).
     const auto& flat = *current_call.flat;
-    const auto& starts = *current_call.starts;
+    const c10::ArrayRef<int> starts = current_call.starts;
     std::vector<std::string> names(flat.size());
     if (!names.empty()) names[0] = "matmul precision";
     if (names.size() > 1) names[1] = "device";

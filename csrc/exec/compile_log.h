@@ -62,7 +62,7 @@ void log_reuse(const std::string& site);
 // and flat signature, csrc/exec/op_cache.h), for run_program's log line.
 class LoggedCallScope {
  public:
-  LoggedCallScope(const c10::OperatorHandle& op, const std::vector<c10::IValue>& flat, const std::vector<int>& starts);
+  LoggedCallScope(const c10::OperatorHandle& op, const std::vector<c10::IValue>& flat, c10::ArrayRef<int> starts);
   ~LoggedCallScope();
 };
 

@@ -202,7 +202,7 @@ std::optional<std::vector<c10::IValue>> CapturedProgram::replay(const std::vecto
   }
   // The fresh outputs' storages first: allocating can raise (out of memory)
   // before anything ran.
-  std::vector<at::Tensor> fresh(sinks.size());
+  c10::SmallVector<at::Tensor, 4> fresh(sinks.size());
   for (size_t s = 0; s < sinks.size(); ++s) {
     const Sink& sink = sinks[s];
     if (sink.kind == Sink::Kind::Fresh && sink.only_output >= 0) {

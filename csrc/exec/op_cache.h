@@ -45,6 +45,8 @@
 #include <optional>
 #include <vector>
 
+#include <c10/util/SmallVector.h>
+
 #include "device/op_spec.h"
 #include "exec/graph_capture.h"
 
@@ -55,10 +57,10 @@ namespace torch_tpu::device {
 void op_cache_clear();
 
 struct OpCall {
-  std::vector<c10::IValue> flat;   // the signature's values (call_signature.h), in argument order
-  std::vector<int> arg_start;      // per argument: its first position in `flat`
-  bool floats_are_inputs = false;  // OpSpec::floats_are_inputs
-  uint64_t key = 0;                // hash of the signature, floats by kind (verified on replay)
+  std::vector<c10::IValue> flat;       // the signature's values (call_signature.h), in argument order
+  c10::SmallVector<int, 8> arg_start;  // per argument: its first position in `flat` (inline: no allocation per op)
+  bool floats_are_inputs = false;      // OpSpec::floats_are_inputs
+  uint64_t key = 0;                    // hash of the signature, floats by kind (verified on replay)
 };
 
 // The call's flat signature, or nullopt when the call is not cached.

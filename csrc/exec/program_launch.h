@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <c10/util/SmallVector.h>
+
 #include "device/program_profiler.h"
 #include "exec/program_state.h"
 #include "runtime/device_runtime.h"
@@ -43,7 +45,8 @@ struct ProgramLaunch {
   int device = 0;
   std::vector<runtime::BufferPtr> args;
   std::vector<Donor> donors;
-  std::vector<Target> targets;
+  // Inline for the few an op writes: a launch per op allocates no list for them.
+  c10::SmallVector<Target, 4> targets;
   std::vector<RangeCheckInfo> checks;
   PendingWork* owner = nullptr;
   // The ops the program holds: what an injected fault (inject_fault) matches
