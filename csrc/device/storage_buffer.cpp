@@ -160,9 +160,10 @@ void delete_storage_buffer(void* ctx);
 // serializer's storage._write_file does) finds the storage it points at, and
 // a memory snapshot lists them. A list threaded through the storages, not a
 // map: making and freeing a storage (every op's output) then allocates
-// nothing beyond the storage itself, where two hash maps cost four heap
-// allocations and frees per op. Finding a storage by address walks the list;
-// only a foreign data pointer (from_blob) asks, never an op's own storage.
+// nothing beyond the storage itself, where two hash maps cost two node
+// allocations, two frees and four hash operations per op. Finding a storage
+// by address walks the list; only a foreign data pointer (from_blob) asks,
+// never an op's own storage.
 struct LiveStorage : StorageBuffer {
   uintptr_t address = 0;
   LiveStorage* prev = nullptr;
