@@ -107,6 +107,9 @@ TrailingReduced trailing_reduced(const Value& x, const std::vector<int64_t>& dim
   return t;
 }
 
+// A float sum: reduce_with adds it through blocked_sum.
+bool is_float_sum(const Value& x, const std::string& combiner) { return combiner == "add" && hlo::is_float(x.dtype()); }
+
 Value plain_sum(Builder& b, const Value& x, const std::vector<int64_t>& dims) {
   return b.reduce(x, reduce_init(b, "add", x.dtype()), dims, "add");
 }
@@ -174,7 +177,7 @@ ReduceOperand shaped_for_cpu_tree_reduction(Builder& b, const Value& x, const st
   if (!rewritten) return {x, dims};
   // A float sum of many trailing elements adds in blocks (blocked_sum), in
   // a shape XLA cannot fold back, and keeps its producer fused.
-  if (combiner == "add" && hlo::is_float(x.dtype()) && trailing_reduced(x, dims).count >= kBlockedSumMinimum) {
+  if (is_float_sum(x, combiner) && trailing_reduced(x, dims).count >= kBlockedSumMinimum) {
     return {x, dims};
   }
   auto reduced = [&](int64_t d) { return std::find(dims.begin(), dims.end(), d) != dims.end(); };
@@ -206,7 +209,7 @@ Value reduce_with(Builder& b, const Value& operand, const std::vector<int64_t>& 
                   const std::string& combiner) {
   if (reduced_dims.empty()) return operand;
   const auto [x, dims] = shaped_for_cpu_tree_reduction(b, operand, reduced_dims, combiner);
-  if (combiner == "add" && hlo::is_float(x.dtype())) return blocked_sum(b, x, dims);
+  if (is_float_sum(x, combiner)) return blocked_sum(b, x, dims);
   return b.reduce(x, reduce_init(b, combiner, x.dtype()), dims, combiner);
 }
 
