@@ -15,7 +15,7 @@ there; the rows run in turn, --repeats times, and each row reports its
 best run.
 
     python benchmarks/step_replay.py [--steps 20] [--warmup 4] [--repeats 2] [--workloads encoder,gpt] [--read-loss]
-                                     [--malloc as-is|glibc|preloaded|both]
+                                     [--malloc as-is|glibc|preloaded|both] [--paired N]
 
 --read-loss reads the loss on the host after every step, as a loop that logs
 it does; each row then also prints the host waits per step (one: the read,
@@ -28,11 +28,21 @@ both runs each row with the two in turn and prints a table for each. The
 default leaves the environment's LD_PRELOAD as it is. On a 2-core machine
 the calling thread shares the cores with the CPU plugin's threads, so its
 malloc's cost shows in the step time.
+
+--paired N measures DeferAndFuse / Strict another way: one process, one
+model, the two modes in alternating bursts of --steps steps (each burst
+after --warmup steps in its mode, which a mode switch's sync separates),
+N pairs, which mode goes first alternating. It prints each mode's median
+steps/s and the median and range of the pairs' ratios. A pair runs within
+a second or two, so a machine whose speed drifts over minutes (other load,
+clock) moves both sides of each ratio alike, which the best-of rows above,
+minutes apart, do not promise.
 """
 
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -124,6 +134,24 @@ def device_busy(train_step, batches, read_loss):
     return busy_us * 1e-6 / wall
 
 
+def training_step(workload, compiled):
+    """The workload's train_step(x, y) -> detached loss, and its batch()."""
+    import torch
+
+    forward, optimizer, batch = {"encoder": encoder, "gpt": gpt}[workload]("tpu", compiled)
+    step_forward = torch.compile(forward) if compiled else forward
+    optimizer_step = torch.compile(optimizer.step) if compiled else optimizer.step
+
+    def train_step(x, y):
+        loss = step_forward(x, y)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer_step()
+        return loss.detach()
+
+    return train_step, batch
+
+
 def run_row(workload, mode, compiled, steps, warmup, read_loss):
     """One row, in this process: a JSON line of its numbers."""
     import torch
@@ -132,17 +160,8 @@ def run_row(workload, mode, compiled, steps, warmup, read_loss):
 
     torch.set_float32_matmul_precision("high")
     torch_tpu.set_eager_mode(mode)
-    forward, optimizer, batch = {"encoder": encoder, "gpt": gpt}[workload]("tpu", compiled)
-    step_forward = torch.compile(forward) if compiled else forward
-    optimizer_step = torch.compile(optimizer.step) if compiled else optimizer.step
+    train_step, batch = training_step(workload, compiled)
     batches = [batch() for _ in range(warmup + max(steps, PROFILED_STEPS))]
-
-    def train_step(x, y):
-        loss = step_forward(x, y)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer_step()
-        return loss.detach()
 
     for x, y in batches[:warmup]:
         loss = train_step(x, y)
@@ -178,6 +197,49 @@ def run_row(workload, mode, compiled, steps, warmup, read_loss):
     )
 
 
+PAIRED_MODES = ("strict", "defer_and_fuse")
+
+
+def run_paired(workload, pairs, steps, warmup):
+    """--paired, in this process: a JSON line of each mode's steps/s per burst."""
+    import torch
+
+    import torch_tpu
+
+    torch.set_float32_matmul_precision("high")
+    train_step, batch = training_step(workload, compiled=False)
+    batches = [batch() for _ in range(warmup + steps)]
+
+    def burst(mode):
+        torch_tpu.set_eager_mode(mode)  # syncs: the other mode's work ends before the warm-up
+        for x, y in batches[:warmup]:
+            loss = train_step(x, y)
+        loss.item()
+        torch_tpu.sync()
+        wall = time.perf_counter()
+        for x, y in batches[warmup:]:
+            loss = train_step(x, y)
+        loss.item()
+        torch_tpu.sync()
+        return steps / (time.perf_counter() - wall)
+
+    rates = {mode: [] for mode in PAIRED_MODES}
+    for pair in range(pairs):
+        for mode in PAIRED_MODES if pair % 2 == 0 else reversed(PAIRED_MODES):
+            rates[mode].append(burst(mode))
+    print(json.dumps(rates))
+
+
+def print_paired(rates):
+    strict, fused = rates["strict"], rates["defer_and_fuse"]
+    ratios = [f / s for f, s in zip(fused, strict)]
+    print(
+        f"  steps/s (median of {len(ratios)} bursts): strict {statistics.median(strict):.2f}, "
+        f"defer_and_fuse {statistics.median(fused):.2f}; DeferAndFuse / Strict per pair: "
+        f"median {statistics.median(ratios):.2f}x, range {min(ratios):.2f}-{max(ratios):.2f}x"
+    )
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--steps", type=int, default=20)
@@ -186,8 +248,12 @@ def main():
     p.add_argument("--workloads", default="encoder,gpt")
     p.add_argument("--read-loss", action="store_true", help="read the loss on the host after every step")
     p.add_argument("--malloc", choices=("as-is", "glibc", "preloaded", "both"), default="as-is")
+    p.add_argument("--paired", type=int, metavar="N", help="N alternating Strict / DeferAndFuse bursts in one process")
     p.add_argument("--row", help=argparse.SUPPRESS)
     args = p.parse_args()
+    if args.row and args.paired:
+        run_paired(args.row, args.paired, args.steps, args.warmup)
+        return
     if args.row:
         workload, row = args.row.split(":", 1)
         mode, compiled, _ = ROWS[row]
@@ -211,7 +277,19 @@ def main():
             env["LD_PRELOAD"] = preload
         return env
 
+    allocator = {"as-is": "", "glibc": ", glibc malloc", "preloaded": f", {os.path.basename(preload or '')}"}
     for workload in args.workloads.split(","):
+        if args.paired:
+            for malloc in mallocs:
+                cmd = [sys.executable, __file__, "--row", workload, "--paired", str(args.paired)]
+                cmd += ["--steps", str(args.steps), "--warmup", str(args.warmup)]
+                out = subprocess.run(cmd, env=row_env(malloc, "1"), capture_output=True, text=True, check=True)
+                print(
+                    f"{workload}, paired: {args.paired} pairs of {args.steps}-step bursts, each after "
+                    f"{args.warmup} warm-up steps in its mode, one process" + allocator[malloc]
+                )
+                print_paired(json.loads(out.stdout.strip().splitlines()[-1]))
+            continue
         best = {malloc: {} for malloc in mallocs}
         for _ in range(args.repeats):
             for row, (_, _, replay) in ROWS.items():
@@ -223,7 +301,6 @@ def main():
                     if row not in best[malloc] or result["steps_per_s"] > best[malloc][row]["steps_per_s"]:
                         best[malloc][row] = result
         for malloc in mallocs:
-            allocator = {"as-is": "", "glibc": ", glibc malloc", "preloaded": f", {os.path.basename(preload or '')}"}
             print(
                 f"{workload}: {args.steps} timed steps after {args.warmup} warm-up steps, best of {args.repeats}"
                 + allocator[malloc]
