@@ -29,14 +29,15 @@ default leaves the environment's LD_PRELOAD as it is. On a 2-core machine
 the calling thread shares the cores with the CPU plugin's threads, so its
 malloc's cost shows in the step time.
 
---paired N measures DeferAndFuse / Strict another way: one process, one
-model, the two modes in alternating bursts of --steps steps (each burst
-after --warmup steps in its mode, which a mode switch's sync separates),
-N pairs, which mode goes first alternating. It prints each mode's median
-steps/s and the median and range of the pairs' ratios. A pair runs within
-a second or two, so a machine whose speed drifts over minutes (other load,
-clock) moves both sides of each ratio alike, which the best-of rows above,
-minutes apart, do not promise.
+--paired N measures the ratios another way: one process, Strict and
+DeferAndFuse on one model and compiled on a second one built the same
+way, in rounds of one burst each of --steps steps (each burst after
+--warmup steps in its mode; a mode switch syncs), N rounds, the order
+rotating. It prints each mode's median steps/s and the median and range
+of DeferAndFuse's ratio to each peer within a round. A round runs within
+a few seconds, so a machine whose speed drifts over minutes (other load,
+clock) moves both sides of each ratio alike, which the best-of rows
+above, minutes apart, do not promise.
 """
 
 import argparse
@@ -197,21 +198,25 @@ def run_row(workload, mode, compiled, steps, warmup, read_loss):
     )
 
 
-PAIRED_MODES = ("strict", "defer_and_fuse")
+PAIRED_MODES = ("strict", "defer_and_fuse", "compiled")
 
 
-def run_paired(workload, pairs, steps, warmup):
-    """--paired, in this process: a JSON line of each mode's steps/s per burst."""
+def run_paired(workload, rounds, steps, warmup):
+    """--paired, in this process: a JSON line of each mode's steps/s per burst.
+    Strict and DeferAndFuse train one model; compiled trains a second one
+    (its optimizer capturable, as in its row), built the same way."""
     import torch
 
     import torch_tpu
 
     torch.set_float32_matmul_precision("high")
-    train_step, batch = training_step(workload, compiled=False)
+    eager_step, batch = training_step(workload, compiled=False)
+    compiled_step, _ = training_step(workload, compiled=True)
     batches = [batch() for _ in range(warmup + steps)]
 
     def burst(mode):
-        torch_tpu.set_eager_mode(mode)  # syncs: the other mode's work ends before the warm-up
+        train_step = compiled_step if mode == "compiled" else eager_step
+        torch_tpu.set_eager_mode("strict" if mode == "compiled" else mode)  # syncs the last burst's work
         for x, y in batches[:warmup]:
             loss = train_step(x, y)
         loss.item()
@@ -224,20 +229,24 @@ def run_paired(workload, pairs, steps, warmup):
         return steps / (time.perf_counter() - wall)
 
     rates = {mode: [] for mode in PAIRED_MODES}
-    for pair in range(pairs):
-        for mode in PAIRED_MODES if pair % 2 == 0 else reversed(PAIRED_MODES):
+    for round_ in range(rounds):
+        # Each mode goes first, second and last in turn.
+        shift = round_ % len(PAIRED_MODES)
+        for mode in PAIRED_MODES[shift:] + PAIRED_MODES[:shift]:
             rates[mode].append(burst(mode))
     print(json.dumps(rates))
 
 
 def print_paired(rates):
-    strict, fused = rates["strict"], rates["defer_and_fuse"]
-    ratios = [f / s for f, s in zip(fused, strict)]
-    print(
-        f"  steps/s (median of {len(ratios)} bursts): strict {statistics.median(strict):.2f}, "
-        f"defer_and_fuse {statistics.median(fused):.2f}; DeferAndFuse / Strict per pair: "
-        f"median {statistics.median(ratios):.2f}x, range {min(ratios):.2f}-{max(ratios):.2f}x"
-    )
+    fused = rates["defer_and_fuse"]
+    medians = ", ".join(f"{mode} {statistics.median(r):.2f}" for mode, r in rates.items())
+    print(f"  steps/s (median of {len(fused)} bursts): {medians}")
+    for peer in ("strict", "compiled"):
+        ratios = [f / p for f, p in zip(fused, rates[peer])]
+        print(
+            f"  DeferAndFuse / {peer} within each round: median {statistics.median(ratios):.2f}x, "
+            f"range {min(ratios):.2f}-{max(ratios):.2f}x"
+        )
 
 
 def main():
@@ -248,7 +257,7 @@ def main():
     p.add_argument("--workloads", default="encoder,gpt")
     p.add_argument("--read-loss", action="store_true", help="read the loss on the host after every step")
     p.add_argument("--malloc", choices=("as-is", "glibc", "preloaded", "both"), default="as-is")
-    p.add_argument("--paired", type=int, metavar="N", help="N alternating Strict / DeferAndFuse bursts in one process")
+    p.add_argument("--paired", type=int, metavar="N", help="N rounds of Strict, DeferAndFuse, compiled bursts")
     p.add_argument("--row", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.row and args.paired:
@@ -285,7 +294,7 @@ def main():
                 cmd += ["--steps", str(args.steps), "--warmup", str(args.warmup)]
                 out = subprocess.run(cmd, env=row_env(malloc, "1"), capture_output=True, text=True, check=True)
                 print(
-                    f"{workload}, paired: {args.paired} pairs of {args.steps}-step bursts, each after "
+                    f"{workload}, paired: {args.paired} rounds of {args.steps}-step bursts, each after "
                     f"{args.warmup} warm-up steps in its mode, one process" + allocator[malloc]
                 )
                 print_paired(json.loads(out.stdout.strip().splitlines()[-1]))
