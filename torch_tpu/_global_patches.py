@@ -413,6 +413,68 @@ def backward_on_the_calling_thread():
     torch.autograd.set_multithreading_enabled(False)
 
 
+# glibc's mallopt parameters (malloc.h) and the values set.
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+MALLOC_MMAP_THRESHOLD = 32 << 20  # glibc's largest on 64-bit hosts (half its 64 MiB heap size)
+MALLOC_TRIM_THRESHOLD = 64 << 20
+
+
+def _glibc():
+    """libc as a ctypes library where this process's malloc is glibc's, else None."""
+    import ctypes
+
+    from .info import malloc_in_use
+
+    if malloc_in_use() != "glibc":
+        return None
+    try:
+        return ctypes.CDLL("libc.so.6", use_errno=True)
+    except OSError:  # another C library (musl)
+        return None
+
+
+@_listed(
+    "glibc's malloc: mallopt(M_MMAP_THRESHOLD, 32 MiB), mallopt(M_TRIM_THRESHOLD, 64 MiB)",
+    "first tpu use (torch.tpu._lazy_init), on the XLA:CPU plugin with glibc's malloc; "
+    "TORCH_TPU_GLIBC_MALLOC_TUNING=0 leaves malloc as it is",
+    "the whole process's malloc: blocks of 128 KiB to 32 MiB (CPU tensors of those sizes too) come from "
+    "malloc's heaps rather than a mapping each, and up to 64 MiB freed at the top of a heap stays with the "
+    "process until torch.tpu.empty_cache(); a process that never uses tpu keeps glibc's defaults",
+    at_import=False,
+)
+def glibc_malloc_keeps_freed_device_pages():
+    """On the XLA:CPU plugin, freed device buffers keep their pages instead of faulting them in again.
+
+    The plugin's device memory is the host's malloc. A program's outputs
+    are fresh buffers; glibc maps a buffer over its mmap threshold on its
+    own and unmaps it when freed, and hands the top of a heap back to the
+    kernel once more than its trim threshold is free there. Its dynamic
+    thresholds settle at about the largest block freed so far, so a
+    program whose outputs (1 MiB each, four of them) are freed together
+    leaves more than that free, which glibc returns, and every next call
+    faults those pages in again (zeroed by the kernel): a program of four
+    64 x (64x16 @ 16x64) products took 822 us a product on glibc's
+    defaults and 210 us with these thresholds (docs/performance.md,
+    "glibc and a program's large outputs"). Fixed thresholds keep the
+    pages, as tcmalloc (what scripts/train.sh preloads) and PyTorch's CUDA
+    caching allocator do. torch.tpu.empty_cache() hands them back
+    (malloc_trim), and so does an allocation about to be refused for want
+    of host memory, before it reads the host's free memory again.
+    Returns whether the thresholds were set. Since issue 39 (2026-12-06)."""
+    if os.environ.get("TORCH_TPU_GLIBC_MALLOC_TUNING", "1") == "0":
+        return False
+    from . import _C
+
+    if dict(_C._plugin_info())["platform_name"] != "cpu":
+        return False
+    libc = _glibc()
+    if libc is None:
+        return False
+    return bool(libc.mallopt(_M_MMAP_THRESHOLD, MALLOC_MMAP_THRESHOLD)) and bool(
+        libc.mallopt(_M_TRIM_THRESHOLD, MALLOC_TRIM_THRESHOLD)
+    )
+
+
 def apply_at_import():
     """Applies the patches made at import, in order (after the device's
     definition, the environment and `_C`)."""

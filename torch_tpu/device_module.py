@@ -56,6 +56,7 @@ def _lazy_init():
 
     _global_patches.backward_on_the_calling_thread()
     device_count()
+    _global_patches.glibc_malloc_keeps_freed_device_pages()
 
 
 def init():

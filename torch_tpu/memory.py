@@ -106,7 +106,23 @@ def reset_accumulated_memory_stats(device=None):
 
 
 def empty_cache():
-    """Storages release device memory when they die; there is no cache to empty."""
+    """Hands memory freed by dead storages back to the system, as
+    torch.cuda.empty_cache does its cached blocks. Storages release their
+    buffers when they die; on the XLA:CPU plugin those are the host's
+    malloc, and glibc's keeps freed pages (torch_tpu/_global_patches.py,
+    glibc_malloc_keeps_freed_device_pages): malloc_trim returns them. Live
+    tensors are untouched."""
+    from . import _global_patches
+
+    if not _C._initialized() or dict(_C._plugin_info())["platform_name"] != "cpu":
+        return
+    libc = _global_patches._glibc()
+    if libc is not None:
+        # Dead storages' buffers are released in launch order, after the
+        # programs before them: wait, as CUDA's cudaFree does, so they are
+        # free when malloc is trimmed.
+        _C._synchronize(-1)
+        libc.malloc_trim(0)
 
 
 def mem_get_info(device=None):

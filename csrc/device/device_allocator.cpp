@@ -199,7 +199,10 @@ void reserve_device_bytes(int device, size_t nbytes, const std::shared_ptr<c10::
   bool shared_host = false;
   const int64_t capacity = device_capacity(device, &shared_host);
   const int64_t allowed = allowed_bytes(device, capacity);
-  const int64_t host_free = shared_host && host_read_due(static_cast<int64_t>(nbytes)) ? host_bytes_free() : INT64_MAX;
+  int64_t host_free = shared_host && host_read_due(static_cast<int64_t>(nbytes)) ? host_bytes_free() : INT64_MAX;
+  // Pages malloc kept from dead storages count as used in MemAvailable;
+  // they go back to the kernel before a refusal for want of host memory.
+  if (static_cast<int64_t>(nbytes) > host_free && return_free_malloc_pages()) host_free = host_bytes_free();
   Accounting& a = accounting();
   std::string refusal;
   {

@@ -2,6 +2,9 @@
 
 #include <fcntl.h>
 #include <unistd.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include <algorithm>
 #include <cstdlib>
@@ -138,6 +141,14 @@ int64_t host_memory_available() {
     if (headroom >= 0) available = std::min(available, headroom);
   }
   return std::max<int64_t>(available, 0);
+}
+
+bool return_free_malloc_pages() {
+#ifdef __GLIBC__
+  return malloc_trim(0) != 0;
+#else
+  return false;
+#endif
 }
 
 }  // namespace torch_tpu::device

@@ -17,4 +17,11 @@ int64_t host_memory_total();
 // Reads /proc and /sys (about 10 microseconds): not for every allocation.
 int64_t host_memory_available();
 
+// Hands the pages malloc holds free back to the kernel (glibc's
+// malloc_trim), where they count as used in MemAvailable: on the XLA:CPU
+// plugin torch_tpu has glibc keep freed device buffers' pages
+// (torch_tpu/_global_patches.py). Whether any were returned; false where
+// malloc is not glibc's.
+bool return_free_malloc_pages();
+
 }  // namespace torch_tpu::device
