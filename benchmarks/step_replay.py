@@ -7,7 +7,10 @@ in which a program runs, from torch.profiler's program events over a few
 more steps after the timed ones): near 100% where the step waits on its
 programs, less where on the host; and the host-to-device uploads a step
 makes (its batch is uploaded before the timed steps: what is left is the
-numbers and random states its launches read).
+numbers and random states its launches read); and the process's page
+faults and system CPU per step (every thread's: on the CPU plugin, fresh
+device buffers whose pages malloc gave back fault in again;
+TORCH_TPU_GLIBC_MALLOC_TUNING=0 shows glibc's defaults).
 
 Each row runs in a process of its own (replay is switched off by
 TORCH_TPU_STEP_REPLAY=0, read once per process), built and warmed up
@@ -43,6 +46,7 @@ above, minutes apart, do not promise.
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -169,12 +173,13 @@ def run_row(workload, mode, compiled, steps, warmup, read_loss):
     loss.item()
     torch_tpu.sync()
     torch_tpu.reset_metrics()
-    wall, cpu = time.perf_counter(), time.thread_time()
+    wall, cpu, usage = time.perf_counter(), time.thread_time(), resource.getrusage(resource.RUSAGE_SELF)
     for x, y in batches[warmup : warmup + steps]:
         loss = train_step(x, y)
         if read_loss:
             loss.item()
     host = time.thread_time() - cpu
+    process = resource.getrusage(resource.RUSAGE_SELF)  # every thread's: the plugin's too
     waits = torch_tpu.metrics()["host_waits"]  # the timed steps' own
     loss.item()
     torch_tpu.sync()
@@ -186,6 +191,8 @@ def run_row(workload, mode, compiled, steps, warmup, read_loss):
             {
                 "steps_per_s": steps / wall,
                 "host_s_per_step": host / steps,
+                "page_faults_per_step": (process.ru_minflt - usage.ru_minflt) / steps,
+                "system_s_per_step": (process.ru_stime - usage.ru_stime) / steps,
                 "ops_per_step": m["ops_dispatched"] / steps,
                 "replays_per_step": m["step_replays"] / steps,
                 "replayed_ops_per_step": m["step_replay_ops"] / steps,
@@ -324,7 +331,8 @@ def print_rows(best, read_loss):
             f"  {row:>36}: {r['steps_per_s']:7.2f} steps/s, host {r['host_s_per_step'] * 1e3:7.2f} ms/step "
             f"({per_op:5.2f} us per op of {r['ops_per_step']:.0f}), {r['programs_per_step']:.1f} programs/step, "
             f"{r['replays_per_step']:.1f} replayed flushes/step, {r['uploads_per_step']:.1f} uploads/step, "
-            f"device busy {r['device_busy']:.0%}"
+            f"device busy {r['device_busy']:.0%}, {r['page_faults_per_step']:.0f} page faults and "
+            f"{r['system_s_per_step'] * 1e3:.2f} ms system CPU/step"
             + (f", {r['host_waits_per_step']:.1f} host waits/step" if read_loss else "")
         )
     rate = {row: r["steps_per_s"] for row, r in best.items()}
