@@ -112,17 +112,16 @@ def empty_cache():
     malloc, and glibc's keeps freed pages (torch_tpu/_global_patches.py,
     glibc_malloc_keeps_freed_device_pages): malloc_trim returns them. Live
     tensors are untouched."""
-    from . import _global_patches
+    from .info import malloc_in_use
 
-    if not _C._initialized() or dict(_C._plugin_info())["platform_name"] != "cpu":
+    if not _C._initialized() or dict(_C._plugin_info())["platform_name"] != "cpu" or malloc_in_use() != "glibc":
         return
-    libc = _global_patches._glibc()
-    if libc is not None:
-        # Dead storages' buffers are released in launch order, after the
-        # programs before them: wait, as CUDA's cudaFree does, so they are
-        # free when malloc is trimmed.
-        _C._synchronize(-1)
-        libc.malloc_trim(0)
+    # Dead storages' buffers are released in launch order, after the
+    # programs before them: wait, as CUDA's cudaFree does, so they are free
+    # when malloc is trimmed (the same trim an allocation refused for want
+    # of host memory makes: csrc/device/host_memory.cpp).
+    _C._synchronize(-1)
+    _C._return_free_malloc_pages()
 
 
 def mem_get_info(device=None):

@@ -7,6 +7,7 @@
 
 #include "device/cpu_fallback.h"
 #include "device/generator.h"
+#include "device/host_memory.h"
 #include "device/registration.h"
 #include "device/storage_buffer.h"
 #include "device/sync_debug.h"
@@ -153,6 +154,7 @@ PYBIND11_MODULE(_C, m) {
     torch_tpu::device::learn_storage_slice_deleter(THPVariable_Unpack(over_cpu_slice.ptr()));
   });
   m.def("_mem_get_info", [](int device) { return torch_tpu::device::device_memory_info(device); });
+  m.def("_return_free_malloc_pages", []() { return torch_tpu::device::return_free_malloc_pages(); });
   m.def("_set_memory_fraction",
         [](int device, double fraction) { torch_tpu::device::set_memory_fraction(device, fraction); });
   m.def("_get_memory_fraction", [](int device) { return torch_tpu::device::get_memory_fraction(device); });
